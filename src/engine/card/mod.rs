@@ -1,0 +1,472 @@
+//! Scaffold cards: a method declared as YAML — metadata, one `{kind, ...params}`
+//! block per slot, `general` settings, the seed and optional model settings.
+//!
+//! Loading is strict: unknown fields, unknown kinds, wrong types and values
+//! out of range are all errors, each naming `file:line:col`, the field path and
+//! the reason. serde_yaml is used only inside this module.
+
+mod spans;
+
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::params::ParamMap;
+use crate::engine::registry::{Registry, Slot};
+
+pub use spans::Spans;
+
+/// One slot of a card: the implementation's `kind` and its parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SlotSpec {
+    pub kind: String,
+    #[serde(flatten)]
+    pub params: ParamMap,
+}
+
+impl SlotSpec {
+    pub fn new(kind: &str) -> Self {
+        Self {
+            kind: kind.to_owned(),
+            params: ParamMap::default(),
+        }
+    }
+}
+
+/// Loop-level settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct General {
+    /// Number of iterations (each selects once and yields one or more
+    /// evaluated or rejected candidates).
+    pub max_iterations: u64,
+    /// Proposal resamples per iteration on a parse/eval failure, parent held fixed.
+    pub inner_retry_times: u32,
+    /// Iterations in flight at once (1 = the seeds' exact sequential semantics).
+    pub parallel: u32,
+    /// Stop cleanly once the run has cost this much (USD), when prices are known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// Stop cleanly once the run has used this many model tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+}
+
+impl Default for General {
+    fn default() -> Self {
+        Self {
+            max_iterations: 100,
+            inner_retry_times: 1,
+            parallel: 1,
+            max_cost_usd: None,
+            max_tokens: None,
+        }
+    }
+}
+
+/// One model of an ensemble. Endpoints and keys never live in cards.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    pub name: String,
+    #[serde(default = "one")]
+    pub weight: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// Model settings of a card (no endpoints, keys or secrets).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmSettings {
+    pub models: Vec<ModelSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+}
+
+fn default_namespace() -> String {
+    "user".to_owned()
+}
+
+fn default_license() -> String {
+    "Apache-2.0".to_owned()
+}
+
+/// A scaffold card.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Card {
+    pub name: String,
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    /// Display title (defaults to the name).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub title: String,
+    /// One-line summary.
+    #[serde(default)]
+    pub summary: String,
+    /// Longer description / algorithm notes (markdown).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default = "default_license")]
+    pub license: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Hub README "Overview" section.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub overview: String,
+    /// Hub README "When to use" section.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub when_to_use: String,
+    /// Hub README "Source" section.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+    pub population: SlotSpec,
+    pub selection_policy: SlotSpec,
+    pub prompt_builder: SlotSpec,
+    pub proposer: SlotSpec,
+    pub evaluator: SlotSpec,
+    pub memory: SlotSpec,
+    #[serde(default)]
+    pub general: General,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmSettings>,
+}
+
+impl Card {
+    /// The slot spec of `slot`.
+    pub fn slot(&self, slot: Slot) -> &SlotSpec {
+        match slot {
+            Slot::Population => &self.population,
+            Slot::SelectionPolicy => &self.selection_policy,
+            Slot::PromptBuilder => &self.prompt_builder,
+            Slot::Proposer => &self.proposer,
+            Slot::Evaluator => &self.evaluator,
+            Slot::Memory => &self.memory,
+        }
+    }
+
+    pub fn slot_mut(&mut self, slot: Slot) -> &mut SlotSpec {
+        match slot {
+            Slot::Population => &mut self.population,
+            Slot::SelectionPolicy => &mut self.selection_policy,
+            Slot::PromptBuilder => &mut self.prompt_builder,
+            Slot::Proposer => &mut self.proposer,
+            Slot::Evaluator => &mut self.evaluator,
+            Slot::Memory => &mut self.memory,
+        }
+    }
+
+    /// Title for display.
+    pub fn display_title(&self) -> &str {
+        if self.title.is_empty() {
+            &self.name
+        } else {
+            &self.title
+        }
+    }
+
+    /// A minimal valid card (the studio's "New").
+    pub fn new_default(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            namespace: default_namespace(),
+            title: String::new(),
+            summary: String::new(),
+            description: String::new(),
+            license: default_license(),
+            tags: Vec::new(),
+            overview: String::new(),
+            when_to_use: String::new(),
+            source: String::new(),
+            population: SlotSpec::new("in_memory"),
+            selection_policy: SlotSpec::new("best_of_n"),
+            prompt_builder: SlotSpec::new("default"),
+            proposer: SlotSpec::new("diff"),
+            evaluator: SlotSpec::new("subprocess"),
+            memory: SlotSpec::new("none"),
+            general: General::default(),
+            seed: 0,
+            llm: None,
+        }
+    }
+
+    /// Parse a card from YAML text; `origin` names the file in errors.
+    pub fn from_yaml(text: &str, origin: &str, registry: &Registry) -> Result<Self, CardErrors> {
+        let spans = Spans::of(text);
+        let de = serde_yaml::Deserializer::from_str(text);
+        let card: Self = match serde_path_to_error::deserialize(de) {
+            Ok(card) => card,
+            Err(e) => {
+                let path = e.path().to_string();
+                let inner = e.into_inner();
+                let (line, col) = inner
+                    .location()
+                    .map(|l| (l.line(), l.column()))
+                    .or_else(|| spans.find(&path))
+                    .unwrap_or((1, 1));
+                let mut message = inner.to_string();
+                // serde_yaml appends " at line L column C"; we print it in front.
+                if let Some(i) = message.find(" at line ") {
+                    message.truncate(i);
+                }
+                let field = if path == "." { String::new() } else { path };
+                if field.ends_with("api_key") || message.contains("`api_key`") {
+                    message.push_str(
+                        " (keys never go in cards: put the key in an environment variable and name the variable in your settings)",
+                    );
+                }
+                return Err(CardErrors(vec![CardError {
+                    origin: origin.to_owned(),
+                    line,
+                    col,
+                    field,
+                    message,
+                }]));
+            }
+        };
+        let problems = card.validate(registry);
+        if problems.is_empty() {
+            Ok(card)
+        } else {
+            Err(CardErrors(
+                problems
+                    .into_iter()
+                    .map(|p| {
+                        let (line, col) = spans.find(&p.field).unwrap_or((1, 1));
+                        CardError {
+                            origin: origin.to_owned(),
+                            line,
+                            col,
+                            field: p.field,
+                            message: p.message,
+                        }
+                    })
+                    .collect(),
+            ))
+        }
+    }
+
+    /// Load a card file.
+    pub fn load(path: &Path, registry: &Registry) -> Result<Self, CardErrors> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            CardErrors(vec![CardError {
+                origin: origin.clone(),
+                line: 0,
+                col: 0,
+                field: String::new(),
+                message: format!("cannot read: {e}"),
+            }])
+        })?;
+        Self::from_yaml(&text, &origin, registry)
+    }
+
+    /// Serialise to YAML.
+    pub fn to_yaml(&self) -> String {
+        serde_yaml::to_string(self).unwrap_or_else(|e| format!("# could not serialise card: {e}\n"))
+    }
+
+    /// Write to a file (atomically: temp file + rename).
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let tmp = path.with_extension("yaml.tmp");
+        std::fs::write(&tmp, self.to_yaml())?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Every semantic problem (unknown kinds, bad params, bad general
+    /// settings), each with its field path. Used by the loader and, live, by
+    /// the studio's editor.
+    pub fn validate(&self, registry: &Registry) -> Vec<Problem> {
+        let mut out = Vec::new();
+        if self.name.trim().is_empty() {
+            out.push(Problem::new("name", "must not be empty"));
+        } else if !self
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            out.push(Problem::new(
+                "name",
+                "use letters, digits, `_` or `-` only (it names files and hub folders)",
+            ));
+        }
+        if !self
+            .namespace
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            || self.namespace.is_empty()
+        {
+            out.push(Problem::new(
+                "namespace",
+                "use letters, digits, `_` or `-` only",
+            ));
+        }
+        for slot in Slot::ALL {
+            let spec = self.slot(slot);
+            match registry.info(slot, &spec.kind) {
+                Err(e) => out.push(Problem::new(
+                    &format!("{}.kind", slot.key()),
+                    &e.to_string(),
+                )),
+                Ok(info) => {
+                    for e in spec.params.validate(info.params) {
+                        out.push(Problem::new(
+                            &format!("{}.{}", slot.key(), e.key),
+                            &e.reason,
+                        ));
+                    }
+                }
+            }
+        }
+        let g = &self.general;
+        if g.max_iterations == 0 {
+            out.push(Problem::new("general.max_iterations", "must be at least 1"));
+        }
+        if g.max_iterations > 10_000_000 {
+            out.push(Problem::new(
+                "general.max_iterations",
+                "must be at most 10000000",
+            ));
+        }
+        if g.inner_retry_times > 100 {
+            out.push(Problem::new(
+                "general.inner_retry_times",
+                "must be at most 100",
+            ));
+        }
+        if g.parallel == 0 || g.parallel > 256 {
+            out.push(Problem::new(
+                "general.parallel",
+                "must be between 1 and 256",
+            ));
+        }
+        if let Some(c) = g.max_cost_usd {
+            if !(c.is_finite() && c > 0.0) {
+                out.push(Problem::new(
+                    "general.max_cost_usd",
+                    "must be a positive number",
+                ));
+            }
+        }
+        if g.max_tokens == Some(0) {
+            out.push(Problem::new("general.max_tokens", "must be at least 1"));
+        }
+        if let Some(llm) = &self.llm {
+            for (i, m) in llm.models.iter().enumerate() {
+                if m.name.trim().is_empty() {
+                    out.push(Problem::new(
+                        &format!("llm.models[{i}].name"),
+                        "must not be empty",
+                    ));
+                }
+                if !(m.weight.is_finite() && m.weight > 0.0) {
+                    out.push(Problem::new(
+                        &format!("llm.models[{i}].weight"),
+                        "must be a positive number",
+                    ));
+                }
+                if let Some(t) = m.temperature {
+                    if !(0.0..=2.0).contains(&t) {
+                        out.push(Problem::new(
+                            &format!("llm.models[{i}].temperature"),
+                            "must be between 0 and 2",
+                        ));
+                    }
+                }
+            }
+            if let Some(t) = llm.temperature {
+                if !(0.0..=2.0).contains(&t) {
+                    out.push(Problem::new("llm.temperature", "must be between 0 and 2"));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A problem found by [`Card::validate`]: a field path and the reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub field: String,
+    pub message: String,
+}
+
+impl Problem {
+    fn new(field: &str, message: &str) -> Self {
+        Self {
+            field: field.to_owned(),
+            message: message.to_owned(),
+        }
+    }
+}
+
+/// One card error with its position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CardError {
+    /// The file (or other origin) the card came from.
+    pub origin: String,
+    /// 1-based line (0 when not about a position, e.g. unreadable file).
+    pub line: usize,
+    pub col: usize,
+    /// Dotted field path (`selection_policy.best_of_n`), empty for the whole card.
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for CardError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line > 0 {
+            write!(f, "{}:{}:{}: ", self.origin, self.line, self.col)?;
+        } else {
+            write!(f, "{}: ", self.origin)?;
+        }
+        if !self.field.is_empty() {
+            write!(f, "{}: ", self.field)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// Every error of a card.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CardErrors(pub Vec<CardError>);
+
+impl fmt::Display for CardErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CardErrors {}
+
+/// The `prompt.system_message` of an OpenEvolve `config.yaml`, if any.
+pub fn openevolve_system_message(text: &str) -> Option<String> {
+    let value: serde_yaml::Value = serde_yaml::from_str(text).ok()?;
+    value
+        .get("prompt")?
+        .get("system_message")?
+        .as_str()
+        .map(str::to_owned)
+}

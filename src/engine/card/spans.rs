@@ -1,0 +1,162 @@
+//! Where each key of a YAML document is: dotted path → (line, column), so a
+//! card error can point at the field, whatever stage found it.
+
+use std::collections::HashMap;
+
+use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
+use yaml_rust2::scanner::Marker;
+
+/// 1-based line and column.
+pub type Pos = (usize, usize);
+
+/// Path → position of the key (for mapping entries) or item (for sequences).
+#[derive(Debug, Default)]
+pub struct Spans {
+    map: HashMap<String, Pos>,
+}
+
+enum Frame {
+    Map {
+        path: String,
+        expecting_key: bool,
+        key: Option<String>,
+    },
+    Seq {
+        path: String,
+        index: usize,
+    },
+}
+
+struct Collector {
+    stack: Vec<Frame>,
+    spans: HashMap<String, Pos>,
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+impl Collector {
+    /// Path of the value that is about to start, and mark the frame as consumed.
+    fn value_path(&mut self, mark: Marker) -> Option<String> {
+        match self.stack.last_mut() {
+            Some(Frame::Map {
+                path,
+                expecting_key,
+                key,
+            }) => {
+                if *expecting_key {
+                    None
+                } else {
+                    *expecting_key = true;
+                    key.take().map(|k| join(path, &k))
+                }
+            }
+            Some(Frame::Seq { path, index }) => {
+                let p = format!("{path}[{index}]");
+                *index += 1;
+                self.spans
+                    .entry(p.clone())
+                    .or_insert((mark.line(), mark.col() + 1));
+                Some(p)
+            }
+            None => Some(String::new()),
+        }
+    }
+}
+
+impl MarkedEventReceiver for Collector {
+    fn on_event(&mut self, ev: Event, mark: Marker) {
+        match ev {
+            Event::Scalar(value, ..) => {
+                if let Some(Frame::Map {
+                    path,
+                    expecting_key,
+                    key,
+                }) = self.stack.last_mut()
+                {
+                    if *expecting_key {
+                        let full = join(path, &value);
+                        self.spans
+                            .entry(full)
+                            .or_insert((mark.line(), mark.col() + 1));
+                        *key = Some(value);
+                        *expecting_key = false;
+                        return;
+                    }
+                }
+                let _ = self.value_path(mark);
+            }
+            Event::MappingStart(..) => {
+                let path = self.value_path(mark).unwrap_or_default();
+                self.stack.push(Frame::Map {
+                    path,
+                    expecting_key: true,
+                    key: None,
+                });
+            }
+            Event::SequenceStart(..) => {
+                let path = self.value_path(mark).unwrap_or_default();
+                self.stack.push(Frame::Seq { path, index: 0 });
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                self.stack.pop();
+            }
+            Event::Alias(_) => {
+                let _ = self.value_path(mark);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Spans {
+    /// Collect positions; a document that does not parse yields no spans.
+    pub fn of(text: &str) -> Self {
+        let mut collector = Collector {
+            stack: Vec::new(),
+            spans: HashMap::new(),
+        };
+        let mut parser = Parser::new_from_str(text);
+        if parser.load(&mut collector, false).is_err() {
+            // partial spans are still useful
+        }
+        Self {
+            map: collector.spans,
+        }
+    }
+
+    /// Position of `path`, or of its deepest known ancestor.
+    pub fn find(&self, path: &str) -> Option<Pos> {
+        let mut p = path.to_owned();
+        loop {
+            if let Some(pos) = self.map.get(&p) {
+                return Some(*pos);
+            }
+            let cut = p.rfind(['.', '['])?;
+            p.truncate(cut);
+            if p.is_empty() {
+                return None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_nested_keys_and_items() {
+        let text = "name: x\nselection_policy:\n  kind: best_of_n\n  best_of_n: -3\nllm:\n  models:\n    - name: a\n      weight: 2\n";
+        let s = Spans::of(text);
+        assert_eq!(s.find("name"), Some((1, 1)));
+        assert_eq!(s.find("selection_policy.best_of_n"), Some((4, 3)));
+        assert_eq!(s.find("llm.models[0].weight"), Some((8, 7)));
+        assert_eq!(s.find("selection_policy.nope"), Some((2, 1)));
+    }
+}

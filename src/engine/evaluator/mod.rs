@@ -1,0 +1,39 @@
+//! Slot 5 — Evaluator: the deterministic verifiable scorer, supplied by the
+//! task. Maps a candidate to a metric dict plus artifacts.
+
+use std::collections::BTreeMap;
+
+/// A candidate to score.
+#[derive(Clone, Debug, Default)]
+pub struct Candidate {
+    /// Id the genome will get (for temp-file names and logs).
+    pub id: u64,
+    pub content: String,
+}
+
+/// The evaluator's verdict.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Evaluation {
+    /// False when the candidate crashed, timed out, or the evaluator reported
+    /// an error; the genome is kept but never selected.
+    pub valid: bool,
+    /// Numeric metrics (non-finite values are rejected and make it invalid).
+    pub scores: BTreeMap<String, f64>,
+    /// Side output: stdout, stderr, traceback, custom artifacts.
+    pub artifacts: BTreeMap<String, String>,
+    /// Why it is invalid.
+    pub error: Option<String>,
+}
+
+/// The evaluator slot (seed 004, slot 5). `evaluate` is the one required verb.
+/// Implementations never panic and never hang: a crash or timeout is an
+/// invalid `Evaluation` with the reason.
+#[async_trait::async_trait]
+pub trait Evaluator: Send + Sync {
+    async fn evaluate(&self, candidate: &Candidate) -> Evaluation;
+
+    /// The per-candidate time limit, when there is one (shown in prompts).
+    fn timeout_secs(&self) -> Option<f64> {
+        None
+    }
+}

@@ -1,0 +1,200 @@
+//! The unit of evolution: one candidate plus everything needed to select,
+//! evaluate, trace and inspect it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Identifier of a genome inside one run. Assigned densely in admission order
+/// (the initial program is 0), so it is stable for a given seed and responses.
+pub type GenomeId = u64;
+
+/// The metric name whose value is the fitness (seed 004).
+pub const FITNESS_KEY: &str = "combined_score";
+
+/// The two messages sent to a model.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prompt {
+    pub system: String,
+    pub user: String,
+}
+
+/// Token counts reported by a model for one call (or summed over calls).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Cost in USD where a price is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+impl TokenUsage {
+    pub fn total_tokens(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+
+    pub fn add(&mut self, other: &Self) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+    }
+}
+
+/// Wall-clock spent in each step for this genome, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    pub prompt_ms: f64,
+    pub propose_ms: f64,
+    pub evaluate_ms: f64,
+}
+
+/// Per-candidate data used for selection and lineage (seed 004 "metadata").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GenomeMeta {
+    /// Number of ancestors (root = 0).
+    pub generation: u32,
+    /// Search-tree depth as tracked by the population (beam depth, etc.).
+    #[serde(default)]
+    pub depth: u32,
+    /// Island the genome lives on, for island populations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub island: Option<u32>,
+    /// Name of the model that proposed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// How the child was produced (diff, full rewrite, crossover, initial).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub patch_type: String,
+    /// Feature coordinates and other numeric per-candidate data.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub features: BTreeMap<String, f64>,
+}
+
+/// One candidate solution plus everything needed to select, evaluate and
+/// trace it, including what the inspector shows: the prompt that produced it,
+/// the raw model response, the applied diff, the error, timings.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Genome {
+    pub id: GenomeId,
+    #[serde(default)]
+    pub parent_id: Option<GenomeId>,
+    #[serde(default)]
+    pub inspiration_ids: Vec<GenomeId>,
+    /// Iteration that produced it (the initial program is iteration 0).
+    pub iteration: u64,
+    /// Attempt index inside the iteration (inner retries), from 0.
+    #[serde(default)]
+    pub attempt: u32,
+    /// Whether the evaluator scored it. Invalid genomes are kept for
+    /// inspection but are never chosen as parents or inspirations.
+    pub valid: bool,
+    /// The evaluator's metrics; fitness is `combined_score`.
+    #[serde(default)]
+    pub scores: BTreeMap<String, f64>,
+    /// The evolved artifact (program text).
+    pub content: String,
+    /// Unified diff from the parent's content to this content.
+    #[serde(default)]
+    pub diff: Option<String>,
+    /// Why the genome is invalid (parse failure, no-op, crash, timeout...).
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Evaluator side output: stdout, stderr, traceback, custom artifacts.
+    #[serde(default)]
+    pub artifacts: BTreeMap<String, String>,
+    #[serde(default)]
+    pub metadata: GenomeMeta,
+    /// The exact prompt sent to the model.
+    #[serde(default)]
+    pub prompt: Option<Prompt>,
+    /// The raw model response, kept for failed proposals too.
+    #[serde(default)]
+    pub response: Option<String>,
+    #[serde(default)]
+    pub timings: Timings,
+    #[serde(default)]
+    pub usage: Option<TokenUsage>,
+}
+
+impl Genome {
+    /// Fitness used by selection: `combined_score` when present and finite,
+    /// otherwise the mean of the finite metrics, otherwise 0. Invalid genomes
+    /// have no fitness.
+    pub fn fitness(&self) -> Option<f64> {
+        if !self.valid {
+            return None;
+        }
+        if let Some(v) = self.scores.get(FITNESS_KEY) {
+            return Some(if v.is_finite() { *v } else { f64::NEG_INFINITY });
+        }
+        let finite: Vec<f64> = self
+            .scores
+            .values()
+            .copied()
+            .filter(|v| v.is_finite())
+            .collect();
+        if finite.is_empty() {
+            Some(0.0)
+        } else {
+            Some(finite.iter().sum::<f64>() / finite.len() as f64)
+        }
+    }
+
+    /// Fitness, with invalid genomes ranked below every valid one.
+    pub fn fitness_or_min(&self) -> f64 {
+        self.fitness().unwrap_or(f64::NEG_INFINITY)
+    }
+}
+
+/// A total order on f64 for ranking (NaN sorts lowest).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OrdF64(pub f64);
+
+impl Eq for OrdF64 {}
+
+impl PartialOrd for OrdF64 {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OrdF64 {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let a = if self.0.is_nan() {
+            f64::NEG_INFINITY
+        } else {
+            self.0
+        };
+        let b = if other.0.is_nan() {
+            f64::NEG_INFINITY
+        } else {
+            other.0
+        };
+        a.total_cmp(&b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fitness_prefers_combined_score_and_invalid_has_none() {
+        let mut g = Genome {
+            valid: true,
+            ..Genome::default()
+        };
+        g.scores.insert("a".into(), 2.0);
+        g.scores.insert("b".into(), 4.0);
+        assert_eq!(g.fitness(), Some(3.0));
+        g.scores.insert(FITNESS_KEY.into(), 0.5);
+        assert_eq!(g.fitness(), Some(0.5));
+        g.valid = false;
+        assert_eq!(g.fitness(), None);
+        assert_eq!(g.fitness_or_min(), f64::NEG_INFINITY);
+    }
+}

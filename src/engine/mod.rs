@@ -1,0 +1,18 @@
+//! The Galapagos engine: the Genome, the six slot traits, the registry of
+//! named implementations, scaffold cards and the run loop.
+//!
+//! This module never depends on the studio (egui).
+
+pub mod card;
+pub mod evaluator;
+pub mod genome;
+pub mod memory;
+pub mod model;
+pub mod params;
+pub mod population;
+pub mod prompt;
+pub mod proposer;
+pub mod registry;
+pub mod rng;
+pub mod selection;
+pub mod task;

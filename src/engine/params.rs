@@ -1,0 +1,377 @@
+//! Typed parameters of a component: the schema the studio renders as typed
+//! widgets and the card loader validates against, plus the neutral value type
+//! a card stores them as.
+//!
+//! Each implementation declares its parameters once as a `&'static [ParamSpec]`
+//! table and reads them through a typed `serde` struct (see
+//! [`ParamMap::decode`]); a unit test per implementation checks the two agree.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+/// A parameter value as written in a card.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ParamValue {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    List(Vec<ParamValue>),
+}
+
+impl ParamValue {
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Self::Int(i) => Some(*i as f64),
+            Self::Float(f) => Some(*f),
+            _ => None,
+        }
+    }
+
+    /// Short human rendering (used in block summaries and READMEs).
+    pub fn display(&self) -> String {
+        match self {
+            Self::Null => "null".to_owned(),
+            Self::Bool(b) => b.to_string(),
+            Self::Int(i) => i.to_string(),
+            Self::Float(f) => format!("{f}"),
+            Self::Str(s) => s.clone(),
+            Self::List(items) => {
+                let inner: Vec<String> = items.iter().map(Self::display).collect();
+                format!("[{}]", inner.join(", "))
+            }
+        }
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        match self {
+            Self::Null => serde_json::Value::Null,
+            Self::Bool(b) => serde_json::Value::Bool(*b),
+            Self::Int(i) => serde_json::Value::from(*i),
+            Self::Float(f) => serde_json::Number::from_f64(*f)
+                .map_or(serde_json::Value::Null, serde_json::Value::Number),
+            Self::Str(s) => serde_json::Value::String(s.clone()),
+            Self::List(items) => {
+                serde_json::Value::Array(items.iter().map(Self::to_json).collect())
+            }
+        }
+    }
+}
+
+/// The type (and valid range) of one parameter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ParamType {
+    /// An integer in `min..=max`.
+    Int {
+        min: i64,
+        max: i64,
+    },
+    /// A float in `min..=max`.
+    Float {
+        min: f64,
+        max: f64,
+    },
+    Bool,
+    /// One of a fixed set of names.
+    Choice(&'static [&'static str]),
+    /// An integer in `min..=max`, or null (absent).
+    OptionalInt {
+        min: i64,
+        max: i64,
+    },
+    /// A float in `min..=max`, or null (absent).
+    OptionalFloat {
+        min: f64,
+        max: f64,
+    },
+    /// Free text.
+    Text,
+    /// A list of floats, each in `min..=max`.
+    FloatList {
+        min: f64,
+        max: f64,
+    },
+    /// A list of free-text names.
+    TextList,
+}
+
+/// One parameter of a component.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamSpec {
+    pub key: &'static str,
+    pub doc: &'static str,
+    pub ty: ParamType,
+    /// Default, as the YAML literal a card would hold (`5`, `0.3`, `null`, `best`).
+    pub default: DefaultValue,
+}
+
+/// A compile-time default value.
+#[derive(Clone, Copy, Debug)]
+pub enum DefaultValue {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(&'static str),
+    FloatList(&'static [f64]),
+    TextList(&'static [&'static str]),
+}
+
+impl DefaultValue {
+    pub fn to_value(self) -> ParamValue {
+        match self {
+            Self::Null => ParamValue::Null,
+            Self::Bool(b) => ParamValue::Bool(b),
+            Self::Int(i) => ParamValue::Int(i),
+            Self::Float(f) => ParamValue::Float(f),
+            Self::Str(s) => ParamValue::Str(s.to_owned()),
+            Self::FloatList(v) => {
+                ParamValue::List(v.iter().map(|f| ParamValue::Float(*f)).collect())
+            }
+            Self::TextList(v) => {
+                ParamValue::List(v.iter().map(|s| ParamValue::Str((*s).to_owned())).collect())
+            }
+        }
+    }
+}
+
+/// Why a parameter value is rejected.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{key}: {reason}")]
+pub struct ParamError {
+    /// The parameter key (dotted path inside the slot when nested).
+    pub key: String,
+    pub reason: String,
+}
+
+/// The parameters of one slot, as written in a card (without `kind`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ParamMap(pub BTreeMap<String, ParamValue>);
+
+impl ParamMap {
+    pub fn get(&self, key: &str) -> Option<&ParamValue> {
+        self.0.get(key)
+    }
+
+    pub fn set(&mut self, key: &str, value: ParamValue) {
+        self.0.insert(key.to_owned(), value);
+    }
+
+    /// Value of `key`, or the spec's default.
+    pub fn value_or_default(&self, spec: &ParamSpec) -> ParamValue {
+        self.0
+            .get(spec.key)
+            .cloned()
+            .unwrap_or_else(|| spec.default.to_value())
+    }
+
+    /// Check every value against the schema: unknown keys, types, ranges.
+    /// Returns every problem, not just the first.
+    pub fn validate(&self, specs: &[ParamSpec]) -> Vec<ParamError> {
+        let mut errors = Vec::new();
+        for (key, value) in &self.0 {
+            match specs.iter().find(|s| s.key == key) {
+                None => {
+                    let known: Vec<&str> = specs.iter().map(|s| s.key).collect();
+                    errors.push(ParamError {
+                        key: key.clone(),
+                        reason: if known.is_empty() {
+                            "unknown parameter; this component takes no parameters".to_owned()
+                        } else {
+                            format!("unknown parameter; known: {}", known.join(", "))
+                        },
+                    });
+                }
+                Some(spec) => {
+                    if let Err(reason) = check_value(spec.ty, value) {
+                        errors.push(ParamError {
+                            key: key.clone(),
+                            reason,
+                        });
+                    }
+                }
+            }
+        }
+        errors
+    }
+
+    /// Decode into a component's typed parameter struct. Missing keys take the
+    /// struct's serde defaults; the error names the offending key.
+    pub fn decode<T: DeserializeOwned>(&self) -> Result<T, ParamError> {
+        let json = serde_json::Value::Object(
+            self.0
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_json()))
+                .collect(),
+        );
+        serde_path_to_error::deserialize(json).map_err(|e| {
+            let key = e.path().to_string();
+            ParamError {
+                key: if key == "." { String::new() } else { key },
+                reason: e.into_inner().to_string(),
+            }
+        })
+    }
+}
+
+/// Check one value against a type; `Err` carries the reason shown at the field.
+pub fn check_value(ty: ParamType, value: &ParamValue) -> Result<(), String> {
+    match (ty, value) {
+        (ParamType::Int { min, max }, ParamValue::Int(i))
+        | (ParamType::OptionalInt { min, max }, ParamValue::Int(i)) => {
+            if *i < min || *i > max {
+                Err(range_reason(min as f64, max as f64, &i.to_string()))
+            } else {
+                Ok(())
+            }
+        }
+        (ParamType::OptionalInt { .. } | ParamType::OptionalFloat { .. }, ParamValue::Null) => {
+            Ok(())
+        }
+        (ParamType::Float { min, max } | ParamType::OptionalFloat { min, max }, v)
+            if v.as_f64().is_some() =>
+        {
+            let f = v.as_f64().unwrap_or(f64::NAN);
+            if !f.is_finite() || f < min || f > max {
+                Err(range_reason(min, max, &v.display()))
+            } else {
+                Ok(())
+            }
+        }
+        (ParamType::Bool, ParamValue::Bool(_)) | (ParamType::Text, ParamValue::Str(_)) => Ok(()),
+        (ParamType::Choice(options), ParamValue::Str(s)) => {
+            if options.contains(&s.as_str()) {
+                Ok(())
+            } else {
+                Err(format!("`{s}` is not one of: {}", options.join(", ")))
+            }
+        }
+        (ParamType::FloatList { min, max }, ParamValue::List(items)) => {
+            for item in items {
+                check_value(ParamType::Float { min, max }, item)?;
+            }
+            Ok(())
+        }
+        (ParamType::TextList, ParamValue::List(items)) => {
+            if items.iter().all(|i| matches!(i, ParamValue::Str(_))) {
+                Ok(())
+            } else {
+                Err("expected a list of names".to_owned())
+            }
+        }
+        (ty, v) => Err(format!("expected {}, got {}", type_name(ty), v.display())),
+    }
+}
+
+fn range_reason(min: f64, max: f64, got: &str) -> String {
+    if max >= 1e15 {
+        format!("must be at least {min}, got {got}")
+    } else {
+        format!("must be between {min} and {max}, got {got}")
+    }
+}
+
+/// Human name of a parameter type ("an integer", "one of best, stochastic").
+pub fn type_name(ty: ParamType) -> String {
+    match ty {
+        ParamType::Int { .. } => "an integer".to_owned(),
+        ParamType::Float { .. } => "a number".to_owned(),
+        ParamType::Bool => "true or false".to_owned(),
+        ParamType::Choice(options) => format!("one of {}", options.join(", ")),
+        ParamType::OptionalInt { .. } => "an integer or null".to_owned(),
+        ParamType::OptionalFloat { .. } => "a number or null".to_owned(),
+        ParamType::Text => "text".to_owned(),
+        ParamType::FloatList { .. } => "a list of numbers".to_owned(),
+        ParamType::TextList => "a list of names".to_owned(),
+    }
+}
+
+/// Test helper: the keys a typed params struct serialises must equal the
+/// spec table's keys.
+#[cfg(test)]
+pub fn assert_specs_match<T: Default + Serialize>(specs: &[ParamSpec]) {
+    let value = serde_json::to_value(T::default()).expect("params serialise");
+    let mut keys: Vec<String> = value
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    keys.sort();
+    let mut spec_keys: Vec<String> = specs.iter().map(|s| s.key.to_owned()).collect();
+    spec_keys.sort();
+    assert_eq!(keys, spec_keys, "typed params and spec table disagree");
+    // every default in the table is accepted by its own type
+    for spec in specs {
+        assert!(
+            check_value(spec.ty, &spec.default.to_value()).is_ok(),
+            "default of {} fails its own type",
+            spec.key
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPECS: &[ParamSpec] = &[
+        ParamSpec {
+            key: "n",
+            doc: "count",
+            ty: ParamType::Int { min: 1, max: 100 },
+            default: DefaultValue::Int(5),
+        },
+        ParamSpec {
+            key: "mode",
+            doc: "mode",
+            ty: ParamType::Choice(&["a", "b"]),
+            default: DefaultValue::Str("a"),
+        },
+    ];
+
+    #[derive(Deserialize, Serialize, Default, Debug, PartialEq)]
+    #[serde(deny_unknown_fields, default)]
+    struct P {
+        n: u32,
+        mode: String,
+    }
+
+    #[test]
+    fn validate_reports_every_problem() {
+        let mut m = ParamMap::default();
+        m.set("n", ParamValue::Int(-3));
+        m.set("mode", ParamValue::Str("c".into()));
+        m.set("zzz", ParamValue::Bool(true));
+        let errs = m.validate(SPECS);
+        assert_eq!(errs.len(), 3);
+        assert!(
+            errs.iter()
+                .any(|e| e.key == "n" && e.reason.contains("between 1 and 100"))
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.key == "zzz" && e.reason.contains("known: n, mode"))
+        );
+    }
+
+    #[test]
+    fn decode_names_the_key() {
+        let mut m = ParamMap::default();
+        m.set("n", ParamValue::Str("x".into()));
+        let err = m.decode::<P>().unwrap_err();
+        assert_eq!(err.key, "n");
+        let mut ok = ParamMap::default();
+        ok.set("n", ParamValue::Int(7));
+        assert_eq!(
+            ok.decode::<P>().unwrap(),
+            P {
+                n: 7,
+                mode: String::new()
+            }
+        );
+        assert_specs_match::<P>(SPECS);
+    }
+}

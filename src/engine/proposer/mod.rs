@@ -1,0 +1,51 @@
+//! Slot 4 — Proposer: the variation operator. Turns a built prompt into a new
+//! candidate (one model call + edit application for `DiffProposer`).
+
+use std::sync::Arc;
+
+use crate::engine::genome::{Genome, Prompt, TokenUsage};
+
+/// Input to one proposal.
+#[derive(Clone, Debug)]
+pub struct ProposalRequest {
+    pub prompt: Prompt,
+    pub parent: Arc<Genome>,
+    pub inspirations: Vec<Arc<Genome>>,
+    /// Seed drawn from the run's RNG for this proposal.
+    pub seed: u64,
+}
+
+/// Why a proposal produced no candidate.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProposalError {
+    /// The reply had no usable edit (no blocks, unmatched SEARCH, edit outside
+    /// the EVOLVE-BLOCK, broken markers...).
+    #[error("{0}")]
+    Parse(String),
+    /// The edit left the program unchanged.
+    #[error("{0}")]
+    NoOp(String),
+    /// The model call failed (after the client's own retries).
+    #[error("{0}")]
+    Model(String),
+    /// The run must stop (e.g. authentication failed).
+    #[error("{0}")]
+    Fatal(String),
+}
+
+/// The outcome of one proposal. The raw response is kept even on failure.
+#[derive(Clone, Debug)]
+pub struct Proposal {
+    pub content: Result<String, ProposalError>,
+    pub response: Option<String>,
+    pub model: Option<String>,
+    pub usage: Option<TokenUsage>,
+    /// `diff`, `full`, `crossover`...
+    pub patch_type: String,
+}
+
+/// The proposer slot (seed 004, slot 4). `propose` is the one required verb.
+#[async_trait::async_trait]
+pub trait Proposer: Send + Sync {
+    async fn propose(&self, request: ProposalRequest) -> Proposal;
+}

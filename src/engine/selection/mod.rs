@@ -1,0 +1,59 @@
+//! Slot 2 — SelectionPolicy: the active, stateful policy that decides which
+//! parents and inspirations to draw from the population and adapts over time.
+
+use std::sync::Arc;
+
+use crate::engine::genome::Genome;
+use crate::engine::population::Population;
+use crate::engine::rng::SearchRng;
+
+/// What a policy hands to the prompt builder.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// Parents, primary first. The child's `parent_id` is the first parent.
+    pub parents: Vec<Arc<Genome>>,
+    /// Context programs shown alongside the parent.
+    pub inspirations: Vec<Arc<Genome>>,
+}
+
+impl Selection {
+    /// The primary parent.
+    pub fn parent(&self) -> Option<&Arc<Genome>> {
+        self.parents.first()
+    }
+}
+
+/// Why a policy could not select.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SelectionError {
+    #[error("the population has no valid genome to select from")]
+    Empty,
+    #[error("{0}")]
+    Incompatible(String),
+}
+
+/// A policy's state, shown in the studio ("current parent #12, used 2/5").
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PolicyStatus {
+    /// Label/value pairs, in display order.
+    pub fields: Vec<(String, String)>,
+}
+
+/// The selection slot (seed 004, slot 2). `select` is the one required verb.
+pub trait SelectionPolicy: Send + Sync {
+    /// Choose parents and inspirations for the next iteration. Every random
+    /// choice draws from `rng`.
+    fn select(
+        &mut self,
+        population: &dyn Population,
+        rng: &mut SearchRng,
+    ) -> Result<Selection, SelectionError>;
+
+    /// Update internal state after a child (valid or not) was admitted.
+    fn observe(&mut self, _genome: &Genome) {}
+
+    /// The policy's state for display.
+    fn status(&self) -> PolicyStatus {
+        PolicyStatus::default()
+    }
+}

@@ -1,0 +1,5 @@
+//! Galapagos Studio: LLM-driven test-time program search as six composable
+//! blocks (Population, SelectionPolicy, PromptBuilder, Proposer, Evaluator,
+//! Memory) around one loop.
+
+pub mod engine;
