@@ -3,3 +3,4 @@
 //! Memory) around one loop.
 
 pub mod engine;
+pub mod studio;

@@ -16,3 +16,7 @@ pub mod registry;
 pub mod rng;
 pub mod selection;
 pub mod task;
+pub mod archive;
+pub mod events;
+pub mod scaffold;
+pub mod worker;

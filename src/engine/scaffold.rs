@@ -1,0 +1,481 @@
+//! The orchestrator: builds the six components from a card and runs the loop
+//! select → build prompt → propose → evaluate → admit → observe until the
+//! iteration budget is spent, a budget cap is hit, or it is stopped.
+//!
+//! Every random choice draws from one RNG seeded by the card's `seed`; each
+//! iteration receives a sub-seed drawn from it at dispatch. With
+//! `general.parallel == 1` an iteration is selected only after the previous
+//! one was admitted (the seeds' exact semantics); with P > 1, up to P
+//! iterations are in flight and are admitted in completion order.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt as _;
+use futures::stream::FuturesUnordered;
+use rand::Rng as _;
+
+use crate::engine::archive::RunRecorder;
+use crate::engine::card::Card;
+use crate::engine::evaluator::{Candidate, Evaluator};
+use crate::engine::events::{EventSink, LogLevel, RunCommand, RunEvent, RunInfo, RunStatus, RunSummary};
+use crate::engine::genome::{Genome, GenomeId, GenomeMeta, Timings, TokenUsage};
+use crate::engine::memory::{Knowledge, Memory};
+use crate::engine::model::LanguageModel;
+use crate::engine::population::{Population, Structure};
+use crate::engine::prompt::{EditMode, FailedAttempt, PromptBuilder, PromptContext, TaskBrief};
+use crate::engine::proposer::{ProposalError, ProposalRequest, Proposer};
+use crate::engine::registry::{BuildContext, Registry, RegistryError};
+use crate::engine::rng::{SearchRng, seeded};
+use crate::engine::selection::SelectionPolicy;
+use crate::engine::task::Task;
+
+/// Why a scaffold could not be built from a card.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("{0}")]
+    Registry(#[from] RegistryError),
+}
+
+/// The six components plus the loop's own state.
+pub struct Scaffold {
+    card: Card,
+    task: Task,
+    population: Box<dyn Population>,
+    policy: Box<dyn SelectionPolicy>,
+    prompt_builder: Arc<dyn PromptBuilder>,
+    proposer: Arc<dyn Proposer>,
+    evaluator: Arc<dyn Evaluator>,
+    memory: Box<dyn Memory>,
+    model: Arc<dyn LanguageModel>,
+    rng: SearchRng,
+}
+
+/// The unified diff from `old` to `new` (3 lines of context).
+pub fn unified_diff(old: &str, new: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header("parent", "child")
+        .to_string()
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Everything an in-flight iteration needs (owned, so it can run concurrently).
+struct Job {
+    iteration: u64,
+    parent: Arc<Genome>,
+    grandparent: Option<Arc<Genome>>,
+    inspirations: Vec<Arc<Genome>>,
+    knowledge: Knowledge,
+    seed: u64,
+    attempts: u32,
+}
+
+struct Shared {
+    brief: TaskBrief,
+    prompt_builder: Arc<dyn PromptBuilder>,
+    proposer: Arc<dyn Proposer>,
+    evaluator: Arc<dyn Evaluator>,
+}
+
+struct Outcome {
+    genomes: Vec<Genome>,
+    fatal: Option<String>,
+}
+
+/// One iteration: up to `attempts` proposals with the parent held fixed,
+/// stopping at the first valid child. Every attempt becomes a genome.
+async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
+    let mut rng = seeded(job.seed);
+    let mut failed: Vec<FailedAttempt> = Vec::new();
+    let mut genomes = Vec::new();
+    for attempt in 0..job.attempts {
+        let t_prompt = Instant::now();
+        let ctx = PromptContext {
+            task: &shared.brief,
+            parent: &job.parent,
+            grandparent: job.grandparent.as_deref(),
+            inspirations: &job.inspirations,
+            knowledge: &job.knowledge,
+            failed_attempts: &failed,
+            mode: EditMode::Diff,
+        };
+        let prompt = shared.prompt_builder.build(&ctx, &mut rng);
+        let prompt_ms = ms(t_prompt);
+        let t_propose = Instant::now();
+        let proposal = shared
+            .proposer
+            .propose(ProposalRequest {
+                prompt: prompt.clone(),
+                parent: Arc::clone(&job.parent),
+                inspirations: job.inspirations.clone(),
+                seed: rng.next_u64(),
+            })
+            .await;
+        let propose_ms = ms(t_propose);
+        let mut genome = Genome {
+            parent_id: Some(job.parent.id),
+            inspiration_ids: job.inspirations.iter().map(|g| g.id).collect(),
+            iteration: job.iteration,
+            attempt,
+            metadata: GenomeMeta {
+                generation: job.parent.metadata.generation + 1,
+                depth: job.parent.metadata.depth + 1,
+                island: job.parent.metadata.island,
+                model: proposal.model.clone(),
+                patch_type: proposal.patch_type.clone(),
+                features: Default::default(),
+            },
+            prompt: Some(prompt),
+            response: proposal.response.clone(),
+            usage: proposal.usage,
+            timings: Timings { prompt_ms, propose_ms, evaluate_ms: 0.0 },
+            ..Genome::default()
+        };
+        match proposal.content {
+            Err(ProposalError::Fatal(msg)) => {
+                genome.content = job.parent.content.clone();
+                genome.error = Some(msg.clone());
+                genomes.push(genome);
+                return Outcome { genomes, fatal: Some(msg) };
+            }
+            Err(e) => {
+                genome.content = job.parent.content.clone();
+                genome.error = Some(e.to_string());
+                failed.push(FailedAttempt { error: e.to_string(), response: proposal.response });
+            }
+            Ok(content) => {
+                genome.diff = Some(unified_diff(&job.parent.content, &content));
+                let t_eval = Instant::now();
+                let eval = shared
+                    .evaluator
+                    .evaluate(&Candidate { id: job.iteration, content: content.clone() })
+                    .await;
+                genome.timings.evaluate_ms = ms(t_eval);
+                genome.content = content;
+                genome.valid = eval.valid;
+                genome.scores = eval.scores;
+                genome.artifacts = eval.artifacts;
+                genome.error = eval.error;
+                if !genome.valid {
+                    failed.push(FailedAttempt {
+                        error: format!(
+                            "the evaluator rejected the program: {}",
+                            genome.error.as_deref().unwrap_or("invalid")
+                        ),
+                        response: None,
+                    });
+                }
+            }
+        }
+        let valid = genome.valid;
+        genomes.push(genome);
+        if valid {
+            break;
+        }
+    }
+    Outcome { genomes, fatal: None }
+}
+
+impl Scaffold {
+    /// Build every slot from the card through the registry.
+    pub fn build(
+        card: &Card,
+        task: Task,
+        registry: &Registry,
+        model: Arc<dyn LanguageModel>,
+    ) -> Result<Self, BuildError> {
+        let ctx = BuildContext { task: &task, model: Arc::clone(&model), parallel: card.general.parallel.max(1) as usize };
+        let population = registry.population(&card.population.kind, &card.population.params, &ctx)?;
+        let policy =
+            registry.selection_policy(&card.selection_policy.kind, &card.selection_policy.params, &ctx)?;
+        let prompt_builder: Arc<dyn PromptBuilder> = Arc::from(registry.prompt_builder(
+            &card.prompt_builder.kind,
+            &card.prompt_builder.params,
+            &ctx,
+        )?);
+        let proposer: Arc<dyn Proposer> =
+            Arc::from(registry.proposer(&card.proposer.kind, &card.proposer.params, &ctx)?);
+        let evaluator: Arc<dyn Evaluator> =
+            Arc::from(registry.evaluator(&card.evaluator.kind, &card.evaluator.params, &ctx)?);
+        let memory = registry.memory(&card.memory.kind, &card.memory.params, &ctx)?;
+        Ok(Self {
+            card: card.clone(),
+            task,
+            population,
+            policy,
+            prompt_builder,
+            proposer,
+            evaluator,
+            memory,
+            model,
+            rng: seeded(card.seed),
+        })
+    }
+
+    /// The card this scaffold was built from.
+    pub fn card(&self) -> &Card {
+        &self.card
+    }
+
+    fn admit(&mut self, mut genome: Genome, id: GenomeId) -> Arc<Genome> {
+        genome.id = id;
+        let genome = Arc::new(genome);
+        self.population.add(Arc::clone(&genome));
+        self.policy.observe(&genome);
+        genome
+    }
+
+    fn active_ids(&self) -> Vec<GenomeId> {
+        match self.population.structure() {
+            Structure::Beam(view) => view.members,
+            Structure::Flat => Vec::new(),
+        }
+    }
+
+    /// Run to the end. Events go to `events`; commands are read from
+    /// `commands` between steps and while waiting; every admitted genome is
+    /// recorded before the next iteration is counted.
+    #[expect(clippy::too_many_lines, reason = "the loop reads best as one piece")]
+    pub async fn run(
+        mut self,
+        events: EventSink,
+        mut commands: tokio::sync::mpsc::Receiver<RunCommand>,
+        mut recorder: Option<Box<dyn RunRecorder>>,
+        run_dir: Option<std::path::PathBuf>,
+    ) -> RunSummary {
+        let started = Instant::now();
+        let general = self.card.general.clone();
+        let info = RunInfo {
+            card_name: self.card.name.clone(),
+            task_name: self.task.name.clone(),
+            max_iterations: general.max_iterations,
+            model: self.model.describe(),
+            offline: self.model.is_offline(),
+            seed: self.card.seed,
+            parallel: general.parallel,
+            run_dir,
+        };
+        if let Some(r) = recorder.as_mut() {
+            if let Err(e) = r.begin(&info, &self.card) {
+                events.log(LogLevel::Error, format!("cannot write the run record: {e}")).await;
+                recorder = None;
+            }
+        }
+        events.send(RunEvent::Started(info)).await;
+        if self.model.is_offline() {
+            events
+                .log(LogLevel::Info, "using the built-in offline model (no endpoint configured): it only tunes numeric literals")
+                .await;
+        }
+
+        let shared = Arc::new(Shared {
+            brief: self.task.brief(self.evaluator.timeout_secs()),
+            prompt_builder: Arc::clone(&self.prompt_builder),
+            proposer: Arc::clone(&self.proposer),
+            evaluator: Arc::clone(&self.evaluator),
+        });
+
+        let mut summary = RunSummary {
+            status: RunStatus::Completed,
+            iterations: 0,
+            genomes: 0,
+            valid: 0,
+            invalid: 0,
+            best_id: None,
+            best_score: None,
+            initial_score: None,
+            usage: TokenUsage::default(),
+            wall_secs: 0.0,
+        };
+        let mut next_id: GenomeId = 0;
+
+        // The initial program: genome 0, iteration 0.
+        let t_eval = Instant::now();
+        let eval = self
+            .evaluator
+            .evaluate(&Candidate { id: 0, content: self.task.initial_program.clone() })
+            .await;
+        let initial = Genome {
+            iteration: 0,
+            valid: eval.valid,
+            scores: eval.scores,
+            artifacts: eval.artifacts,
+            error: eval.error,
+            content: self.task.initial_program.clone(),
+            metadata: GenomeMeta { patch_type: "initial".to_owned(), ..GenomeMeta::default() },
+            timings: Timings { evaluate_ms: ms(t_eval), ..Timings::default() },
+            ..Genome::default()
+        };
+        let mut stop: Option<RunStatus> = None;
+        let mut admitted: Vec<Arc<Genome>> = Vec::new();
+        let g = self.admit(initial, next_id);
+        next_id += 1;
+        summary.initial_score = g.fitness();
+        admitted.push(g);
+        if !admitted[0].valid {
+            stop = Some(RunStatus::Failed(format!(
+                "the initial program did not score: {}",
+                admitted[0].error.as_deref().unwrap_or("invalid")
+            )));
+        }
+
+        let mut in_flight = FuturesUnordered::new();
+        let mut dispatched: u64 = 0;
+        let mut paused = false;
+        let mut commands_open = true;
+        let parallel = general.parallel.max(1) as usize;
+        let attempts = general.inner_retry_times.saturating_add(1);
+
+        loop {
+            // Record and announce whatever was admitted.
+            for g in admitted.drain(..) {
+                summary.genomes += 1;
+                if g.valid {
+                    summary.valid += 1;
+                } else {
+                    summary.invalid += 1;
+                }
+                if let Some(u) = &g.usage {
+                    summary.usage.add(u);
+                }
+                if let Some(r) = recorder.as_mut() {
+                    if let Err(e) = r.record(&g) {
+                        events.log(LogLevel::Error, format!("cannot record genome {}: {e}; stopping", g.id)).await;
+                        stop.get_or_insert(RunStatus::Failed(format!("cannot record genome {}: {e}", g.id)));
+                    }
+                }
+                let best = self.population.best();
+                events
+                    .send(RunEvent::GenomeAdmitted {
+                        genome: g,
+                        best_id: best.as_ref().map(|b| b.id),
+                        best_score: best.as_ref().and_then(|b| b.fitness()),
+                        iterations_done: summary.iterations,
+                        policy: self.policy.status(),
+                        active: self.active_ids(),
+                    })
+                    .await;
+            }
+            if stop.is_none() {
+                if let Some(cap) = general.max_tokens {
+                    if summary.usage.total_tokens() >= cap {
+                        stop = Some(RunStatus::BudgetReached(format!("{} tokens used, cap {cap}", summary.usage.total_tokens())));
+                    }
+                }
+                if let (Some(cap), Some(cost)) = (general.max_cost_usd, summary.usage.cost_usd) {
+                    if cost >= cap {
+                        stop = Some(RunStatus::BudgetReached(format!("${cost:.4} spent, cap ${cap:.2}")));
+                    }
+                }
+            }
+
+            while commands_open {
+                match commands.try_recv() {
+                    Ok(cmd) => self.apply(cmd, &mut paused, &mut stop, &events).await,
+                    Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
+                    Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => commands_open = false,
+                }
+            }
+            if matches!(stop, Some(RunStatus::Stopped)) {
+                break; // abandon in-flight work: dropping it kills evaluator processes
+            }
+
+            while !paused && stop.is_none() && in_flight.len() < parallel && dispatched < general.max_iterations {
+                let selection = match self.policy.select(&*self.population, &mut self.rng) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        if in_flight.is_empty() {
+                            stop = Some(RunStatus::Failed(format!("selection failed: {e}")));
+                        }
+                        break;
+                    }
+                };
+                let Some(parent) = selection.parent().cloned() else {
+                    if in_flight.is_empty() {
+                        stop = Some(RunStatus::Failed("the selection policy returned no parent".to_owned()));
+                    }
+                    break;
+                };
+                dispatched += 1;
+                let grandparent = parent.parent_id.and_then(|id| self.population.get(id));
+                events.send(RunEvent::IterationStarted { iteration: dispatched, parent_id: parent.id }).await;
+                let job = Job {
+                    iteration: dispatched,
+                    parent,
+                    grandparent,
+                    inspirations: selection.inspirations,
+                    knowledge: self.memory.read(),
+                    seed: self.rng.next_u64(),
+                    attempts,
+                };
+                in_flight.push(run_iteration(Arc::clone(&shared), job));
+            }
+
+            if in_flight.is_empty() {
+                if paused && stop.is_none() && commands_open {
+                    match commands.recv().await {
+                        Some(cmd) => self.apply(cmd, &mut paused, &mut stop, &events).await,
+                        None => commands_open = false,
+                    }
+                    continue;
+                }
+                break;
+            }
+
+            tokio::select! {
+                cmd = commands.recv(), if commands_open => match cmd {
+                    Some(cmd) => self.apply(cmd, &mut paused, &mut stop, &events).await,
+                    None => commands_open = false,
+                },
+                Some(outcome) = in_flight.next() => {
+                    summary.iterations += 1;
+                    for genome in outcome.genomes {
+                        let g = self.admit(genome, next_id);
+                        next_id += 1;
+                        admitted.push(g);
+                    }
+                    if let Some(msg) = outcome.fatal {
+                        stop = Some(RunStatus::Failed(msg));
+                    }
+                }
+            }
+        }
+        drop(in_flight);
+
+        if let Some(best) = self.population.best() {
+            summary.best_id = Some(best.id);
+            summary.best_score = best.fitness();
+        }
+        summary.status = stop.unwrap_or(RunStatus::Completed);
+        summary.wall_secs = started.elapsed().as_secs_f64();
+        if let Some(r) = recorder.as_mut() {
+            if let Err(e) = r.finish(&summary) {
+                events.log(LogLevel::Error, format!("cannot finish the run record: {e}")).await;
+            }
+        }
+        events.send(RunEvent::Finished(summary.clone())).await;
+        summary
+    }
+
+    async fn apply(&mut self, cmd: RunCommand, paused: &mut bool, stop: &mut Option<RunStatus>, events: &EventSink) {
+        match cmd {
+            RunCommand::Pause if !*paused => {
+                *paused = true;
+                events.send(RunEvent::Paused).await;
+            }
+            RunCommand::Resume if *paused => {
+                *paused = false;
+                events.send(RunEvent::Resumed).await;
+            }
+            RunCommand::Stop => {
+                *stop = Some(RunStatus::Stopped);
+            }
+            _ => {}
+        }
+    }
+}

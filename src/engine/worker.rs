@@ -1,0 +1,149 @@
+//! Running a scaffold on its own named thread with its own tokio runtime.
+//! The caller gets a [`RunHandle`]: a bounded command sender and a bounded
+//! event receiver (the contract in [`crate::engine::events`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::engine::archive::{JsonlRecorder, RunRecorder};
+use crate::engine::card::Card;
+use crate::engine::events::{EventSink, LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
+use crate::engine::genome::TokenUsage;
+use crate::engine::model::LanguageModel;
+use crate::engine::registry::Registry;
+use crate::engine::scaffold::Scaffold;
+use crate::engine::task::Task;
+
+/// Capacity of the event channel. The engine waits when the UI falls this far
+/// behind (backpressure) rather than growing memory.
+pub const EVENT_CAPACITY: usize = 4096;
+/// Capacity of the command channel.
+pub const COMMAND_CAPACITY: usize = 16;
+
+/// What to run.
+pub struct RunRequest {
+    pub card: Card,
+    pub task_dir: PathBuf,
+    pub model: Arc<dyn LanguageModel>,
+    /// Folder to record the run in (created); `None` records nothing.
+    pub run_dir: Option<PathBuf>,
+    /// Called after every event (e.g. `egui::Context::request_repaint`).
+    pub waker: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+/// A running scaffold.
+pub struct RunHandle {
+    pub commands: tokio::sync::mpsc::Sender<RunCommand>,
+    pub events: tokio::sync::mpsc::Receiver<RunEvent>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RunHandle {
+    /// Ask the run to do something; never blocks (a full queue drops the
+    /// command and returns false).
+    pub fn send(&self, cmd: RunCommand) -> bool {
+        self.commands.try_send(cmd).is_ok()
+    }
+
+    /// Wait for the worker thread to end.
+    pub fn join(mut self) {
+        if let Some(t) = self.thread.take() {
+            t.join().ok();
+        }
+    }
+
+    /// True once the worker thread has ended.
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(std::thread::JoinHandle::is_finished)
+    }
+}
+
+impl Drop for RunHandle {
+    fn drop(&mut self) {
+        // Stop the run; the thread ends on its own (we do not block a UI here).
+        self.commands.try_send(RunCommand::Stop).ok();
+    }
+}
+
+fn failed_summary(msg: String) -> RunSummary {
+    RunSummary {
+        status: RunStatus::Failed(msg),
+        iterations: 0,
+        genomes: 0,
+        valid: 0,
+        invalid: 0,
+        best_id: None,
+        best_score: None,
+        initial_score: None,
+        usage: TokenUsage::default(),
+        wall_secs: 0.0,
+    }
+}
+
+/// Start a run on a new thread named `galapagos-run`.
+pub fn spawn_run(request: RunRequest, registry: Arc<Registry>) -> std::io::Result<RunHandle> {
+    let (cmd_tx, cmd_rx) = tokio::sync::mpsc::channel(COMMAND_CAPACITY);
+    let (ev_tx, ev_rx) = tokio::sync::mpsc::channel(EVENT_CAPACITY);
+    let sink = EventSink::new(ev_tx, request.waker.clone());
+    let thread = std::thread::Builder::new()
+        .name("galapagos-run".to_owned())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("galapagos-io")
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    sink_blocking(&sink, RunEvent::Finished(failed_summary(format!("cannot start the runtime: {e}"))));
+                    return;
+                }
+            };
+            runtime.block_on(run_request(request, registry, sink, cmd_rx));
+        })?;
+    Ok(RunHandle { commands: cmd_tx, events: ev_rx, thread: Some(thread) })
+}
+
+fn sink_blocking(sink: &EventSink, event: RunEvent) {
+    if let Ok(rt) = tokio::runtime::Builder::new_current_thread().build() {
+        rt.block_on(sink.send(event));
+    }
+}
+
+/// Load the task, build the scaffold and run it (on the current runtime).
+pub async fn run_request(
+    request: RunRequest,
+    registry: Arc<Registry>,
+    sink: EventSink,
+    commands: tokio::sync::mpsc::Receiver<RunCommand>,
+) -> RunSummary {
+    let fail = |msg: String| async {
+        sink.log(LogLevel::Error, msg.clone()).await;
+        let s = failed_summary(msg);
+        sink.send(RunEvent::Finished(s.clone())).await;
+        s
+    };
+    let task = match Task::load(&request.task_dir) {
+        Ok(t) => t,
+        Err(e) => return fail(e.to_string()).await,
+    };
+    let problems = request.card.validate(&registry);
+    if let Some(p) = problems.first() {
+        return fail(format!("card {}: {}: {}", request.card.name, p.field, p.message)).await;
+    }
+    // Building may resolve interpreters and start processes: keep it off the
+    // async workers.
+    let card = request.card.clone();
+    let model = Arc::clone(&request.model);
+    let reg = Arc::clone(&registry);
+    let built = tokio::task::spawn_blocking(move || Scaffold::build(&card, task, &reg, model)).await;
+    let scaffold = match built {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return fail(format!("card {}: {e}", request.card.name)).await,
+        Err(e) => return fail(format!("building the scaffold failed: {e}")).await,
+    };
+    let recorder: Option<Box<dyn RunRecorder>> =
+        request.run_dir.as_deref().map(|d| Box::new(JsonlRecorder::new(d)) as Box<dyn RunRecorder>);
+    scaffold.run(sink, commands, recorder, request.run_dir.clone()).await
+}
