@@ -6,20 +6,11 @@ use galapagos::cli::{Cli, Command};
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
-        Some(Command::Run(args)) => galapagos::cli::run(&args, galapagos::engine::model::default_model()),
         Some(Command::Validate { cards }) => galapagos::cli::validate(&cards),
-        Some(Command::Studio { card, task }) => studio(card, task),
-        None => studio(None, None),
+        _ => {
+            eprintln!("error: this build has no model or studio yet");
+            2
+        }
     };
     std::process::exit(code);
-}
-
-fn studio(card: Option<std::path::PathBuf>, task: Option<std::path::PathBuf>) -> i32 {
-    match galapagos::studio::run_studio(card, task) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("error: cannot open the studio: {e:#}");
-            1
-        }
-    }
 }
