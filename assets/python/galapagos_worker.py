@@ -233,15 +233,25 @@ def run_evaluation(module, program_path, cascade, thresholds):
     return result
 
 
-def set_parent_death_signal():
-    """Best effort: die with the worker (Linux prctl PR_SET_PDEATHSIG)."""
+def _load_libc():
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+        return ctypes.CDLL(None, use_errno=True)
     except Exception:
-        pass
+        return None
+
+
+LIBC = _load_libc() if sys.platform.startswith("linux") else None
+
+
+def set_parent_death_signal():
+    """Best effort: die with the worker (Linux prctl PR_SET_PDEATHSIG)."""
+    if LIBC is not None:
+        try:
+            LIBC.prctl(1, signal.SIGKILL, 0, 0, 0)
+        except Exception:
+            pass
 
 
 def child_main(module, request, workdir, program_path):
