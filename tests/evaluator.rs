@@ -74,21 +74,22 @@ async fn busy_loop_is_killed_at_timeout_and_worker_survives() {
     let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
     let ev = evaluator(&task, 1.0);
     // Warm the pool first so start-up is not counted.
-    let warm = ev.evaluate(&cand(1, "def value():\n    return 0.5\n")).await;
+    let warm = ev
+        .evaluate(&cand(1, "def value():\n    return 0.5\n"))
+        .await;
     assert!(warm.valid, "{warm:?}");
     let started = Instant::now();
     let e = ev
-        .evaluate(&cand(
-            2,
-            "def value():\n    while True:\n        pass\n",
-        ))
+        .evaluate(&cand(2, "def value():\n    while True:\n        pass\n"))
         .await;
     let wall = started.elapsed();
     assert!(!e.valid);
     let err = e.error.unwrap_or_default();
     assert!(err.starts_with("timeout"), "{err}");
     assert!(wall < Duration::from_secs(4), "took {wall:?}");
-    let after = ev.evaluate(&cand(3, "def value():\n    return 0.9\n")).await;
+    let after = ev
+        .evaluate(&cand(3, "def value():\n    return 0.9\n"))
+        .await;
     assert!(after.valid, "{after:?}");
     assert_eq!(after.scores["combined_score"], 0.9);
 }
@@ -161,7 +162,10 @@ async fn os_exit_and_self_kill_are_invalid_and_next_evaluation_works() {
     let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
     let ev = evaluator(&task, 10.0);
     let e = ev
-        .evaluate(&cand(1, "import os\nos._exit(3)\ndef value():\n    return 1\n"))
+        .evaluate(&cand(
+            1,
+            "import os\nos._exit(3)\ndef value():\n    return 1\n",
+        ))
         .await;
     assert!(!e.valid);
     let err = e.error.unwrap_or_default();
@@ -187,7 +191,9 @@ async fn os_exit_and_self_kill_are_invalid_and_next_evaluation_works() {
     let err = e.error.unwrap_or_default();
     assert!(err.contains("SIGSEGV"), "{err}");
 
-    let e = ev.evaluate(&cand(4, "def value():\n    return 0.5\n")).await;
+    let e = ev
+        .evaluate(&cand(4, "def value():\n    return 0.5\n"))
+        .await;
     assert!(e.valid, "{e:?}");
     assert_eq!(e.scores["combined_score"], 0.5);
 }
@@ -205,7 +211,9 @@ async fn candidate_killing_the_worker_is_invalid_and_worker_is_replaced() {
     assert!(!e.valid);
     let err = e.error.unwrap_or_default();
     assert!(err.contains("evaluation worker died"), "{err}");
-    let e = ev.evaluate(&cand(2, "def value():\n    return 0.5\n")).await;
+    let e = ev
+        .evaluate(&cand(2, "def value():\n    return 0.5\n"))
+        .await;
     assert!(e.valid, "{e:?}");
 }
 
@@ -364,12 +372,10 @@ def evaluate(program_path):
     let (_dir, task) = task_with(evaluator_py, "0\n");
     let ev = evaluator(&task, 10.0);
     let started = Instant::now();
-    let results = futures::future::join_all(
-        (0..4u64).map(|i| {
-            let ev = &ev;
-            async move { ev.evaluate(&cand(i, &format!("{i}"))).await }
-        }),
-    )
+    let results = futures::future::join_all((0..4u64).map(|i| {
+        let ev = &ev;
+        async move { ev.evaluate(&cand(i, &format!("{i}"))).await }
+    }))
     .await;
     for (i, e) in results.iter().enumerate() {
         assert!(e.valid, "{e:?}");
@@ -377,14 +383,19 @@ def evaluate(program_path):
     }
     assert!(ev.idle_workers() <= 2);
     // 4 candidates × 0.3 s on 2 workers: ≈0.6 s plus start-up, not 1.2 s.
-    println!("4 parallel candidates on 2 workers: {:?}", started.elapsed());
+    println!(
+        "4 parallel candidates on 2 workers: {:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
 async fn dropping_the_evaluator_leaves_no_processes() {
     let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
     let ev = evaluator(&task, 30.0);
-    let e = ev.evaluate(&cand(1, "def value():\n    return 0.5\n")).await;
+    let e = ev
+        .evaluate(&cand(1, "def value():\n    return 0.5\n"))
+        .await;
     assert!(e.valid);
     let pids = ev.worker_pids();
     assert!(!pids.is_empty());
@@ -397,12 +408,12 @@ async fn dropping_the_evaluator_leaves_no_processes() {
         "import os, time\nopen({:?}, 'w').write(str(os.getpid()))\ndef value():\n    time.sleep(60)\n",
         marker.display().to_string()
     );
-    let abandoned = tokio::time::timeout(
-        Duration::from_secs(3),
-        ev2.evaluate(&cand(1, &program)),
-    )
-    .await;
-    assert!(abandoned.is_err(), "the sleeping candidate should not finish");
+    let abandoned =
+        tokio::time::timeout(Duration::from_secs(3), ev2.evaluate(&cand(1, &program))).await;
+    assert!(
+        abandoned.is_err(),
+        "the sleeping candidate should not finish"
+    );
     let candidate_pid: u32 = std::fs::read_to_string(&marker)
         .expect("candidate started")
         .trim()
@@ -462,7 +473,10 @@ async fn shipped_tasks_initial_programs_are_valid() {
             "{name}: initial combined_score = {score:.4} scores = {:?} (first {first:?}, warm {warm:?})",
             e.scores
         );
-        assert!(warm < Duration::from_secs(1), "{name}: warm evaluation {warm:?}");
+        assert!(
+            warm < Duration::from_secs(1),
+            "{name}: warm evaluation {warm:?}"
+        );
     }
 }
 
@@ -530,5 +544,39 @@ def evaluate(program_path):
         assert!(e.valid, "{e:?}");
     }
     let per = started.elapsed() / n;
-    println!("subprocess evaluator: cold first evaluation {cold:?}, warm path {per:?} per candidate over {n}");
+    println!(
+        "subprocess evaluator: cold first evaluation {cold:?}, warm path {per:?} per candidate over {n}"
+    );
+}
+
+#[tokio::test]
+async fn hung_worker_hits_the_backstop_and_is_replaced() {
+    // The candidate freezes its worker (SIGSTOP), so the worker cannot enforce
+    // the timeout; the Rust-side backstop (timeout + 5 s) must kill both.
+    let (dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+    let marker = dir.path().join("pid.txt");
+    let program = format!(
+        "import os, signal, time\nopen({:?}, 'w').write(str(os.getpid()))\n\
+         os.kill(os.getppid(), signal.SIGSTOP)\ndef value():\n    time.sleep(120)\n",
+        marker.display().to_string()
+    );
+    let ev = evaluator(&task, 1.0);
+    let started = Instant::now();
+    let e = ev.evaluate(&cand(1, &program)).await;
+    let wall = started.elapsed();
+    assert!(!e.valid);
+    let err = e.error.unwrap_or_default();
+    assert!(err.contains("did not answer"), "{err}");
+    assert!(wall < Duration::from_secs(9), "took {wall:?}");
+    let pid: u32 = std::fs::read_to_string(&marker)
+        .expect("candidate started")
+        .trim()
+        .parse()
+        .expect("pid");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!process_alive(pid), "candidate {pid} survived the backstop");
+    let after = ev
+        .evaluate(&cand(2, "def value():\n    return 0.5\n"))
+        .await;
+    assert!(after.valid, "{after:?}");
 }

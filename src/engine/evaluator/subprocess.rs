@@ -727,7 +727,7 @@ mod tests {
         crate::engine::params::assert_specs_match::<SubprocessParams>(
             SubprocessEvaluator::INFO.params,
         );
-        let decoded: SubprocessParams = ParamMap::default().decode().unwrap();
+        let decoded: SubprocessParams = ParamMap::default().decode().expect("defaults decode");
         assert_eq!(decoded, SubprocessParams::default());
     }
 
@@ -739,7 +739,7 @@ mod tests {
 
         let v = reply(&[("combined_score", 0.4), ("validity", 0.0)]).into_evaluation();
         assert!(!v.valid);
-        assert!(v.error.unwrap().contains("validity = 0"));
+        assert!(v.error.unwrap_or_default().contains("validity = 0"));
 
         let v = reply(&[("valid", 1.0)]).into_evaluation();
         assert!(v.valid);
@@ -753,7 +753,8 @@ mod tests {
         assert_eq!(v.error.as_deref(), Some("non-finite score sum"));
 
         let mut r = reply(&[("combined_score", 1.0)]);
-        r.artifacts.insert("error".to_owned(), "overlap\nmore".to_owned());
+        r.artifacts
+            .insert("error".to_owned(), "overlap\nmore".to_owned());
         let v = r.into_evaluation();
         assert!(!v.valid);
         assert_eq!(
@@ -770,6 +771,6 @@ mod tests {
         r.error = Some("timeout: evaluation exceeded 1 s and was killed".to_owned());
         let v = r.into_evaluation();
         assert!(!v.valid);
-        assert!(v.error.unwrap().starts_with("timeout"));
+        assert!(v.error.unwrap_or_default().starts_with("timeout"));
     }
 }
