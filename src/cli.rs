@@ -112,7 +112,11 @@ impl Progress {
         let best = best.map_or_else(|| "-".to_owned(), |b| format!("{b:.6}"));
         if self.tty {
             let width = 30usize;
-            let filled = if self.total == 0 { width } else { (done.min(self.total) as usize * width) / self.total as usize };
+            let filled = if self.total == 0 {
+                width
+            } else {
+                (done.min(self.total) as usize * width) / self.total as usize
+            };
             eprint!(
                 "\r[{}{}] {done}/{} best {best}  valid {valid}  invalid {invalid} ",
                 "#".repeat(filled),
@@ -120,8 +124,11 @@ impl Progress {
                 self.total
             );
             std::io::stderr().flush().ok();
-        } else if force || done % 10 == 0 {
-            eprintln!("iteration {done}/{}: best {best}, valid {valid}, invalid {invalid}", self.total);
+        } else if force || done.is_multiple_of(10) {
+            eprintln!(
+                "iteration {done}/{}: best {best}, valid {valid}, invalid {invalid}",
+                self.total
+            );
         }
     }
 
@@ -135,7 +142,10 @@ impl Progress {
 fn print_summary(s: &RunSummary, run_dir: &Path, offline: bool, model: &str) {
     println!("status:      {}", s.status.label());
     println!("iterations:  {}", s.iterations);
-    println!("genomes:     {} ({} valid, {} invalid)", s.genomes, s.valid, s.invalid);
+    println!(
+        "genomes:     {} ({} valid, {} invalid)",
+        s.genomes, s.valid, s.invalid
+    );
     match (s.best_id, s.best_score) {
         (Some(id), Some(score)) => println!("best:        genome {id}, combined_score {score:.6}"),
         _ => println!("best:        none"),
@@ -143,12 +153,22 @@ fn print_summary(s: &RunSummary, run_dir: &Path, offline: bool, model: &str) {
     if let Some(init) = s.initial_score {
         println!("initial:     combined_score {init:.6}");
     }
-    let cost = s.usage.cost_usd.map_or_else(String::new, |c| format!(", ${c:.4}"));
+    let cost = s
+        .usage
+        .cost_usd
+        .map_or_else(String::new, |c| format!(", ${c:.4}"));
     println!(
         "tokens:      {} prompt + {} completion{cost}",
         s.usage.prompt_tokens, s.usage.completion_tokens
     );
-    println!("model:       {model}{}", if offline { " — offline, no endpoint configured" } else { "" });
+    println!(
+        "model:       {model}{}",
+        if offline {
+            " — offline, no endpoint configured"
+        } else {
+            ""
+        }
+    );
     println!("wall time:   {:.2} s", s.wall_secs);
     println!("run folder:  {}", run_dir.display());
 }
@@ -195,14 +215,22 @@ pub fn run(args: &RunArgs, model: Arc<dyn LanguageModel>) -> i32 {
             return 1;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
             return 1;
         }
     };
-    let mut progress = Progress { tty: std::io::stderr().is_terminal(), quiet: args.quiet, total, last_draw: Instant::now() };
+    let mut progress = Progress {
+        tty: std::io::stderr().is_terminal(),
+        quiet: args.quiet,
+        total,
+        last_draw: Instant::now(),
+    };
     let commands = handle.commands.clone();
     let summary = runtime.block_on(async {
         let mut interrupted = false;

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::engine::evaluator::Evaluator;
+use crate::engine::evaluator::{Evaluator, SubprocessEvaluator};
 use crate::engine::memory::{Memory, NullMemory};
 use crate::engine::model::LanguageModel;
 use crate::engine::params::{ParamError, ParamMap, ParamSpec};
@@ -177,7 +177,10 @@ impl Registry {
                 build: |p, c| Ok(Box::new(DefaultPromptBuilder::from_params(p, c)?)),
             }],
             proposers: vec![],
-            evaluators: vec![],
+            evaluators: vec![Entry {
+                info: SubprocessEvaluator::INFO,
+                build: |p, c| Ok(Box::new(SubprocessEvaluator::from_params(p, c)?)),
+            }],
             memories: vec![Entry {
                 info: NullMemory::INFO,
                 build: |_, _| Ok(Box::new(NullMemory)),
