@@ -960,6 +960,29 @@ if __name__ == \"__main__\":
     }
 
     #[test]
+    fn c_like_programs_skip_comments_and_strings() {
+        let program = "#include <stdio.h>\nint main(void) {\n  // EVOLVE-BLOCK-START\n  double rate = 0.5; // 0.7 was worse\n  /* tried 12\n     and 13 */\n  int n = 10;\n  printf(\"%d 3.5\\n\", n);\n  // EVOLVE-BLOCK-END\n  return 0;\n}\n";
+        let user = format!("# Current Program\n```c\n{program}```\n");
+        let m = OfflineModel::new();
+        for seed in 0..60 {
+            let reply = m.reply_text(&request(user.clone(), seed));
+            let child = apply_reply(program, &reply, &PatchOptions::default())
+                .unwrap_or_else(|e| panic!("{e}\n{reply}"))
+                .content;
+            for keep in [
+                "0.7 was worse",
+                "tried 12",
+                "and 13 */",
+                "\"%d 3.5\\n\"",
+                "return 0;",
+            ] {
+                assert!(child.contains(keep), "seed {seed}: {child}");
+            }
+            assert!(!child.contains("double rate = 0.5;") || !child.contains("int n = 10;"));
+        }
+    }
+
+    #[test]
     fn assigned_names() {
         assert_eq!(
             assigned_name("    rate: float = 0.1").as_deref(),
