@@ -1,6 +1,10 @@
 //! The language-model interface the proposer talks to, plus the built-in
 //! offline model that is the default when no endpoint is configured.
 
+pub mod offline;
+
+pub use offline::OfflineModel;
+
 use crate::engine::genome::TokenUsage;
 
 /// One request to a model.
