@@ -11,7 +11,7 @@ use crate::engine::model::LanguageModel;
 use crate::engine::params::{ParamError, ParamMap, ParamSpec};
 use crate::engine::population::Population;
 use crate::engine::prompt::{DefaultPromptBuilder, PromptBuilder};
-use crate::engine::proposer::Proposer;
+use crate::engine::proposer::{DiffProposer, Proposer};
 use crate::engine::selection::SelectionPolicy;
 use crate::engine::task::Task;
 
@@ -176,7 +176,10 @@ impl Registry {
                 info: DefaultPromptBuilder::INFO,
                 build: |p, c| Ok(Box::new(DefaultPromptBuilder::from_params(p, c)?)),
             }],
-            proposers: vec![],
+            proposers: vec![Entry {
+                info: DiffProposer::INFO,
+                build: |p, c| Ok(Box::new(DiffProposer::from_params(p, c)?)),
+            }],
             evaluators: vec![Entry {
                 info: SubprocessEvaluator::INFO,
                 build: |p, c| Ok(Box::new(SubprocessEvaluator::from_params(p, c)?)),

@@ -56,3 +56,8 @@ pub trait LanguageModel: Send + Sync {
         false
     }
 }
+
+/// The model used when nothing is configured: the built-in offline model.
+pub fn default_model() -> std::sync::Arc<dyn LanguageModel> {
+    std::sync::Arc::new(OfflineModel::new())
+}

@@ -755,7 +755,6 @@ fn render_reply(edits: &[Edit]) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::engine::proposer::patch::{PatchOptions, apply_reply};

@@ -164,7 +164,6 @@ impl Proposer for DiffProposer {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use std::collections::VecDeque;
     use std::sync::Mutex;

@@ -868,7 +868,6 @@ pub fn apply_reply(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
