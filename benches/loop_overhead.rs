@@ -39,7 +39,12 @@ impl Evaluator for TrivialEvaluator {
         let mut scores = BTreeMap::new();
         scores.insert("combined_score".to_owned(), 1.0 / (1.0 + mse));
         scores.insert("mse".to_owned(), mse);
-        Evaluation { valid: true, scores, artifacts: BTreeMap::new(), error: None }
+        Evaluation {
+            valid: true,
+            scores,
+            artifacts: BTreeMap::new(),
+            error: None,
+        }
     }
 }
 
@@ -48,22 +53,39 @@ const PROGRAM: &str = "# EVOLVE-BLOCK-START\nA = 1.0\nB = 0.0\nC = 0.0\nSHIFT = 
 fn registry() -> Registry {
     let mut r = Registry::builtin();
     r.evaluators.push(Entry {
-        info: ComponentInfo { kind: "bench_trivial", type_name: "TrivialEvaluator", summary: "bench only", params: &[] },
+        info: ComponentInfo {
+            kind: "bench_trivial",
+            type_name: "TrivialEvaluator",
+            summary: "bench only",
+            params: &[],
+        },
         build: |_, _| Ok(Box::new(TrivialEvaluator)),
     });
     r
 }
 
 fn main() {
-    let iterations: u64 = std::env::var("ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    let iterations: u64 = std::env::var("ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
     let dir = std::env::temp_dir().join(format!("galapagos-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).ok();
     std::fs::write(dir.join("initial_program.py"), PROGRAM).ok();
-    std::fs::write(dir.join("evaluator.py"), "def evaluate(p):\n    return {'combined_score': 0.0}\n").ok();
+    std::fs::write(
+        dir.join("evaluator.py"),
+        "def evaluate(p):\n    return {'combined_score': 0.0}\n",
+    )
+    .ok();
     std::fs::write(dir.join("README.md"), "Fit four constants.").ok();
     let registry = Arc::new(registry());
-    println!("loop overhead, {iterations} iterations, offline model + in-process trivial evaluator, parallel 1");
-    println!("{:<12} {:>8} {:>10} {:>12} {:>14} {:>14}", "card", "genomes", "iter/s", "wall ms/it", "model+eval ms", "overhead ms/it");
+    println!(
+        "loop overhead, {iterations} iterations, offline model + in-process trivial evaluator, parallel 1"
+    );
+    println!(
+        "{:<12} {:>8} {:>10} {:>12} {:>14} {:>14}",
+        "card", "genomes", "iter/s", "wall ms/it", "model+eval ms", "overhead ms/it"
+    );
     for card_file in ["cards/best_of_n.yaml", "cards/beam_search.yaml"] {
         let mut card = match Card::load(std::path::Path::new(card_file), &registry) {
             Ok(c) => c,
@@ -75,7 +97,13 @@ fn main() {
         card.evaluator = galapagos::engine::card::SlotSpec::new("bench_trivial");
         card.general.max_iterations = iterations;
         card.general.inner_retry_times = 0;
-        let request = RunRequest { card, task_dir: dir.clone(), model: galapagos::engine::model::default_model(), run_dir: None, waker: None };
+        let request = RunRequest {
+            card,
+            task_dir: dir.clone(),
+            model: galapagos::engine::model::default_model(),
+            run_dir: None,
+            waker: None,
+        };
         let Ok(mut handle) = spawn_run(request, Arc::clone(&registry)) else {
             eprintln!("cannot start");
             std::process::exit(1);
@@ -86,7 +114,12 @@ fn main() {
         while let Some(ev) = handle.events.blocking_recv() {
             match ev {
                 RunEvent::GenomeAdmitted { genome, .. } => {
-                    marks.push((Instant::now(), genome.timings.propose_ms + genome.timings.evaluate_ms + genome.timings.prompt_ms));
+                    marks.push((
+                        Instant::now(),
+                        genome.timings.propose_ms
+                            + genome.timings.evaluate_ms
+                            + genome.timings.prompt_ms,
+                    ));
                 }
                 RunEvent::Finished(s) => {
                     if let galapagos::engine::events::RunStatus::Failed(m) = &s.status {
@@ -99,7 +132,9 @@ fn main() {
         }
         let total = started.elapsed().as_secs_f64();
         handle.join();
-        let name = std::path::Path::new(card_file).file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        let name = std::path::Path::new(card_file)
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
         for at in [100usize, 1_000, 10_000] {
             if marks.len() < at + 1 || at < 50 {
                 continue;
@@ -114,7 +149,12 @@ fn main() {
                 (wall_ms - work_ms).max(0.0)
             );
         }
-        println!("{name:<12} total {:.2} s for {} genomes ({:.0} iter/s overall)", total, marks.len(), marks.len() as f64 / total);
+        println!(
+            "{name:<12} total {:.2} s for {} genomes ({:.0} iter/s overall)",
+            total,
+            marks.len(),
+            marks.len() as f64 / total
+        );
     }
     std::fs::remove_dir_all(&dir).ok();
 }

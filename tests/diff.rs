@@ -2,7 +2,6 @@
 //! Every proposal must apply cleanly inside the EVOLVE-BLOCK, and a chain of
 //! proposals (each child the next parent) must keep the harness identical.
 
-
 use std::sync::Arc;
 
 use galapagos::engine::genome::{FITNESS_KEY, Genome};

@@ -21,7 +21,11 @@ fn fingerprint(g: &galapagos::engine::genome::Genome) -> String {
 #[test]
 fn same_card_seed_and_responses_give_the_same_run() {
     let registry = registry();
-    for file in ["best_of_n.yaml", "best_of_n_attempts.yaml", "beam_search.yaml"] {
+    for file in [
+        "best_of_n.yaml",
+        "best_of_n_attempts.yaml",
+        "beam_search.yaml",
+    ] {
         let mut c = with_evaluator(card(file, &registry), "trivial");
         c.general.max_iterations = 60;
         let dir = tempfile::tempdir().unwrap();
@@ -33,14 +37,24 @@ fn same_card_seed_and_responses_give_the_same_run() {
         for (x, y) in a.iter().zip(&b) {
             assert_eq!(fingerprint(x), fingerprint(y), "{file}");
         }
-        assert!(a.iter().any(|g| !g.inspiration_ids.is_empty()), "{file}: inspirations used");
+        assert!(
+            a.iter().any(|g| !g.inspiration_ids.is_empty()),
+            "{file}: inspirations used"
+        );
         c.seed = 99;
         let (d, _) = run_collect(c, &task, default_model(), Arc::clone(&registry));
         assert!(
-            a.iter().zip(&d).any(|(x, y)| fingerprint(x) != fingerprint(y)),
+            a.iter()
+                .zip(&d)
+                .any(|(x, y)| fingerprint(x) != fingerprint(y)),
             "{file}: another seed should give another run"
         );
-        assert!(sa.best_score > sa.initial_score, "{file}: {:?} vs {:?}", sa.best_score, sa.initial_score);
+        assert!(
+            sa.best_score > sa.initial_score,
+            "{file}: {:?} vs {:?}",
+            sa.best_score,
+            sa.initial_score
+        );
     }
 }
 
@@ -52,7 +66,10 @@ fn a_garbled_reply_is_recorded_and_retried_with_feedback() {
     let mut c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
     c.general.max_iterations = 1;
     c.general.inner_retry_times = 1;
-    let model = Arc::new(ScriptedModel::new(vec![Ok("I think you should do something.".into()), Ok(GOOD.into())]));
+    let model = Arc::new(ScriptedModel::new(vec![
+        Ok("I think you should do something.".into()),
+        Ok(GOOD.into()),
+    ]));
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());
     let (genomes, summary) = run_collect(c, &task, model.clone(), registry);
@@ -61,13 +78,19 @@ fn a_garbled_reply_is_recorded_and_retried_with_feedback() {
     let failed = &genomes[1];
     assert!(!failed.valid);
     assert_eq!(failed.attempt, 0);
-    assert_eq!(failed.response.as_deref(), Some("I think you should do something."));
+    assert_eq!(
+        failed.response.as_deref(),
+        Some("I think you should do something.")
+    );
     assert!(failed.error.as_deref().unwrap_or("").len() > 5);
     let child = &genomes[2];
     assert!(child.valid && child.attempt == 1 && child.content.contains("A = 2.0"));
     assert!(child.diff.as_deref().unwrap_or("").contains("+A = 2.0"));
     let seen = model.seen.lock().unwrap();
-    assert!(seen[1].user.contains("Previous Failed Attempts"), "the retry prompt shows the failure");
+    assert!(
+        seen[1].user.contains("Previous Failed Attempts"),
+        "the retry prompt shows the failure"
+    );
     assert_eq!(summary.usage.prompt_tokens, 20);
 }
 
@@ -76,11 +99,17 @@ fn a_fatal_model_error_stops_the_run_at_once() {
     let registry = registry();
     let mut c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
     c.general.max_iterations = 50;
-    let model = Arc::new(ScriptedModel::new(vec![Err("FATAL: authentication failed (key from OPENAI_API_KEY)".into())]));
+    let model = Arc::new(ScriptedModel::new(vec![Err(
+        "FATAL: authentication failed (key from OPENAI_API_KEY)".into(),
+    )]));
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());
     let (genomes, summary) = run_collect(c, &task, model, registry);
-    assert!(matches!(&summary.status, RunStatus::Failed(m) if m.contains("OPENAI_API_KEY")), "{:?}", summary.status);
+    assert!(
+        matches!(&summary.status, RunStatus::Failed(m) if m.contains("OPENAI_API_KEY")),
+        "{:?}",
+        summary.status
+    );
     assert_eq!(genomes.len(), 2, "initial + the failed attempt");
 }
 
@@ -90,13 +119,19 @@ fn model_failures_never_hang_and_are_counted_invalid() {
     let mut c = with_evaluator(card("best_of_n_attempts.yaml", &registry), "trivial");
     c.general.max_iterations = 5;
     c.general.inner_retry_times = 0;
-    let model = Arc::new(ScriptedModel::new(vec![Err("HTTP 500 after 3 attempts".into())]));
+    let model = Arc::new(ScriptedModel::new(vec![Err(
+        "HTTP 500 after 3 attempts".into()
+    )]));
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());
     let (genomes, summary) = run_collect(c, &task, model, registry);
     assert_eq!(summary.status, RunStatus::Completed);
     assert_eq!(summary.invalid, 5);
-    assert!(genomes[1..].iter().all(|g| g.response.as_deref() == Some("{\"raw\":true}")));
+    assert!(
+        genomes[1..]
+            .iter()
+            .all(|g| g.response.as_deref() == Some("{\"raw\":true}"))
+    );
 }
 
 #[test]
@@ -107,7 +142,11 @@ fn an_invalid_initial_program_fails_clearly() {
     let task = temp_task(dir.path());
     std::fs::write(task.join("initial_program.py"), "CRASH = 1\n").unwrap();
     let (_, summary) = run_collect(c, &task, default_model(), registry);
-    assert!(matches!(&summary.status, RunStatus::Failed(m) if m.contains("initial program")), "{:?}", summary.status);
+    assert!(
+        matches!(&summary.status, RunStatus::Failed(m) if m.contains("initial program")),
+        "{:?}",
+        summary.status
+    );
 }
 
 #[test]
@@ -116,7 +155,11 @@ fn a_broken_task_folder_is_a_clear_error() {
     let c = card("best_of_n.yaml", &registry);
     let dir = tempfile::tempdir().unwrap();
     let (_, summary) = run_collect(c, &dir.path().join("missing"), default_model(), registry);
-    assert!(matches!(&summary.status, RunStatus::Failed(m) if m.contains("missing")), "{:?}", summary.status);
+    assert!(
+        matches!(&summary.status, RunStatus::Failed(m) if m.contains("missing")),
+        "{:?}",
+        summary.status
+    );
 }
 
 #[test]
@@ -127,7 +170,13 @@ fn stop_ends_the_run_within_one_iteration_even_while_evaluating() {
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());
     let handle = spawn_run(
-        RunRequest { card: c, task_dir: task, model: default_model(), run_dir: None, waker: None },
+        RunRequest {
+            card: c,
+            task_dir: task,
+            model: default_model(),
+            run_dir: None,
+            waker: None,
+        },
         registry,
     )
     .unwrap();
@@ -153,7 +202,13 @@ fn pause_holds_new_iterations_and_resume_continues() {
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());
     let mut handle = spawn_run(
-        RunRequest { card: c, task_dir: task, model: default_model(), run_dir: None, waker: None },
+        RunRequest {
+            card: c,
+            task_dir: task,
+            model: default_model(),
+            run_dir: None,
+            waker: None,
+        },
         registry,
     )
     .unwrap();

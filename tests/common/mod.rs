@@ -30,7 +30,11 @@ impl Evaluator for TrivialEvaluator {
             tokio::time::sleep(Duration::from_millis(self.sleep_ms)).await;
         }
         if candidate.content.contains("CRASH") {
-            return Evaluation { valid: false, error: Some("candidate crashed".into()), ..Evaluation::default() };
+            return Evaluation {
+                valid: false,
+                error: Some("candidate crashed".into()),
+                ..Evaluation::default()
+            };
         }
         let targets = [2.5, -1.25, 0.75, 0.0];
         let values: Vec<f64> = candidate
@@ -48,7 +52,12 @@ impl Evaluator for TrivialEvaluator {
         let mut scores = BTreeMap::new();
         scores.insert("combined_score".to_owned(), 1.0 / (1.0 + mse));
         scores.insert("mse".to_owned(), mse);
-        Evaluation { valid: true, scores, artifacts: BTreeMap::new(), error: None }
+        Evaluation {
+            valid: true,
+            scores,
+            artifacts: BTreeMap::new(),
+            error: None,
+        }
     }
 }
 
@@ -62,7 +71,11 @@ pub struct ScriptedModel {
 
 impl ScriptedModel {
     pub fn new(replies: Vec<Result<String, String>>) -> Self {
-        Self { replies: Mutex::new(replies), seen: Mutex::new(Vec::new()), delay_ms: 0 }
+        Self {
+            replies: Mutex::new(replies),
+            seen: Mutex::new(Vec::new()),
+            delay_ms: 0,
+        }
     }
 }
 
@@ -75,16 +88,27 @@ impl LanguageModel for ScriptedModel {
         self.seen.lock().unwrap().push(request.clone());
         let next = {
             let mut r = self.replies.lock().unwrap();
-            if r.len() > 1 { r.remove(0) } else { r[0].clone() }
+            if r.len() > 1 {
+                r.remove(0)
+            } else {
+                r[0].clone()
+            }
         };
         match next {
             Ok(text) => Ok(ModelReply {
                 text,
                 model: "scripted".into(),
-                usage: Some(TokenUsage { prompt_tokens: 10, completion_tokens: 5, cost_usd: Some(0.001) }),
+                usage: Some(TokenUsage {
+                    prompt_tokens: 10,
+                    completion_tokens: 5,
+                    cost_usd: Some(0.001),
+                }),
             }),
             Err(m) if m.starts_with("FATAL") => Err(ModelError::Fatal { message: m }),
-            Err(m) => Err(ModelError::Failed { message: m, raw: Some("{\"raw\":true}".into()) }),
+            Err(m) => Err(ModelError::Failed {
+                message: m,
+                raw: Some("{\"raw\":true}".into()),
+            }),
         }
     }
 
@@ -97,11 +121,21 @@ impl LanguageModel for ScriptedModel {
 pub fn registry() -> Arc<Registry> {
     let mut r = Registry::builtin();
     r.evaluators.push(Entry {
-        info: ComponentInfo { kind: "trivial", type_name: "TrivialEvaluator", summary: "test double", params: &[] },
+        info: ComponentInfo {
+            kind: "trivial",
+            type_name: "TrivialEvaluator",
+            summary: "test double",
+            params: &[],
+        },
         build: |_, _| Ok(Box::new(TrivialEvaluator { sleep_ms: 0 })),
     });
     r.evaluators.push(Entry {
-        info: ComponentInfo { kind: "slow_trivial", type_name: "TrivialEvaluator", summary: "test double", params: &[] },
+        info: ComponentInfo {
+            kind: "slow_trivial",
+            type_name: "TrivialEvaluator",
+            summary: "test double",
+            params: &[],
+        },
         build: |_, _| Ok(Box::new(TrivialEvaluator { sleep_ms: 3000 })),
     });
     Arc::new(r)
@@ -125,12 +159,18 @@ def evaluate(path):\n\
     return {'combined_score': 1.0 / (1.0 + mse), 'mse': mse}\n",
     )
     .unwrap();
-    std::fs::write(t.join("README.md"), "Tune four constants to match a hidden target.\n").unwrap();
+    std::fs::write(
+        t.join("README.md"),
+        "Tune four constants to match a hidden target.\n",
+    )
+    .unwrap();
     t
 }
 
 pub fn card(file: &str, registry: &Registry) -> Card {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("cards").join(file);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("cards")
+        .join(file);
     Card::load(&path, registry).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -146,17 +186,32 @@ pub fn run_collect(
     model: Arc<dyn LanguageModel>,
     registry: Arc<Registry>,
 ) -> (Vec<Arc<Genome>>, RunSummary) {
-    let handle = spawn_run(RunRequest { card, task_dir: task.to_path_buf(), model, run_dir: None, waker: None }, registry)
-        .expect("spawn");
+    let handle = spawn_run(
+        RunRequest {
+            card,
+            task_dir: task.to_path_buf(),
+            model,
+            run_dir: None,
+            waker: None,
+        },
+        registry,
+    )
+    .expect("spawn");
     collect(handle, |_, _| {})
 }
 
 /// Drain events until Finished, calling `on_admit(count, handle)` per genome.
-pub fn collect(mut handle: RunHandle, mut on_admit: impl FnMut(usize, &RunHandle)) -> (Vec<Arc<Genome>>, RunSummary) {
+pub fn collect(
+    mut handle: RunHandle,
+    mut on_admit: impl FnMut(usize, &RunHandle),
+) -> (Vec<Arc<Genome>>, RunSummary) {
     let mut genomes = Vec::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     loop {
-        assert!(std::time::Instant::now() < deadline, "run did not finish in time");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "run did not finish in time"
+        );
         match handle.events.blocking_recv() {
             Some(RunEvent::GenomeAdmitted { genome, .. }) => {
                 genomes.push(genome);
