@@ -1,4 +1,7 @@
-#![allow(clippy::unwrap_used, reason = "test helpers: a panic here is a failed test")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a panic here is a failed test"
+)]
 //! End to end: the default prompt → the offline model → the DiffProposer.
 //! Every proposal must apply cleanly inside the EVOLVE-BLOCK, and a chain of
 //! proposals (each child the next parent) must keep the harness identical.

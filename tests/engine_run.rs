@@ -268,3 +268,46 @@ fn parallel_iterations_overlap_and_lose_nothing() {
     // sequential would take >= 2.4 s of model latency
     assert!(took < Duration::from_millis(2000), "P=4 took {took:?}");
 }
+
+#[test]
+fn a_hanging_candidate_is_killed_at_the_timeout_and_the_run_goes_on() {
+    let registry = registry();
+    let mut c = card("best_of_n.yaml", &registry);
+    c.evaluator.params.set(
+        "timeout_secs",
+        galapagos::engine::params::ParamValue::Float(1.0),
+    );
+    c.general.max_iterations = 2;
+    c.general.inner_retry_times = 0;
+    let hang = "Loop forever.\n<<<<<<< SEARCH\nSHIFT = 0.0\n=======\nSHIFT = 0.0\nwhile True:\n    pass\n>>>>>>> REPLACE\n";
+    let raise = "Raise.\n<<<<<<< SEARCH\nSHIFT = 0.0\n=======\nSHIFT = 0.0\nraise ValueError('boom')\n>>>>>>> REPLACE\n";
+    let model = Arc::new(ScriptedModel::new(vec![Ok(hang.into()), Ok(raise.into())]));
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    let t = Instant::now();
+    let (genomes, summary) = run_collect(c, &task, model, registry);
+    assert_eq!(summary.status, RunStatus::Completed, "{genomes:#?}");
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(genomes.len(), 3);
+    assert!(genomes[0].valid);
+    let hung = &genomes[1];
+    assert!(
+        !hung.valid && hung.error.as_deref().unwrap_or("").contains("time"),
+        "{:?}",
+        hung.error
+    );
+    let raised = &genomes[2];
+    assert!(!raised.valid);
+    assert!(
+        raised
+            .artifacts
+            .get("traceback")
+            .is_some_and(|t| t.contains("ValueError: boom")),
+        "{:?}",
+        raised.artifacts
+    );
+}

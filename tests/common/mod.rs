@@ -1,6 +1,9 @@
 //! Shared test doubles: an in-process evaluator, a scripted model, temp tasks.
 #![allow(dead_code, reason = "each test binary uses a different subset")]
-#![allow(clippy::unwrap_used, reason = "test helpers: a panic here is a failed test")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a panic here is a failed test"
+)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -149,15 +152,19 @@ pub fn temp_task(dir: &Path) -> PathBuf {
     std::fs::write(t.join("initial_program.py"), PROGRAM).unwrap();
     std::fs::write(
         t.join("evaluator.py"),
-        "import importlib.util, math\n\
-TARGET = [2.5, -1.25, 0.75, 0.0]\n\
-def evaluate(path):\n\
-    spec = importlib.util.spec_from_file_location('cand', path)\n\
-    m = importlib.util.module_from_spec(spec)\n\
-    spec.loader.exec_module(m)\n\
-    v = m.run()\n\
-    mse = sum((a - b) ** 2 for a, b in zip(v, TARGET)) / 4\n\
-    return {'combined_score': 1.0 / (1.0 + mse), 'mse': mse}\n",
+        r#"import importlib.util
+
+TARGET = [2.5, -1.25, 0.75, 0.0]
+
+
+def evaluate(path):
+    spec = importlib.util.spec_from_file_location("cand", path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    v = m.run()
+    mse = sum((a - b) ** 2 for a, b in zip(v, TARGET)) / 4
+    return {"combined_score": 1.0 / (1.0 + mse), "mse": mse}
+"#,
     )
     .unwrap();
     std::fs::write(

@@ -225,7 +225,24 @@ impl Card {
                 if let Some(i) = message.find(" at line ") {
                     message.truncate(i);
                 }
-                let field = if path == "." { String::new() } else { path };
+                let mut field = if path == "." { String::new() } else { path };
+                // serde_yaml may already prefix the path; print it once.
+                if !field.is_empty() {
+                    if let Some(rest) = message.strip_prefix(&format!("{field}: ")) {
+                        message = rest.to_owned();
+                    }
+                }
+                if let Some(missing) = message
+                    .strip_prefix("missing field `")
+                    .and_then(|m| m.split('`').next())
+                {
+                    field = if field.is_empty() {
+                        missing.to_owned()
+                    } else {
+                        format!("{field}.{missing}")
+                    };
+                    message = "missing (this key is required)".to_owned();
+                }
                 if field.ends_with("api_key") || message.contains("`api_key`") {
                     message.push_str(
                         " (keys never go in cards: put the key in an environment variable and name the variable in your settings)",
