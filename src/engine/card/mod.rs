@@ -227,10 +227,10 @@ impl Card {
                 }
                 let mut field = if path == "." { String::new() } else { path };
                 // serde_yaml may already prefix the path; print it once.
-                if !field.is_empty() {
-                    if let Some(rest) = message.strip_prefix(&format!("{field}: ")) {
-                        message = rest.to_owned();
-                    }
+                if !field.is_empty()
+                    && let Some(rest) = message.strip_prefix(&format!("{field}: "))
+                {
+                    message = rest.to_owned();
                 }
                 if let Some(missing) = message
                     .strip_prefix("missing field `")
