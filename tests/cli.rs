@@ -30,7 +30,8 @@ fn bad_card(name: &str, edit: impl Fn(String) -> String) -> (i32, String) {
 
 #[test]
 fn bad_cards_exit_nonzero_with_one_located_message() {
-    let cases: Vec<(&str, Box<dyn Fn(String) -> String>, &str)> = vec![
+    type Edit = Box<dyn Fn(String) -> String>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
         (
             "unknown_field",
             Box::new(|t: String| t.replace("seed: 0", "seed: 0\nsede: 3")),
