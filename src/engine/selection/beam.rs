@@ -356,6 +356,7 @@ impl SelectionPolicy for BeamSelectionPolicy {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::engine::genome::FITNESS_KEY;

@@ -223,6 +223,7 @@ impl SelectionPolicy for BestOfNPolicy {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::engine::genome::FITNESS_KEY;

@@ -121,6 +121,7 @@ impl SelectionPolicy for BestOfNAttemptsPolicy {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use std::sync::Arc;
 
