@@ -13,7 +13,7 @@ use crate::engine::card::Card;
 use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
 use crate::engine::model::LanguageModel;
 use crate::engine::registry::Registry;
-use crate::engine::worker::{RunRequest, spawn_run};
+use crate::engine::worker::{RunHandle, RunRequest, spawn_resume, spawn_run};
 
 /// Galapagos: LLM-driven program search as six composable blocks.
 #[derive(Debug, Parser)]
@@ -33,6 +33,31 @@ pub enum Command {
         /// Card files.
         #[arg(required = true)]
         cards: Vec<PathBuf>,
+    },
+    /// Continue an interrupted or finished run up to its budget (or a raised one).
+    Resume {
+        /// The run folder (holds archive.sqlite).
+        run_dir: PathBuf,
+        /// Raise the iteration budget to N (total, including iterations already done).
+        #[arg(long)]
+        iterations: Option<u64>,
+        /// No progress bar; only the summary.
+        #[arg(long, short)]
+        quiet: bool,
+        /// Print one line per admitted genome.
+        #[arg(long, short)]
+        verbose: bool,
+    },
+    /// Export a run's genomes.
+    ExportRun {
+        /// The run folder (holds archive.sqlite).
+        run_dir: PathBuf,
+        /// Write JSON lines (one genome per line).
+        #[arg(long, required = true)]
+        jsonl: bool,
+        /// Output file (default: standard output).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Open the studio (the default with no subcommand).
     Studio {
@@ -68,6 +93,9 @@ pub struct RunArgs {
     /// No progress bar; only the summary.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print one line per admitted genome (for scripts and logs).
+    #[arg(long, short)]
+    pub verbose: bool,
 }
 
 /// Load a card, printing every error on failure.
@@ -208,13 +236,34 @@ pub fn run(args: &RunArgs, model: Arc<dyn LanguageModel>) -> i32 {
         run_dir: Some(run_dir.clone()),
         waker: None,
     };
-    let mut handle = match spawn_run(request, registry) {
+    let handle = match spawn_run(request, registry) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("error: cannot start the run: {e}");
             return 1;
         }
     };
+    drive(
+        handle,
+        &run_dir,
+        total,
+        args.quiet,
+        args.verbose,
+        offline,
+        &model_desc,
+    )
+}
+
+/// Follow a running scaffold to its end: progress, Ctrl-C, summary, exit code.
+fn drive(
+    mut handle: RunHandle,
+    run_dir: &Path,
+    total: u64,
+    quiet: bool,
+    verbose: bool,
+    offline: bool,
+    model_desc: &str,
+) -> i32 {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -225,9 +274,12 @@ pub fn run(args: &RunArgs, model: Arc<dyn LanguageModel>) -> i32 {
             return 1;
         }
     };
+    if !quiet {
+        eprintln!("recording to {}", run_dir.display());
+    }
     let mut progress = Progress {
-        tty: std::io::stderr().is_terminal(),
-        quiet: args.quiet,
+        tty: std::io::stderr().is_terminal() && !verbose,
+        quiet,
         total,
         last_draw: Instant::now(),
     };
@@ -240,17 +292,21 @@ pub fn run(args: &RunArgs, model: Arc<dyn LanguageModel>) -> i32 {
                 ev = handle.events.recv() => match ev {
                     None => return None,
                     Some(RunEvent::Started(info)) => {
-                        if !args.quiet {
+                        if !quiet {
                             eprintln!("running {} on {} for {} iterations with {}", info.card_name, info.task_name, info.max_iterations, info.model);
                         }
                     }
                     Some(RunEvent::GenomeAdmitted { genome, best_score, iterations_done, .. }) => {
                         if genome.valid { valid += 1 } else { invalid += 1 }
                         best = best_score;
+                        if verbose {
+                            let score = genome.fitness().map_or_else(|| format!("invalid: {}", genome.error.as_deref().unwrap_or("")), |f| format!("combined_score {f:.6}"));
+                            println!("admitted genome {} iteration {} attempt {}: {score}", genome.id, genome.iteration, genome.attempt);
+                        }
                         progress.draw(iterations_done, valid, invalid, best, false);
                     }
                     Some(RunEvent::Log { level, message }) => {
-                        if level >= LogLevel::Warn || !args.quiet {
+                        if level >= LogLevel::Warn || !quiet {
                             progress.clear();
                             eprintln!("{}: {message}", match level { LogLevel::Info => "info", LogLevel::Warn => "warning", LogLevel::Error => "error" });
                         }
@@ -276,12 +332,122 @@ pub fn run(args: &RunArgs, model: Arc<dyn LanguageModel>) -> i32 {
         eprintln!("error: the run ended without a summary");
         return 1;
     };
-    print_summary(&summary, &run_dir, offline, &model_desc);
+    print_summary(&summary, run_dir, offline, model_desc);
     match summary.status {
         RunStatus::Completed | RunStatus::BudgetReached(_) => 0,
         RunStatus::Stopped => 130,
         RunStatus::Failed(msg) => {
             eprintln!("error: {msg}");
+            1
+        }
+    }
+}
+
+/// `galapagos resume`.
+pub fn resume(
+    run_dir: &Path,
+    iterations: Option<u64>,
+    quiet: bool,
+    verbose: bool,
+    model: Arc<dyn LanguageModel>,
+) -> i32 {
+    let registry = Arc::new(Registry::builtin());
+    let archive = match crate::engine::archive::Archive::open(run_dir) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let (meta, checkpoint) = match archive.meta().and_then(|m| Ok((m, archive.checkpoint()?))) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    drop(archive);
+    let origin = format!("{} (card stored in the run archive)", run_dir.display());
+    let mut card = match Card::from_yaml(&meta.card_yaml, &origin, &registry) {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in &errors.0 {
+                eprintln!("error: {e}");
+            }
+            return 2;
+        }
+    };
+    let done = checkpoint.as_ref().map_or(0, |c| c.iterations_done);
+    if let Some(n) = iterations {
+        if n < done {
+            eprintln!("error: --iterations {n} is below the {done} iterations already done");
+            return 2;
+        }
+        card.general.max_iterations = n;
+    }
+    if done >= card.general.max_iterations && !quiet {
+        eprintln!(
+            "the run already did {done} of {} iterations; raise the budget with --iterations N",
+            card.general.max_iterations
+        );
+    }
+    let total = card.general.max_iterations;
+    let model_desc = model.describe();
+    let offline = model.is_offline();
+    let request = RunRequest {
+        card,
+        task_dir: meta.task_dir,
+        model,
+        run_dir: Some(run_dir.to_path_buf()),
+        waker: None,
+    };
+    let handle = match spawn_resume(request, registry) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: cannot start the run: {e}");
+            return 1;
+        }
+    };
+    drive(handle, run_dir, total, quiet, verbose, offline, &model_desc)
+}
+
+/// `galapagos export-run --jsonl`.
+pub fn export_run(run_dir: &Path, out: Option<&Path>) -> i32 {
+    let genomes = match crate::engine::archive::Archive::open(run_dir).and_then(|a| a.genomes()) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let mut text = String::new();
+    for g in &genomes {
+        match serde_json::to_string(g) {
+            Ok(line) => {
+                text.push_str(&line);
+                text.push('\n');
+            }
+            Err(e) => {
+                eprintln!("error: genome {}: {e}", g.id);
+                return 1;
+            }
+        }
+    }
+    let written = match out {
+        Some(path) => std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display())),
+        None => std::io::stdout()
+            .write_all(text.as_bytes())
+            .map_err(|e| e.to_string()),
+    };
+    match written {
+        Ok(()) => {
+            if let Some(path) = out {
+                eprintln!("wrote {} genomes to {}", genomes.len(), path.display());
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
             1
         }
     }

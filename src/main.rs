@@ -10,6 +10,21 @@ fn main() {
             galapagos::cli::run(&args, galapagos::engine::model::default_model())
         }
         Some(Command::Validate { cards }) => galapagos::cli::validate(&cards),
+        Some(Command::Resume {
+            run_dir,
+            iterations,
+            quiet,
+            verbose,
+        }) => galapagos::cli::resume(
+            &run_dir,
+            iterations,
+            quiet,
+            verbose,
+            galapagos::engine::model::default_model(),
+        ),
+        Some(Command::ExportRun { run_dir, out, .. }) => {
+            galapagos::cli::export_run(&run_dir, out.as_deref())
+        }
         Some(Command::Studio { .. }) | None => {
             eprintln!(
                 "error: the studio is not part of this build yet; use `galapagos run` or `galapagos validate`"

@@ -15,7 +15,7 @@ use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
 use rand::Rng as _;
 
-use crate::engine::archive::RunRecorder;
+use crate::engine::archive::{Checkpoint, RunRecorder};
 use crate::engine::card::Card;
 use crate::engine::evaluator::{Candidate, Evaluator};
 use crate::engine::events::{
@@ -51,6 +51,18 @@ pub struct Scaffold {
     memory: Box<dyn Memory>,
     model: Arc<dyn LanguageModel>,
     rng: SearchRng,
+    /// Set by [`Scaffold::restore`]: continue from this checkpoint.
+    resume: Option<Checkpoint>,
+}
+
+/// The loop's mutable bookkeeping.
+struct LoopState {
+    summary: RunSummary,
+    next_id: GenomeId,
+    last_iteration: u64,
+    stop: Option<RunStatus>,
+    recorder: Option<Box<dyn RunRecorder>>,
+    record_error: Option<String>,
 }
 
 /// The unified diff from `old` to `new` (3 lines of context).
@@ -240,12 +252,50 @@ impl Scaffold {
             memory,
             model,
             rng: seeded(card.seed),
+            resume: None,
         })
     }
 
     /// The card this scaffold was built from.
     pub fn card(&self) -> &Card {
         &self.card
+    }
+
+    /// Continue a recorded run: re-admit its genomes in order (populations are
+    /// a pure function of their admissions) and restore the policy, memory,
+    /// RNG and counters from its checkpoint. The initial program is not
+    /// evaluated again.
+    pub fn restore(&mut self, genomes: Vec<Genome>, checkpoint: Checkpoint) -> Result<(), String> {
+        if genomes.is_empty() {
+            return Err("the archive has no genomes; start a new run instead".to_owned());
+        }
+        for (i, g) in genomes.iter().enumerate() {
+            if g.id != i as u64 {
+                return Err(format!(
+                    "the archive's genome ids are not contiguous at {i} (found {})",
+                    g.id
+                ));
+            }
+        }
+        if checkpoint.next_id != genomes.len() as u64 {
+            return Err(format!(
+                "the checkpoint expects {} genomes but the archive has {}",
+                checkpoint.next_id,
+                genomes.len()
+            ));
+        }
+        for g in genomes {
+            self.population.add(Arc::new(g));
+        }
+        self.policy
+            .restore(&checkpoint.policy)
+            .map_err(|e| format!("selection policy state: {e}"))?;
+        self.memory
+            .restore(&checkpoint.memory)
+            .map_err(|e| format!("memory state: {e}"))?;
+        self.rng = checkpoint.rng.clone();
+        self.resume = Some(checkpoint);
+        Ok(())
     }
 
     fn admit(&mut self, mut genome: Genome, id: GenomeId) -> Arc<Genome> {
@@ -263,9 +313,64 @@ impl Scaffold {
         }
     }
 
+    /// Admit one iteration's genomes, count them and record them (with a
+    /// checkpoint) in one durable step. Returns the admitted genomes.
+    fn admit_iteration(&mut self, genomes: Vec<Genome>, st: &mut LoopState) -> Vec<Arc<Genome>> {
+        let mut out = Vec::with_capacity(genomes.len());
+        for genome in genomes {
+            st.last_iteration = st.last_iteration.max(genome.iteration);
+            let g = self.admit(genome, st.next_id);
+            st.next_id += 1;
+            st.summary.genomes += 1;
+            if g.valid {
+                st.summary.valid += 1;
+            } else {
+                st.summary.invalid += 1;
+            }
+            if let Some(u) = &g.usage {
+                st.summary.usage.add(u);
+            }
+            out.push(g);
+        }
+        if let Some(r) = st.recorder.as_mut() {
+            let checkpoint = Checkpoint {
+                iterations_done: st.summary.iterations,
+                last_iteration: st.last_iteration,
+                next_id: st.next_id,
+                rng: self.rng.clone(),
+                policy: self.policy.checkpoint(),
+                memory: self.memory.checkpoint(),
+                usage: st.summary.usage,
+                valid: st.summary.valid,
+                invalid: st.summary.invalid,
+            };
+            if let Err(e) = r.record_iteration(&out, &checkpoint) {
+                st.record_error = Some(e.to_string());
+                st.stop
+                    .get_or_insert(RunStatus::Failed(format!("cannot record the run: {e}")));
+            }
+        }
+        out
+    }
+
+    fn empty_summary(status: RunStatus) -> RunSummary {
+        RunSummary {
+            status,
+            iterations: 0,
+            genomes: 0,
+            valid: 0,
+            invalid: 0,
+            best_id: None,
+            best_score: None,
+            initial_score: None,
+            usage: TokenUsage::default(),
+            wall_secs: 0.0,
+        }
+    }
+
     /// Run to the end. Events go to `events`; commands are read from
-    /// `commands` between steps and while waiting; every admitted genome is
-    /// recorded before the next iteration is counted.
+    /// `commands` between steps and while waiting; every admitted iteration
+    /// is recorded before the next one is counted.
     #[expect(clippy::too_many_lines, reason = "the loop reads best as one piece")]
     pub async fn run(
         mut self,
@@ -287,18 +392,22 @@ impl Scaffold {
             run_dir,
         };
         if let Some(r) = recorder.as_mut()
-            && let Err(e) = r.begin(&info, &self.card)
+            && let Err(e) = r.begin(&info, &self.card, &self.task.dir)
         {
-            events
-                .log(LogLevel::Error, format!("cannot write the run record: {e}"))
-                .await;
-            recorder = None;
+            let msg = format!("cannot write the run record: {e}");
+            events.log(LogLevel::Error, msg.clone()).await;
+            events.send(RunEvent::Started(info)).await;
+            let summary = Self::empty_summary(RunStatus::Failed(msg));
+            events.send(RunEvent::Finished(summary.clone())).await;
+            return summary;
         }
         events.send(RunEvent::Started(info)).await;
         if self.model.is_offline() {
-            events
-                .log(LogLevel::Info, "using the built-in offline model (no endpoint configured): it only tunes numeric literals")
-                .await;
+            let msg = "using the built-in offline model (no endpoint configured): it only tunes numeric literals";
+            if let Some(r) = recorder.as_mut() {
+                r.log(LogLevel::Info, msg);
+            }
+            events.log(LogLevel::Info, msg).await;
         }
 
         let shared = Arc::new(Shared {
@@ -308,117 +417,114 @@ impl Scaffold {
             evaluator: Arc::clone(&self.evaluator),
         });
 
-        let mut summary = RunSummary {
-            status: RunStatus::Completed,
-            iterations: 0,
-            genomes: 0,
-            valid: 0,
-            invalid: 0,
-            best_id: None,
-            best_score: None,
-            initial_score: None,
-            usage: TokenUsage::default(),
-            wall_secs: 0.0,
+        let mut st = LoopState {
+            summary: Self::empty_summary(RunStatus::Completed),
+            next_id: 0,
+            last_iteration: 0,
+            stop: None,
+            recorder,
+            record_error: None,
         };
-        let mut next_id: GenomeId = 0;
-
-        // The initial program: genome 0, iteration 0.
-        let t_eval = Instant::now();
-        let eval = self
-            .evaluator
-            .evaluate(&Candidate {
-                id: 0,
-                content: self.task.initial_program.clone(),
-            })
-            .await;
-        let initial = Genome {
-            iteration: 0,
-            valid: eval.valid,
-            scores: eval.scores,
-            artifacts: eval.artifacts,
-            error: eval.error,
-            content: self.task.initial_program.clone(),
-            metadata: GenomeMeta {
-                patch_type: "initial".to_owned(),
-                ..GenomeMeta::default()
-            },
-            timings: Timings {
-                evaluate_ms: ms(t_eval),
-                ..Timings::default()
-            },
-            ..Genome::default()
-        };
-        let mut stop: Option<RunStatus> = None;
         let mut admitted: Vec<Arc<Genome>> = Vec::new();
-        let g = self.admit(initial, next_id);
-        next_id += 1;
-        summary.initial_score = g.fitness();
-        admitted.push(g);
-        if !admitted[0].valid {
-            stop = Some(RunStatus::Failed(format!(
-                "the initial program did not score: {}",
-                admitted[0].error.as_deref().unwrap_or("invalid")
-            )));
+
+        if let Some(ck) = self.resume.take() {
+            st.summary.iterations = ck.iterations_done;
+            st.summary.genomes = ck.next_id;
+            st.summary.valid = ck.valid;
+            st.summary.invalid = ck.invalid;
+            st.summary.usage = ck.usage;
+            st.next_id = ck.next_id;
+            st.last_iteration = ck.last_iteration;
+            st.summary.initial_score = self.population.get(0).and_then(|g| g.fitness());
+            events
+                .log(
+                    LogLevel::Info,
+                    format!(
+                        "resumed after iteration {} ({} genomes on record)",
+                        ck.iterations_done, ck.next_id
+                    ),
+                )
+                .await;
+        } else {
+            // The initial program: genome 0, iteration 0.
+            let t_eval = Instant::now();
+            let eval = self
+                .evaluator
+                .evaluate(&Candidate {
+                    id: 0,
+                    content: self.task.initial_program.clone(),
+                })
+                .await;
+            let initial = Genome {
+                iteration: 0,
+                valid: eval.valid,
+                scores: eval.scores,
+                artifacts: eval.artifacts,
+                error: eval.error,
+                content: self.task.initial_program.clone(),
+                metadata: GenomeMeta {
+                    patch_type: "initial".to_owned(),
+                    ..GenomeMeta::default()
+                },
+                timings: Timings {
+                    evaluate_ms: ms(t_eval),
+                    ..Timings::default()
+                },
+                ..Genome::default()
+            };
+            let out = self.admit_iteration(vec![initial], &mut st);
+            st.summary.initial_score = out.first().and_then(|g| g.fitness());
+            if let Some(g) = out.first().filter(|g| !g.valid) {
+                st.stop.get_or_insert(RunStatus::Failed(format!(
+                    "the initial program did not score: {}",
+                    g.error.as_deref().unwrap_or("invalid")
+                )));
+            }
+            admitted.extend(out);
         }
 
         let mut in_flight = FuturesUnordered::new();
-        let mut dispatched: u64 = 0;
         let mut paused = false;
         let mut commands_open = true;
         let parallel = general.parallel.max(1) as usize;
         let attempts = general.inner_retry_times.saturating_add(1);
 
         loop {
-            // Record and announce whatever was admitted.
+            // Announce whatever was admitted (it is already recorded).
             for g in admitted.drain(..) {
-                summary.genomes += 1;
-                if g.valid {
-                    summary.valid += 1;
-                } else {
-                    summary.invalid += 1;
-                }
-                if let Some(u) = &g.usage {
-                    summary.usage.add(u);
-                }
-                if let Some(r) = recorder.as_mut()
-                    && let Err(e) = r.record(&g)
-                {
-                    events
-                        .log(
-                            LogLevel::Error,
-                            format!("cannot record genome {}: {e}; stopping", g.id),
-                        )
-                        .await;
-                    stop.get_or_insert(RunStatus::Failed(format!(
-                        "cannot record genome {}: {e}",
-                        g.id
-                    )));
-                }
                 let best = self.population.best();
                 events
                     .send(RunEvent::GenomeAdmitted {
                         genome: g,
                         best_id: best.as_ref().map(|b| b.id),
                         best_score: best.as_ref().and_then(|b| b.fitness()),
-                        iterations_done: summary.iterations,
+                        iterations_done: st.summary.iterations,
                         policy: self.policy.status(),
                         active: self.active_ids(),
                     })
                     .await;
             }
-            if stop.is_none() {
+            if let Some(e) = st.record_error.take() {
+                events
+                    .log(
+                        LogLevel::Error,
+                        format!("cannot record the run: {e}; stopping"),
+                    )
+                    .await;
+            }
+            if st.stop.is_none() {
                 if let Some(cap) = general.max_tokens
-                    && summary.usage.total_tokens() >= cap
+                    && st.summary.usage.total_tokens() >= cap
                 {
-                    stop = Some(RunStatus::BudgetReached(format!(
+                    st.stop = Some(RunStatus::BudgetReached(format!(
                         "{} tokens used, cap {cap}",
-                        summary.usage.total_tokens()
+                        st.summary.usage.total_tokens()
                     )));
                 }
-                if let (Some(cap), Some(cost)) = (general.max_cost_usd, summary.usage.cost_usd)
+                if let (Some(cap), Some(cost)) = (general.max_cost_usd, st.summary.usage.cost_usd)
                     && cost >= cap
                 {
-                    stop = Some(RunStatus::BudgetReached(format!(
+                    st.stop = Some(RunStatus::BudgetReached(format!(
                         "${cost:.4} spent, cap ${cap:.2}"
                     )));
                 }
@@ -426,49 +532,50 @@ impl Scaffold {
 
             while commands_open {
                 match commands.try_recv() {
-                    Ok(cmd) => self.apply(cmd, &mut paused, &mut stop, &events).await,
+                    Ok(cmd) => self.apply(cmd, &mut paused, &mut st.stop, &events).await,
                     Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
                     Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
                         commands_open = false
                     }
                 }
             }
-            if matches!(stop, Some(RunStatus::Stopped)) {
+            if matches!(st.stop, Some(RunStatus::Stopped)) {
                 break; // abandon in-flight work: dropping it kills evaluator processes
             }
 
             while !paused
-                && stop.is_none()
+                && st.stop.is_none()
                 && in_flight.len() < parallel
-                && dispatched < general.max_iterations
+                && st.summary.iterations + (in_flight.len() as u64) < general.max_iterations
             {
                 let selection = match self.policy.select(&*self.population, &mut self.rng) {
                     Ok(s) => s,
                     Err(e) => {
                         if in_flight.is_empty() {
-                            stop = Some(RunStatus::Failed(format!("selection failed: {e}")));
+                            st.stop = Some(RunStatus::Failed(format!("selection failed: {e}")));
                         }
                         break;
                     }
                 };
                 let Some(parent) = selection.parent().cloned() else {
                     if in_flight.is_empty() {
-                        stop = Some(RunStatus::Failed(
+                        st.stop = Some(RunStatus::Failed(
                             "the selection policy returned no parent".to_owned(),
                         ));
                     }
                     break;
                 };
-                dispatched += 1;
+                st.last_iteration += 1;
+                let iteration = st.last_iteration;
                 let grandparent = parent.parent_id.and_then(|id| self.population.get(id));
                 events
                     .send(RunEvent::IterationStarted {
-                        iteration: dispatched,
+                        iteration,
                         parent_id: parent.id,
                     })
                     .await;
                 let job = Job {
-                    iteration: dispatched,
+                    iteration,
                     parent,
                     grandparent,
                     inspirations: selection.inspirations,
@@ -480,9 +587,9 @@ impl Scaffold {
             }
 
             if in_flight.is_empty() {
-                if paused && stop.is_none() && commands_open {
+                if paused && st.stop.is_none() && commands_open {
                     match commands.recv().await {
-                        Some(cmd) => self.apply(cmd, &mut paused, &mut stop, &events).await,
+                        Some(cmd) => self.apply(cmd, &mut paused, &mut st.stop, &events).await,
                         None => commands_open = false,
                     }
                     continue;
@@ -492,31 +599,42 @@ impl Scaffold {
 
             tokio::select! {
                 cmd = commands.recv(), if commands_open => match cmd {
-                    Some(cmd) => self.apply(cmd, &mut paused, &mut stop, &events).await,
+                    Some(cmd) => self.apply(cmd, &mut paused, &mut st.stop, &events).await,
                     None => commands_open = false,
                 },
                 Some(outcome) = in_flight.next() => {
-                    summary.iterations += 1;
-                    for genome in outcome.genomes {
-                        let g = self.admit(genome, next_id);
-                        next_id += 1;
-                        admitted.push(g);
-                    }
+                    st.summary.iterations += 1;
                     if let Some(msg) = outcome.fatal {
-                        stop = Some(RunStatus::Failed(msg));
+                        st.stop = Some(RunStatus::Failed(msg));
                     }
+                    let out = self.admit_iteration(outcome.genomes, &mut st);
+                    admitted.extend(out);
                 }
             }
         }
         drop(in_flight);
+        let best = self.population.best();
+        for g in admitted.drain(..) {
+            events
+                .send(RunEvent::GenomeAdmitted {
+                    genome: g,
+                    best_id: best.as_ref().map(|b| b.id),
+                    best_score: best.as_ref().and_then(|b| b.fitness()),
+                    iterations_done: st.summary.iterations,
+                    policy: self.policy.status(),
+                    active: self.active_ids(),
+                })
+                .await;
+        }
 
-        if let Some(best) = self.population.best() {
+        let mut summary = st.summary;
+        if let Some(best) = best {
             summary.best_id = Some(best.id);
             summary.best_score = best.fitness();
         }
-        summary.status = stop.unwrap_or(RunStatus::Completed);
+        summary.status = st.stop.unwrap_or(RunStatus::Completed);
         summary.wall_secs = started.elapsed().as_secs_f64();
-        if let Some(r) = recorder.as_mut()
+        if let Some(r) = st.recorder.as_mut()
             && let Err(e) = r.finish(&summary)
         {
             events

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::engine::archive::{JsonlRecorder, RunRecorder};
+use crate::engine::archive::{Archive, RunRecorder, open_run_folder};
 use crate::engine::card::Card;
 use crate::engine::events::{EventSink, LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
 use crate::engine::genome::TokenUsage;
@@ -84,6 +84,16 @@ fn failed_summary(msg: String) -> RunSummary {
 
 /// Start a run on a new thread named `galapagos-run`.
 pub fn spawn_run(request: RunRequest, registry: Arc<Registry>) -> std::io::Result<RunHandle> {
+    spawn(request, registry, false)
+}
+
+/// Continue the run recorded in `request.run_dir` (its card is `request.card`,
+/// normally the archive's own card with a raised budget) on a new thread.
+pub fn spawn_resume(request: RunRequest, registry: Arc<Registry>) -> std::io::Result<RunHandle> {
+    spawn(request, registry, true)
+}
+
+fn spawn(request: RunRequest, registry: Arc<Registry>, resume: bool) -> std::io::Result<RunHandle> {
     let (cmd_tx, cmd_rx) = tokio::sync::mpsc::channel(COMMAND_CAPACITY);
     let (ev_tx, ev_rx) = tokio::sync::mpsc::channel(EVENT_CAPACITY);
     let sink = EventSink::new(ev_tx, request.waker.clone());
@@ -107,7 +117,7 @@ pub fn spawn_run(request: RunRequest, registry: Arc<Registry>) -> std::io::Resul
                     return;
                 }
             };
-            runtime.block_on(run_request(request, registry, sink, cmd_rx));
+            runtime.block_on(run_request(request, registry, sink, cmd_rx, resume));
         })?;
     Ok(RunHandle {
         commands: cmd_tx,
@@ -128,6 +138,7 @@ pub async fn run_request(
     registry: Arc<Registry>,
     sink: EventSink,
     commands: tokio::sync::mpsc::Receiver<RunCommand>,
+    resume: bool,
 ) -> RunSummary {
     let fail = |msg: String| async {
         sink.log(LogLevel::Error, msg.clone()).await;
@@ -154,15 +165,38 @@ pub async fn run_request(
     let reg = Arc::clone(&registry);
     let built =
         tokio::task::spawn_blocking(move || Scaffold::build(&card, task, &reg, model)).await;
-    let scaffold = match built {
+    let mut scaffold = match built {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return fail(format!("card {}: {e}", request.card.name)).await,
         Err(e) => return fail(format!("building the scaffold failed: {e}")).await,
     };
-    let recorder: Option<Box<dyn RunRecorder>> = request
-        .run_dir
-        .as_deref()
-        .map(|d| Box::new(JsonlRecorder::new(d)) as Box<dyn RunRecorder>);
+    if resume {
+        let Some(dir) = request.run_dir.as_deref() else {
+            return fail("resume needs a run folder".to_owned()).await;
+        };
+        let read = Archive::open(dir).and_then(|a| Ok((a.genomes()?, a.checkpoint()?)));
+        let (genomes, checkpoint) = match read {
+            Ok((g, Some(c))) => (g, c),
+            Ok((_, None)) => {
+                return fail(format!(
+                    "{}: the run has no checkpoint to resume from",
+                    dir.display()
+                ))
+                .await;
+            }
+            Err(e) => return fail(e.to_string()).await,
+        };
+        if let Err(e) = scaffold.restore(genomes, checkpoint) {
+            return fail(format!("{}: cannot resume: {e}", dir.display())).await;
+        }
+    }
+    let recorder: Option<Box<dyn RunRecorder>> = match request.run_dir.as_deref() {
+        Some(d) => match open_run_folder(d, resume) {
+            Ok(r) => Some(r),
+            Err(e) => return fail(e.to_string()).await,
+        },
+        None => None,
+    };
     scaffold
         .run(sink, commands, recorder, request.run_dir.clone())
         .await

@@ -25,4 +25,14 @@ pub trait Memory: Send + Sync {
 
     /// Record knowledge learned late in the loop.
     fn write(&mut self, _knowledge: Knowledge) {}
+
+    /// State to checkpoint for resume (default: none).
+    fn checkpoint(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
+    /// Restore what [`Memory::checkpoint`] saved.
+    fn restore(&mut self, _state: &serde_json::Value) -> Result<(), String> {
+        Ok(())
+    }
 }

@@ -312,7 +312,6 @@ impl Population for BeamPopulation {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::engine::genome::FITNESS_KEY;

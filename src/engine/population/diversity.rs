@@ -94,7 +94,6 @@ pub fn solution_distance(a: &str, b: &str) -> f64 {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

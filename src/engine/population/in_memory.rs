@@ -103,7 +103,6 @@ impl Population for InMemoryPopulation {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::engine::genome::{FITNESS_KEY, GenomeId};

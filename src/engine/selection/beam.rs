@@ -263,6 +263,37 @@ impl BeamSelectionPolicy {
 }
 
 impl SelectionPolicy for BeamSelectionPolicy {
+    fn checkpoint(&self) -> serde_json::Value {
+        serde_json::json!({
+            "rr_index": self.rr_index,
+            "expanded": self.expanded.iter().collect::<Vec<_>>(),
+            "total_expansions": self.total_expansions,
+        })
+    }
+
+    fn restore(&mut self, state: &serde_json::Value) -> Result<(), String> {
+        if state.is_null() {
+            return Ok(());
+        }
+        self.rr_index = state
+            .get("rr_index")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or("rr_index: missing")? as usize;
+        self.total_expansions = state
+            .get("total_expansions")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or("total_expansions: missing")?;
+        self.expanded = state
+            .get("expanded")
+            .and_then(serde_json::Value::as_array)
+            .ok_or("expanded: missing")?
+            .iter()
+            .map(|v| v.as_u64().ok_or_else(|| format!("expanded: bad id {v}")))
+            .collect::<Result<_, _>>()?;
+        self.grams.clear();
+        Ok(())
+    }
+
     fn select(
         &mut self,
         population: &dyn Population,
@@ -356,7 +387,6 @@ impl SelectionPolicy for BeamSelectionPolicy {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::engine::genome::FITNESS_KEY;

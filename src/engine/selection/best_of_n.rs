@@ -68,6 +68,29 @@ pub(crate) struct ReuseState {
 }
 
 impl ReuseState {
+    /// The resumable part: current parent and its use count.
+    pub(crate) fn checkpoint(&self) -> serde_json::Value {
+        serde_json::json!({ "current_parent_id": self.current_parent_id, "uses": self.uses })
+    }
+
+    pub(crate) fn restore(&mut self, state: &serde_json::Value) -> Result<(), String> {
+        if state.is_null() {
+            return Ok(());
+        }
+        self.current_parent_id = match state.get("current_parent_id") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .ok_or_else(|| format!("current_parent_id: expected an id, got {v}"))?,
+            ),
+        };
+        self.uses = state
+            .get("uses")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or("uses: missing or not a count")? as usize;
+        Ok(())
+    }
+
     pub(crate) fn new(params: &BestOfNParams) -> Self {
         Self {
             n: usize::try_from(params.best_of_n.max(1)).unwrap_or(usize::MAX),
@@ -201,6 +224,14 @@ impl BestOfNPolicy {
 }
 
 impl SelectionPolicy for BestOfNPolicy {
+    fn checkpoint(&self) -> serde_json::Value {
+        self.state.checkpoint()
+    }
+
+    fn restore(&mut self, state: &serde_json::Value) -> Result<(), String> {
+        self.state.restore(state)
+    }
+
     fn select(
         &mut self,
         population: &dyn Population,
@@ -223,7 +254,6 @@ impl SelectionPolicy for BestOfNPolicy {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::engine::genome::FITNESS_KEY;

@@ -101,6 +101,14 @@ impl BestOfNAttemptsPolicy {
 }
 
 impl SelectionPolicy for BestOfNAttemptsPolicy {
+    fn checkpoint(&self) -> serde_json::Value {
+        self.state.checkpoint()
+    }
+
+    fn restore(&mut self, state: &serde_json::Value) -> Result<(), String> {
+        self.state.restore(state)
+    }
+
     /// Choose (reuse or switch), sample inspirations, then charge one attempt.
     fn select(
         &mut self,
@@ -121,7 +129,6 @@ impl SelectionPolicy for BestOfNAttemptsPolicy {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use std::sync::Arc;
 

@@ -64,4 +64,16 @@ pub trait SelectionPolicy: Send + Sync {
     fn status(&self) -> PolicyStatus {
         PolicyStatus::default()
     }
+
+    /// Everything the policy needs to continue after a restart (counters,
+    /// current parent, expansion history), for run checkpoints. Stateless
+    /// policies keep the default.
+    fn checkpoint(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
+    /// Restore what [`SelectionPolicy::checkpoint`] saved.
+    fn restore(&mut self, _state: &serde_json::Value) -> Result<(), String> {
+        Ok(())
+    }
 }

@@ -1,0 +1,178 @@
+//! Run records. A run folder holds:
+//! - `archive.sqlite` — the durable record (SQLite, WAL): run metadata (card
+//!   snapshot, task path, seed, model description — never secrets), every
+//!   genome with every field the inspector shows, an event log, and the
+//!   checkpoint the loop needs to resume. Each iteration's genomes and the
+//!   checkpoint are committed in one transaction before the next iteration
+//!   is counted.
+//! - `genomes.jsonl` — every genome as one JSON object per line (a plain,
+//!   greppable export written alongside).
+//! - `card.yaml`, `summary.json` — the card as run, and the final tally.
+
+mod jsonl;
+mod sqlite;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::card::Card;
+use crate::engine::events::{LogLevel, RunInfo, RunSummary};
+use crate::engine::genome::{Genome, TokenUsage};
+use crate::engine::rng::SearchRng;
+
+pub use jsonl::{JsonlRecorder, read_genomes};
+pub use sqlite::{
+    ARCHIVE_FILE, Archive, ArchiveContents, RunListing, RunMeta, SCHEMA_VERSION, SqliteRecorder,
+    list_runs,
+};
+
+/// Why a run record could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    #[error("{path}: {message}")]
+    Io { path: PathBuf, message: String },
+    #[error("{path}: not a readable Galapagos run archive: {message}")]
+    Corrupt { path: PathBuf, message: String },
+    #[error(
+        "{path}: archive schema version {found} is newer than this build understands ({supported}); upgrade galapagos to open it"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+}
+
+/// What the loop needs to continue exactly where it was: saved with every
+/// admitted iteration.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Iterations completed (the initial program not counted).
+    pub iterations_done: u64,
+    /// Highest iteration number admitted; a resumed run numbers on from here.
+    pub last_iteration: u64,
+    /// Next genome id.
+    pub next_id: u64,
+    /// The run RNG's state.
+    pub rng: SearchRng,
+    /// The selection policy's checkpoint.
+    pub policy: serde_json::Value,
+    /// The memory's checkpoint.
+    pub memory: serde_json::Value,
+    /// Tokens and cost so far.
+    pub usage: TokenUsage,
+    /// Genomes so far (valid, invalid).
+    pub valid: u64,
+    pub invalid: u64,
+}
+
+/// Where a run's record goes. `record_iteration` must have made the genomes
+/// and checkpoint durable when it returns `Ok`.
+pub trait RunRecorder: Send {
+    fn begin(&mut self, info: &RunInfo, card: &Card, task_dir: &Path) -> Result<(), ArchiveError>;
+    fn record_iteration(
+        &mut self,
+        genomes: &[Arc<Genome>],
+        checkpoint: &Checkpoint,
+    ) -> Result<(), ArchiveError>;
+    fn log(&mut self, _level: LogLevel, _message: &str) {}
+    fn finish(&mut self, summary: &RunSummary) -> Result<(), ArchiveError>;
+}
+
+/// Several recorders as one (archive + JSON lines).
+pub struct Recorders(pub Vec<Box<dyn RunRecorder>>);
+
+impl RunRecorder for Recorders {
+    fn begin(&mut self, info: &RunInfo, card: &Card, task_dir: &Path) -> Result<(), ArchiveError> {
+        self.0
+            .iter_mut()
+            .try_for_each(|r| r.begin(info, card, task_dir))
+    }
+
+    fn record_iteration(
+        &mut self,
+        genomes: &[Arc<Genome>],
+        checkpoint: &Checkpoint,
+    ) -> Result<(), ArchiveError> {
+        self.0
+            .iter_mut()
+            .try_for_each(|r| r.record_iteration(genomes, checkpoint))
+    }
+
+    fn log(&mut self, level: LogLevel, message: &str) {
+        for r in &mut self.0 {
+            r.log(level, message);
+        }
+    }
+
+    fn finish(&mut self, summary: &RunSummary) -> Result<(), ArchiveError> {
+        self.0.iter_mut().try_for_each(|r| r.finish(summary))
+    }
+}
+
+/// The standard recorder for a run folder: `archive.sqlite` + `genomes.jsonl`.
+/// `resume` appends to an existing run instead of starting one.
+pub fn open_run_folder(dir: &Path, resume: bool) -> Result<Box<dyn RunRecorder>, ArchiveError> {
+    let sqlite = if resume {
+        SqliteRecorder::reopen(dir)?
+    } else {
+        SqliteRecorder::create(dir)?
+    };
+    Ok(Box::new(Recorders(vec![
+        Box::new(sqlite),
+        Box::new(JsonlRecorder::new(dir, resume)),
+    ])))
+}
+
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `YYYYMMDD-HHMMSS` (UTC) of a unix time.
+pub fn timestamp(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let secs = unix % 86_400;
+    // civil-from-days (Howard Hinnant's algorithm)
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
+}
+
+/// A fresh run folder name under `root`: `<card>-<task>-<timestamp>`.
+pub fn new_run_dir(root: &Path, card: &str, task: &str) -> PathBuf {
+    let base = format!("{card}-{task}-{}", timestamp(unix_now()));
+    let mut dir = root.join(&base);
+    let mut n = 1;
+    while dir.exists() {
+        n += 1;
+        dir = root.join(format!("{base}-{n}"));
+    }
+    dir
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(timestamp(0), "19700101-000000");
+        assert_eq!(timestamp(1_795_000_000), "20261118-110640");
+    }
+}

@@ -1,0 +1,426 @@
+//! `archive.sqlite`: the durable run record (WAL mode).
+//!
+//! Schema (version [`SCHEMA_VERSION`]):
+//! - `meta(key PRIMARY KEY, value)`: schema_version, card_yaml, task_dir, seed,
+//!   model, offline, started_unix, ended_unix, status, max_iterations.
+//! - `genomes(id PRIMARY KEY, iteration, attempt, parent_id, valid, score, json)`:
+//!   every genome, the whole record as JSON plus indexed columns for listing.
+//! - `events(seq PRIMARY KEY, unix, level, message)`: the run's log.
+//! - `checkpoint(id = 1, json)`: the state needed to resume, replaced in the
+//!   same transaction as each iteration's genomes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension as _, params};
+
+use super::{ArchiveError, Checkpoint, RunRecorder, unix_now};
+use crate::engine::card::Card;
+use crate::engine::events::{LogLevel, RunInfo, RunSummary};
+use crate::engine::genome::Genome;
+
+/// File name inside a run folder.
+pub const ARCHIVE_FILE: &str = "archive.sqlite";
+/// The schema this build writes and reads.
+pub const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS genomes (
+    id INTEGER PRIMARY KEY,
+    iteration INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    parent_id INTEGER,
+    valid INTEGER NOT NULL,
+    score REAL,
+    json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS genomes_iteration ON genomes(iteration);
+CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, unix INTEGER NOT NULL, level TEXT NOT NULL, message TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS checkpoint (id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT NOT NULL);
+";
+
+fn corrupt(path: &Path, e: impl std::fmt::Display) -> ArchiveError {
+    ArchiveError::Corrupt {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+fn io(path: &Path, e: impl std::fmt::Display) -> ArchiveError {
+    ArchiveError::Io {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+/// Run facts stored in `meta`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunMeta {
+    pub card_yaml: String,
+    pub task_dir: PathBuf,
+    pub seed: u64,
+    pub model: String,
+    pub status: String,
+    pub max_iterations: u64,
+    pub started_unix: u64,
+    pub ended_unix: Option<u64>,
+}
+
+/// Everything in an archive.
+#[derive(Clone, Debug)]
+pub struct ArchiveContents {
+    pub meta: RunMeta,
+    pub genomes: Vec<Genome>,
+    pub checkpoint: Option<Checkpoint>,
+    pub events: Vec<(u64, String, String)>,
+}
+
+/// Read access to an archive. Opening never modifies the file.
+pub struct Archive {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Archive {
+    /// Open a run folder's archive read-only, checking it is one of ours and
+    /// of a schema version we understand.
+    pub fn open(run_dir: &Path) -> Result<Self, ArchiveError> {
+        let path = run_dir.join(ARCHIVE_FILE);
+        if !path.is_file() {
+            return Err(io(&path, "no run archive here"));
+        }
+        let conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| corrupt(&path, e))?;
+        let version: Option<String> = conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| corrupt(&path, e))?;
+        let Some(version) = version else {
+            return Err(corrupt(&path, "no schema version"));
+        };
+        let found: i64 = version
+            .parse()
+            .map_err(|e| corrupt(&path, format!("schema version {version:?}: {e}")))?;
+        if found > SCHEMA_VERSION {
+            return Err(ArchiveError::TooNew {
+                path,
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        Ok(Self { conn, path })
+    }
+
+    fn meta_value(&self, key: &str) -> Result<Option<String>, ArchiveError> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(|e| corrupt(&self.path, e))
+    }
+
+    pub fn meta(&self) -> Result<RunMeta, ArchiveError> {
+        let get = |k: &str| -> Result<String, ArchiveError> {
+            Ok(self.meta_value(k)?.unwrap_or_default())
+        };
+        Ok(RunMeta {
+            card_yaml: get("card_yaml")?,
+            task_dir: PathBuf::from(get("task_dir")?),
+            seed: get("seed")?.parse().unwrap_or(0),
+            model: get("model")?,
+            status: get("status")?,
+            max_iterations: get("max_iterations")?.parse().unwrap_or(0),
+            started_unix: get("started_unix")?.parse().unwrap_or(0),
+            ended_unix: get("ended_unix")?.parse().ok(),
+        })
+    }
+
+    /// Every genome in id (admission) order.
+    pub fn genomes(&self) -> Result<Vec<Genome>, ArchiveError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, json FROM genomes ORDER BY id")
+            .map_err(|e| corrupt(&self.path, e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .map_err(|e| corrupt(&self.path, e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, json) = row.map_err(|e| corrupt(&self.path, e))?;
+            let g: Genome = serde_json::from_str(&json)
+                .map_err(|e| corrupt(&self.path, format!("genome {id}: {e}")))?;
+            out.push(g);
+        }
+        Ok(out)
+    }
+
+    pub fn checkpoint(&self) -> Result<Option<Checkpoint>, ArchiveError> {
+        let json: Option<String> = self
+            .conn
+            .query_row("SELECT json FROM checkpoint WHERE id = 1", [], |r| r.get(0))
+            .optional()
+            .map_err(|e| corrupt(&self.path, e))?;
+        json.map(|j| {
+            serde_json::from_str(&j).map_err(|e| corrupt(&self.path, format!("checkpoint: {e}")))
+        })
+        .transpose()
+    }
+
+    pub fn events(&self) -> Result<Vec<(u64, String, String)>, ArchiveError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT unix, level, message FROM events ORDER BY seq")
+            .map_err(|e| corrupt(&self.path, e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?))
+            })
+            .map_err(|e| corrupt(&self.path, e))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| corrupt(&self.path, e))
+    }
+
+    /// Best valid score and genome count, cheaply (for run lists).
+    pub fn quick_stats(&self) -> Result<(u64, Option<f64>, u64), ArchiveError> {
+        self.conn
+            .query_row("SELECT COUNT(*), MAX(CASE WHEN valid = 1 THEN score END), COALESCE(MAX(iteration), 0) FROM genomes", [], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, Option<f64>>(1)?, r.get::<_, i64>(2)? as u64))
+            })
+            .map_err(|e| corrupt(&self.path, e))
+    }
+
+    /// Read everything.
+    pub fn contents(&self) -> Result<ArchiveContents, ArchiveError> {
+        Ok(ArchiveContents {
+            meta: self.meta()?,
+            genomes: self.genomes()?,
+            checkpoint: self.checkpoint()?,
+            events: self.events()?,
+        })
+    }
+}
+
+/// One row of a run list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunListing {
+    pub dir: PathBuf,
+    pub card: String,
+    pub task: String,
+    pub status: String,
+    pub genomes: u64,
+    pub iterations: u64,
+    pub best_score: Option<f64>,
+    pub started_unix: u64,
+}
+
+/// Every run folder directly under `root`, newest first; unreadable ones are
+/// listed with their error as the status.
+pub fn list_runs(root: &Path) -> Vec<RunListing> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut out: Vec<RunListing> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join(ARCHIVE_FILE).is_file())
+        .map(|dir| {
+            let read = || -> Result<RunListing, ArchiveError> {
+                let a = Archive::open(&dir)?;
+                let meta = a.meta()?;
+                let (genomes, best_score, iterations) = a.quick_stats()?;
+                let card = serde_yaml_name(&meta.card_yaml);
+                Ok(RunListing {
+                    dir: dir.clone(),
+                    card,
+                    task: meta
+                        .task_dir
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    status: meta.status,
+                    genomes,
+                    iterations,
+                    best_score,
+                    started_unix: meta.started_unix,
+                })
+            };
+            read().unwrap_or_else(|e| RunListing {
+                dir: dir.clone(),
+                card: String::new(),
+                task: String::new(),
+                status: format!("unreadable: {e}"),
+                genomes: 0,
+                iterations: 0,
+                best_score: None,
+                started_unix: 0,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.started_unix
+            .cmp(&a.started_unix)
+            .then_with(|| b.dir.cmp(&a.dir))
+    });
+    out
+}
+
+/// The `name:` of a card's YAML without a full parse.
+fn serde_yaml_name(yaml: &str) -> String {
+    yaml.lines()
+        .find_map(|l| l.strip_prefix("name:"))
+        .map(|v| v.trim().trim_matches(['"', '\'']).to_owned())
+        .unwrap_or_default()
+}
+
+/// Writes `archive.sqlite`.
+pub struct SqliteRecorder {
+    conn: Connection,
+    path: PathBuf,
+    resume: bool,
+}
+
+impl SqliteRecorder {
+    fn open_rw(path: &Path) -> Result<Connection, ArchiveError> {
+        let conn = Connection::open(path).map_err(|e| io(path, e))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| io(path, e))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| io(path, e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| io(path, e))?;
+        Ok(conn)
+    }
+
+    /// Start a new archive in `dir` (created). Refuses to overwrite one.
+    pub fn create(dir: &Path) -> Result<Self, ArchiveError> {
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        let path = dir.join(ARCHIVE_FILE);
+        if path.exists() {
+            return Err(io(
+                &path,
+                "a run archive already exists here; resume it or pick another folder",
+            ));
+        }
+        let conn = Self::open_rw(&path)?;
+        conn.execute_batch(SCHEMA).map_err(|e| io(&path, e))?;
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('schema_version', ?1)",
+            [SCHEMA_VERSION.to_string()],
+        )
+        .map_err(|e| io(&path, e))?;
+        Ok(Self {
+            conn,
+            path,
+            resume: false,
+        })
+    }
+
+    /// Reopen an existing archive to continue it (checks the version first,
+    /// read-only, so a newer or corrupt archive is never written to).
+    pub fn reopen(dir: &Path) -> Result<Self, ArchiveError> {
+        drop(Archive::open(dir)?);
+        let path = dir.join(ARCHIVE_FILE);
+        let conn = Self::open_rw(&path)?;
+        Ok(Self {
+            conn,
+            path,
+            resume: true,
+        })
+    }
+
+    fn set_meta(&self, key: &str, value: &str) -> Result<(), ArchiveError> {
+        self.conn
+            .execute("INSERT INTO meta(key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value", params![key, value])
+            .map(|_| ())
+            .map_err(|e| io(&self.path, e))
+    }
+}
+
+impl RunRecorder for SqliteRecorder {
+    fn begin(&mut self, info: &RunInfo, card: &Card, task_dir: &Path) -> Result<(), ArchiveError> {
+        self.set_meta("card_yaml", &card.to_yaml())?;
+        self.set_meta("task_dir", &task_dir.display().to_string())?;
+        self.set_meta("seed", &info.seed.to_string())?;
+        self.set_meta("model", &info.model)?;
+        self.set_meta("offline", &info.offline.to_string())?;
+        self.set_meta("max_iterations", &info.max_iterations.to_string())?;
+        self.set_meta("status", "running")?;
+        if !self.resume {
+            self.set_meta("started_unix", &unix_now().to_string())?;
+        }
+        self.log(
+            LogLevel::Info,
+            if self.resume {
+                "run resumed"
+            } else {
+                "run started"
+            },
+        );
+        Ok(())
+    }
+
+    fn record_iteration(
+        &mut self,
+        genomes: &[Arc<Genome>],
+        checkpoint: &Checkpoint,
+    ) -> Result<(), ArchiveError> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| io(&path, e))?;
+        {
+            let mut stmt = tx
+                .prepare_cached("INSERT INTO genomes(id, iteration, attempt, parent_id, valid, score, json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+                .map_err(|e| io(&path, e))?;
+            for g in genomes {
+                let json = serde_json::to_string(&**g).map_err(|e| io(&path, e))?;
+                stmt.execute(params![
+                    g.id as i64,
+                    g.iteration as i64,
+                    i64::from(g.attempt),
+                    g.parent_id.map(|p| p as i64),
+                    g.valid,
+                    g.fitness(),
+                    json
+                ])
+                .map_err(|e| io(&path, format!("genome {}: {e}", g.id)))?;
+            }
+            let ck = serde_json::to_string(checkpoint).map_err(|e| io(&path, e))?;
+            tx.execute("INSERT INTO checkpoint(id, json) VALUES (1, ?1) ON CONFLICT(id) DO UPDATE SET json = excluded.json", [ck])
+                .map_err(|e| io(&path, e))?;
+        }
+        tx.commit().map_err(|e| io(&path, e))
+    }
+
+    fn log(&mut self, level: LogLevel, message: &str) {
+        let level = match level {
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warn",
+            LogLevel::Error => "error",
+        };
+        // The log is best effort: a failing log write must not stop a run.
+        self.conn
+            .execute(
+                "INSERT INTO events(unix, level, message) VALUES (?1, ?2, ?3)",
+                params![unix_now() as i64, level, message],
+            )
+            .ok();
+    }
+
+    fn finish(&mut self, summary: &RunSummary) -> Result<(), ArchiveError> {
+        self.set_meta("status", &summary.status.label())?;
+        self.set_meta("ended_unix", &unix_now().to_string())?;
+        self.log(
+            LogLevel::Info,
+            &format!("run ended: {}", summary.status.label()),
+        );
+        self.conn
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .map_err(|e| io(&self.path, e))
+    }
+}
