@@ -450,10 +450,10 @@ fn url_credentials(text: &str) -> Option<String> {
             .chars()
             .take_while(|c| !c.is_whitespace() && !matches!(c, '/' | '?' | '#' | '`' | '"' | '\''))
             .collect();
-        if let Some((userinfo, _)) = authority.rsplit_once('@') {
-            if userinfo.contains(':') {
-                return Some("a URL with a password in it".to_owned());
-            }
+        if let Some((userinfo, _)) = authority.rsplit_once('@')
+            && userinfo.contains(':')
+        {
+            return Some("a URL with a password in it".to_owned());
         }
     }
     None
@@ -504,8 +504,8 @@ pub fn secret_env_values() -> Vec<(String, String)> {
 fn llm_endpoint(card: &Card) -> Option<String> {
     let llm = card.llm.as_ref()?;
     llm.models.iter().enumerate().find_map(|(i, m)| {
-        let lower = m.name.to_ascii_lowercase();
-        (lower.contains("http://") || lower.contains("https://") || lower.contains("://"))
+        m.name
+            .contains("://")
             .then(|| format!("an endpoint in `llm.models[{i}].name`"))
     })
 }
