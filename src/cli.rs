@@ -59,6 +59,25 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Export a card as a shareable hub bundle: DIR/NAMESPACE/NAME/{card.yaml, README.md} and NAME.tar.gz.
+    Export {
+        /// The card to export.
+        card: PathBuf,
+        /// Where to write the bundle.
+        #[arg(long, default_value = "hub")]
+        out: PathBuf,
+    },
+    /// Import a hub bundle (folder, card.yaml or .tar.gz) as a card file.
+    Import {
+        /// The bundle.
+        bundle: PathBuf,
+        /// Folder to write NAME.yaml into.
+        #[arg(long, default_value = "cards")]
+        out: PathBuf,
+        /// Overwrite an existing card file.
+        #[arg(long)]
+        force: bool,
+    },
     /// Open the studio (the default with no subcommand).
     Studio {
         /// Card to open.
@@ -451,4 +470,59 @@ pub fn export_run(run_dir: &Path, out: Option<&Path>) -> i32 {
             1
         }
     }
+}
+
+/// `galapagos export`.
+pub fn export(card_path: &Path, out: &Path) -> i32 {
+    let registry = Registry::builtin();
+    let card = match load_card(card_path, &registry) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match crate::engine::hub::export_bundle(&card, &registry, out) {
+        Ok(dir) => {
+            println!(
+                "exported {}/{} to {}",
+                card.namespace,
+                card.name,
+                dir.display()
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+/// `galapagos import`.
+pub fn import(bundle: &Path, out: &Path, force: bool) -> i32 {
+    let registry = Registry::builtin();
+    let card = match crate::engine::hub::import_bundle(bundle, &registry) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let target = out.join(format!("{}.yaml", card.name));
+    if target.exists() && !force {
+        eprintln!(
+            "error: {} exists; pass --force to overwrite",
+            target.display()
+        );
+        return 1;
+    }
+    if let Err(e) = std::fs::create_dir_all(out).and_then(|()| card.save(&target)) {
+        eprintln!("error: {}: {e}", target.display());
+        return 1;
+    }
+    println!(
+        "imported {}/{} as {}",
+        card.namespace,
+        card.name,
+        target.display()
+    );
+    0
 }

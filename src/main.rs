@@ -22,6 +22,10 @@ fn main() {
             verbose,
             galapagos::engine::model::default_model(),
         ),
+        Some(Command::Export { card, out }) => galapagos::cli::export(&card, &out),
+        Some(Command::Import { bundle, out, force }) => {
+            galapagos::cli::import(&bundle, &out, force)
+        }
         Some(Command::ExportRun { run_dir, out, .. }) => {
             galapagos::cli::export_run(&run_dir, out.as_deref())
         }

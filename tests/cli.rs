@@ -195,3 +195,41 @@ fn a_missing_task_folder_fails_with_its_name() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("assets/tasks/nope"));
 }
+
+#[test]
+fn export_then_import_round_trips_a_card_through_the_cli() {
+    let out = tempfile::tempdir().unwrap();
+    let o = galapagos()
+        .args(["export", "cards/best_of_n.yaml", "--out"])
+        .arg(out.path().join("hub"))
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let tarball = out.path().join("hub/default/best_of_n.tar.gz");
+    assert!(tarball.is_file());
+    let o = galapagos()
+        .arg("import")
+        .arg(&tarball)
+        .arg("--out")
+        .arg(out.path().join("cards"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let registry = galapagos::engine::registry::Registry::builtin();
+    let a = galapagos::engine::card::Card::load(&root().join("cards/best_of_n.yaml"), &registry)
+        .unwrap();
+    let b =
+        galapagos::engine::card::Card::load(&out.path().join("cards/best_of_n.yaml"), &registry)
+            .unwrap();
+    assert_eq!(a, b);
+    // importing again refuses to overwrite
+    let o = galapagos()
+        .arg("import")
+        .arg(&tarball)
+        .arg("--out")
+        .arg(out.path().join("cards"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+}
