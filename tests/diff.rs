@@ -97,6 +97,7 @@ async fn offline_model_drives_the_diff_proposer() {
                 parent: Arc::clone(&parent),
                 inspirations,
                 seed: 1000 + iteration,
+                pool: Vec::new(),
             })
             .await;
         assert!(proposal.response.is_some());

@@ -105,6 +105,8 @@ pub enum RunEvent {
     },
     /// A log line.
     Log { level: LogLevel, message: String },
+    /// What the memory holds changed (e.g. a new scratchpad).
+    MemoryUpdated { notes: Vec<String> },
     /// The run is paused (no new iterations will start).
     Paused,
     /// The run resumed.

@@ -24,7 +24,7 @@ use crate::engine::events::{
 use crate::engine::genome::{Genome, GenomeId, GenomeMeta, Timings, TokenUsage};
 use crate::engine::memory::{Knowledge, Memory};
 use crate::engine::model::LanguageModel;
-use crate::engine::population::{Population, Structure};
+use crate::engine::population::{Population, Query, Structure};
 use crate::engine::prompt::{EditMode, FailedAttempt, PromptBuilder, PromptContext, TaskBrief};
 use crate::engine::proposer::{ProposalError, ProposalRequest, Proposer};
 use crate::engine::registry::{BuildContext, Registry, RegistryError};
@@ -87,6 +87,8 @@ struct Job {
     knowledge: Knowledge,
     seed: u64,
     attempts: u32,
+    island: Option<u32>,
+    pool: Vec<Arc<Genome>>,
 }
 
 struct Shared {
@@ -128,6 +130,7 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                 parent: Arc::clone(&job.parent),
                 inspirations: job.inspirations.clone(),
                 seed: rng.next_u64(),
+                pool: job.pool.clone(),
             })
             .await;
         let propose_ms = ms(t_propose);
@@ -139,7 +142,7 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
             metadata: GenomeMeta {
                 generation: job.parent.metadata.generation + 1,
                 depth: job.parent.metadata.depth + 1,
-                island: job.parent.metadata.island,
+                island: job.island.or(job.parent.metadata.island),
                 model: proposal.model.clone(),
                 patch_type: proposal.patch_type.clone(),
                 features: Default::default(),
@@ -309,7 +312,7 @@ impl Scaffold {
     fn active_ids(&self) -> Vec<GenomeId> {
         match self.population.structure() {
             Structure::Beam(view) => view.members,
-            Structure::Flat => Vec::new(),
+            _ => Vec::new(),
         }
     }
 
@@ -582,6 +585,11 @@ impl Scaffold {
                     knowledge: self.memory.read(),
                     seed: self.rng.next_u64(),
                     attempts,
+                    island: selection.island,
+                    pool: match self.proposer.novelty_pool_size() {
+                        0 => Vec::new(),
+                        k => self.population.query(&Query::TopK(k)),
+                    },
                 };
                 in_flight.push(run_iteration(Arc::clone(&shared), job));
             }
@@ -608,6 +616,10 @@ impl Scaffold {
                         st.stop = Some(RunStatus::Failed(msg));
                     }
                     let out = self.admit_iteration(outcome.genomes, &mut st);
+                    if self.memory.after_iteration(&out, &*self.population).await {
+                        let notes = self.memory.read().notes;
+                        events.send(RunEvent::MemoryUpdated { notes }).await;
+                    }
                     admitted.extend(out);
                 }
             }

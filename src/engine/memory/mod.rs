@@ -3,7 +3,12 @@
 
 mod null;
 
+use std::sync::Arc;
+
 pub use null::NullMemory;
+
+use crate::engine::genome::Genome;
+use crate::engine::population::Population;
 
 /// Free-form knowledge handed to the prompt builder.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -19,12 +24,25 @@ impl Knowledge {
 }
 
 /// The memory slot (seed 004, slot 6).
+#[async_trait::async_trait]
 pub trait Memory: Send + Sync {
     /// What the prompt builder should know now.
     fn read(&self) -> Knowledge;
 
     /// Record knowledge learned late in the loop.
     fn write(&mut self, _knowledge: Knowledge) {}
+
+    /// Called by the loop after each admitted iteration with that iteration's
+    /// genomes. A learning memory (e.g. a scratchpad that asks a model to
+    /// summarise what worked) does its work here; returns true when what
+    /// [`Memory::read`] returns has changed.
+    async fn after_iteration(
+        &mut self,
+        _admitted: &[Arc<Genome>],
+        _population: &dyn Population,
+    ) -> bool {
+        false
+    }
 
     /// State to checkpoint for resume (default: none).
     fn checkpoint(&self) -> serde_json::Value {

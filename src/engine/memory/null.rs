@@ -16,6 +16,7 @@ impl NullMemory {
     };
 }
 
+#[async_trait::async_trait]
 impl Memory for NullMemory {
     fn read(&self) -> Knowledge {
         Knowledge::default()

@@ -234,6 +234,7 @@ mod tests {
             }),
             inspirations: vec![],
             seed,
+            pool: Vec::new(),
         }
     }
 

@@ -18,6 +18,9 @@ pub struct ProposalRequest {
     pub inspirations: Vec<Arc<Genome>>,
     /// Seed drawn from the run's RNG for this proposal.
     pub seed: u64,
+    /// The fittest genomes of the population (as many as
+    /// [`Proposer::novelty_pool_size`] asked for), for novelty checks.
+    pub pool: Vec<Arc<Genome>>,
 }
 
 /// Why a proposal produced no candidate.
@@ -53,4 +56,10 @@ pub struct Proposal {
 #[async_trait::async_trait]
 pub trait Proposer: Send + Sync {
     async fn propose(&self, request: ProposalRequest) -> Proposal;
+
+    /// How many of the population's fittest genomes the proposer wants in
+    /// [`ProposalRequest::pool`] (for novelty rejection); 0 = none.
+    fn novelty_pool_size(&self) -> usize {
+        0
+    }
 }

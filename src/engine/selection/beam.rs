@@ -367,6 +367,7 @@ impl SelectionPolicy for BeamSelectionPolicy {
         Ok(Selection {
             parents: vec![parent],
             inspirations,
+            island: None,
         })
     }
 

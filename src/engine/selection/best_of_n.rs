@@ -133,6 +133,7 @@ impl ReuseState {
         Ok(Selection {
             parents: vec![parent],
             inspirations,
+            island: None,
         })
     }
 

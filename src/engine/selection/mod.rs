@@ -22,6 +22,9 @@ pub struct Selection {
     pub parents: Vec<Arc<Genome>>,
     /// Context programs shown alongside the parent.
     pub inspirations: Vec<Arc<Genome>>,
+    /// Island the child should join (island populations); `None` = the
+    /// parent's island.
+    pub island: Option<u32>,
 }
 
 impl Selection {
