@@ -726,7 +726,7 @@ impl App {
                 let blocker = self.run_blocker();
                 let run = ui.add_enabled(
                     blocker.is_none(),
-                    egui::Button::new(RichText::new("▶ Run").strong()),
+                    egui::Button::new(RichText::new("Start run").strong()),
                 );
                 let run = match &blocker {
                     Some(why) => run.on_disabled_hover_text(why),
@@ -743,10 +743,10 @@ impl App {
         let palette = Palette::of(self.state.theme);
         ui.horizontal(|ui| {
             if self.problems.is_empty() {
-                ui.label(RichText::new("✔ card is valid").color(palette.ok));
+                ui.label(RichText::new("Card is valid").color(palette.ok));
             } else {
                 let n = self.problems.len();
-                let text = format!("⚠ {n} problem{}", if n == 1 { "" } else { "s" });
+                let text = format!("{n} problem{}", if n == 1 { "" } else { "s" });
                 let lines: Vec<String> = self
                     .problems
                     .0
@@ -779,7 +779,7 @@ impl App {
         ui.horizontal(|ui| {
             for tab in Tab::ALL {
                 let text = if tab == Tab::Run && self.run_view.is_running() {
-                    format!("{} ●", tab.label())
+                    format!("{} •", tab.label())
                 } else {
                     tab.label().to_owned()
                 };

@@ -97,7 +97,7 @@ impl Library {
             ui.strong("Library");
             ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
                 if ui
-                    .small_button("⟳")
+                    .small_button("Refresh")
                     .on_hover_text(format!("Re-read {}", self.folder.display()))
                     .clicked()
                 {
@@ -121,7 +121,7 @@ impl Library {
                 );
                 let selected = current == Some(path.as_path());
                 let response = ui
-                    .selectable_label(selected, format!("🕘 {name}"))
+                    .selectable_label(selected, name)
                     .on_hover_text(path.display().to_string());
                 if response.clicked() {
                     commands.push(UiCommand::OpenCard(path.clone()));
@@ -139,7 +139,7 @@ fn entry_ui(
 ) {
     let selected = current.is_some_and(|c| same_file(c, &entry.path));
     let response = ui
-        .selectable_label(selected, format!("📄 {}", entry.title))
+        .selectable_label(selected, entry.title.as_str())
         .on_hover_text(format!("{}\n{}", entry.path.display(), entry.summary));
     if response.clicked() {
         commands.push(UiCommand::OpenCard(entry.path.clone()));

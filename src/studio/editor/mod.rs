@@ -93,7 +93,7 @@ pub struct EditorCtx<'a> {
 /// Show a reason in the error colour right under a field.
 pub fn field_error_ui(ui: &mut egui::Ui, reason: &str) {
     ui.label(
-        egui::RichText::new(format!("⚠ {reason}"))
+        egui::RichText::new(reason.to_owned())
             .small()
             .color(ui.visuals().error_fg_color),
     );

@@ -70,7 +70,7 @@ pub fn drag_preview_ui(ctx: &egui::Context) {
         .interactable(false)
         .show(ctx, |ui| {
             egui::Frame::popup(ui.style()).show(ui, |ui| {
-                ui.label(format!("{} → {}", payload.kind, payload.slot.title()));
+                ui.label(format!("{} into {}", payload.kind, payload.slot.title()));
             });
         });
 }

@@ -125,7 +125,7 @@ pub fn param_row_ui(
             value_ui(ui, spec.ty, label.id, &value, &default, &mut set);
             if explicit.is_some()
                 && ui
-                    .small_button("↺")
+                    .small_button("Reset")
                     .on_hover_text(format!("Reset to the default ({})", default.display()))
                     .clicked()
             {
@@ -296,7 +296,7 @@ pub fn list_ui<T: Clone>(
                     }
                 }
                 if ui
-                    .small_button("✕")
+                    .small_button("×")
                     .on_hover_text("Remove this item")
                     .clicked()
                 {
