@@ -225,7 +225,24 @@ impl Card {
                 if let Some(i) = message.find(" at line ") {
                     message.truncate(i);
                 }
-                let field = if path == "." { String::new() } else { path };
+                let mut field = if path == "." { String::new() } else { path };
+                // serde_yaml may already prefix the path; print it once.
+                if !field.is_empty()
+                    && let Some(rest) = message.strip_prefix(&format!("{field}: "))
+                {
+                    message = rest.to_owned();
+                }
+                if let Some(missing) = message
+                    .strip_prefix("missing field `")
+                    .and_then(|m| m.split('`').next())
+                {
+                    field = if field.is_empty() {
+                        missing.to_owned()
+                    } else {
+                        format!("{field}.{missing}")
+                    };
+                    message = "missing (this key is required)".to_owned();
+                }
                 if field.ends_with("api_key") || message.contains("`api_key`") {
                     message.push_str(
                         " (keys never go in cards: put the key in an environment variable and name the variable in your settings)",
@@ -356,13 +373,13 @@ impl Card {
                 "must be between 1 and 256",
             ));
         }
-        if let Some(c) = g.max_cost_usd {
-            if !(c.is_finite() && c > 0.0) {
-                out.push(Problem::new(
-                    "general.max_cost_usd",
-                    "must be a positive number",
-                ));
-            }
+        if let Some(c) = g.max_cost_usd
+            && !(c.is_finite() && c > 0.0)
+        {
+            out.push(Problem::new(
+                "general.max_cost_usd",
+                "must be a positive number",
+            ));
         }
         if g.max_tokens == Some(0) {
             out.push(Problem::new("general.max_tokens", "must be at least 1"));
@@ -381,19 +398,19 @@ impl Card {
                         "must be a positive number",
                     ));
                 }
-                if let Some(t) = m.temperature {
-                    if !(0.0..=2.0).contains(&t) {
-                        out.push(Problem::new(
-                            &format!("llm.models[{i}].temperature"),
-                            "must be between 0 and 2",
-                        ));
-                    }
+                if let Some(t) = m.temperature
+                    && !(0.0..=2.0).contains(&t)
+                {
+                    out.push(Problem::new(
+                        &format!("llm.models[{i}].temperature"),
+                        "must be between 0 and 2",
+                    ));
                 }
             }
-            if let Some(t) = llm.temperature {
-                if !(0.0..=2.0).contains(&t) {
-                    out.push(Problem::new("llm.temperature", "must be between 0 and 2"));
-                }
+            if let Some(t) = llm.temperature
+                && !(0.0..=2.0).contains(&t)
+            {
+                out.push(Problem::new("llm.temperature", "must be between 0 and 2"));
             }
         }
         out

@@ -1,0 +1,197 @@
+#![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
+//! The headless CLI as a user runs it: bad cards, and real offline runs of
+//! every shipped card on the shipped tasks.
+
+use std::path::Path;
+use std::process::Command;
+
+fn galapagos() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_galapagos"))
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Write a variant of best_of_n.yaml with `edit` applied and validate it.
+fn bad_card(name: &str, edit: impl Fn(String) -> String) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root().join("cards/best_of_n.yaml")).unwrap();
+    let path = dir.path().join(format!("{name}.yaml"));
+    std::fs::write(&path, edit(text)).unwrap();
+    let out = galapagos().arg("validate").arg(&path).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+    (
+        out.status.code().unwrap_or(-1),
+        stderr.replace(&path.display().to_string(), "CARD"),
+    )
+}
+
+#[test]
+fn bad_cards_exit_nonzero_with_one_located_message() {
+    type Edit = Box<dyn Fn(String) -> String>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "unknown_field",
+            Box::new(|t: String| t.replace("seed: 0", "seed: 0\nsede: 3")),
+            "CARD:45:1: sede: unknown field `sede`, expected one of `name`",
+        ),
+        (
+            "unknown_kind",
+            Box::new(|t: String| t.replace("kind: best_of_n\n", "kind: best_of_m\n")),
+            "CARD:28:3: selection_policy.kind: unknown selection_policy kind `best_of_m`; available: best_of_n, best_of_n_attempts, beam",
+        ),
+        (
+            "wrong_type",
+            Box::new(|t: String| t.replace("best_of_n: 5", "best_of_n: five")),
+            "CARD:29:3: selection_policy.best_of_n: expected an integer, got five",
+        ),
+        (
+            "missing_slot",
+            Box::new(|t: String| t.replace("memory:\n  kind: none\n", "")),
+            "CARD:1:1: memory: missing (this key is required)",
+        ),
+        (
+            "negative_n",
+            Box::new(|t: String| t.replace("best_of_n: 5", "best_of_n: -3")),
+            "CARD:29:3: selection_policy.best_of_n: must be at least 1, got -3",
+        ),
+        (
+            "bad_param",
+            Box::new(|t: String| {
+                t.replace(
+                    "num_inspirations: 4",
+                    "num_inspirations: 4\n  temperature: 2",
+                )
+            }),
+            "CARD:31:3: selection_policy.temperature: unknown parameter; known: best_of_n, num_inspirations",
+        ),
+        (
+            "negative_iterations",
+            Box::new(|t: String| t.replace("max_iterations: 100", "max_iterations: -1")),
+            "CARD:41:19: general.max_iterations: invalid type: integer `-1`, expected u64",
+        ),
+        (
+            "not_yaml",
+            Box::new(|_| "population: [\n".to_owned()),
+            "CARD:1:13: population: invalid type: sequence",
+        ),
+    ];
+    for (name, edit, expect) in cases {
+        let (code, stderr) = bad_card(name, edit);
+        assert_eq!(code, 2, "{name}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{name}: one message: {stderr}");
+        assert!(
+            lines[0].contains(expect),
+            "{name}: expected {expect:?} in {stderr:?}"
+        );
+    }
+}
+
+#[test]
+fn shipped_cards_validate() {
+    let out = galapagos()
+        .arg("validate")
+        .args([
+            "cards/best_of_n.yaml",
+            "cards/best_of_n_attempts.yaml",
+            "cards/beam_search.yaml",
+        ])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn run(card: &str, task: &str, out: &Path) -> (f64, f64, String) {
+    let o = galapagos()
+        .args([
+            "run",
+            card,
+            "--task",
+            task,
+            "--iterations",
+            "40",
+            "--quiet",
+            "--out",
+        ])
+        .arg(out)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{card} {task}: {stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let grab = |label: &str| -> f64 {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} in {stdout}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    (grab("best:"), grab("initial:"), stdout)
+}
+
+#[test]
+fn every_card_improves_circle_packing_offline_and_records_the_run() {
+    let out = tempfile::tempdir().unwrap();
+    for card in [
+        "cards/best_of_n.yaml",
+        "cards/best_of_n_attempts.yaml",
+        "cards/beam_search.yaml",
+    ] {
+        let (best, initial, stdout) = run(card, "assets/tasks/circle_packing", out.path());
+        assert!(best > initial, "{card}: best {best} <= initial {initial}");
+        assert!(
+            stdout.contains("offline"),
+            "the output says the offline model is in use"
+        );
+    }
+    // every run folder holds the card snapshot and one JSON line per genome
+    let dirs: Vec<_> = std::fs::read_dir(out.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .collect();
+    assert_eq!(dirs.len(), 3);
+    for d in dirs {
+        let genomes =
+            galapagos::engine::archive::read_genomes(&d.path().join("genomes.jsonl")).unwrap();
+        assert!(genomes.len() >= 41);
+        assert!(
+            genomes
+                .iter()
+                .skip(1)
+                .all(|g| g.parent_id.is_some() && g.diff.is_some() || !g.valid)
+        );
+        assert!(d.path().join("card.yaml").is_file() && d.path().join("summary.json").is_file());
+    }
+}
+
+#[test]
+fn a_missing_task_folder_fails_with_its_name() {
+    let out = tempfile::tempdir().unwrap();
+    let o = galapagos()
+        .args([
+            "run",
+            "cards/best_of_n.yaml",
+            "--task",
+            "assets/tasks/nope",
+            "--quiet",
+            "--out",
+        ])
+        .arg(out.path())
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("assets/tasks/nope"));
+}
