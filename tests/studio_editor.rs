@@ -347,3 +347,35 @@ fn persisted_state_roundtrips_without_the_card() {
     let partial: State = serde_json::from_str(r#"{"theme":"Light"}"#).unwrap();
     assert_eq!(partial.layout, State::default().layout);
 }
+
+#[test]
+fn builtin_cards_open_clean_and_launch_defaults_apply() {
+    use galapagos::studio::StudioLaunch;
+    let registry = Arc::new(Registry::builtin());
+    let mut n = 0;
+    for entry in std::fs::read_dir("cards").unwrap() {
+        let path = entry.unwrap().path();
+        let mut app = App::new(State::default(), registry.clone());
+        app.launch(StudioLaunch {
+            card: Some(path.clone()),
+            task: None,
+        });
+        assert!(app.card_errors().is_none(), "{}", path.display());
+        assert_eq!(app.doc.path.as_deref(), Some(path.as_path()));
+        let mut h = harness(app);
+        h.run();
+        assert!(h.state().problems().is_empty(), "{}", path.display());
+        n += 1;
+    }
+    assert!(n >= 3);
+    // nothing given: the built-in card and the shipped task, ready to run
+    let mut app =
+        App::new(State::default(), registry).with_model(galapagos::engine::model::default_model());
+    app.launch(StudioLaunch::default());
+    assert_eq!(app.doc.card.name, "best_of_n");
+    assert!(app.task_dir().ends_with("circle_packing"));
+    let mut h = harness(app);
+    h.run();
+    assert_eq!(h.state().run_blocker(), None);
+    assert!(!is_disabled(&h, "Start run"));
+}

@@ -791,7 +791,7 @@ impl App {
         ui.separator();
         match self.state.tab {
             Tab::Editor => {
-                egui::ScrollArea::vertical()
+                egui::ScrollArea::both()
                     .id_salt("editor-scroll")
                     .show(ui, |ui| {
                         let ectx = editor_ctx!(self, palette);
@@ -928,7 +928,8 @@ pub fn run_studio(launch: StudioLaunch) -> anyhow::Result<()> {
                 .storage
                 .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
                 .unwrap_or_default();
-            let mut app = App::new(state, Arc::new(Registry::builtin()));
+            let mut app = App::new(state, Arc::new(Registry::builtin()))
+                .with_model(crate::engine::model::default_model());
             app.launch(launch);
             Ok(Box::new(app))
         }),

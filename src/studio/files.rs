@@ -158,10 +158,10 @@ pub fn write_card(card: &Card, path: &Path) -> Result<PathBuf, String> {
     } else {
         path.to_path_buf()
     };
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if !parent.is_dir() {
-            return Err(format!("folder {} does not exist", parent.display()));
-        }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.is_dir()
+    {
+        return Err(format!("folder {} does not exist", parent.display()));
     }
     card.save(&path)
         .map_err(|e| format!("cannot save {}: {e}", path.display()))?;

@@ -37,8 +37,8 @@ impl Default for PanelLayout {
         Self {
             show_left: true,
             show_inspector: true,
-            left_width: 260.0,
-            inspector_width: 340.0,
+            left_width: 240.0,
+            inspector_width: 300.0,
         }
     }
 }
@@ -302,7 +302,7 @@ mod tests {
         assert_eq!(
             s.recent_cards
                 .iter()
-                .filter(|p| **p == PathBuf::from("c3.yaml"))
+                .filter(|p| p.as_path() == Path::new("c3.yaml"))
                 .count(),
             1
         );

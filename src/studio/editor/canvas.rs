@@ -26,12 +26,12 @@ pub const LOOP: [Slot; 5] = [
 /// Parameters shown inside a block.
 pub const KEY_PARAMS: usize = 3;
 
-const MARGIN: f32 = 18.0;
-const GAP_X: f32 = 30.0;
+const MARGIN: f32 = 14.0;
+const GAP_X: f32 = 22.0;
 const GAP_Y: f32 = 46.0;
 const RETURN_DROP: f32 = 30.0;
-const BLOCK_H: f32 = 124.0;
-const MIN_BLOCK_W: f32 = 118.0;
+const BLOCK_H: f32 = 140.0;
+const MIN_BLOCK_W: f32 = 100.0;
 const MAX_BLOCK_W: f32 = 230.0;
 const ARROW_TIP: f32 = 7.0;
 
@@ -133,6 +133,32 @@ fn arrow_path(
             FontId::proportional(11.0),
             palette.weak,
         );
+    }
+}
+
+/// Split a CamelCase type name into at most two lines when it is wider
+/// than `width` (at the body font), breaking at the capital nearest the middle.
+fn fit_name(ui: &Ui, name: &str, width: f32) -> Vec<String> {
+    let font = egui::TextStyle::Body.resolve(ui.style());
+    let wide = |text: &str| {
+        ui.painter()
+            .layout_no_wrap(text.to_owned(), font.clone(), Color32::WHITE)
+            .size()
+            .x
+            > width
+    };
+    if !wide(name) {
+        return vec![name.to_owned()];
+    }
+    let middle = name.len() / 2;
+    let split = name
+        .char_indices()
+        .filter(|(i, c)| *i > 0 && c.is_ascii_uppercase())
+        .map(|(i, _)| i)
+        .min_by_key(|i| i.abs_diff(middle));
+    match split {
+        Some(i) => vec![name[..i].to_owned(), name[i..].to_owned()],
+        None => vec![name.to_owned()],
     }
 }
 
@@ -280,10 +306,10 @@ fn block_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, rect: Rect, slot: Slot, commands: 
     );
     match info {
         Some(info) => {
-            label(
-                &mut child,
-                RichText::new(info.type_name).strong().color(palette.text),
-            );
+            let width = child.available_width();
+            for line in fit_name(&child, info.type_name, width) {
+                label(&mut child, RichText::new(line).strong().color(palette.text));
+            }
             label(
                 &mut child,
                 RichText::new(info.kind)
