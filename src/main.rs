@@ -10,12 +10,18 @@ fn main() {
             galapagos::cli::run(&args, galapagos::engine::model::default_model())
         }
         Some(Command::Validate { cards }) => galapagos::cli::validate(&cards),
-        Some(Command::Studio { .. }) | None => {
-            eprintln!(
-                "error: the studio is not part of this build yet; use `galapagos run` or `galapagos validate`"
-            );
-            2
-        }
+        Some(Command::Studio { card, task }) => studio(card, task),
+        None => studio(None, None),
     };
     std::process::exit(code);
+}
+
+fn studio(card: Option<std::path::PathBuf>, task: Option<std::path::PathBuf>) -> i32 {
+    match galapagos::studio::run_studio(galapagos::studio::StudioLaunch { card, task }) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    }
 }
