@@ -8,6 +8,7 @@ pub mod card;
 pub mod evaluator;
 pub mod events;
 pub mod genome;
+pub mod hub;
 pub mod memory;
 pub mod model;
 pub mod params;
