@@ -379,3 +379,70 @@ fn builtin_cards_open_clean_and_launch_defaults_apply() {
     assert_eq!(h.state().run_blocker(), None);
     assert!(!is_disabled(&h, "Start run"));
 }
+
+/// Step the harness until `done` holds (background jobs report through a channel).
+fn wait_until(h: &mut Harness<'static, App>, done: impl Fn(&App) -> bool) {
+    for _ in 0..500 {
+        h.step();
+        if done(h.state()) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("timed out; last message: {:?}", h.state().message());
+}
+
+#[test]
+fn export_and_import_a_hub_bundle_from_the_details_tab() {
+    let out = tempfile::tempdir().unwrap();
+    let registry = Arc::new(Registry::builtin());
+    let mut app = App::new(State::default(), registry.clone());
+    app.launch(galapagos::studio::StudioLaunch {
+        card: Some("cards/best_of_n.yaml".into()),
+        task: None,
+    });
+    let card = app.doc.card.clone();
+    let mut h = harness(app);
+    h.run();
+    h.get_by_label("Details").click();
+    h.run();
+    h.get_by_label("Bundle path").focus();
+    h.run();
+    h.get_by_label("Bundle path")
+        .type_text(&out.path().display().to_string());
+    h.run();
+    h.get_by_label("Export to folder").click();
+    wait_until(&mut h, |a| {
+        a.message()
+            .is_some_and(|m| m.contains("Exported") || m.contains("export:"))
+    });
+    let bundle = out.path().join(&card.namespace).join(&card.name);
+    assert!(
+        bundle.join("README.md").is_file(),
+        "{:?}",
+        h.state().message()
+    );
+    let archive = out
+        .path()
+        .join(&card.namespace)
+        .join(format!("{}.tar.gz", card.name));
+    assert!(archive.is_file());
+
+    // import the archive as a new, unsaved card
+    h.get_by_label("New").click();
+    h.run();
+    assert_ne!(h.state().doc.card, card);
+    h.get_by_label("Bundle path").focus();
+    h.run();
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
+    h.get_by_label("Bundle path")
+        .type_text(&archive.display().to_string());
+    h.run();
+    h.get_by_label("Import bundle").click();
+    wait_until(&mut h, |a| {
+        a.doc.card.name == card.name || a.message().is_some_and(|m| m.contains("import:"))
+    });
+    assert_eq!(h.state().doc.card, card);
+    assert!(h.state().doc.dirty);
+    assert_eq!(h.state().doc.path, None);
+}

@@ -43,10 +43,11 @@ pub struct StudioLaunch {
 }
 
 /// An action that would discard unsaved changes, waiting for a yes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Pending {
     New,
     Open(PathBuf),
+    Import(Box<Card>),
 }
 
 /// A status-bar message.
@@ -81,6 +82,8 @@ pub struct App {
     pub selected: Slot,
     /// The text of the card-path field (the dialog-free way to open and save).
     pub path_field: String,
+    /// The text of the hub-bundle path field (export folder or bundle to import).
+    pub bundle_field: String,
     /// The run half of the studio.
     pub run_view: RunView,
     registry: Arc<Registry>,
@@ -111,6 +114,7 @@ impl App {
             doc: Document::new(Card::new_default("untitled"), None),
             selected: Slot::SelectionPolicy,
             path_field: String::new(),
+            bundle_field: String::new(),
             run_view: RunView::default(),
             registry,
             model: None,
@@ -289,6 +293,35 @@ impl App {
         }
     }
 
+    fn import_now(&mut self, card: Card) {
+        self.info(format!(
+            "Imported {}/{} (not saved yet)",
+            card.namespace, card.name
+        ));
+        self.doc = Document::new(card, None);
+        self.doc.dirty = true;
+        self.problems_revision = None;
+    }
+
+    fn export_bundle(&mut self, dir: PathBuf) {
+        self.refresh_problems();
+        if let Some(why) = self.save_blocker() {
+            self.error(why);
+            return;
+        }
+        let Some(ctx) = self.ctx.clone() else {
+            return;
+        };
+        let card = self.doc.card.clone();
+        let registry = self.registry.clone();
+        self.jobs.spawn("export", &ctx, move || JobResult::Done {
+            what: "export".to_owned(),
+            outcome: crate::engine::hub::export_bundle(&card, &registry, &dir)
+                .map(|p| format!("Exported the bundle to {}", p.display()))
+                .map_err(|e| e.to_string()),
+        });
+    }
+
     fn start_run(&mut self) {
         self.refresh_problems();
         if let Some(why) = self.run_blocker() {
@@ -331,7 +364,17 @@ impl App {
                     Pick::OpenCard => UiCommand::OpenCard(path),
                     Pick::SaveCard => UiCommand::SaveAs(path),
                     Pick::TaskFolder => UiCommand::SetTaskFolder(path),
+                    Pick::ExportFolder => UiCommand::ExportBundle(path),
+                    Pick::ImportBundle => UiCommand::ImportBundle(path),
                 }),
+                JobResult::Imported(Ok(card)) => {
+                    if self.doc.dirty {
+                        self.pending = Some(Pending::Import(card));
+                    } else {
+                        self.import_now(*card);
+                    }
+                }
+                JobResult::Imported(Err(e)) => self.error(format!("import: {e}")),
                 JobResult::Done { what, outcome } => match outcome {
                     Ok(text) => self.info(text),
                     Err(e) => self.error(format!("{what}: {e}")),
@@ -428,12 +471,38 @@ impl App {
             UiCommand::ConfirmDiscard => match self.pending.take() {
                 Some(Pending::New) => self.new_now(),
                 Some(Pending::Open(path)) => self.open_now(&path),
+                Some(Pending::Import(card)) => self.import_now(*card),
                 None => {}
             },
             UiCommand::CancelDiscard => self.pending = None,
             UiCommand::DismissErrors => self.card_errors = None,
             UiCommand::DismissMessage => self.message = None,
             UiCommand::StartRun => self.start_run(),
+            UiCommand::ExportBundle(dir) => self.export_bundle(dir),
+            UiCommand::ImportBundle(path) => {
+                if let Some(ctx) = self.ctx.clone() {
+                    let registry = self.registry.clone();
+                    self.jobs.spawn("import", &ctx, move || {
+                        JobResult::Imported(
+                            crate::engine::hub::import_bundle(&path, &registry)
+                                .map(Box::new)
+                                .map_err(|e| e.to_string()),
+                        )
+                    });
+                }
+            }
+            UiCommand::BrowseExport => {
+                if let Some(ctx) = self.ctx.clone() {
+                    self.jobs
+                        .pick(Pick::ExportFolder, self.dialog_start(), &ctx);
+                }
+            }
+            UiCommand::BrowseImport => {
+                if let Some(ctx) = self.ctx.clone() {
+                    self.jobs
+                        .pick(Pick::ImportBundle, self.dialog_start(), &ctx);
+                }
+            }
             // card edits were handled above
             UiCommand::SetKind { .. }
             | UiCommand::SetParam { .. }
@@ -585,6 +654,13 @@ impl App {
                     .clicked()
                 {
                     self.commands.push(UiCommand::BrowseSaveAs);
+                }
+                ui.separator();
+                if ui.button("Export hub bundle…").clicked() {
+                    self.commands.push(UiCommand::BrowseExport);
+                }
+                if ui.button("Import hub bundle…").clicked() {
+                    self.commands.push(UiCommand::BrowseImport);
                 }
             });
             ui.menu_button("Edit", |ui| {
@@ -813,6 +889,42 @@ impl App {
                     .show(ui, |ui| {
                         let ectx = editor_ctx!(self, palette);
                         details_ui(ui, &ectx, &mut self.commands);
+                        ui.add_space(theme::SECTION_GAP);
+                        ui.heading("Hub bundle");
+                        ui.weak(
+                            "Export writes NAMESPACE/NAME/ with card.yaml and a README, plus a .tar.gz; \
+                             import reads such a folder or archive",
+                        );
+                        let blocker = self.problems.summary();
+                        ui.horizontal(|ui| {
+                            let label = ui.label("Bundle path");
+                            ui.add(
+                                egui::TextEdit::singleline(&mut self.bundle_field)
+                                    .hint_text("folder to export into, or bundle to import")
+                                    .desired_width(320.0),
+                            )
+                            .labelled_by(label.id);
+                            let typed = PathBuf::from(self.bundle_field.trim());
+                            let has = !self.bundle_field.trim().is_empty();
+                            let export = ui.add_enabled(
+                                has && blocker.is_none(),
+                                egui::Button::new("Export to folder"),
+                            );
+                            let export = match &blocker {
+                                Some(why) => export.on_disabled_hover_text(format!("Fix the card first: {why}")),
+                                None => export.on_hover_text("Export the card as a hub bundle into this folder"),
+                            };
+                            if export.clicked() {
+                                self.commands.push(UiCommand::ExportBundle(typed.clone()));
+                            }
+                            if ui
+                                .add_enabled(has, egui::Button::new("Import bundle"))
+                                .on_hover_text("Import the bundle folder or .tar.gz at this path")
+                                .clicked()
+                            {
+                                self.commands.push(UiCommand::ImportBundle(typed));
+                            }
+                        });
                     });
             }
             Tab::Yaml => {
@@ -837,6 +949,7 @@ impl App {
             let what = match pending {
                 Pending::New => "start a new card".to_owned(),
                 Pending::Open(p) => format!("open {}", p.display()),
+                Pending::Import(c) => format!("import {}/{}", c.namespace, c.name),
             };
             let title = self.doc.title();
             let response = egui::Modal::new(egui::Id::unique("confirm-discard")).show(ctx, |ui| {

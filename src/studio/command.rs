@@ -136,6 +136,17 @@ pub enum UiCommand {
     /// Clear the status message.
     DismissMessage,
 
+    // ---- hub ----
+    /// Export the card as a hub bundle into this folder (off the UI thread).
+    ExportBundle(PathBuf),
+    /// Pick the export folder with a native dialog.
+    BrowseExport,
+    /// Import a hub bundle (folder or `.tar.gz`) as a new unsaved card
+    /// (off the UI thread; asks first when the current card is unsaved).
+    ImportBundle(PathBuf),
+    /// Pick a bundle to import with a native dialog.
+    BrowseImport,
+
     // ---- run ----
     /// Validate the card and start a run on the task folder.
     StartRun,

@@ -21,6 +21,10 @@ pub enum Pick {
     SaveCard,
     /// A task folder.
     TaskFolder,
+    /// The folder a hub bundle is exported into.
+    ExportFolder,
+    /// A hub bundle to import (a `.tar.gz`; folders through the path field).
+    ImportBundle,
 }
 
 /// A finished background job.
@@ -33,6 +37,8 @@ pub enum JobResult {
         /// The chosen path.
         path: Option<PathBuf>,
     },
+    /// A hub bundle was imported (or failed to).
+    Imported(Result<Box<crate::engine::card::Card>, String>),
     /// Any other background job: its description and outcome.
     Done {
         /// Short description ("export").
@@ -71,7 +77,10 @@ impl Jobs {
                 Pick::SaveCard => dialog
                     .add_filter("Scaffold card", &["yaml", "yml"])
                     .save_file(),
-                Pick::TaskFolder => dialog.pick_folder(),
+                Pick::TaskFolder | Pick::ExportFolder => dialog.pick_folder(),
+                Pick::ImportBundle => dialog
+                    .add_filter("Hub bundle", &["gz", "tgz", "yaml"])
+                    .pick_file(),
             };
             JobResult::Picked { pick, path }
         });
