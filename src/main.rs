@@ -2,26 +2,19 @@
 
 use clap::Parser as _;
 use galapagos::cli::{Cli, Command};
+use galapagos::engine::model::default_model;
 
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
-        Some(Command::Run(args)) => {
-            galapagos::cli::run(&args, galapagos::engine::model::default_model())
-        }
+        Some(Command::Run(args)) => galapagos::cli::run(&args, default_model()),
         Some(Command::Validate { cards }) => galapagos::cli::validate(&cards),
         Some(Command::Resume {
             run_dir,
             iterations,
             quiet,
             verbose,
-        }) => galapagos::cli::resume(
-            &run_dir,
-            iterations,
-            quiet,
-            verbose,
-            galapagos::engine::model::default_model(),
-        ),
+        }) => galapagos::cli::resume(&run_dir, iterations, quiet, verbose, default_model()),
         Some(Command::Export { card, out }) => galapagos::cli::export(&card, &out),
         Some(Command::Import { bundle, out, force }) => {
             galapagos::cli::import(&bundle, &out, force)
@@ -29,12 +22,18 @@ fn main() {
         Some(Command::ExportRun { run_dir, out, .. }) => {
             galapagos::cli::export_run(&run_dir, out.as_deref())
         }
-        Some(Command::Studio { .. }) | None => {
-            eprintln!(
-                "error: the studio is not part of this build yet; use `galapagos run` or `galapagos validate`"
-            );
-            2
-        }
+        Some(Command::Studio { card, task }) => studio(card, task),
+        None => studio(None, None),
     };
     std::process::exit(code);
+}
+
+fn studio(card: Option<std::path::PathBuf>, task: Option<std::path::PathBuf>) -> i32 {
+    match galapagos::studio::run_studio(galapagos::studio::StudioLaunch { card, task }) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: cannot open the studio: {e:#}");
+            1
+        }
+    }
 }

@@ -3,4 +3,13 @@
 //! genome inspector. Everything here sits on top of [`crate::engine`]; the
 //! engine never imports egui.
 
+pub mod app;
+pub mod command;
+pub mod editor;
+pub mod files;
+pub mod library;
 pub mod run;
+pub mod state;
+pub mod theme;
+
+pub use app::{App, StudioLaunch, run_studio};

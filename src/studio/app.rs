@@ -1,0 +1,1051 @@
+//! The studio application: panels, toolbar, shortcuts and dialogs around the
+//! block editor and the run view. The UI lives in [`App::show`] so tests can
+//! drive it without eframe; every mutation is a [`UiCommand`] applied at the
+//! end of the frame by [`App::apply_commands`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use egui::{Key, KeyboardShortcut, Modifiers, RichText, Ui};
+
+use crate::engine::card::{Card, CardErrors};
+use crate::engine::model::LanguageModel;
+use crate::engine::registry::{Registry, Slot};
+use crate::studio::command::{Commands, UiCommand, apply_card_edit};
+use crate::studio::editor::canvas::canvas_ui;
+use crate::studio::editor::details::details_ui;
+use crate::studio::editor::general::{Folders, general_ui};
+use crate::studio::editor::inspector::inspector_ui;
+use crate::studio::editor::palette::{drag_preview_ui, palette_ui};
+use crate::studio::editor::{EditorCtx, Problems};
+use crate::studio::files::{JobResult, Jobs, Pick, read_card, task_folder_problem, write_card};
+use crate::studio::library::Library;
+use crate::studio::run::RunView;
+use crate::studio::state::{Document, State, Tab};
+use crate::studio::theme::{self, Palette, ThemeChoice};
+
+/// Window title.
+pub const APP_TITLE: &str = "Galapagos Studio";
+/// Built-in card opened when nothing is given.
+pub const DEFAULT_CARD: &str = "cards/best_of_n.yaml";
+/// Shipped task opened when nothing is given.
+pub const DEFAULT_TASK: &str = "assets/tasks/circle_packing";
+/// Folder of built-in cards.
+pub const CARDS_FOLDER: &str = "cards";
+
+/// What the studio opens with (from the command line).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StudioLaunch {
+    /// A card file to open.
+    pub card: Option<PathBuf>,
+    /// A task folder to use.
+    pub task: Option<PathBuf>,
+}
+
+/// An action that would discard unsaved changes, waiting for a yes.
+#[derive(Clone, Debug, PartialEq)]
+enum Pending {
+    New,
+    Open(PathBuf),
+    Import(Box<Card>),
+}
+
+/// A status-bar message.
+#[derive(Clone, Debug)]
+struct Message {
+    text: String,
+    error: bool,
+}
+
+/// The editor's borrows of the app, field by field (so the command queue
+/// can be borrowed mutably beside it).
+macro_rules! editor_ctx {
+    ($app:expr, $palette:expr) => {
+        EditorCtx {
+            card: &$app.doc.card,
+            registry: &$app.registry,
+            problems: &$app.problems,
+            selected: $app.selected,
+            palette: $palette,
+            running: $app.run_view.is_running(),
+        }
+    };
+}
+
+/// The studio.
+pub struct App {
+    /// What persists between sessions.
+    pub state: State,
+    /// The card being edited.
+    pub doc: Document,
+    /// The selected block.
+    pub selected: Slot,
+    /// The text of the card-path field (the dialog-free way to open and save).
+    pub path_field: String,
+    /// The text of the hub-bundle path field (export folder or bundle to import).
+    pub bundle_field: String,
+    /// The run half of the studio.
+    pub run_view: RunView,
+    registry: Arc<Registry>,
+    model: Option<Arc<dyn LanguageModel>>,
+    library: Library,
+    jobs: Jobs,
+    commands: Commands,
+    problems: Problems,
+    problems_revision: Option<u64>,
+    yaml: (u64, String),
+    task_dir: PathBuf,
+    task_problem: Option<String>,
+    pending: Option<Pending>,
+    card_errors: Option<CardErrors>,
+    message: Option<Message>,
+    applied_theme: Option<ThemeChoice>,
+    window_title: String,
+    ctx: Option<egui::Context>,
+}
+
+impl App {
+    /// A studio with `state`, editing a new card, using `registry`.
+    pub fn new(state: State, registry: Arc<Registry>) -> Self {
+        let library = Library::scan(Path::new(CARDS_FOLDER), &registry);
+        let task_dir = state.last_task_folder.clone().unwrap_or_default();
+        let mut app = Self {
+            state,
+            doc: Document::new(Card::new_default("untitled"), None),
+            selected: Slot::SelectionPolicy,
+            path_field: String::new(),
+            bundle_field: String::new(),
+            run_view: RunView::default(),
+            registry,
+            model: None,
+            library,
+            jobs: Jobs::default(),
+            commands: Commands::default(),
+            problems: Problems::default(),
+            problems_revision: None,
+            yaml: (u64::MAX, String::new()),
+            task_dir: PathBuf::new(),
+            task_problem: None,
+            pending: None,
+            card_errors: None,
+            message: None,
+            applied_theme: None,
+            window_title: String::new(),
+            ctx: None,
+        };
+        app.set_task_folder(task_dir);
+        app
+    }
+
+    /// Use this language model for runs (without one, Run says why it is disabled).
+    #[must_use]
+    pub fn with_model(mut self, model: Arc<dyn LanguageModel>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Scan a different folder for the library (tests, custom installs).
+    pub fn set_library_folder(&mut self, folder: &Path) {
+        self.library = Library::scan(folder, &self.registry);
+    }
+
+    /// Apply the launch options: open the card and use the task folder; with
+    /// nothing given, the built-in card and shipped task when they exist.
+    pub fn launch(&mut self, launch: StudioLaunch) {
+        let nothing_given = launch.card.is_none() && launch.task.is_none();
+        let card = launch.card.or_else(|| {
+            nothing_given
+                .then(|| PathBuf::from(DEFAULT_CARD))
+                .filter(|p| p.is_file())
+        });
+        if let Some(card) = card {
+            self.open_now(&card);
+        }
+        let task = launch.task.or_else(|| {
+            nothing_given
+                .then(|| PathBuf::from(DEFAULT_TASK))
+                .filter(|p| p.is_dir())
+        });
+        if let Some(task) = task {
+            self.set_task_folder(task);
+        }
+    }
+
+    /// The card's live problems (refreshed each frame).
+    pub fn problems(&self) -> &Problems {
+        &self.problems
+    }
+
+    /// The errors of the last card that failed to open, if shown.
+    pub fn card_errors(&self) -> Option<&CardErrors> {
+        self.card_errors.as_ref()
+    }
+
+    /// The task folder in use.
+    pub fn task_dir(&self) -> &Path {
+        &self.task_dir
+    }
+
+    /// Whether a discard confirmation is open.
+    pub fn confirming_discard(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// The last status message.
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_ref().map(|m| m.text.as_str())
+    }
+
+    /// Why Save is disabled, if it is.
+    pub fn save_blocker(&self) -> Option<String> {
+        self.problems
+            .summary()
+            .map(|s| format!("Fix the card first: {s}"))
+    }
+
+    /// Why Run is disabled, if it is.
+    pub fn run_blocker(&self) -> Option<String> {
+        if self.run_view.is_running() {
+            return Some("A run is in progress".to_owned());
+        }
+        if let Some(s) = self.problems.summary() {
+            return Some(format!("Fix the card first: {s}"));
+        }
+        if let Some(p) = &self.task_problem {
+            return Some(p.clone());
+        }
+        if self.model.is_none() {
+            return Some("No language model is configured".to_owned());
+        }
+        None
+    }
+
+    fn refresh_problems(&mut self) {
+        if self.problems_revision != Some(self.doc.revision) {
+            self.problems = Problems::of(&self.doc.card, &self.registry);
+            self.problems_revision = Some(self.doc.revision);
+        }
+    }
+
+    fn set_task_folder(&mut self, dir: PathBuf) {
+        self.task_problem = task_folder_problem(&dir);
+        if self.task_problem.is_none() {
+            self.state.last_task_folder = Some(dir.clone());
+        }
+        self.task_dir = dir;
+    }
+
+    fn info(&mut self, text: impl Into<String>) {
+        self.message = Some(Message {
+            text: text.into(),
+            error: false,
+        });
+    }
+
+    fn error(&mut self, text: impl Into<String>) {
+        self.message = Some(Message {
+            text: text.into(),
+            error: true,
+        });
+    }
+
+    fn open_now(&mut self, path: &Path) {
+        match read_card(path, &self.registry) {
+            Ok(card) => {
+                self.doc = Document::new(card, Some(path.to_path_buf()));
+                self.problems_revision = None;
+                self.state.remember_card(path);
+                self.card_errors = None;
+                self.info(format!("Opened {}", path.display()));
+            }
+            Err(errors) => {
+                self.error(format!(
+                    "{} could not be opened ({} error{})",
+                    path.display(),
+                    errors.0.len(),
+                    if errors.0.len() == 1 { "" } else { "s" }
+                ));
+                self.card_errors = Some(errors);
+            }
+        }
+    }
+
+    fn new_now(&mut self) {
+        self.doc = Document::new(Card::new_default("untitled"), None);
+        self.problems_revision = None;
+        self.info("New card");
+    }
+
+    fn save_to(&mut self, path: &Path) {
+        self.refresh_problems();
+        if let Some(why) = self.save_blocker() {
+            self.error(why);
+            return;
+        }
+        match write_card(&self.doc.card, path) {
+            Ok(saved) => {
+                self.state.remember_card(&saved);
+                self.path_field = saved.display().to_string();
+                self.info(format!("Saved {}", saved.display()));
+                self.doc.mark_saved(saved);
+            }
+            Err(e) => self.error(e),
+        }
+    }
+
+    fn import_now(&mut self, card: Card) {
+        self.info(format!(
+            "Imported {}/{} (not saved yet)",
+            card.namespace, card.name
+        ));
+        self.doc = Document::new(card, None);
+        self.doc.dirty = true;
+        self.problems_revision = None;
+    }
+
+    fn export_bundle(&mut self, dir: PathBuf) {
+        self.refresh_problems();
+        if let Some(why) = self.save_blocker() {
+            self.error(why);
+            return;
+        }
+        let Some(ctx) = self.ctx.clone() else {
+            return;
+        };
+        let card = self.doc.card.clone();
+        let registry = self.registry.clone();
+        self.jobs.spawn("export", &ctx, move || JobResult::Done {
+            what: "export".to_owned(),
+            outcome: crate::engine::hub::export_bundle(&card, &registry, &dir)
+                .map(|p| format!("Exported the bundle to {}", p.display()))
+                .map_err(|e| e.to_string()),
+        });
+    }
+
+    fn start_run(&mut self) {
+        self.refresh_problems();
+        if let Some(why) = self.run_blocker() {
+            self.error(why);
+            return;
+        }
+        let (Some(model), Some(ctx)) = (self.model.clone(), self.ctx.clone()) else {
+            return;
+        };
+        let task_name = self
+            .task_dir
+            .file_name()
+            .map_or_else(|| "task".to_owned(), |n| n.to_string_lossy().into_owned());
+        let run_dir = crate::engine::archive::new_run_dir(
+            &self.state.runs_folder,
+            &self.doc.card.name,
+            &task_name,
+        );
+        self.run_view.start(
+            self.doc.card.clone(),
+            self.task_dir.clone(),
+            model,
+            self.registry.clone(),
+            Some(run_dir),
+            &ctx,
+        );
+        self.state.tab = Tab::Run;
+    }
+
+    fn poll_jobs(&mut self) {
+        for result in self.jobs.poll() {
+            match result {
+                JobResult::Picked { path: None, .. } => {
+                    self.info("No file chosen (type a path in the card path field instead)");
+                }
+                JobResult::Picked {
+                    pick,
+                    path: Some(path),
+                } => self.commands.push(match pick {
+                    Pick::OpenCard => UiCommand::OpenCard(path),
+                    Pick::SaveCard => UiCommand::SaveAs(path),
+                    Pick::TaskFolder => UiCommand::SetTaskFolder(path),
+                    Pick::ExportFolder => UiCommand::ExportBundle(path),
+                    Pick::ImportBundle => UiCommand::ImportBundle(path),
+                }),
+                JobResult::Imported(Ok(card)) => {
+                    if self.doc.dirty {
+                        self.pending = Some(Pending::Import(card));
+                    } else {
+                        self.import_now(*card);
+                    }
+                }
+                JobResult::Imported(Err(e)) => self.error(format!("import: {e}")),
+                JobResult::Done { what, outcome } => match outcome {
+                    Ok(text) => self.info(text),
+                    Err(e) => self.error(format!("{what}: {e}")),
+                },
+            }
+        }
+    }
+
+    fn dialog_start(&self) -> Option<PathBuf> {
+        self.doc
+            .path
+            .as_ref()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .or_else(|| std::env::current_dir().ok())
+    }
+
+    /// Apply every queued command (called at the end of each frame).
+    pub fn apply_commands(&mut self) {
+        for command in self.commands.take() {
+            self.apply(command);
+        }
+        self.refresh_problems();
+    }
+
+    fn apply(&mut self, command: UiCommand) {
+        if command.is_card_edit() {
+            if let Some((key, card)) = apply_card_edit(&self.doc.card, &command, &self.registry) {
+                self.doc.edit(&key, card);
+            }
+            return;
+        }
+        match command {
+            UiCommand::Undo => {
+                if !self.doc.undo() {
+                    self.info("Nothing to undo");
+                }
+            }
+            UiCommand::Redo => {
+                if !self.doc.redo() {
+                    self.info("Nothing to redo");
+                }
+            }
+            UiCommand::SelectSlot(slot) => self.selected = slot,
+            UiCommand::ShowTab(tab) => self.state.tab = tab,
+            UiCommand::SetTheme(t) => self.state.theme = t,
+            UiCommand::ToggleLeftPanel => self.state.layout.show_left ^= true,
+            UiCommand::ToggleInspector => self.state.layout.show_inspector ^= true,
+            UiCommand::NewCard => {
+                if self.doc.dirty {
+                    self.pending = Some(Pending::New);
+                } else {
+                    self.new_now();
+                }
+            }
+            UiCommand::OpenCard(path) => {
+                if self.doc.dirty {
+                    self.pending = Some(Pending::Open(path));
+                } else {
+                    self.open_now(&path);
+                }
+            }
+            UiCommand::BrowseOpen => {
+                if let Some(ctx) = self.ctx.clone() {
+                    self.jobs.pick(Pick::OpenCard, self.dialog_start(), &ctx);
+                }
+            }
+            UiCommand::Save => match self.doc.path.clone() {
+                Some(path) => self.save_to(&path),
+                None if !self.path_field.trim().is_empty() => {
+                    let path = PathBuf::from(self.path_field.trim());
+                    self.save_to(&path);
+                }
+                None => self.commands.push(UiCommand::BrowseSaveAs),
+            },
+            UiCommand::SaveAs(path) => self.save_to(&path),
+            UiCommand::BrowseSaveAs => {
+                if let Some(why) = self.save_blocker() {
+                    self.error(why);
+                } else if let Some(ctx) = self.ctx.clone() {
+                    self.jobs.pick(Pick::SaveCard, self.dialog_start(), &ctx);
+                }
+            }
+            UiCommand::BrowseTask => {
+                if let Some(ctx) = self.ctx.clone() {
+                    let start = self.task_dir.parent().map(Path::to_path_buf);
+                    self.jobs.pick(Pick::TaskFolder, start, &ctx);
+                }
+            }
+            UiCommand::SetTaskFolder(dir) => self.set_task_folder(dir),
+            UiCommand::SetRunsFolder(dir) => self.state.runs_folder = dir,
+            UiCommand::RefreshLibrary => {
+                self.library = Library::scan(&self.library.folder.clone(), &self.registry);
+            }
+            UiCommand::ConfirmDiscard => match self.pending.take() {
+                Some(Pending::New) => self.new_now(),
+                Some(Pending::Open(path)) => self.open_now(&path),
+                Some(Pending::Import(card)) => self.import_now(*card),
+                None => {}
+            },
+            UiCommand::CancelDiscard => self.pending = None,
+            UiCommand::DismissErrors => self.card_errors = None,
+            UiCommand::DismissMessage => self.message = None,
+            UiCommand::StartRun => self.start_run(),
+            UiCommand::ExportBundle(dir) => self.export_bundle(dir),
+            UiCommand::ImportBundle(path) => {
+                if let Some(ctx) = self.ctx.clone() {
+                    let registry = self.registry.clone();
+                    self.jobs.spawn("import", &ctx, move || {
+                        JobResult::Imported(
+                            crate::engine::hub::import_bundle(&path, &registry)
+                                .map(Box::new)
+                                .map_err(|e| e.to_string()),
+                        )
+                    });
+                }
+            }
+            UiCommand::BrowseExport => {
+                if let Some(ctx) = self.ctx.clone() {
+                    self.jobs
+                        .pick(Pick::ExportFolder, self.dialog_start(), &ctx);
+                }
+            }
+            UiCommand::BrowseImport => {
+                if let Some(ctx) = self.ctx.clone() {
+                    self.jobs
+                        .pick(Pick::ImportBundle, self.dialog_start(), &ctx);
+                }
+            }
+            // card edits were handled above
+            UiCommand::SetKind { .. }
+            | UiCommand::SetParam { .. }
+            | UiCommand::ResetParam { .. }
+            | UiCommand::SetGeneral(_)
+            | UiCommand::SetSeed(_)
+            | UiCommand::SetMeta(_) => {}
+        }
+    }
+
+    /// Per-frame work outside drawing: finished dialogs and run events.
+    pub fn logic(&mut self, ctx: &egui::Context) {
+        self.ctx = Some(ctx.clone());
+        self.poll_jobs();
+        self.run_view.logic(ctx);
+    }
+
+    fn shortcuts(&mut self, ctx: &egui::Context) {
+        let cmd = Modifiers::COMMAND;
+        let shift = Modifiers::COMMAND | Modifiers::SHIFT;
+        let typing = ctx.text_edit_focused();
+        ctx.input_mut(|i| {
+            if i.consume_shortcut(&KeyboardShortcut::new(shift, Key::S)) {
+                self.commands.push(UiCommand::BrowseSaveAs);
+            }
+            if i.consume_shortcut(&KeyboardShortcut::new(cmd, Key::S)) {
+                self.commands.push(UiCommand::Save);
+            }
+            if i.consume_shortcut(&KeyboardShortcut::new(cmd, Key::N)) {
+                self.commands.push(UiCommand::NewCard);
+            }
+            if i.consume_shortcut(&KeyboardShortcut::new(cmd, Key::O)) {
+                self.commands.push(UiCommand::BrowseOpen);
+            }
+            // text fields keep their own undo while focused
+            if !typing {
+                if i.consume_shortcut(&KeyboardShortcut::new(shift, Key::Z))
+                    || i.consume_shortcut(&KeyboardShortcut::new(cmd, Key::Y))
+                {
+                    self.commands.push(UiCommand::Redo);
+                }
+                if i.consume_shortcut(&KeyboardShortcut::new(cmd, Key::Z)) {
+                    self.commands.push(UiCommand::Undo);
+                }
+            }
+        });
+    }
+
+    /// Draw the whole studio into `ui` and apply the frame's commands.
+    pub fn show(&mut self, ui: &mut Ui) {
+        let ctx = ui.ctx().clone();
+        self.ctx = Some(ctx.clone());
+        if self.applied_theme != Some(self.state.theme) {
+            theme::apply(&ctx, self.state.theme);
+            self.applied_theme = Some(self.state.theme);
+        }
+        self.poll_jobs();
+        self.refresh_problems();
+        self.shortcuts(&ctx);
+        let title = format!("{} — {APP_TITLE}", self.doc.title());
+        if title != self.window_title {
+            ctx.send_viewport_cmd(egui::ViewportCommand::Title(title.clone()));
+            self.window_title = title;
+        }
+
+        egui::Panel::top("studio-top")
+            .frame(
+                egui::Frame::side_top_panel(ui.style())
+                    .inner_margin(egui::Margin::symmetric(theme::PANEL_MARGIN, 6)),
+            )
+            .show(ui, |ui| self.top_bar_ui(ui));
+        egui::Panel::bottom("studio-status")
+            .frame(
+                egui::Frame::side_top_panel(ui.style())
+                    .inner_margin(egui::Margin::symmetric(theme::PANEL_MARGIN, 4)),
+            )
+            .show(ui, |ui| self.status_bar_ui(ui));
+        let palette = Palette::of(self.state.theme);
+        if self.state.layout.show_left {
+            let r = egui::Panel::left("studio-left")
+                .resizable(true)
+                .default_size(self.state.layout.left_width)
+                .size_range(200.0..=480.0)
+                .show(ui, |ui| {
+                    egui::ScrollArea::vertical()
+                        .id_salt("left-scroll")
+                        .show(ui, |ui| {
+                            ui.add_space(4.0);
+                            self.library.ui(
+                                ui,
+                                &self.state.recent_cards,
+                                self.doc.path.as_deref(),
+                                &mut self.commands,
+                            );
+                            ui.add_space(theme::SECTION_GAP);
+                            ui.separator();
+                            let ectx = editor_ctx!(self, palette);
+                            palette_ui(ui, &ectx, &mut self.commands);
+                        });
+                });
+            self.state.layout.left_width = r.response.rect.width();
+        }
+        if self.state.layout.show_inspector {
+            let r = egui::Panel::right("studio-inspector")
+                .resizable(true)
+                .default_size(self.state.layout.inspector_width)
+                .size_range(260.0..=560.0)
+                .show(ui, |ui| {
+                    egui::ScrollArea::vertical()
+                        .id_salt("inspector-scroll")
+                        .show(ui, |ui| {
+                            ui.add_space(4.0);
+                            let ectx = editor_ctx!(self, palette);
+                            inspector_ui(ui, &ectx, &mut self.commands);
+                        });
+                });
+            self.state.layout.inspector_width = r.response.rect.width();
+        }
+        egui::CentralPanel::default().show(ui, |ui| self.central_ui(ui, palette));
+
+        self.modals_ui(&ctx);
+        drag_preview_ui(&ctx);
+        self.apply_commands();
+    }
+
+    fn top_bar_ui(&mut self, ui: &mut Ui) {
+        egui::MenuBar::new().ui(ui, |ui| {
+            ui.menu_button("File", |ui| {
+                if ui
+                    .add(egui::Button::new("New card").shortcut_text("Ctrl+N"))
+                    .clicked()
+                {
+                    self.commands.push(UiCommand::NewCard);
+                }
+                if ui
+                    .add(egui::Button::new("Open card…").shortcut_text("Ctrl+O"))
+                    .clicked()
+                {
+                    self.commands.push(UiCommand::BrowseOpen);
+                }
+                if ui
+                    .add(egui::Button::new("Save card").shortcut_text("Ctrl+S"))
+                    .clicked()
+                {
+                    self.commands.push(UiCommand::Save);
+                }
+                if ui
+                    .add(egui::Button::new("Save card as…").shortcut_text("Ctrl+Shift+S"))
+                    .clicked()
+                {
+                    self.commands.push(UiCommand::BrowseSaveAs);
+                }
+                ui.separator();
+                if ui.button("Export hub bundle…").clicked() {
+                    self.commands.push(UiCommand::BrowseExport);
+                }
+                if ui.button("Import hub bundle…").clicked() {
+                    self.commands.push(UiCommand::BrowseImport);
+                }
+            });
+            ui.menu_button("Edit", |ui| {
+                if ui
+                    .add_enabled(
+                        self.doc.can_undo(),
+                        egui::Button::new("Undo edit").shortcut_text("Ctrl+Z"),
+                    )
+                    .clicked()
+                {
+                    self.commands.push(UiCommand::Undo);
+                }
+                if ui
+                    .add_enabled(
+                        self.doc.can_redo(),
+                        egui::Button::new("Redo edit").shortcut_text("Ctrl+Shift+Z"),
+                    )
+                    .clicked()
+                {
+                    self.commands.push(UiCommand::Redo);
+                }
+            });
+            ui.menu_button("View", |ui| {
+                for t in [ThemeChoice::Dark, ThemeChoice::Light] {
+                    if ui.radio(self.state.theme == t, t.label()).clicked() {
+                        self.commands.push(UiCommand::SetTheme(t));
+                    }
+                }
+                ui.separator();
+                if ui
+                    .checkbox(
+                        &mut self.state.layout.show_left.clone(),
+                        "Library and palette",
+                    )
+                    .clicked()
+                {
+                    self.commands.push(UiCommand::ToggleLeftPanel);
+                }
+                if ui
+                    .checkbox(&mut self.state.layout.show_inspector.clone(), "Inspector")
+                    .clicked()
+                {
+                    self.commands.push(UiCommand::ToggleInspector);
+                }
+            });
+            ui.separator();
+            let title = RichText::new(self.doc.card.display_title()).strong();
+            ui.label(title);
+            let file = RichText::new(self.doc.title()).weak();
+            let file = if self.doc.dirty {
+                file.color(ui.visuals().warn_fg_color)
+            } else {
+                file
+            };
+            ui.label(file).on_hover_text(
+                self.doc
+                    .path
+                    .as_ref()
+                    .map_or_else(|| "Not saved yet".to_owned(), |p| p.display().to_string()),
+            );
+        });
+        ui.add_space(2.0);
+        ui.horizontal(|ui| {
+            if ui
+                .button("New")
+                .on_hover_text("New card (Ctrl+N)")
+                .clicked()
+            {
+                self.commands.push(UiCommand::NewCard);
+            }
+            if ui
+                .button("Open…")
+                .on_hover_text("Open a card with a file dialog (Ctrl+O)")
+                .clicked()
+            {
+                self.commands.push(UiCommand::BrowseOpen);
+            }
+            let save_blocker = self.save_blocker();
+            let can_save = save_blocker.is_none();
+            let save = ui
+                .add_enabled(can_save, egui::Button::new("Save"))
+                .on_hover_text("Save the card (Ctrl+S)");
+            let save = match &save_blocker {
+                Some(why) => save.on_disabled_hover_text(why),
+                None => save,
+            };
+            if save.clicked() {
+                self.commands.push(UiCommand::Save);
+            }
+            let save_as = ui.add_enabled(can_save, egui::Button::new("Save As…"));
+            let save_as = match &save_blocker {
+                Some(why) => save_as.on_disabled_hover_text(why),
+                None => save_as.on_hover_text("Save under a new name with a file dialog"),
+            };
+            if save_as.clicked() {
+                self.commands.push(UiCommand::BrowseSaveAs);
+            }
+            ui.separator();
+            let label = ui.label("Card path");
+            ui.add(
+                egui::TextEdit::singleline(&mut self.path_field)
+                    .hint_text("path/to/card.yaml")
+                    .desired_width(220.0),
+            )
+            .labelled_by(label.id);
+            let typed = PathBuf::from(self.path_field.trim());
+            let has_path = !self.path_field.trim().is_empty();
+            if ui
+                .add_enabled(has_path, egui::Button::new("Open path"))
+                .on_hover_text("Open the card at this path")
+                .clicked()
+            {
+                self.commands.push(UiCommand::OpenCard(typed.clone()));
+            }
+            let save_path = ui.add_enabled(has_path && can_save, egui::Button::new("Save to path"));
+            let save_path = match &save_blocker {
+                Some(why) => save_path.on_disabled_hover_text(why),
+                None => save_path.on_hover_text("Save the card at this path"),
+            };
+            if save_path.clicked() {
+                self.commands.push(UiCommand::SaveAs(typed));
+            }
+            ui.separator();
+            if ui
+                .add_enabled(self.doc.can_undo(), egui::Button::new("Undo"))
+                .on_hover_text("Undo the last card edit (Ctrl+Z)")
+                .clicked()
+            {
+                self.commands.push(UiCommand::Undo);
+            }
+            if ui
+                .add_enabled(self.doc.can_redo(), egui::Button::new("Redo"))
+                .on_hover_text("Redo (Ctrl+Shift+Z or Ctrl+Y)")
+                .clicked()
+            {
+                self.commands.push(UiCommand::Redo);
+            }
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                let blocker = self.run_blocker();
+                let run = ui.add_enabled(
+                    blocker.is_none(),
+                    egui::Button::new(RichText::new("Start run").strong()),
+                );
+                let run = match &blocker {
+                    Some(why) => run.on_disabled_hover_text(why),
+                    None => run.on_hover_text(format!("Run on {}", self.task_dir.display())),
+                };
+                if run.clicked() {
+                    self.commands.push(UiCommand::StartRun);
+                }
+            });
+        });
+    }
+
+    fn status_bar_ui(&mut self, ui: &mut Ui) {
+        let palette = Palette::of(self.state.theme);
+        ui.horizontal(|ui| {
+            if self.problems.is_empty() {
+                ui.label(RichText::new("Card is valid").color(palette.ok));
+            } else {
+                let n = self.problems.len();
+                let text = format!("{n} problem{}", if n == 1 { "" } else { "s" });
+                let lines: Vec<String> = self
+                    .problems
+                    .0
+                    .iter()
+                    .map(|p| format!("{}: {}", p.field, p.message))
+                    .collect();
+                ui.label(RichText::new(text).color(palette.error))
+                    .on_hover_text(lines.join("\n"));
+            }
+            ui.separator();
+            if let Some(m) = &self.message {
+                let text = RichText::new(&m.text);
+                let text = if m.error {
+                    text.color(palette.error)
+                } else {
+                    text.weak()
+                };
+                ui.add(egui::Label::new(text).truncate());
+            }
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                self.run_view.status_bar_ui(ui);
+                if self.jobs.busy() {
+                    ui.spinner();
+                }
+            });
+        });
+    }
+
+    fn central_ui(&mut self, ui: &mut Ui, palette: Palette) {
+        ui.horizontal(|ui| {
+            for tab in Tab::ALL {
+                let text = if tab == Tab::Run && self.run_view.is_running() {
+                    format!("{} •", tab.label())
+                } else {
+                    tab.label().to_owned()
+                };
+                if ui.selectable_label(self.state.tab == tab, text).clicked() {
+                    self.commands.push(UiCommand::ShowTab(tab));
+                }
+            }
+        });
+        ui.separator();
+        match self.state.tab {
+            Tab::Editor => {
+                egui::ScrollArea::both()
+                    .id_salt("editor-scroll")
+                    .show(ui, |ui| {
+                        let ectx = editor_ctx!(self, palette);
+                        canvas_ui(ui, &ectx, &mut self.commands);
+                        ui.add_space(theme::SECTION_GAP);
+                        ui.heading("General");
+                        ui.add_space(4.0);
+                        let folders = Folders {
+                            task: &self.task_dir,
+                            task_problem: self.task_problem.as_deref(),
+                            runs: &self.state.runs_folder,
+                        };
+                        general_ui(ui, &ectx, &folders, &mut self.commands);
+                    });
+            }
+            Tab::Details => {
+                egui::ScrollArea::vertical()
+                    .id_salt("details-scroll")
+                    .show(ui, |ui| {
+                        let ectx = editor_ctx!(self, palette);
+                        details_ui(ui, &ectx, &mut self.commands);
+                        ui.add_space(theme::SECTION_GAP);
+                        ui.heading("Hub bundle");
+                        ui.weak(
+                            "Export writes NAMESPACE/NAME/ with card.yaml and a README, plus a .tar.gz; \
+                             import reads such a folder or archive",
+                        );
+                        let blocker = self.problems.summary();
+                        ui.horizontal(|ui| {
+                            let label = ui.label("Bundle path");
+                            ui.add(
+                                egui::TextEdit::singleline(&mut self.bundle_field)
+                                    .hint_text("folder to export into, or bundle to import")
+                                    .desired_width(320.0),
+                            )
+                            .labelled_by(label.id);
+                            let typed = PathBuf::from(self.bundle_field.trim());
+                            let has = !self.bundle_field.trim().is_empty();
+                            let export = ui.add_enabled(
+                                has && blocker.is_none(),
+                                egui::Button::new("Export to folder"),
+                            );
+                            let export = match &blocker {
+                                Some(why) => export.on_disabled_hover_text(format!("Fix the card first: {why}")),
+                                None => export.on_hover_text("Export the card as a hub bundle into this folder"),
+                            };
+                            if export.clicked() {
+                                self.commands.push(UiCommand::ExportBundle(typed.clone()));
+                            }
+                            if ui
+                                .add_enabled(has, egui::Button::new("Import bundle"))
+                                .on_hover_text("Import the bundle folder or .tar.gz at this path")
+                                .clicked()
+                            {
+                                self.commands.push(UiCommand::ImportBundle(typed));
+                            }
+                        });
+                    });
+            }
+            Tab::Yaml => {
+                if self.yaml.0 != self.doc.revision || self.yaml.1.is_empty() {
+                    self.yaml = (self.doc.revision, self.doc.card.to_yaml());
+                }
+                egui::ScrollArea::both()
+                    .id_salt("yaml-scroll")
+                    .show(ui, |ui| {
+                        ui.add(
+                            egui::Label::new(RichText::new(&self.yaml.1).monospace())
+                                .selectable(true),
+                        );
+                    });
+            }
+            Tab::Run => self.run_view.ui(ui),
+        }
+    }
+
+    fn modals_ui(&mut self, ctx: &egui::Context) {
+        if let Some(pending) = &self.pending {
+            let what = match pending {
+                Pending::New => "start a new card".to_owned(),
+                Pending::Open(p) => format!("open {}", p.display()),
+                Pending::Import(c) => format!("import {}/{}", c.namespace, c.name),
+            };
+            let title = self.doc.title();
+            let response = egui::Modal::new(egui::Id::unique("confirm-discard")).show(ctx, |ui| {
+                ui.set_max_width(420.0);
+                ui.heading("Unsaved changes");
+                ui.label(format!(
+                    "{title} has unsaved changes. Discard them to {what}?"
+                ));
+                ui.add_space(theme::SECTION_GAP);
+                ui.horizontal(|ui| {
+                    if ui.button("Discard changes").clicked() {
+                        self.commands.push(UiCommand::ConfirmDiscard);
+                    }
+                    if ui.button("Keep editing").clicked() {
+                        self.commands.push(UiCommand::CancelDiscard);
+                    }
+                });
+            });
+            if response.should_close() {
+                self.commands.push(UiCommand::CancelDiscard);
+            }
+        }
+        if let Some(errors) = &self.card_errors {
+            let response = egui::Modal::new(egui::Id::unique("card-errors")).show(ctx, |ui| {
+                ui.set_max_width(640.0);
+                ui.heading("The card could not be opened");
+                ui.label(format!(
+                    "{} error{}; nothing was opened",
+                    errors.0.len(),
+                    if errors.0.len() == 1 { "" } else { "s" }
+                ));
+                ui.add_space(6.0);
+                egui::ScrollArea::vertical()
+                    .max_height(320.0)
+                    .show(ui, |ui| {
+                        for e in &errors.0 {
+                            ui.add(
+                                egui::Label::new(
+                                    RichText::new(e.to_string())
+                                        .monospace()
+                                        .color(ui.visuals().error_fg_color),
+                                )
+                                .wrap(),
+                            );
+                        }
+                    });
+                ui.add_space(theme::SECTION_GAP);
+                if ui.button("Close").clicked() {
+                    self.commands.push(UiCommand::DismissErrors);
+                }
+            });
+            if response.should_close() {
+                self.commands.push(UiCommand::DismissErrors);
+            }
+        }
+    }
+}
+
+impl eframe::App for App {
+    fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
+        App::logic(self, ctx);
+    }
+
+    fn ui(&mut self, ui: &mut Ui, _frame: &mut eframe::Frame) {
+        self.show(ui);
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        eframe::set_value(storage, eframe::APP_KEY, &self.state);
+    }
+}
+
+/// Open the studio window (blocks until it is closed).
+pub fn run_studio(launch: StudioLaunch) -> anyhow::Result<()> {
+    let options = eframe::NativeOptions {
+        renderer: eframe::Renderer::Wgpu,
+        viewport: egui::ViewportBuilder::default()
+            .with_title(APP_TITLE)
+            .with_app_id("galapagos-studio")
+            .with_inner_size([1400.0, 880.0])
+            .with_min_inner_size([960.0, 600.0]),
+        ..Default::default()
+    };
+    eframe::run_native(
+        APP_TITLE,
+        options,
+        Box::new(move |cc| {
+            let state: State = cc
+                .storage
+                .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
+                .unwrap_or_default();
+            let mut app = App::new(state, Arc::new(Registry::builtin()))
+                .with_model(crate::engine::model::default_model());
+            app.launch(launch);
+            Ok(Box::new(app))
+        }),
+    )
+    .map_err(|e| anyhow::anyhow!("the studio window failed: {e}"))
+}

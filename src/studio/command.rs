@@ -1,0 +1,307 @@
+//! UI mutations as messages. Widgets never change the card or the app state
+//! directly: they push a [`UiCommand`] into the frame's [`Commands`] queue,
+//! and the app applies the queue at the end of the frame. Card edits all pass
+//! through [`apply_card_edit`], so undo/redo lives in one place.
+
+use std::path::PathBuf;
+
+use crate::engine::card::{Card, General};
+use crate::engine::params::ParamValue;
+use crate::engine::registry::{Registry, Slot};
+use crate::studio::state::Tab;
+use crate::studio::theme::ThemeChoice;
+
+/// The card's descriptive fields, edited together on the Details tab.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CardMeta {
+    /// File and hub name (`best_of_n`).
+    pub name: String,
+    /// Hub namespace (`user`).
+    pub namespace: String,
+    /// Display title.
+    pub title: String,
+    /// One-line summary.
+    pub summary: String,
+    /// Algorithm notes (markdown).
+    pub description: String,
+    /// SPDX license id.
+    pub license: String,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Hub README "Overview".
+    pub overview: String,
+    /// Hub README "When to use".
+    pub when_to_use: String,
+    /// Hub README "Source".
+    pub source: String,
+}
+
+impl CardMeta {
+    /// The metadata of a card.
+    pub fn of(card: &Card) -> Self {
+        Self {
+            name: card.name.clone(),
+            namespace: card.namespace.clone(),
+            title: card.title.clone(),
+            summary: card.summary.clone(),
+            description: card.description.clone(),
+            license: card.license.clone(),
+            tags: card.tags.clone(),
+            overview: card.overview.clone(),
+            when_to_use: card.when_to_use.clone(),
+            source: card.source.clone(),
+        }
+    }
+
+    /// Write these fields into `card`.
+    pub fn write_to(self, card: &mut Card) {
+        card.name = self.name;
+        card.namespace = self.namespace;
+        card.title = self.title;
+        card.summary = self.summary;
+        card.description = self.description;
+        card.license = self.license;
+        card.tags = self.tags;
+        card.overview = self.overview;
+        card.when_to_use = self.when_to_use;
+        card.source = self.source;
+    }
+}
+
+/// One deferred UI mutation.
+#[derive(Clone, Debug)]
+pub enum UiCommand {
+    // ---- card edits (undoable) ----
+    /// Put implementation `kind` into `slot`. Parameters the new kind does not
+    /// know are dropped; a kind that is already there changes nothing.
+    SetKind { slot: Slot, kind: String },
+    /// Set one parameter of a slot explicitly.
+    SetParam {
+        slot: Slot,
+        key: String,
+        value: ParamValue,
+    },
+    /// Remove an explicit parameter so the implementation's default applies.
+    ResetParam { slot: Slot, key: String },
+    /// Replace the loop-level settings.
+    SetGeneral(General),
+    /// Set the run seed.
+    SetSeed(u64),
+    /// Replace the card's descriptive fields.
+    SetMeta(Box<CardMeta>),
+    /// Step back one card edit.
+    Undo,
+    /// Re-apply an undone card edit.
+    Redo,
+
+    // ---- selection and view ----
+    /// Select a block (the inspector shows it).
+    SelectSlot(Slot),
+    /// Switch the central tab.
+    ShowTab(Tab),
+    /// Switch between dark and light.
+    SetTheme(ThemeChoice),
+    /// Show or hide the left panel (library and palette).
+    ToggleLeftPanel,
+    /// Show or hide the inspector.
+    ToggleInspector,
+
+    // ---- files ----
+    /// Start a new card from the default template (asks first when unsaved).
+    NewCard,
+    /// Open the card file at this path (asks first when unsaved).
+    OpenCard(PathBuf),
+    /// Open a native file dialog to pick a card (off the UI thread).
+    BrowseOpen,
+    /// Save to the current file, or ask for one when there is none.
+    Save,
+    /// Save to this path and make it the current file.
+    SaveAs(PathBuf),
+    /// Open a native save dialog (off the UI thread).
+    BrowseSaveAs,
+    /// Pick a task folder with a native dialog (off the UI thread).
+    BrowseTask,
+    /// Use this task folder.
+    SetTaskFolder(PathBuf),
+    /// Set the folder runs are recorded in.
+    SetRunsFolder(PathBuf),
+    /// Re-read the built-in card library.
+    RefreshLibrary,
+    /// Discard unsaved changes and carry out the action that asked.
+    ConfirmDiscard,
+    /// Keep the unsaved changes; forget the pending action.
+    CancelDiscard,
+    /// Close the card-errors panel.
+    DismissErrors,
+    /// Clear the status message.
+    DismissMessage,
+
+    // ---- hub ----
+    /// Export the card as a hub bundle into this folder (off the UI thread).
+    ExportBundle(PathBuf),
+    /// Pick the export folder with a native dialog.
+    BrowseExport,
+    /// Import a hub bundle (folder or `.tar.gz`) as a new unsaved card
+    /// (off the UI thread; asks first when the current card is unsaved).
+    ImportBundle(PathBuf),
+    /// Pick a bundle to import with a native dialog.
+    BrowseImport,
+
+    // ---- run ----
+    /// Validate the card and start a run on the task folder.
+    StartRun,
+}
+
+impl UiCommand {
+    /// True for commands that change the card (and so are undoable).
+    pub fn is_card_edit(&self) -> bool {
+        matches!(
+            self,
+            Self::SetKind { .. }
+                | Self::SetParam { .. }
+                | Self::ResetParam { .. }
+                | Self::SetGeneral(_)
+                | Self::SetSeed(_)
+                | Self::SetMeta(_)
+        )
+    }
+}
+
+/// The queue of one frame.
+#[derive(Debug, Default)]
+pub struct Commands(Vec<UiCommand>);
+
+impl Commands {
+    /// Queue a command.
+    pub fn push(&mut self, command: UiCommand) {
+        self.0.push(command);
+    }
+
+    /// Take every queued command, in order.
+    pub fn take(&mut self) -> Vec<UiCommand> {
+        std::mem::take(&mut self.0)
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Apply a card-editing command to a copy of `card`. Returns the edited card
+/// and the undo-merge key, or `None` for commands that do not edit the card.
+pub fn apply_card_edit(
+    card: &Card,
+    command: &UiCommand,
+    registry: &Registry,
+) -> Option<(String, Card)> {
+    let mut next = card.clone();
+    let key = match command {
+        UiCommand::SetKind { slot, kind } => {
+            let spec = next.slot_mut(*slot);
+            if spec.kind == *kind {
+                return None;
+            }
+            spec.kind.clone_from(kind);
+            // keep only the parameters the new kind declares with a valid value
+            match registry.info(*slot, kind) {
+                Ok(info) => spec.params.0.retain(|k, v| {
+                    info.params
+                        .iter()
+                        .any(|p| p.key == k && crate::engine::params::check_value(p.ty, v).is_ok())
+                }),
+                Err(_) => spec.params.0.clear(),
+            }
+            format!("{}.kind", slot.key())
+        }
+        UiCommand::SetParam { slot, key, value } => {
+            next.slot_mut(*slot).params.set(key, value.clone());
+            format!("{}.{key}", slot.key())
+        }
+        UiCommand::ResetParam { slot, key } => {
+            next.slot_mut(*slot).params.0.remove(key);
+            format!("{}.{key}#reset", slot.key())
+        }
+        UiCommand::SetGeneral(general) => {
+            next.general = general.clone();
+            "general".to_owned()
+        }
+        UiCommand::SetSeed(seed) => {
+            next.seed = *seed;
+            "seed".to_owned()
+        }
+        UiCommand::SetMeta(meta) => {
+            (**meta).clone().write_to(&mut next);
+            "meta".to_owned()
+        }
+        _ => return None,
+    };
+    Some((key, next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_kind_drops_unknown_params_and_set_param_sets() {
+        let registry = Registry::builtin();
+        let mut card = Card::new_default("t");
+        card.memory.params.set("bogus", ParamValue::Int(3));
+        let (key, edited) = apply_card_edit(
+            &card,
+            &UiCommand::SetKind {
+                slot: Slot::Memory,
+                kind: "something_else".into(),
+            },
+            &registry,
+        )
+        .unwrap();
+        assert_eq!(key, "memory.kind");
+        assert_eq!(edited.memory.kind, "something_else");
+        assert!(edited.memory.params.0.is_empty());
+
+        let (key, edited) = apply_card_edit(
+            &card,
+            &UiCommand::SetParam {
+                slot: Slot::Proposer,
+                key: "n".into(),
+                value: ParamValue::Int(4),
+            },
+            &registry,
+        )
+        .unwrap();
+        assert_eq!(key, "proposer.n");
+        assert_eq!(edited.proposer.params.get("n"), Some(&ParamValue::Int(4)));
+        let (_, reset) = apply_card_edit(
+            &edited,
+            &UiCommand::ResetParam {
+                slot: Slot::Proposer,
+                key: "n".into(),
+            },
+            &registry,
+        )
+        .unwrap();
+        assert!(reset.proposer.params.get("n").is_none());
+        assert!(apply_card_edit(&card, &UiCommand::Undo, &registry).is_none());
+        assert!(UiCommand::SetSeed(1).is_card_edit());
+        assert!(!UiCommand::Save.is_card_edit());
+    }
+
+    #[test]
+    fn meta_roundtrip() {
+        let mut card = Card::new_default("t");
+        let mut meta = CardMeta::of(&card);
+        meta.tags = vec!["a".into()];
+        meta.overview = "o".into();
+        let (_, edited) = apply_card_edit(
+            &card,
+            &UiCommand::SetMeta(Box::new(meta.clone())),
+            &Registry::builtin(),
+        )
+        .unwrap();
+        assert_eq!(CardMeta::of(&edited), meta);
+        meta.clone().write_to(&mut card);
+        assert_eq!(card, edited);
+    }
+}

@@ -1,0 +1,390 @@
+//! The loop canvas: the six slots as blocks in the loop of seed 004 —
+//! Population → SelectionPolicy → PromptBuilder → Proposer → Evaluator → back
+//! to Population — with Memory above (read by the PromptBuilder, written after
+//! evaluation). Each block shows its slot, implementation and key parameters;
+//! clicking selects it, and palette items can be dropped on it.
+
+use egui::{
+    Align2, Color32, FontId, Pos2, Rect, RichText, Sense, Shape, Stroke, StrokeKind, Ui, Vec2,
+    pos2, vec2,
+};
+
+use crate::engine::registry::Slot;
+use crate::studio::command::{Commands, UiCommand};
+use crate::studio::editor::{DragKind, EditorCtx};
+use crate::studio::theme::{Palette, block_radius};
+
+/// The five slots of the loop, left to right.
+pub const LOOP: [Slot; 5] = [
+    Slot::Population,
+    Slot::SelectionPolicy,
+    Slot::PromptBuilder,
+    Slot::Proposer,
+    Slot::Evaluator,
+];
+
+/// Parameters shown inside a block.
+pub const KEY_PARAMS: usize = 3;
+
+const MARGIN: f32 = 14.0;
+const GAP_X: f32 = 22.0;
+const GAP_Y: f32 = 46.0;
+const RETURN_DROP: f32 = 30.0;
+const BLOCK_H: f32 = 140.0;
+const MIN_BLOCK_W: f32 = 100.0;
+const MAX_BLOCK_W: f32 = 230.0;
+const ARROW_TIP: f32 = 7.0;
+
+/// Where each block goes for a canvas of `width` starting at `origin`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layout {
+    /// Rects of [`LOOP`], in order.
+    pub loop_blocks: [Rect; 5],
+    /// Rect of the Memory block.
+    pub memory: Rect,
+    /// Total size used.
+    pub size: Vec2,
+}
+
+impl Layout {
+    /// Lay the blocks out for the given width.
+    pub fn new(origin: Pos2, width: f32) -> Self {
+        let bw = ((width - 2.0 * MARGIN - 4.0 * GAP_X) / 5.0).clamp(MIN_BLOCK_W, MAX_BLOCK_W);
+        let row_w = 5.0 * bw + 4.0 * GAP_X;
+        let left = origin.x + ((width - row_w) / 2.0).max(MARGIN);
+        let top_mem = origin.y + MARGIN;
+        let top_loop = top_mem + BLOCK_H + GAP_Y;
+        let loop_blocks = std::array::from_fn(|i| {
+            Rect::from_min_size(
+                pos2(left + i as f32 * (bw + GAP_X), top_loop),
+                vec2(bw, BLOCK_H),
+            )
+        });
+        // Memory sits above the middle of PromptBuilder..Evaluator
+        let mem_center = (loop_blocks[2].center().x + loop_blocks[4].center().x) / 2.0;
+        let memory = Rect::from_min_size(pos2(mem_center - bw / 2.0, top_mem), vec2(bw, BLOCK_H));
+        let size = vec2(
+            (left - origin.x) + row_w + MARGIN,
+            top_loop + BLOCK_H + RETURN_DROP + MARGIN + 14.0 - origin.y,
+        );
+        Self {
+            loop_blocks,
+            memory,
+            size,
+        }
+    }
+
+    /// The rect of a slot's block.
+    pub fn rect(&self, slot: Slot) -> Rect {
+        match slot {
+            Slot::Memory => self.memory,
+            other => LOOP
+                .iter()
+                .position(|s| *s == other)
+                .and_then(|i| self.loop_blocks.get(i).copied())
+                .unwrap_or(self.memory),
+        }
+    }
+}
+
+fn arrow_head(painter: &egui::Painter, tip: Pos2, dir: Vec2, color: Color32) {
+    let d = dir.normalized();
+    let n = vec2(-d.y, d.x);
+    let back = tip - d * ARROW_TIP * 1.4;
+    painter.add(Shape::convex_polygon(
+        vec![tip, back + n * ARROW_TIP * 0.7, back - n * ARROW_TIP * 0.7],
+        color,
+        Stroke::NONE,
+    ));
+}
+
+/// A polyline with an arrow head at its end, and an optional label at the
+/// midpoint of segment `label_at`.
+fn arrow_path(
+    painter: &egui::Painter,
+    points: &[Pos2],
+    palette: Palette,
+    label: Option<(&str, usize, Align2)>,
+) {
+    let [.., a, b] = points else {
+        return;
+    };
+    let stroke = Stroke::new(1.5, palette.arrow);
+    let mut line = points.to_vec();
+    if let Some(last) = line.last_mut() {
+        *last = *b - (*b - *a).normalized() * ARROW_TIP;
+    }
+    painter.add(Shape::line(line, stroke));
+    arrow_head(painter, *b, *b - *a, palette.arrow);
+    if let Some((text, seg, anchor)) = label
+        && let (Some(p), Some(q)) = (points.get(seg), points.get(seg + 1))
+    {
+        let mid = p.lerp(*q, 0.5);
+        let offset = match anchor {
+            Align2::CENTER_BOTTOM => vec2(0.0, -4.0),
+            Align2::CENTER_TOP => vec2(0.0, 4.0),
+            Align2::LEFT_CENTER => vec2(6.0, 0.0),
+            _ => vec2(-6.0, 0.0),
+        };
+        painter.text(
+            mid + offset,
+            anchor,
+            text,
+            FontId::proportional(11.0),
+            palette.weak,
+        );
+    }
+}
+
+/// Split a CamelCase type name into at most two lines when it is wider
+/// than `width` (at the body font), breaking at the capital nearest the middle.
+fn fit_name(ui: &Ui, name: &str, width: f32) -> Vec<String> {
+    let font = egui::TextStyle::Body.resolve(ui.style());
+    let wide = |text: &str| {
+        ui.painter()
+            .layout_no_wrap(text.to_owned(), font.clone(), Color32::WHITE)
+            .size()
+            .x
+            > width
+    };
+    if !wide(name) {
+        return vec![name.to_owned()];
+    }
+    let middle = name.len() / 2;
+    let split = name
+        .char_indices()
+        .filter(|(i, c)| *i > 0 && c.is_ascii_uppercase())
+        .map(|(i, _)| i)
+        .min_by_key(|i| i.abs_diff(middle));
+    match split {
+        Some(i) => vec![name[..i].to_owned(), name[i..].to_owned()],
+        None => vec![name.to_owned()],
+    }
+}
+
+/// Draw the canvas; clicks select blocks and drops assign implementations.
+pub fn canvas_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
+    let width = ui.available_width();
+    let origin = ui.cursor().min;
+    let layout = Layout::new(origin, width);
+    let (canvas_rect, _) = ui.allocate_exact_size(layout.size, Sense::hover());
+    let palette = ctx.palette;
+    let painter = ui.painter_at(canvas_rect);
+    painter.rect_filled(canvas_rect, block_radius(), palette.canvas);
+
+    // loop arrows
+    for pair in layout.loop_blocks.windows(2) {
+        if let [a, b] = pair {
+            let y = a.center().y;
+            arrow_path(
+                &painter,
+                &[pos2(a.right(), y), pos2(b.left(), y)],
+                palette,
+                None,
+            );
+        }
+    }
+    let first = layout.loop_blocks[0];
+    let last = layout.loop_blocks[4];
+    let low = first.bottom() + RETURN_DROP;
+    arrow_path(
+        &painter,
+        &[
+            pos2(last.center().x, last.bottom()),
+            pos2(last.center().x, low),
+            pos2(first.center().x, low),
+            pos2(first.center().x, first.bottom()),
+        ],
+        palette,
+        Some(("add the scored genome", 1, Align2::CENTER_TOP)),
+    );
+    // memory read (→ PromptBuilder) and write (Evaluator →)
+    let mem = layout.memory;
+    let pb = layout.loop_blocks[2];
+    let ev = layout.loop_blocks[4];
+    arrow_path(
+        &painter,
+        &[
+            pos2(mem.left(), mem.center().y),
+            pos2(pb.center().x, mem.center().y),
+            pos2(pb.center().x, pb.top()),
+        ],
+        palette,
+        Some(("read", 1, Align2::RIGHT_CENTER)),
+    );
+    arrow_path(
+        &painter,
+        &[
+            pos2(ev.center().x, ev.top()),
+            pos2(ev.center().x, mem.center().y),
+            pos2(mem.right(), mem.center().y),
+        ],
+        palette,
+        Some(("write", 0, Align2::LEFT_CENTER)),
+    );
+
+    for slot in Slot::ALL {
+        block_ui(ui, ctx, layout.rect(slot), slot, commands);
+    }
+}
+
+fn block_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, rect: Rect, slot: Slot, commands: &mut Commands) {
+    let palette = ctx.palette;
+    let id = ui.scope_id().with(("block", slot.key()));
+    let response = ui.interact(rect, id, Sense::click());
+    let spec = ctx.card.slot(slot);
+    let info = ctx.registry.info(slot, &spec.kind).ok();
+    let broken = ctx.problems.under(slot.key()).next().is_some();
+    response.widget_info(|| {
+        egui::WidgetInfo::selected(
+            egui::Role::Button,
+            true,
+            ctx.selected == slot,
+            format!("{} block", slot.title()),
+        )
+    });
+
+    let hover_payload = response.dnd_hover_payload::<DragKind>();
+    let accepts = hover_payload.as_ref().is_some_and(|p| p.slot == slot);
+    if let Some(payload) = response.dnd_release_payload::<DragKind>()
+        && payload.slot == slot
+    {
+        commands.push(UiCommand::SetKind {
+            slot,
+            kind: payload.kind.clone(),
+        });
+        commands.push(UiCommand::SelectSlot(slot));
+    }
+    if response.clicked() {
+        commands.push(UiCommand::SelectSlot(slot));
+    }
+
+    let painter = ui.painter();
+    let fill = if accepts || response.hovered() {
+        palette.block_hover
+    } else {
+        palette.block
+    };
+    painter.rect_filled(rect, block_radius(), fill);
+    let stroke = if accepts {
+        Stroke::new(2.0, palette.accent)
+    } else if hover_payload.is_some() {
+        Stroke::new(1.0, palette.border.gamma_multiply(0.5))
+    } else {
+        palette.block_stroke(ctx.selected == slot, broken)
+    };
+    // accent stripe on top
+    let stripe = Rect::from_min_size(rect.min, vec2(rect.width(), 4.0));
+    painter.rect_filled(
+        stripe,
+        egui::CornerRadius {
+            nw: crate::studio::theme::BLOCK_RADIUS,
+            ne: crate::studio::theme::BLOCK_RADIUS,
+            sw: 0,
+            se: 0,
+        },
+        palette.slot(slot),
+    );
+    painter.rect_stroke(rect, block_radius(), stroke, StrokeKind::Inside);
+
+    let inner = rect.shrink2(vec2(10.0, 8.0)).translate(vec2(0.0, 3.0));
+    let mut child = ui.new_child(
+        egui::UiBuilder::new()
+            .max_rect(inner)
+            .layout(egui::Layout::top_down(egui::Align::Min)),
+    );
+    child.spacing_mut().item_spacing.y = 2.0;
+    let label = |ui: &mut Ui, text: RichText| {
+        ui.add(egui::Label::new(text).truncate().selectable(false));
+    };
+    label(
+        &mut child,
+        RichText::new(slot.title())
+            .small()
+            .strong()
+            .color(palette.slot(slot)),
+    );
+    match info {
+        Some(info) => {
+            let width = child.available_width();
+            for line in fit_name(&child, info.type_name, width) {
+                label(&mut child, RichText::new(line).strong().color(palette.text));
+            }
+            label(
+                &mut child,
+                RichText::new(info.kind)
+                    .monospace()
+                    .small()
+                    .color(palette.weak),
+            );
+            child.add_space(3.0);
+            for p in info.params.iter().take(KEY_PARAMS) {
+                let explicit = spec.params.get(p.key);
+                let value = spec.params.value_or_default(p);
+                let bad = ctx
+                    .problems
+                    .at(&format!("{}.{}", slot.key(), p.key))
+                    .is_some();
+                let color = if bad {
+                    palette.error
+                } else if explicit.is_some() {
+                    palette.text
+                } else {
+                    palette.weak
+                };
+                label(
+                    &mut child,
+                    RichText::new(format!("{} = {}", p.key, value.display()))
+                        .small()
+                        .color(color),
+                );
+            }
+            if info.params.len() > KEY_PARAMS {
+                label(
+                    &mut child,
+                    RichText::new(format!("+{} more", info.params.len() - KEY_PARAMS))
+                        .small()
+                        .color(palette.weak),
+                );
+            }
+        }
+        None => {
+            label(
+                &mut child,
+                RichText::new(&spec.kind).strong().color(palette.error),
+            );
+            label(
+                &mut child,
+                RichText::new("unknown kind").small().color(palette.error),
+            );
+        }
+    }
+    response.on_hover_text(slot.role());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_keeps_blocks_apart_and_memory_above() {
+        for width in [400.0, 900.0, 1600.0] {
+            let l = Layout::new(Pos2::ZERO, width);
+            for pair in l.loop_blocks.windows(2) {
+                assert!(
+                    pair[0].right() < pair[1].left(),
+                    "blocks overlap at {width}"
+                );
+            }
+            assert!(l.memory.bottom() < l.loop_blocks[2].top());
+            for slot in Slot::ALL {
+                let r = l.rect(slot);
+                assert!(
+                    r.max.x <= l.size.x + 0.5 && r.max.y <= l.size.y + 0.5,
+                    "{slot} outside"
+                );
+            }
+            assert!(!l.memory.intersects(l.loop_blocks[0]));
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! The loop-level settings (max_iterations, seed, inner_retry_times,
+//! parallel, budgets) and the task and runs folders, edited with the same
+//! typed, live-validated widgets as block parameters.
+
+use std::path::Path;
+
+use egui::{RichText, Ui};
+
+use crate::studio::command::{Commands, UiCommand};
+use crate::studio::editor::params_ui::{float_field, int_field, text_field};
+use crate::studio::editor::{EditorCtx, field_error_ui};
+
+/// Where the task and run folders are, for the settings panel.
+pub struct Folders<'a> {
+    /// The task folder as typed.
+    pub task: &'a Path,
+    /// Why the task folder cannot be used, if so.
+    pub task_problem: Option<&'a str>,
+    /// Where runs are recorded.
+    pub runs: &'a Path,
+}
+
+fn row(ui: &mut Ui, key: &str, doc: &str) -> egui::Id {
+    ui.label(RichText::new(key).monospace())
+        .on_hover_text(doc)
+        .id
+}
+
+/// Draw the general settings grid.
+pub fn general_ui(
+    ui: &mut Ui,
+    ctx: &EditorCtx<'_>,
+    folders: &Folders<'_>,
+    commands: &mut Commands,
+) {
+    let g = &ctx.card.general;
+    let problem = |key: &str| ctx.problems.at(&format!("general.{key}"));
+    let error_cell = |ui: &mut Ui, key: &str| {
+        if let Some(reason) = problem(key) {
+            field_error_ui(ui, reason);
+        }
+    };
+    egui::Grid::new("general-settings")
+        .num_columns(2)
+        .spacing([12.0, 8.0])
+        .show(ui, |ui| {
+            let id = row(
+                ui,
+                "max_iterations",
+                "Iterations to run (each selects once)",
+            );
+            ui.vertical(|ui| {
+                let v = i64::try_from(g.max_iterations).unwrap_or(i64::MAX);
+                if let Some(n) = int_field(ui, id, v, 1, 10_000_000) {
+                    let mut next = g.clone();
+                    next.max_iterations = u64::try_from(n).unwrap_or(0);
+                    commands.push(UiCommand::SetGeneral(next));
+                }
+                error_cell(ui, "max_iterations");
+            });
+            ui.end_row();
+
+            let id = row(ui, "seed", "Seed of the run's random number generator");
+            ui.vertical(|ui| {
+                let v = i64::try_from(ctx.card.seed).unwrap_or(i64::MAX);
+                if let Some(n) = int_field(ui, id, v, 0, i64::MAX) {
+                    commands.push(UiCommand::SetSeed(u64::try_from(n.max(0)).unwrap_or(0)));
+                }
+                error_cell(ui, "seed");
+            });
+            ui.end_row();
+
+            let id = row(
+                ui,
+                "inner_retry_times",
+                "Proposal resamples per iteration on a parse or evaluation failure",
+            );
+            ui.vertical(|ui| {
+                if let Some(n) = int_field(ui, id, i64::from(g.inner_retry_times), 0, 100) {
+                    let mut next = g.clone();
+                    next.inner_retry_times = u32::try_from(n.max(0)).unwrap_or(u32::MAX);
+                    commands.push(UiCommand::SetGeneral(next));
+                }
+                error_cell(ui, "inner_retry_times");
+            });
+            ui.end_row();
+
+            let id = row(
+                ui,
+                "parallel",
+                "Iterations in flight at once (1 = sequential)",
+            );
+            ui.vertical(|ui| {
+                if let Some(n) = int_field(ui, id, i64::from(g.parallel), 1, 256) {
+                    let mut next = g.clone();
+                    next.parallel = u32::try_from(n.max(0)).unwrap_or(u32::MAX);
+                    commands.push(UiCommand::SetGeneral(next));
+                }
+                error_cell(ui, "parallel");
+            });
+            ui.end_row();
+
+            let id = row(
+                ui,
+                "max_cost_usd",
+                "Stop once the run has cost this much (USD)",
+            );
+            ui.vertical(|ui| {
+                ui.horizontal(|ui| {
+                    let mut on = g.max_cost_usd.is_some();
+                    if ui.checkbox(&mut on, "set").changed() {
+                        let mut next = g.clone();
+                        next.max_cost_usd = on.then_some(1.0);
+                        commands.push(UiCommand::SetGeneral(next));
+                    } else if let Some(c) = g.max_cost_usd
+                        && let Some(n) = float_field(ui, id, c, 0.0, 1e18)
+                    {
+                        let mut next = g.clone();
+                        next.max_cost_usd = Some(n);
+                        commands.push(UiCommand::SetGeneral(next));
+                    }
+                });
+                error_cell(ui, "max_cost_usd");
+            });
+            ui.end_row();
+
+            let id = row(
+                ui,
+                "max_tokens",
+                "Stop once the run has used this many model tokens",
+            );
+            ui.vertical(|ui| {
+                ui.horizontal(|ui| {
+                    let mut on = g.max_tokens.is_some();
+                    if ui.checkbox(&mut on, "set").changed() {
+                        let mut next = g.clone();
+                        next.max_tokens = on.then_some(1_000_000);
+                        commands.push(UiCommand::SetGeneral(next));
+                    } else if let Some(t) = g.max_tokens {
+                        let v = i64::try_from(t).unwrap_or(i64::MAX);
+                        if let Some(n) = int_field(ui, id, v, 1, i64::MAX) {
+                            let mut next = g.clone();
+                            next.max_tokens = Some(u64::try_from(n.max(0)).unwrap_or(0));
+                            commands.push(UiCommand::SetGeneral(next));
+                        }
+                    }
+                });
+                error_cell(ui, "max_tokens");
+            });
+            ui.end_row();
+
+            let id = row(
+                ui,
+                "task folder",
+                "A folder with initial_program.* and evaluator.py",
+            );
+            ui.vertical(|ui| {
+                ui.horizontal(|ui| {
+                    if ui.button("Browse…").clicked() {
+                        commands.push(UiCommand::BrowseTask);
+                    }
+                    let text = folders.task.display().to_string();
+                    if let Some(t) = text_field(ui, id, &text) {
+                        commands.push(UiCommand::SetTaskFolder(t.into()));
+                    }
+                });
+                if let Some(reason) = folders.task_problem {
+                    field_error_ui(ui, reason);
+                }
+            });
+            ui.end_row();
+
+            let id = row(
+                ui,
+                "runs folder",
+                "Runs are recorded in <runs folder>/<card>-<task>-<time>",
+            );
+            let text = folders.runs.display().to_string();
+            if let Some(t) = text_field(ui, id, &text) {
+                commands.push(UiCommand::SetRunsFolder(t.into()));
+            }
+            ui.end_row();
+        });
+}

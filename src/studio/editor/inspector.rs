@@ -1,0 +1,106 @@
+//! The inspector: the selected block's implementation and its parameters as
+//! typed widgets, validated live.
+
+use egui::{RichText, Ui};
+
+use crate::studio::command::{Commands, UiCommand};
+use crate::studio::editor::params_ui::{PARAM_COLUMNS, param_row_ui};
+use crate::studio::editor::{EditorCtx, field_error_ui};
+
+/// Draw the inspector of `ctx.selected`.
+pub fn inspector_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
+    let slot = ctx.selected;
+    let spec = ctx.card.slot(slot);
+    ui.label(
+        RichText::new(slot.title())
+            .heading()
+            .color(ctx.palette.slot(slot)),
+    );
+    ui.label(RichText::new(slot.role()).weak());
+    ui.add_space(crate::studio::theme::SECTION_GAP);
+
+    let infos = ctx.registry.infos(slot);
+    let info = infos.iter().find(|i| i.kind == spec.kind);
+    ui.horizontal(|ui| {
+        let label = ui.label("Implementation");
+        let selected_text = info.map_or_else(
+            || format!("{} (unknown)", spec.kind),
+            |i| format!("{} · {}", i.type_name, i.kind),
+        );
+        let mut picked = None;
+        let response = egui::ComboBox::from_id_salt(("implementation", slot.key()))
+            .selected_text(selected_text)
+            .width(ui.available_width().max(120.0))
+            .show_ui(ui, |ui| {
+                for i in &infos {
+                    if ui
+                        .selectable_label(
+                            i.kind == spec.kind,
+                            format!("{} · {}", i.type_name, i.kind),
+                        )
+                        .on_hover_text(i.summary)
+                        .clicked()
+                    {
+                        picked = Some(i.kind.to_owned());
+                    }
+                }
+            })
+            .response;
+        response.labelled_by(label.id);
+        if let Some(kind) = picked {
+            commands.push(UiCommand::SetKind { slot, kind });
+        }
+    });
+    if let Some(reason) = ctx.problems.at(&format!("{}.kind", slot.key())) {
+        field_error_ui(ui, reason);
+    }
+    let Some(info) = info else {
+        return;
+    };
+    ui.add(egui::Label::new(RichText::new(info.summary).italics()).wrap());
+    ui.add_space(crate::studio::theme::SECTION_GAP);
+
+    if info.params.is_empty() {
+        ui.weak("This implementation takes no parameters");
+    } else {
+        ui.strong("Parameters");
+        egui::Grid::new(("params", slot.key()))
+            .num_columns(PARAM_COLUMNS)
+            .spacing([12.0, 8.0])
+            .striped(false)
+            .show(ui, |ui| {
+                for p in info.params {
+                    let field = format!("{}.{}", slot.key(), p.key);
+                    param_row_ui(
+                        ui,
+                        slot,
+                        p,
+                        spec.params.get(p.key),
+                        ctx.problems.at(&field),
+                        commands,
+                    );
+                }
+            });
+    }
+    // problems not tied to a declared parameter (unknown keys)
+    for problem in ctx.problems.under(slot.key()) {
+        let known = problem.field.ends_with(".kind")
+            || info
+                .params
+                .iter()
+                .any(|p| problem.field == format!("{}.{}", slot.key(), p.key));
+        if !known {
+            let key = problem
+                .field
+                .strip_prefix(&format!("{}.", slot.key()))
+                .unwrap_or(&problem.field)
+                .to_owned();
+            ui.horizontal(|ui| {
+                field_error_ui(ui, &format!("{}: {}", problem.field, problem.message));
+                if ui.small_button("Remove").clicked() {
+                    commands.push(UiCommand::ResetParam { slot, key });
+                }
+            });
+        }
+    }
+}

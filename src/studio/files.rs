@@ -1,0 +1,273 @@
+//! File work for the studio. Native dialogs (which may block for as long as
+//! a person looks at them) run on short-lived named threads and report back
+//! through a channel polled each frame; card files are small and are read and
+//! written directly, bounded by [`MAX_CARD_BYTES`].
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+
+use crate::engine::card::{Card, CardError, CardErrors};
+use crate::engine::registry::Registry;
+
+/// Cards larger than this are refused (keeps reads well inside a frame).
+pub const MAX_CARD_BYTES: u64 = 1024 * 1024;
+
+/// What a file dialog was opened for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// A card file to open.
+    OpenCard,
+    /// Where to save the card.
+    SaveCard,
+    /// A task folder.
+    TaskFolder,
+    /// The folder a hub bundle is exported into.
+    ExportFolder,
+    /// A hub bundle to import (a `.tar.gz`; folders through the path field).
+    ImportBundle,
+}
+
+/// A finished background job.
+#[derive(Debug)]
+pub enum JobResult {
+    /// A dialog closed; `None` when cancelled or when no dialog could open.
+    Picked {
+        /// What the dialog was for.
+        pick: Pick,
+        /// The chosen path.
+        path: Option<PathBuf>,
+    },
+    /// A hub bundle was imported (or failed to).
+    Imported(Result<Box<crate::engine::card::Card>, String>),
+    /// Any other background job: its description and outcome.
+    Done {
+        /// Short description ("export").
+        what: String,
+        /// Message on success, error text on failure.
+        outcome: Result<String, String>,
+    },
+}
+
+/// Background jobs of the studio.
+pub struct Jobs {
+    tx: mpsc::Sender<JobResult>,
+    rx: mpsc::Receiver<JobResult>,
+    pending: usize,
+}
+
+impl Default for Jobs {
+    fn default() -> Self {
+        let (tx, rx) = mpsc::channel();
+        Self { tx, rx, pending: 0 }
+    }
+}
+
+impl Jobs {
+    /// Open a native dialog off the UI thread. `start` is the folder it opens in.
+    pub fn pick(&mut self, pick: Pick, start: Option<PathBuf>, ctx: &egui::Context) {
+        self.spawn("file-dialog", ctx, move || {
+            let mut dialog = rfd::FileDialog::new();
+            if let Some(dir) = start.filter(|d| d.is_dir()) {
+                dialog = dialog.set_directory(dir);
+            }
+            let path = match pick {
+                Pick::OpenCard => dialog
+                    .add_filter("Scaffold card", &["yaml", "yml"])
+                    .pick_file(),
+                Pick::SaveCard => dialog
+                    .add_filter("Scaffold card", &["yaml", "yml"])
+                    .save_file(),
+                Pick::TaskFolder | Pick::ExportFolder => dialog.pick_folder(),
+                Pick::ImportBundle => dialog
+                    .add_filter("Hub bundle", &["gz", "tgz", "yaml"])
+                    .pick_file(),
+            };
+            JobResult::Picked { pick, path }
+        });
+    }
+
+    /// Run `job` on a named thread; its result arrives through [`Self::poll`].
+    pub fn spawn(
+        &mut self,
+        name: &str,
+        ctx: &egui::Context,
+        job: impl FnOnce() -> JobResult + Send + 'static,
+    ) {
+        let tx = self.tx.clone();
+        let ctx = ctx.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("studio-{name}"))
+            .spawn(move || {
+                let result = job();
+                tx.send(result).ok();
+                ctx.request_repaint();
+            });
+        match spawned {
+            Ok(_) => self.pending += 1,
+            Err(e) => {
+                self.tx
+                    .send(JobResult::Done {
+                        what: name.to_owned(),
+                        outcome: Err(format!("cannot start a thread: {e}")),
+                    })
+                    .ok();
+            }
+        }
+    }
+
+    /// Finished jobs since the last call (never blocks).
+    pub fn poll(&mut self) -> Vec<JobResult> {
+        let mut out = Vec::new();
+        while let Ok(r) = self.rx.try_recv() {
+            self.pending = self.pending.saturating_sub(1);
+            out.push(r);
+        }
+        out
+    }
+
+    /// True while a job is running.
+    pub fn busy(&self) -> bool {
+        self.pending > 0
+    }
+}
+
+fn io_error(path: &Path, message: String) -> CardErrors {
+    CardErrors(vec![CardError {
+        origin: path.display().to_string(),
+        line: 0,
+        col: 0,
+        field: String::new(),
+        message,
+    }])
+}
+
+/// Read and check a card file (bounded size). Every error names
+/// `file:line:col` and the field.
+pub fn read_card(path: &Path, registry: &Registry) -> Result<Card, CardErrors> {
+    let meta = std::fs::metadata(path).map_err(|e| io_error(path, format!("cannot read: {e}")))?;
+    if !meta.is_file() {
+        return Err(io_error(path, "not a file".to_owned()));
+    }
+    if meta.len() > MAX_CARD_BYTES {
+        return Err(io_error(
+            path,
+            format!(
+                "too large for a card ({} bytes, limit {MAX_CARD_BYTES})",
+                meta.len()
+            ),
+        ));
+    }
+    Card::load(path, registry)
+}
+
+/// Save a card; adds `.yaml` when the path has no extension.
+pub fn write_card(card: &Card, path: &Path) -> Result<PathBuf, String> {
+    let path = if path.extension().is_none() {
+        path.with_extension("yaml")
+    } else {
+        path.to_path_buf()
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.is_dir()
+    {
+        return Err(format!("folder {} does not exist", parent.display()));
+    }
+    card.save(&path)
+        .map_err(|e| format!("cannot save {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// Why a task folder cannot be used, or `None` when it looks like a task
+/// (a folder with `evaluator.py` and an `initial_program.*`). Only checks metadata (cheap).
+pub fn task_folder_problem(dir: &Path) -> Option<String> {
+    if dir.as_os_str().is_empty() {
+        return Some("choose a task folder".to_owned());
+    }
+    if !dir.is_dir() {
+        return Some(format!("task folder {} does not exist", dir.display()));
+    }
+    if !dir.join("evaluator.py").is_file() {
+        return Some(format!("{} has no evaluator.py", dir.display()));
+    }
+    let has_program = std::fs::read_dir(dir).ok().is_some_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("initial_program.")
+        })
+    });
+    if has_program {
+        None
+    } else {
+        Some(format!("{} has no initial_program file", dir.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_then_read_and_errors() {
+        let registry = Registry::builtin();
+        let dir = tempfile::tempdir().unwrap();
+        let card = Card::new_default("t");
+        let saved = write_card(&card, &dir.path().join("t")).unwrap();
+        assert_eq!(saved.extension().unwrap(), "yaml");
+        assert!(saved.is_file());
+        // unknown kinds in the default card (empty registry) are reported, with positions
+        let errs = read_card(&saved, &registry);
+        if let Err(errs) = errs {
+            assert!(errs.0.iter().all(|e| e.origin.ends_with("t.yaml")));
+        }
+        let missing = read_card(&dir.path().join("nope.yaml"), &registry).unwrap_err();
+        assert!(missing.to_string().contains("cannot read"));
+        let bad = write_card(&card, &dir.path().join("no/such/dir/x.yaml")).unwrap_err();
+        assert!(bad.contains("does not exist"));
+    }
+
+    #[test]
+    fn task_folder_checks() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(task_folder_problem(Path::new("")).is_some());
+        assert!(
+            task_folder_problem(&dir.path().join("x"))
+                .unwrap()
+                .contains("does not exist")
+        );
+        assert!(
+            task_folder_problem(dir.path())
+                .unwrap()
+                .contains("no evaluator.py")
+        );
+        std::fs::write(dir.path().join("evaluator.py"), "").unwrap();
+        assert!(
+            task_folder_problem(dir.path())
+                .unwrap()
+                .contains("no initial_program")
+        );
+        std::fs::write(dir.path().join("initial_program.py"), "").unwrap();
+        assert!(task_folder_problem(dir.path()).is_none());
+    }
+
+    #[test]
+    fn jobs_report_back() {
+        let ctx = egui::Context::default();
+        let mut jobs = Jobs::default();
+        jobs.spawn("t", &ctx, || JobResult::Done {
+            what: "t".into(),
+            outcome: Ok("fine".into()),
+        });
+        assert!(jobs.busy());
+        let mut got = Vec::new();
+        for _ in 0..200 {
+            got.extend(jobs.poll());
+            if !got.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(got.len(), 1);
+        assert!(!jobs.busy());
+    }
+}

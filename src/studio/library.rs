@@ -1,0 +1,192 @@
+//! The card library: built-in cards from the `cards/` folder and recently
+//! opened ones, listed in the left panel.
+
+use std::path::{Path, PathBuf};
+
+use crate::engine::card::Card;
+use crate::engine::registry::Registry;
+use crate::studio::command::{Commands, UiCommand};
+use crate::studio::files::read_card;
+
+/// Most files read from the library folder (keeps a scan bounded).
+pub const MAX_LIBRARY_FILES: usize = 200;
+
+/// One card file in the library.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LibraryEntry {
+    /// The file.
+    pub path: PathBuf,
+    /// Display title (card title, else its name, else the file stem).
+    pub title: String,
+    /// One-line summary, or the first load error when the card is broken.
+    pub summary: String,
+    /// True when the card loads cleanly.
+    pub ok: bool,
+}
+
+impl LibraryEntry {
+    fn of(path: &Path, registry: &Registry) -> Self {
+        let stem = path
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        match read_card(path, registry) {
+            Ok(card) => Self::from_card(path, &card),
+            Err(errors) => Self {
+                path: path.to_path_buf(),
+                title: stem,
+                summary: errors
+                    .0
+                    .first()
+                    .map_or_else(String::new, |e| format!("cannot open: {}", e.message)),
+                ok: false,
+            },
+        }
+    }
+
+    fn from_card(path: &Path, card: &Card) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            title: card.display_title().to_owned(),
+            summary: card.summary.clone(),
+            ok: true,
+        }
+    }
+}
+
+/// The built-in cards found in a folder.
+#[derive(Clone, Debug, Default)]
+pub struct Library {
+    /// The folder scanned.
+    pub folder: PathBuf,
+    /// Its cards, sorted by file name.
+    pub builtin: Vec<LibraryEntry>,
+}
+
+impl Library {
+    /// Scan `folder` for `*.yaml`/`*.yml` cards (missing folder = empty library).
+    pub fn scan(folder: &Path, registry: &Registry) -> Self {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(folder)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+                    .take(MAX_LIBRARY_FILES)
+                    .collect()
+            })
+            .unwrap_or_default();
+        paths.sort();
+        Self {
+            folder: folder.to_path_buf(),
+            builtin: paths
+                .iter()
+                .map(|p| LibraryEntry::of(p, registry))
+                .collect(),
+        }
+    }
+
+    /// The library panel: built-in cards, then recent ones. Clicking opens.
+    pub fn ui(
+        &self,
+        ui: &mut egui::Ui,
+        recent: &[PathBuf],
+        current: Option<&Path>,
+        commands: &mut Commands,
+    ) {
+        ui.horizontal(|ui| {
+            ui.strong("Library");
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                if ui
+                    .small_button("Refresh")
+                    .on_hover_text(format!("Re-read {}", self.folder.display()))
+                    .clicked()
+                {
+                    commands.push(UiCommand::RefreshLibrary);
+                }
+            });
+        });
+        if self.builtin.is_empty() {
+            ui.weak(format!("No cards in {}", self.folder.display()));
+        }
+        for entry in &self.builtin {
+            entry_ui(ui, entry, current, commands);
+        }
+        if !recent.is_empty() {
+            ui.add_space(crate::studio::theme::SECTION_GAP);
+            ui.strong("Recent");
+            for path in recent {
+                let name = path.file_name().map_or_else(
+                    || path.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                );
+                let selected = current == Some(path.as_path());
+                let response = ui
+                    .selectable_label(selected, name)
+                    .on_hover_text(path.display().to_string());
+                if response.clicked() {
+                    commands.push(UiCommand::OpenCard(path.clone()));
+                }
+            }
+        }
+    }
+}
+
+fn entry_ui(
+    ui: &mut egui::Ui,
+    entry: &LibraryEntry,
+    current: Option<&Path>,
+    commands: &mut Commands,
+) {
+    let selected = current.is_some_and(|c| same_file(c, &entry.path));
+    let response = ui
+        .selectable_label(selected, entry.title.as_str())
+        .on_hover_text(format!("{}\n{}", entry.path.display(), entry.summary));
+    if response.clicked() {
+        commands.push(UiCommand::OpenCard(entry.path.clone()));
+    }
+    if !entry.summary.is_empty() {
+        let text = egui::RichText::new(&entry.summary).small();
+        let text = if entry.ok {
+            text.weak()
+        } else {
+            text.color(ui.visuals().error_fg_color)
+        };
+        ui.add(egui::Label::new(text).truncate());
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || match (a.canonicalize(), b.canonicalize()) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => false,
+        }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_lists_cards_and_flags_broken_ones() {
+        let registry = Registry::builtin();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("b.yaml"), "name: [").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        Card::new_default("a")
+            .save(&dir.path().join("a.yaml"))
+            .unwrap();
+        let lib = Library::scan(dir.path(), &registry);
+        assert_eq!(lib.builtin.len(), 2);
+        assert_eq!(lib.builtin[0].path, dir.path().join("a.yaml"));
+        let broken = &lib.builtin[1];
+        assert!(!broken.ok);
+        assert_eq!(broken.title, "b");
+        assert!(broken.summary.starts_with("cannot open"));
+        assert!(
+            Library::scan(&dir.path().join("missing"), &registry)
+                .builtin
+                .is_empty()
+        );
+    }
+}

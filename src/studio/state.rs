@@ -1,0 +1,310 @@
+//! Studio state, split in two: [`State`] is what persists between sessions
+//! (theme, recent cards, panel layout, folders); [`Document`] is the card being
+//! edited with its undo/redo history, which never persists.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::card::Card;
+use crate::studio::theme::ThemeChoice;
+
+/// How many recent cards are remembered.
+pub const MAX_RECENT: usize = 10;
+/// How many undo steps are kept.
+pub const MAX_UNDO: usize = 200;
+/// Edits of the same field closer together than this merge into one undo step
+/// (typing, dragging a value).
+pub const COALESCE_WINDOW: Duration = Duration::from_millis(1200);
+
+/// Which side panels are shown and how wide they are (persisted).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PanelLayout {
+    /// Library and palette panel on the left.
+    pub show_left: bool,
+    /// Inspector panel on the right.
+    pub show_inspector: bool,
+    /// Width of the left panel in points.
+    pub left_width: f32,
+    /// Width of the inspector in points.
+    pub inspector_width: f32,
+}
+
+impl Default for PanelLayout {
+    fn default() -> Self {
+        Self {
+            show_left: true,
+            show_inspector: true,
+            left_width: 240.0,
+            inspector_width: 300.0,
+        }
+    }
+}
+
+/// The tab shown in the central area.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Tab {
+    /// The six-block editor with the general settings.
+    #[default]
+    Editor,
+    /// The card's metadata (name, summary, hub texts).
+    Details,
+    /// The card as YAML (read-only preview).
+    Yaml,
+    /// The live run view.
+    Run,
+}
+
+impl Tab {
+    /// All tabs in display order.
+    pub const ALL: [Self; 4] = [Self::Editor, Self::Details, Self::Yaml, Self::Run];
+
+    /// Tab label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Editor => "Blocks",
+            Self::Details => "Details",
+            Self::Yaml => "YAML",
+            Self::Run => "Run",
+        }
+    }
+}
+
+/// Everything the studio remembers between sessions. Never holds the card
+/// itself, endpoints or keys.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct State {
+    /// Dark or light.
+    pub theme: ThemeChoice,
+    /// Recently opened or saved cards, newest first.
+    pub recent_cards: Vec<PathBuf>,
+    /// Side panels.
+    pub layout: PanelLayout,
+    /// Where runs are recorded (`<runs>/<card>-<task>-<time>`).
+    pub runs_folder: PathBuf,
+    /// The task folder used last.
+    pub last_task_folder: Option<PathBuf>,
+    /// The central tab shown last.
+    pub tab: Tab,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self {
+            theme: ThemeChoice::default(),
+            recent_cards: Vec::new(),
+            layout: PanelLayout::default(),
+            runs_folder: PathBuf::from("runs"),
+            last_task_folder: None,
+            tab: Tab::default(),
+        }
+    }
+}
+
+impl State {
+    /// Put `path` at the front of the recent list (deduplicated, bounded).
+    pub fn remember_card(&mut self, path: &Path) {
+        self.recent_cards.retain(|p| p != path);
+        self.recent_cards.insert(0, path.to_path_buf());
+        self.recent_cards.truncate(MAX_RECENT);
+    }
+}
+
+/// One undo step: the card before an edit, and what the edit was.
+#[derive(Clone, Debug)]
+struct Step {
+    card: Card,
+    /// Field the edit touched; consecutive edits of the same field merge.
+    key: String,
+    at: Instant,
+}
+
+/// The card being edited, its file and its history.
+#[derive(Clone, Debug)]
+pub struct Document {
+    /// The card as edited (may be invalid while a person types).
+    pub card: Card,
+    /// The file it was loaded from or last saved to.
+    pub path: Option<PathBuf>,
+    /// True when the card differs from the file.
+    pub dirty: bool,
+    /// Bumped on every change (cache key for validation).
+    pub revision: u64,
+    undo: Vec<Step>,
+    redo: Vec<Card>,
+}
+
+impl Document {
+    /// A document for `card`, clean, with an empty history.
+    pub fn new(card: Card, path: Option<PathBuf>) -> Self {
+        Self {
+            card,
+            path,
+            dirty: false,
+            revision: 0,
+            undo: Vec::new(),
+            redo: Vec::new(),
+        }
+    }
+
+    /// Replace the card by an edited version, recording an undo step. Edits
+    /// of the same `key` within [`COALESCE_WINDOW`] merge into one step. An
+    /// edit that changes nothing records nothing.
+    pub fn edit(&mut self, key: &str, edited: Card) {
+        if edited == self.card {
+            return;
+        }
+        let now = Instant::now();
+        let merge = self
+            .undo
+            .last()
+            .is_some_and(|s| s.key == key && now.duration_since(s.at) < COALESCE_WINDOW);
+        if merge {
+            if let Some(last) = self.undo.last_mut() {
+                last.at = now;
+            }
+        } else {
+            let previous = std::mem::replace(&mut self.card, edited.clone());
+            self.undo.push(Step {
+                card: previous,
+                key: key.to_owned(),
+                at: now,
+            });
+            if self.undo.len() > MAX_UNDO {
+                self.undo.remove(0);
+            }
+        }
+        self.card = edited;
+        self.redo.clear();
+        self.touch();
+    }
+
+    /// Step back one edit; false when there is nothing to undo.
+    pub fn undo(&mut self) -> bool {
+        let Some(step) = self.undo.pop() else {
+            return false;
+        };
+        let current = std::mem::replace(&mut self.card, step.card);
+        self.redo.push(current);
+        self.touch();
+        true
+    }
+
+    /// Re-apply an undone edit; false when there is nothing to redo.
+    pub fn redo(&mut self) -> bool {
+        let Some(card) = self.redo.pop() else {
+            return false;
+        };
+        let current = std::mem::replace(&mut self.card, card);
+        self.undo.push(Step {
+            card: current,
+            key: String::new(),
+            at: Instant::now(),
+        });
+        self.touch();
+        true
+    }
+
+    /// Whether undo would do something.
+    pub fn can_undo(&self) -> bool {
+        !self.undo.is_empty()
+    }
+
+    /// Whether redo would do something.
+    pub fn can_redo(&self) -> bool {
+        !self.redo.is_empty()
+    }
+
+    /// Mark the document saved at `path`.
+    pub fn mark_saved(&mut self, path: PathBuf) {
+        self.path = Some(path);
+        self.dirty = false;
+        // a new edit after saving never merges into a pre-save step
+        if let Some(last) = self.undo.last_mut() {
+            last.key.clear();
+        }
+    }
+
+    /// File name (or "untitled") with `*` when unsaved.
+    pub fn title(&self) -> String {
+        let name = self.path.as_ref().and_then(|p| p.file_name()).map_or_else(
+            || format!("{}.yaml", self.card.name),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        if self.dirty {
+            format!("{name} *")
+        } else {
+            name
+        }
+    }
+
+    fn touch(&mut self) {
+        self.dirty = true;
+        self.revision = self.revision.wrapping_add(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undo_redo_and_coalescing() {
+        let mut doc = Document::new(Card::new_default("a"), None);
+        assert!(!doc.can_undo());
+        let mut c = doc.card.clone();
+        c.seed = 1;
+        doc.edit("seed", c.clone());
+        c.seed = 2;
+        doc.edit("seed", c.clone()); // merges
+        c.name = "b".into();
+        doc.edit("name", c);
+        assert!(doc.dirty);
+        assert!(doc.undo());
+        assert_eq!(doc.card.name, "a");
+        assert_eq!(doc.card.seed, 2);
+        assert!(doc.undo());
+        assert_eq!(doc.card.seed, 0);
+        assert!(!doc.undo());
+        assert!(doc.redo());
+        assert_eq!(doc.card.seed, 2);
+        assert!(doc.redo());
+        assert_eq!(doc.card.name, "b");
+        assert!(!doc.redo());
+    }
+
+    #[test]
+    fn no_op_edit_records_nothing_and_title_marks_dirty() {
+        let mut doc = Document::new(Card::new_default("x"), Some(PathBuf::from("/t/x.yaml")));
+        doc.edit("seed", doc.card.clone());
+        assert!(!doc.can_undo());
+        assert_eq!(doc.title(), "x.yaml");
+        let mut c = doc.card.clone();
+        c.seed = 5;
+        doc.edit("seed", c);
+        assert_eq!(doc.title(), "x.yaml *");
+        doc.mark_saved(PathBuf::from("/t/x.yaml"));
+        assert_eq!(doc.title(), "x.yaml");
+    }
+
+    #[test]
+    fn recent_cards_are_deduplicated_and_bounded() {
+        let mut s = State::default();
+        for i in 0..15 {
+            s.remember_card(Path::new(&format!("c{i}.yaml")));
+        }
+        s.remember_card(Path::new("c3.yaml"));
+        assert_eq!(s.recent_cards.len(), MAX_RECENT);
+        assert_eq!(s.recent_cards[0], PathBuf::from("c3.yaml"));
+        assert_eq!(
+            s.recent_cards
+                .iter()
+                .filter(|p| p.as_path() == Path::new("c3.yaml"))
+                .count(),
+            1
+        );
+    }
+}

@@ -1,0 +1,448 @@
+//! Interaction tests of the studio's block editor, driven through the
+//! accessibility tree with egui_kittest (no GPU needed).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::{NodeT as _, Queryable as _};
+use galapagos::engine::card::{Card, SlotSpec};
+use galapagos::engine::params::{DefaultValue, ParamError, ParamSpec, ParamType, ParamValue};
+use galapagos::engine::registry::{ComponentInfo, Entry, Registry};
+use galapagos::studio::App;
+use galapagos::studio::state::{Document, State};
+
+const K: &[ParamSpec] = &[
+    ParamSpec {
+        key: "k",
+        doc: "how many of the best to draw from",
+        ty: ParamType::Int { min: 1, max: 100 },
+        default: DefaultValue::Int(5),
+    },
+    ParamSpec {
+        key: "mode",
+        doc: "how to pick among them",
+        ty: ParamType::Choice(&["best", "uniform"]),
+        default: DefaultValue::Str("best"),
+    },
+];
+
+const N: &[ParamSpec] = &[ParamSpec {
+    key: "n",
+    doc: "completions per parent",
+    ty: ParamType::Int { min: 1, max: 64 },
+    default: DefaultValue::Int(4),
+}];
+
+fn info(
+    kind: &'static str,
+    type_name: &'static str,
+    params: &'static [ParamSpec],
+) -> ComponentInfo {
+    ComponentInfo {
+        kind,
+        type_name,
+        summary: "test component",
+        params,
+    }
+}
+
+fn unbuildable<T: ?Sized>(info: ComponentInfo) -> Entry<T> {
+    Entry {
+        info,
+        build: |_, _| {
+            Err(ParamError {
+                key: String::new(),
+                reason: "test entry".into(),
+            })
+        },
+    }
+}
+
+/// A registry whose entries only describe themselves (the editor never
+/// builds components).
+fn registry() -> Registry {
+    Registry {
+        populations: vec![unbuildable(info("flat", "FlatPopulation", &[]))],
+        selection_policies: vec![
+            unbuildable(info("best_of_n", "BestOfNPolicy", N)),
+            unbuildable(info("top_k", "TopKPolicy", K)),
+        ],
+        prompt_builders: vec![unbuildable(info("default", "DefaultPromptBuilder", &[]))],
+        proposers: vec![unbuildable(info("diff", "DiffProposer", &[]))],
+        evaluators: vec![unbuildable(info("subprocess", "SubprocessEvaluator", &[]))],
+        memories: vec![unbuildable(info("none", "NullMemory", &[]))],
+    }
+}
+
+fn valid_card() -> Card {
+    let mut card = Card::new_default("editor_test");
+    card.population = SlotSpec::new("flat");
+    card.selection_policy = SlotSpec::new("best_of_n");
+    card
+}
+
+fn harness(app: App) -> Harness<'static, App> {
+    Harness::builder()
+        .with_size(egui::vec2(1400.0, 900.0))
+        .build_ui_state(|ui, app: &mut App| app.show(ui), app)
+}
+
+fn new_app() -> App {
+    let mut app = App::new(State::default(), Arc::new(registry()));
+    app.doc = Document::new(valid_card(), None);
+    app
+}
+
+fn is_disabled(h: &Harness<'_, App>, label: &str) -> bool {
+    h.get_by_role_and_label(Role::Button, label)
+        .accesskit_node()
+        .is_disabled()
+}
+
+#[test]
+fn pick_change_reject_save_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("edited.yaml");
+    let mut h = harness(new_app());
+    h.run();
+    assert!(
+        h.state().problems().is_empty(),
+        "{:?}",
+        h.state().problems()
+    );
+    assert!(!is_disabled(&h, "Save"));
+    // with no path typed, "Save to path" has nothing to save to
+    assert!(is_disabled(&h, "Save to path"));
+
+    // pick a different SelectionPolicy from the palette
+    h.get_by_label("TopKPolicy").click();
+    h.run();
+    assert_eq!(h.state().doc.card.selection_policy.kind, "top_k");
+    assert!(h.state().doc.dirty);
+    // the inspector now shows its parameters
+    h.get_by_role_and_label(Role::SpinButton, "k")
+        .set_value_accesskit(8.0);
+    h.run();
+    assert_eq!(
+        h.state().doc.card.selection_policy.params.get("k"),
+        Some(&ParamValue::Int(8))
+    );
+
+    // an out-of-range value is rejected at its field, and Save says why
+    h.get_by_role_and_label(Role::SpinButton, "k")
+        .set_value_accesskit(500.0);
+    h.run();
+    assert_eq!(
+        h.state().problems().at("selection_policy.k"),
+        Some("must be between 1 and 100, got 500")
+    );
+    h.get_by_label_contains("must be between 1 and 100, got 500");
+    assert!(is_disabled(&h, "Save"));
+    assert!(is_disabled(&h, "Start run"));
+    assert!(
+        h.state()
+            .save_blocker()
+            .unwrap()
+            .contains("selection_policy.k")
+    );
+
+    // fix it, then save through the path field (no dialog needed)
+    h.get_by_role_and_label(Role::SpinButton, "k")
+        .set_value_accesskit(7.0);
+    h.run();
+    assert!(h.state().problems().is_empty());
+    h.get_by_label("Card path").focus();
+    h.run();
+    h.get_by_label("Card path")
+        .type_text(&path.display().to_string());
+    h.run();
+    h.get_by_label("Save to path").click();
+    h.run();
+    assert!(path.is_file(), "{:?}", h.state().message());
+    assert!(!h.state().doc.dirty);
+    assert_eq!(h.state().doc.path.as_deref(), Some(path.as_path()));
+    let saved = h.state().doc.card.clone();
+
+    // edit again, then reopen: a confirmation guards the unsaved edit
+    h.get_by_role_and_label(Role::SpinButton, "k")
+        .set_value_accesskit(9.0);
+    h.run();
+    assert!(h.state().doc.dirty);
+    h.get_by_label("Open path").click();
+    h.run();
+    assert!(h.state().confirming_discard());
+    h.get_by_label("Discard changes").click();
+    h.run();
+    assert!(!h.state().confirming_discard());
+    assert_eq!(h.state().doc.card, saved);
+    assert_eq!(
+        h.state().doc.card.selection_policy.params.get("k"),
+        Some(&ParamValue::Int(7))
+    );
+    // load → save → load gives the same card
+    let reg = registry();
+    assert_eq!(Card::load(&path, &reg).unwrap(), saved);
+    assert_eq!(h.state().state.recent_cards.first(), Some(&path));
+}
+
+#[test]
+fn undo_restores_the_previous_card() {
+    let mut h = harness(new_app());
+    h.run();
+    let before = h.state().doc.card.clone();
+    assert!(is_disabled(&h, "Undo"));
+    h.get_by_label("TopKPolicy").click();
+    h.run();
+    let picked = h.state().doc.card.clone();
+    assert_ne!(picked, before);
+    h.get_by_role_and_label(Role::SpinButton, "k")
+        .set_value_accesskit(3.0);
+    h.run();
+    // the button undoes the parameter change
+    h.get_by_label("Undo").click();
+    h.run();
+    assert_eq!(h.state().doc.card, picked);
+    // Ctrl+Z undoes the implementation change
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Z);
+    h.run();
+    assert_eq!(h.state().doc.card, before);
+    // and redo brings it back
+    h.key_press_modifiers(
+        egui::Modifiers::COMMAND | egui::Modifiers::SHIFT,
+        egui::Key::Z,
+    );
+    h.run();
+    assert_eq!(h.state().doc.card, picked);
+}
+
+#[test]
+fn drag_from_palette_onto_block_assigns_it() {
+    let mut h = harness(new_app());
+    h.run();
+    let from = h.get_by_label("TopKPolicy").rect().center();
+    let to = h.get_by_label("SelectionPolicy block").rect().center();
+    h.hover_at(from);
+    h.run();
+    h.drag_at(from);
+    h.run();
+    for i in 1..=8 {
+        h.hover_at(from + (to - from) * (i as f32 / 8.0));
+        h.run();
+    }
+    h.drop_at(to);
+    h.run();
+    assert_eq!(h.state().doc.card.selection_policy.kind, "top_k");
+    // dropping onto a block of another slot is ignored
+    let from = h.get_by_label("BestOfNPolicy").rect().center();
+    let to = h.get_by_label("Memory block").rect().center();
+    h.hover_at(from);
+    h.run();
+    h.drag_at(from);
+    h.run();
+    for i in 1..=8 {
+        h.hover_at(from + (to - from) * (i as f32 / 8.0));
+        h.run();
+    }
+    h.drop_at(to);
+    h.run();
+    assert_eq!(h.state().doc.card.selection_policy.kind, "top_k");
+    assert_eq!(h.state().doc.card.memory.kind, "none");
+}
+
+#[test]
+fn broken_card_shows_every_error_and_opens_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broken.yaml");
+    let mut card = valid_card();
+    card.selection_policy.kind = "no_such_policy".into();
+    card.proposer.params.set("bogus", ParamValue::Int(1));
+    std::fs::write(&path, card.to_yaml()).unwrap();
+
+    let mut h = harness(new_app());
+    h.run();
+    let before = h.state().doc.card.clone();
+    h.get_by_label("Card path").focus();
+    h.run();
+    h.get_by_label("Card path")
+        .type_text(&path.display().to_string());
+    h.run();
+    h.get_by_label("Open path").click();
+    h.run();
+    let errors = h.state().card_errors().expect("errors are shown").clone();
+    assert_eq!(errors.0.len(), 2, "{errors}");
+    for e in &errors.0 {
+        assert!(e.line > 0 && e.col > 0, "{e}");
+        assert!(!e.field.is_empty());
+        // each error is on screen as file:line:col: field: message
+        h.get_by_label(&e.to_string());
+    }
+    assert_eq!(h.state().doc.card, before);
+    assert_eq!(h.state().doc.path, None);
+    h.get_by_label("Close").click();
+    h.run();
+    assert!(h.state().card_errors().is_none());
+}
+
+#[test]
+fn library_lists_cards_and_opens_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut card = valid_card();
+    card.name = "from_library".into();
+    card.title = "From the library".into();
+    card.save(&dir.path().join("from_library.yaml")).unwrap();
+    let mut app = new_app();
+    app.set_library_folder(dir.path());
+    let mut h = harness(app);
+    h.run();
+    h.get_by_label("From the library").click();
+    h.run();
+    assert_eq!(h.state().doc.card, card);
+    assert_eq!(
+        h.state().doc.path.as_deref(),
+        Some(dir.path().join("from_library.yaml").as_path())
+    );
+}
+
+#[test]
+fn general_settings_and_task_folder_are_validated_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = harness(new_app());
+    h.run();
+    h.get_by_role_and_label(Role::SpinButton, "parallel")
+        .set_value_accesskit(999.0);
+    h.run();
+    assert_eq!(h.state().doc.card.general.parallel, 999);
+    h.get_by_label_contains("must be between 1 and 256");
+    h.get_by_role_and_label(Role::SpinButton, "parallel")
+        .set_value_accesskit(2.0);
+    h.run();
+    assert!(h.state().problems().is_empty());
+
+    // the task folder: a folder without evaluator.py blocks Run with a reason
+    let task = dir.path().join("task");
+    std::fs::create_dir(&task).unwrap();
+    h.get_by_label("task folder").focus();
+    h.run();
+    h.get_by_label("task folder")
+        .type_text(&task.display().to_string());
+    h.run();
+    assert!(h.state().task_dir().ends_with("task"));
+    assert!(h.state().run_blocker().unwrap().contains("evaluator.py"));
+    assert!(is_disabled(&h, "Start run"));
+}
+
+#[test]
+fn persisted_state_roundtrips_without_the_card() {
+    let mut state = State::default();
+    state.remember_card(Path::new("cards/a.yaml"));
+    state.layout.left_width = 300.0;
+    let json = serde_json::to_string(&state).unwrap();
+    assert!(!json.contains("selection_policy"));
+    let back: State = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, state);
+    // unknown or missing fields fall back to defaults
+    let partial: State = serde_json::from_str(r#"{"theme":"Light"}"#).unwrap();
+    assert_eq!(partial.layout, State::default().layout);
+}
+
+#[test]
+fn builtin_cards_open_clean_and_launch_defaults_apply() {
+    use galapagos::studio::StudioLaunch;
+    let registry = Arc::new(Registry::builtin());
+    let mut n = 0;
+    for entry in std::fs::read_dir("cards").unwrap() {
+        let path = entry.unwrap().path();
+        let mut app = App::new(State::default(), registry.clone());
+        app.launch(StudioLaunch {
+            card: Some(path.clone()),
+            task: None,
+        });
+        assert!(app.card_errors().is_none(), "{}", path.display());
+        assert_eq!(app.doc.path.as_deref(), Some(path.as_path()));
+        let mut h = harness(app);
+        h.run();
+        assert!(h.state().problems().is_empty(), "{}", path.display());
+        n += 1;
+    }
+    assert!(n >= 3);
+    // nothing given: the built-in card and the shipped task, ready to run
+    let mut app =
+        App::new(State::default(), registry).with_model(galapagos::engine::model::default_model());
+    app.launch(StudioLaunch::default());
+    assert_eq!(app.doc.card.name, "best_of_n");
+    assert!(app.task_dir().ends_with("circle_packing"));
+    let mut h = harness(app);
+    h.run();
+    assert_eq!(h.state().run_blocker(), None);
+    assert!(!is_disabled(&h, "Start run"));
+}
+
+/// Step the harness until `done` holds (background jobs report through a channel).
+fn wait_until(h: &mut Harness<'static, App>, done: impl Fn(&App) -> bool) {
+    for _ in 0..500 {
+        h.step();
+        if done(h.state()) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("timed out; last message: {:?}", h.state().message());
+}
+
+#[test]
+fn export_and_import_a_hub_bundle_from_the_details_tab() {
+    let out = tempfile::tempdir().unwrap();
+    let registry = Arc::new(Registry::builtin());
+    let mut app = App::new(State::default(), registry.clone());
+    app.launch(galapagos::studio::StudioLaunch {
+        card: Some("cards/best_of_n.yaml".into()),
+        task: None,
+    });
+    let card = app.doc.card.clone();
+    let mut h = harness(app);
+    h.run();
+    h.get_by_label("Details").click();
+    h.run();
+    h.get_by_label("Bundle path").focus();
+    h.run();
+    h.get_by_label("Bundle path")
+        .type_text(&out.path().display().to_string());
+    h.run();
+    h.get_by_label("Export to folder").click();
+    wait_until(&mut h, |a| {
+        a.message()
+            .is_some_and(|m| m.contains("Exported") || m.contains("export:"))
+    });
+    let bundle = out.path().join(&card.namespace).join(&card.name);
+    assert!(
+        bundle.join("README.md").is_file(),
+        "{:?}",
+        h.state().message()
+    );
+    let archive = out
+        .path()
+        .join(&card.namespace)
+        .join(format!("{}.tar.gz", card.name));
+    assert!(archive.is_file());
+
+    // import the archive as a new, unsaved card
+    h.get_by_label("New").click();
+    h.run();
+    assert_ne!(h.state().doc.card, card);
+    h.get_by_label("Bundle path").focus();
+    h.run();
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
+    h.get_by_label("Bundle path")
+        .type_text(&archive.display().to_string());
+    h.run();
+    h.get_by_label("Import bundle").click();
+    wait_until(&mut h, |a| {
+        a.doc.card.name == card.name || a.message().is_some_and(|m| m.contains("import:"))
+    });
+    assert_eq!(h.state().doc.card, card);
+    assert!(h.state().doc.dirty);
+    assert_eq!(h.state().doc.path, None);
+}
