@@ -531,9 +531,17 @@ impl LanguageModel for OpenAiModel {
         loop {
             attempt += 1;
             let outcome = {
-                let permit = self.endpoint.limit.acquire().await.map_err(|_| ModelError::Fatal {
-                    message: format!("the request limiter of {} was closed", self.config.api_base),
-                })?;
+                let permit =
+                    self.endpoint
+                        .limit
+                        .acquire()
+                        .await
+                        .map_err(|_| ModelError::Fatal {
+                            message: format!(
+                                "the request limiter of {} was closed",
+                                self.config.api_base
+                            ),
+                        })?;
                 let out = match tokio::time::timeout(
                     self.config.request_timeout,
                     self.attempt(&body, key.as_deref()),
@@ -627,7 +635,10 @@ pub fn parse_completion(body: &str) -> Result<(String, Option<(u64, u64)>), Stri
     }
     let usage = v.get("usage").and_then(|u| {
         let p = u.get("prompt_tokens").and_then(Value::as_u64)?;
-        let c = u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0);
+        let c = u
+            .get("completion_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
         Some((p, c))
     });
     Ok((text, usage))
@@ -776,12 +787,16 @@ mod tests {
     fn url_joining_and_validation() {
         let c = OpenAiConfig::new("m", "http://localhost:8000/v1/");
         assert_eq!(
-            c.completions_url().map(|u| u.to_string()).unwrap_or_default(),
+            c.completions_url()
+                .map(|u| u.to_string())
+                .unwrap_or_default(),
             "http://localhost:8000/v1/chat/completions"
         );
         let c = OpenAiConfig::new("m", "http://h/v1/chat/completions");
         assert_eq!(
-            c.completions_url().map(|u| u.to_string()).unwrap_or_default(),
+            c.completions_url()
+                .map(|u| u.to_string())
+                .unwrap_or_default(),
             "http://h/v1/chat/completions"
         );
         assert!(OpenAiConfig::new("m", "ftp://h/v1").validate().is_err());
@@ -811,7 +826,11 @@ mod tests {
             assert!(is_local_base(b), "{b}");
             assert!(!OpenAiConfig::new("m", b).key_required, "{b}");
         }
-        for b in ["https://api.openai.com/v1", "https://openrouter.ai/api/v1", "x"] {
+        for b in [
+            "https://api.openai.com/v1",
+            "https://openrouter.ai/api/v1",
+            "x",
+        ] {
             assert!(!is_local_base(b), "{b}");
         }
         assert!(OpenAiConfig::new("m", "https://api.openai.com/v1").key_required);
@@ -828,8 +847,10 @@ mod tests {
         assert!(e("{not json").contains("not valid JSON"));
         assert!(e(r#"{"choices":[]}"#).contains("empty `choices`"));
         assert!(e(r#"{"object":"x"}"#).contains("no `choices`"));
-        assert!(e(r#"{"choices":[{"message":{"content":null},"finish_reason":"length"}]}"#)
-            .contains("finish_reason: length"));
+        assert!(
+            e(r#"{"choices":[{"message":{"content":null},"finish_reason":"length"}]}"#)
+                .contains("finish_reason: length")
+        );
         assert!(e(r#"{"choices":[{"message":{"content":"  "}}]}"#).contains("empty content"));
         assert!(e(r#"{"error":{"message":"overloaded"}}"#).contains("overloaded"));
     }
@@ -838,7 +859,10 @@ mod tests {
     fn retry_after_seconds_and_dates() {
         let now = UNIX_EPOCH + Duration::from_secs(1_445_412_470); // 2015-10-21 07:27:50 UTC
         assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
-        assert_eq!(parse_retry_after(" 0.5 ", now), Some(Duration::from_millis(500)));
+        assert_eq!(
+            parse_retry_after(" 0.5 ", now),
+            Some(Duration::from_millis(500))
+        );
         assert_eq!(
             parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now),
             Some(Duration::from_secs(10))
@@ -849,9 +873,15 @@ mod tests {
         );
         assert_eq!(parse_retry_after("-3", now), None);
         assert_eq!(parse_retry_after("soon", now), None);
-        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777));
+        assert_eq!(
+            parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777)
+        );
         assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
-        assert_eq!(parse_http_date("Thu, 29 Feb 2024 12:00:00 GMT"), Some(1_709_208_000));
+        assert_eq!(
+            parse_http_date("Thu, 29 Feb 2024 12:00:00 GMT"),
+            Some(1_709_208_000)
+        );
         let mut h = HeaderMap::new();
         h.insert(RETRY_AFTER, HeaderValue::from_static("7"));
         assert_eq!(retry_after_from(&h, now), Some(Duration::from_secs(7)));
@@ -870,17 +900,27 @@ mod tests {
             panic!("model builds");
         };
         for attempt in 1..=8u32 {
-            let base = Duration::from_millis(100 * (1u64 << (attempt - 1))).min(Duration::from_secs(1));
+            let base =
+                Duration::from_millis(100 * (1u64 << (attempt - 1))).min(Duration::from_secs(1));
             for seed in 0..20 {
                 let d = m.backoff(attempt, None, seed);
-                assert!(d >= base / 2 && d <= base, "attempt {attempt}: {d:?} vs {base:?}");
+                assert!(
+                    d >= base / 2 && d <= base,
+                    "attempt {attempt}: {d:?} vs {base:?}"
+                );
             }
         }
         // Jitter differs between seeds, and is reproducible for one seed.
         assert_ne!(m.backoff(3, None, 1), m.backoff(3, None, 2));
         assert_eq!(m.backoff(3, None, 1), m.backoff(3, None, 1));
-        assert_eq!(m.backoff(1, Some(Duration::from_secs(2)), 0), Duration::from_secs(2));
-        assert_eq!(m.backoff(1, Some(Duration::from_secs(600)), 0), Duration::from_secs(5));
+        assert_eq!(
+            m.backoff(1, Some(Duration::from_secs(2)), 0),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            m.backoff(1, Some(Duration::from_secs(600)), 0),
+            Duration::from_secs(5)
+        );
     }
 
     #[test]
@@ -893,6 +933,9 @@ mod tests {
             Some("sk-secret-123"),
         );
         let s = format!("{e:?}");
-        assert!(!s.contains("sk-secret-123") && s.contains("[redacted]"), "{s}");
+        assert!(
+            !s.contains("sk-secret-123") && s.contains("[redacted]"),
+            "{s}"
+        );
     }
 }

@@ -41,7 +41,9 @@ impl Price {
             ("completion_per_million", self.completion_per_million),
         ] {
             if !v.is_finite() || v < 0.0 {
-                return Err(format!("price {what} must be a finite number >= 0, got {v}"));
+                return Err(format!(
+                    "price {what} must be a finite number >= 0, got {v}"
+                ));
             }
         }
         Ok(())
@@ -129,7 +131,10 @@ mod tests {
         assert_eq!(t.lookup("azure/gpt-4o"), Some(Price::new(2.5, 10.0)));
         assert_eq!(t.lookup("llama3"), None);
         let u = t.usage("llama3", 10, 20);
-        assert_eq!((u.prompt_tokens, u.completion_tokens, u.cost_usd), (10, 20, None));
+        assert_eq!(
+            (u.prompt_tokens, u.completion_tokens, u.cost_usd),
+            (10, 20, None)
+        );
         let u = t.usage("gpt-4o", 1000, 100);
         let cost = u.cost_usd.unwrap_or(f64::NAN);
         assert!((cost - (0.0025 + 0.001)).abs() < 1e-12, "{cost}");
@@ -142,7 +147,10 @@ mod tests {
         assert!(t.validate().is_ok());
         t.insert("b", Price::new(-1.0, 2.0));
         let err = t.validate().err().unwrap_or_default();
-        assert!(err.contains("`b`") && err.contains("prompt_per_million"), "{err}");
+        assert!(
+            err.contains("`b`") && err.contains("prompt_per_million"),
+            "{err}"
+        );
         let mut t = PriceTable::new();
         t.insert("c", Price::new(1.0, f64::NAN));
         assert!(t.validate().is_err());

@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 use super::LanguageModel;
 use super::ensemble::{EnsembleMember, EnsembleModel};
 use super::openai::{
-    BASE_URL_ENV, DEFAULT_API_BASE, DEFAULT_API_KEY_ENV, EndpointHandle, OpenAiConfig,
-    OpenAiModel, is_local_base, validate_env_name,
+    BASE_URL_ENV, DEFAULT_API_BASE, DEFAULT_API_KEY_ENV, EndpointHandle, OpenAiConfig, OpenAiModel,
+    is_local_base, validate_env_name,
 };
 use super::pricing::PriceTable;
 use crate::engine::card::{LlmSettings, ModelSpec};
@@ -104,7 +104,9 @@ impl EndpointSettings {
             format!("endpoint `{}`", self.name)
         };
         let probe = OpenAiConfig::new("probe", &self.api_base);
-        probe.completions_url().map_err(|e| format!("{what}: {e}"))?;
+        probe
+            .completions_url()
+            .map_err(|e| format!("{what}: {e}"))?;
         validate_env_name(&self.api_key_env).map_err(|e| format!("{what}: {e}"))?;
         for (field, v) in [
             ("timeout_secs", self.timeout_secs),
@@ -253,7 +255,8 @@ pub fn save_settings_to(path: &Path, settings: &ModelSettings) -> Result<(), Str
     let json = serde_json::to_string_pretty(settings)
         .map_err(|e| format!("cannot serialise settings: {e}"))?;
     let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, json + "\n").map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::write(&tmp, json + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
@@ -283,7 +286,9 @@ pub fn build_model_with_env(
     fallback: Arc<dyn LanguageModel>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(Arc<dyn LanguageModel>, String), String> {
-    settings.validate().map_err(|e| format!("model settings: {e}"))?;
+    settings
+        .validate()
+        .map_err(|e| format!("model settings: {e}"))?;
     if let Some(var) = &overrides.api_key_env {
         validate_env_name(var).map_err(|e| format!("--api-key-env: {e}"))?;
     }
@@ -301,7 +306,13 @@ pub fn build_model_with_env(
             .find(|m| m.name == name)
             .cloned()
             .unwrap_or_else(|| plain_spec(name));
-        (vec![ModelSpec { weight: 1.0, ..spec }], "--model")
+        (
+            vec![ModelSpec {
+                weight: 1.0,
+                ..spec
+            }],
+            "--model",
+        )
     } else if !card_models.is_empty() {
         (card_models.to_vec(), "card")
     } else if let Some(name) = overrides
@@ -349,7 +360,10 @@ pub fn build_model_with_env(
         } else if let Some(base) = &env_base {
             (EndpointSettings::for_base(base.trim()), BASE_URL_ENV)
         } else if overrides.model.is_some() || overrides.api_key_env.is_some() {
-            (EndpointSettings::for_base(DEFAULT_API_BASE), "default OpenAI endpoint")
+            (
+                EndpointSettings::for_base(DEFAULT_API_BASE),
+                "default OpenAI endpoint",
+            )
         } else if settings.is_empty() {
             // The card names models but nothing says where to send them.
             let desc = format!(
@@ -536,16 +550,36 @@ mod tests {
 
     #[test]
     fn nothing_configured_is_offline_and_says_so() {
-        let r = build(None, &ModelOverrides::default(), &ModelSettings::default(), &no_env);
-        let Ok((m, desc)) = r else { panic!("{r:?}", r = r.err()) };
+        let r = build(
+            None,
+            &ModelOverrides::default(),
+            &ModelSettings::default(),
+            &no_env,
+        );
+        let Ok((m, desc)) = r else {
+            panic!("{r:?}", r = r.err())
+        };
         assert!(m.is_offline());
-        assert!(desc.contains("offline model") && desc.contains("no model configured"), "{desc}");
+        assert!(
+            desc.contains("offline model") && desc.contains("no model configured"),
+            "{desc}"
+        );
         // A card naming models, still with no endpoint anywhere: offline too.
         let llm = card(&[("gpt-4o", 1.0)]);
-        let r = build(Some(&llm), &ModelOverrides::default(), &ModelSettings::default(), &no_env);
-        let Ok((m, desc)) = r else { panic!("{:?}", r.err()) };
+        let r = build(
+            Some(&llm),
+            &ModelOverrides::default(),
+            &ModelSettings::default(),
+            &no_env,
+        );
+        let Ok((m, desc)) = r else {
+            panic!("{:?}", r.err())
+        };
         assert!(m.is_offline());
-        assert!(desc.contains("gpt-4o") && desc.contains("no endpoint"), "{desc}");
+        assert!(
+            desc.contains("gpt-4o") && desc.contains("no endpoint"),
+            "{desc}"
+        );
     }
 
     #[test]
@@ -562,7 +596,9 @@ mod tests {
         });
         let llm = card(&[("a", 1.0), ("b", 1.0)]);
         let r = build(Some(&llm), &o, &s, &no_env);
-        let Ok((m, desc)) = r else { panic!("{:?}", r.err()) };
+        let Ok((m, desc)) = r else {
+            panic!("{:?}", r.err())
+        };
         assert!(!m.is_offline());
         assert!(desc.starts_with("llama3 @ http://127.0.0.1:9/v1"), "{desc}");
         assert!(desc.contains("model from --model") && desc.contains("endpoint from --api-base"));
@@ -576,17 +612,32 @@ mod tests {
             ..EndpointSettings::for_base("http://localhost:11434/v1")
         });
         let r = build(None, &ModelOverrides::default(), &s, &no_env);
-        let Ok((_, desc)) = r else { panic!("{:?}", r.err()) };
-        assert!(desc.starts_with("qwen @ http://localhost:11434/v1"), "{desc}");
+        let Ok((_, desc)) = r else {
+            panic!("{:?}", r.err())
+        };
+        assert!(
+            desc.starts_with("qwen @ http://localhost:11434/v1"),
+            "{desc}"
+        );
         assert!(desc.contains("model from user settings"), "{desc}");
 
         // Card models with the endpoint from OPENAI_BASE_URL (local: no key needed).
         let env = |k: &str| (k == BASE_URL_ENV).then(|| "http://localhost:8000/v1".to_owned());
         let llm = card(&[("a", 2.0), ("b", 1.0)]);
-        let r = build(Some(&llm), &ModelOverrides::default(), &ModelSettings::default(), &env);
-        let Ok((m, desc)) = r else { panic!("{:?}", r.err()) };
+        let r = build(
+            Some(&llm),
+            &ModelOverrides::default(),
+            &ModelSettings::default(),
+            &env,
+        );
+        let Ok((m, desc)) = r else {
+            panic!("{:?}", r.err())
+        };
         assert!(!m.is_offline());
-        assert!(desc.starts_with("ensemble of 2: a @ http://localhost:8000/v1 ×2"), "{desc}");
+        assert!(
+            desc.starts_with("ensemble of 2: a @ http://localhost:8000/v1 ×2"),
+            "{desc}"
+        );
         assert!(desc.contains("endpoint from OPENAI_BASE_URL"), "{desc}");
     }
 
@@ -599,19 +650,32 @@ mod tests {
         };
         let r = build(None, &o, &ModelSettings::default(), &no_env);
         let err = r.err().unwrap_or_default();
-        assert!(err.contains("MY_LLM_KEY") && err.contains("api.openai.com"), "{err}");
+        assert!(
+            err.contains("MY_LLM_KEY") && err.contains("api.openai.com"),
+            "{err}"
+        );
         // With the variable present the model builds.
         let env = |k: &str| (k == "MY_LLM_KEY").then(|| "sk-test-value".to_owned());
         let r = build(None, &o, &ModelSettings::default(), &env);
-        let Ok((_, desc)) = r else { panic!("{:?}", r.err()) };
-        assert!(desc.contains("$MY_LLM_KEY") && !desc.contains("sk-test-value"), "{desc}");
+        let Ok((_, desc)) = r else {
+            panic!("{:?}", r.err())
+        };
+        assert!(
+            desc.contains("$MY_LLM_KEY") && !desc.contains("sk-test-value"),
+            "{desc}"
+        );
         // A key pasted as the variable name is refused without echoing it.
         let o = ModelOverrides {
             api_key_env: Some("sk-live-abc".into()),
             ..o
         };
-        let err = build(None, &o, &ModelSettings::default(), &env).err().unwrap_or_default();
-        assert!(err.contains("NAME") && !err.contains("sk-live-abc"), "{err}");
+        let err = build(None, &o, &ModelSettings::default(), &env)
+            .err()
+            .unwrap_or_default();
+        assert!(
+            err.contains("NAME") && !err.contains("sk-live-abc"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -631,9 +695,17 @@ mod tests {
             ..EndpointSettings::for_base("https://router.example.com/v1")
         });
         let r = build(Some(&llm), &ModelOverrides::default(), &s, &no_env);
-        let Ok((_, desc)) = r else { panic!("{:?}", r.err()) };
-        assert!(desc.contains("local-coder @ http://localhost:8000/v1"), "{desc}");
-        assert!(desc.contains("other @ https://router.example.com/v1"), "{desc}");
+        let Ok((_, desc)) = r else {
+            panic!("{:?}", r.err())
+        };
+        assert!(
+            desc.contains("local-coder @ http://localhost:8000/v1"),
+            "{desc}"
+        );
+        assert!(
+            desc.contains("other @ https://router.example.com/v1"),
+            "{desc}"
+        );
     }
 
     #[test]
@@ -672,8 +744,11 @@ mod tests {
         .ok();
         let err = load_settings_from(&path).err().unwrap_or_default();
         assert!(err.contains("api_key"), "{err}");
-        std::fs::write(&path, r#"{"endpoints":[{"api_base":"https://x/v1","timeout_secs":-1}]}"#)
-            .ok();
+        std::fs::write(
+            &path,
+            r#"{"endpoints":[{"api_base":"https://x/v1","timeout_secs":-1}]}"#,
+        )
+        .ok();
         let err = load_settings_from(&path).err().unwrap_or_default();
         assert!(err.contains("timeout_secs"), "{err}");
         std::fs::write(&path, "{broken").ok();
