@@ -61,3 +61,16 @@ pub trait LanguageModel: Send + Sync {
 pub fn default_model() -> std::sync::Arc<dyn LanguageModel> {
     std::sync::Arc::new(OfflineModel::new())
 }
+
+// Real language models (OpenAI-compatible client, ensembles, settings, prices).
+pub mod ensemble;
+pub mod openai;
+pub mod pricing;
+pub mod settings;
+pub use ensemble::{EnsembleMember, EnsembleModel};
+pub use openai::{EndpointHandle, OpenAiConfig, OpenAiModel};
+pub use pricing::{Price, PriceTable};
+pub use settings::{
+    EndpointSettings, ModelOverrides, ModelSettings, build_model, load_user_settings,
+    save_user_settings,
+};

@@ -1,0 +1,941 @@
+//! `OpenAiModel`: a client for OpenAI-compatible chat completions
+//! (`POST {api_base}/chat/completions`) — OpenAI, OpenRouter, vLLM, Ollama,
+//! llama.cpp server, LiteLLM.
+//!
+//! Failures are handled like a production client: 429, 5xx, connect errors
+//! and timeouts are retried with exponential backoff and jitter (honouring
+//! `Retry-After`) up to a bounded number of attempts; every attempt has a
+//! whole-request timeout and a stall timeout between body chunks; a
+//! semaphore limits requests in flight per endpoint. An unusable reply (no
+//! choices, empty content, invalid JSON) is a `ModelError::Failed` carrying
+//! the raw body; 401/403 is `ModelError::Fatal` naming the environment
+//! variable that held the key (never its value).
+//!
+//! The API key is read from the environment at request time only; it is
+//! never stored in the model, logged, or put in an error.
+
+use std::sync::{Arc, Once};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rand::RngExt as _;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::{StatusCode, Url};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+use super::pricing::Price;
+use super::{LanguageModel, ModelError, ModelReply, ModelRequest};
+use crate::engine::genome::TokenUsage;
+use crate::engine::rng::seeded;
+
+/// Environment variable holding the API key when none is named.
+pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
+/// Environment variable giving the default API base URL.
+pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
+/// The API base used when a model is named but no endpoint is configured.
+pub const DEFAULT_API_BASE: &str = "https://api.openai.com/v1";
+
+/// Largest response body accepted (bytes); larger bodies are a failed call.
+const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+/// Characters of a body quoted in an error message (the full body is in `raw`).
+const EXCERPT_CHARS: usize = 300;
+
+/// Installs rustls' `ring` crypto provider as the process default, once.
+/// A provider installed earlier by someone else is kept.
+pub fn install_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // Err means a provider is already installed: that one is used.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// Settings of one model at one endpoint. Holds the *name* of the
+/// environment variable with the key, never the key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenAiConfig {
+    /// Model name sent to the API (`gpt-4o`, `qwen2.5-coder:7b`...).
+    pub model: String,
+    /// Base URL, e.g. `https://api.openai.com/v1` or `http://localhost:8000/v1`.
+    pub api_base: String,
+    /// Name of the environment variable holding the API key.
+    pub api_key_env: String,
+    /// Whether a missing key is an error. Local servers usually need none.
+    pub key_required: bool,
+    /// Sampling temperature (omitted from the request when `None`).
+    pub temperature: Option<f64>,
+    /// Nucleus sampling (omitted when `None`).
+    pub top_p: Option<f64>,
+    /// Completion token limit (omitted when `None`).
+    pub max_tokens: Option<u32>,
+    /// Longest time one attempt may take, from sending to the last body byte.
+    pub request_timeout: Duration,
+    /// Longest silence between two body chunks once the reply has started.
+    pub stall_timeout: Duration,
+    /// Longest time to open a connection.
+    pub connect_timeout: Duration,
+    /// Attempts per request (1 = no retries).
+    pub max_attempts: u32,
+    /// Backoff before the second attempt; doubled each further attempt.
+    pub backoff_initial: Duration,
+    /// Upper bound of the exponential backoff.
+    pub backoff_max: Duration,
+    /// Upper bound on a server's `Retry-After`.
+    pub retry_after_cap: Duration,
+    /// Price of this model, giving `usage.cost_usd`.
+    pub price: Option<Price>,
+}
+
+impl OpenAiConfig {
+    /// Defaults for `model` at `api_base`: key in `OPENAI_API_KEY` (required
+    /// unless the host is local), 300 s request timeout, 60 s stall timeout,
+    /// 4 attempts, backoff 1 s doubling to 30 s, `Retry-After` capped at 60 s.
+    pub fn new(model: &str, api_base: &str) -> Self {
+        Self {
+            model: model.to_owned(),
+            api_base: api_base.to_owned(),
+            api_key_env: DEFAULT_API_KEY_ENV.to_owned(),
+            key_required: !is_local_base(api_base),
+            temperature: None,
+            top_p: None,
+            max_tokens: None,
+            request_timeout: Duration::from_secs(300),
+            stall_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+            max_attempts: 4,
+            backoff_initial: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(30),
+            retry_after_cap: Duration::from_secs(60),
+            price: None,
+        }
+    }
+
+    /// The chat completions URL for this base (a base already ending in
+    /// `/chat/completions` is used as is).
+    pub fn completions_url(&self) -> Result<Url, String> {
+        let base = self.api_base.trim().trim_end_matches('/');
+        let full = if base.ends_with("/chat/completions") {
+            base.to_owned()
+        } else {
+            format!("{base}/chat/completions")
+        };
+        let url = Url::parse(&full).map_err(|e| format!("invalid api_base `{base}`: {e}"))?;
+        match url.scheme() {
+            "http" | "https" => {}
+            other => {
+                return Err(format!(
+                    "invalid api_base `{base}`: scheme must be http or https, not `{other}`"
+                ));
+            }
+        }
+        if url.host().is_none() {
+            return Err(format!("invalid api_base `{base}`: no host"));
+        }
+        Ok(url)
+    }
+
+    /// Checks the settings, so a bad value is reported before a run starts.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.model.trim().is_empty() {
+            return Err("model name is empty".to_owned());
+        }
+        self.completions_url()?;
+        validate_env_name(&self.api_key_env)?;
+        if let Some(t) = self.temperature
+            && !(t.is_finite() && (0.0..=2.0).contains(&t))
+        {
+            return Err(format!("temperature must be in 0..=2, got {t}"));
+        }
+        if let Some(p) = self.top_p
+            && !(p.is_finite() && p > 0.0 && p <= 1.0)
+        {
+            return Err(format!("top_p must be in (0, 1], got {p}"));
+        }
+        if self.max_tokens == Some(0) {
+            return Err("max_tokens must be at least 1".to_owned());
+        }
+        if self.max_attempts == 0 {
+            return Err("max_attempts must be at least 1".to_owned());
+        }
+        for (what, d) in [
+            ("request_timeout", self.request_timeout),
+            ("stall_timeout", self.stall_timeout),
+            ("connect_timeout", self.connect_timeout),
+        ] {
+            if d.is_zero() {
+                return Err(format!("{what} must be greater than zero"));
+            }
+        }
+        if let Some(p) = &self.price {
+            p.validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks that `name` looks like an environment variable name, which also
+/// catches a key pasted where its variable's name belongs.
+pub fn validate_env_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        // The value is deliberately not echoed: it may be a pasted key.
+        Err("api_key_env must be the NAME of an environment variable \
+             (letters, digits and `_`, e.g. OPENAI_API_KEY), not a key"
+            .to_owned())
+    }
+}
+
+/// True when the base URL points at this machine or a private network
+/// (where servers such as Ollama or vLLM usually need no key).
+pub fn is_local_base(api_base: &str) -> bool {
+    let Ok(url) = Url::parse(api_base.trim()) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => {
+            ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified()
+        }
+        Ok(std::net::IpAddr::V6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || (ip.segments()[0] & 0xfe00) == 0xfc00
+                || (ip.segments()[0] & 0xffc0) == 0xfe80
+        }
+        Err(_) => {
+            let d = host.to_ascii_lowercase();
+            d == "localhost" || d.ends_with(".localhost") || d.ends_with(".local")
+        }
+    }
+}
+
+/// The parts of a client that several models at one endpoint share: the HTTP
+/// connection pool and the limit on requests in flight.
+#[derive(Clone, Debug)]
+pub struct EndpointHandle {
+    client: reqwest::Client,
+    limit: Arc<Semaphore>,
+    concurrency: usize,
+}
+
+impl EndpointHandle {
+    /// An HTTP(S) client allowing `concurrency` requests in flight (at least 1).
+    /// Local endpoints bypass any system proxy.
+    pub fn new(
+        api_base: &str,
+        concurrency: usize,
+        connect_timeout: Duration,
+    ) -> Result<Self, String> {
+        install_crypto_provider();
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .user_agent(concat!("galapagos/", env!("CARGO_PKG_VERSION")));
+        if is_local_base(api_base) {
+            builder = builder.no_proxy();
+        }
+        let client = builder
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client for {api_base}: {e}"))?;
+        let concurrency = concurrency.clamp(1, Semaphore::MAX_PERMITS);
+        Ok(Self {
+            client,
+            limit: Arc::new(Semaphore::new(concurrency)),
+            concurrency,
+        })
+    }
+
+    /// Requests allowed in flight at once.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+}
+
+/// A chat-completions model at an OpenAI-compatible endpoint.
+#[derive(Debug)]
+pub struct OpenAiModel {
+    config: OpenAiConfig,
+    url: Url,
+    endpoint: EndpointHandle,
+}
+
+/// Outcome of one HTTP attempt.
+enum Attempt {
+    Done(ModelReply),
+    /// Worth another attempt (429, 5xx, connect error, timeout).
+    Retry {
+        message: String,
+        raw: Option<String>,
+        retry_after: Option<Duration>,
+    },
+    /// Final: no retry helps.
+    Stop(ModelError),
+}
+
+impl OpenAiModel {
+    /// A model with its own connection pool allowing `concurrency` requests
+    /// in flight.
+    pub fn new(config: OpenAiConfig, concurrency: usize) -> Result<Self, String> {
+        let endpoint = EndpointHandle::new(&config.api_base, concurrency, config.connect_timeout)?;
+        Self::with_endpoint(config, endpoint)
+    }
+
+    /// A model sharing `endpoint` (pool and concurrency limit) with others.
+    pub fn with_endpoint(config: OpenAiConfig, endpoint: EndpointHandle) -> Result<Self, String> {
+        config
+            .validate()
+            .map_err(|e| format!("model `{}` at {}: {e}", config.model, config.api_base))?;
+        let url = config.completions_url()?;
+        Ok(Self {
+            config,
+            url,
+            endpoint,
+        })
+    }
+
+    /// The model's settings.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    /// The API key from the environment, or `None` when it is unset and not
+    /// required. Missing-but-required is fatal and names the variable.
+    fn api_key(&self) -> Result<Option<String>, ModelError> {
+        let var = &self.config.api_key_env;
+        match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => Ok(Some(v.trim().to_owned())),
+            _ if self.config.key_required => Err(ModelError::Fatal {
+                message: format!(
+                    "environment variable {var} is not set: it must hold the API key for {} \
+                     (model `{}`); set it, or name another variable with --api-key-env",
+                    self.config.api_base, self.config.model
+                ),
+            }),
+            _ => Ok(None),
+        }
+    }
+
+    fn request_body(&self, request: &ModelRequest) -> Value {
+        let mut messages = Vec::with_capacity(2);
+        if !request.system.is_empty() {
+            messages.push(json!({"role": "system", "content": request.system}));
+        }
+        messages.push(json!({"role": "user", "content": request.user}));
+        let mut body = json!({"model": self.config.model, "messages": messages});
+        if let Value::Object(map) = &mut body {
+            if let Some(t) = self.config.temperature {
+                map.insert("temperature".into(), json!(t));
+            }
+            if let Some(p) = self.config.top_p {
+                map.insert("top_p".into(), json!(p));
+            }
+            if let Some(m) = self.config.max_tokens {
+                map.insert("max_tokens".into(), json!(m));
+            }
+        }
+        body
+    }
+
+    /// Backoff before attempt `attempt + 1` (after `attempt` failures):
+    /// exponential with "equal jitter", or the server's `Retry-After` (capped).
+    fn backoff(&self, attempt: u32, retry_after: Option<Duration>, seed: u64) -> Duration {
+        if let Some(ra) = retry_after {
+            return ra.min(self.config.retry_after_cap);
+        }
+        let exp = attempt.saturating_sub(1).min(20);
+        let base = self
+            .config
+            .backoff_initial
+            .saturating_mul(1u32 << exp)
+            .min(self.config.backoff_max);
+        let mut rng = seeded(seed ^ u64::from(attempt).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        base.mul_f64(0.5 + 0.5 * rng.random::<f64>())
+    }
+
+    async fn attempt(&self, body: &Value, key: Option<&str>) -> Attempt {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = key {
+            match HeaderValue::from_str(&format!("Bearer {key}")) {
+                Ok(mut v) => {
+                    v.set_sensitive(true);
+                    headers.insert(AUTHORIZATION, v);
+                }
+                Err(_) => {
+                    return Attempt::Stop(ModelError::Fatal {
+                        message: format!(
+                            "environment variable {} holds a value that is not a valid HTTP header \
+                             (stray newline or non-ASCII character?)",
+                            self.config.api_key_env
+                        ),
+                    });
+                }
+            }
+        }
+        let send = self
+            .endpoint
+            .client
+            .post(self.url.clone())
+            .headers(headers)
+            .json(body)
+            .send();
+        let mut response = match send.await {
+            Ok(r) => r,
+            Err(e) => {
+                let kind = if e.is_connect() {
+                    "cannot connect"
+                } else if e.is_timeout() {
+                    "timed out"
+                } else {
+                    "request failed"
+                };
+                return Attempt::Retry {
+                    message: format!("{kind}: {}", error_chain(&e.without_url())),
+                    raw: None,
+                    retry_after: None,
+                };
+            }
+        };
+        let status = response.status();
+        let retry_after = retry_after_from(response.headers(), SystemTime::now());
+        // Read the body chunk by chunk, with a stall timeout between chunks.
+        let mut bytes: Vec<u8> = Vec::new();
+        loop {
+            match tokio::time::timeout(self.config.stall_timeout, response.chunk()).await {
+                Err(_) => {
+                    return Attempt::Retry {
+                        message: format!(
+                            "reply stalled: no data for {:.1} s (HTTP {status})",
+                            self.config.stall_timeout.as_secs_f64()
+                        ),
+                        raw: lossy(&bytes),
+                        retry_after: None,
+                    };
+                }
+                Ok(Err(e)) => {
+                    return Attempt::Retry {
+                        message: format!(
+                            "reply body broke off (HTTP {status}): {}",
+                            error_chain(&e.without_url())
+                        ),
+                        raw: lossy(&bytes),
+                        retry_after: None,
+                    };
+                }
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(chunk))) => {
+                    if bytes.len() + chunk.len() > MAX_BODY_BYTES {
+                        return Attempt::Stop(ModelError::Failed {
+                            message: format!(
+                                "reply body larger than {} MiB",
+                                MAX_BODY_BYTES / (1024 * 1024)
+                            ),
+                            raw: lossy(&bytes),
+                        });
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+            }
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        self.classify(status, text, retry_after)
+    }
+
+    fn classify(&self, status: StatusCode, text: String, retry_after: Option<Duration>) -> Attempt {
+        let cfg = &self.config;
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            // The body is not quoted: some servers echo part of the key.
+            let key_state = match std::env::var(&cfg.api_key_env) {
+                Ok(v) if !v.trim().is_empty() => format!(
+                    "the key in environment variable {} was rejected",
+                    cfg.api_key_env
+                ),
+                _ => format!(
+                    "no key was sent because environment variable {} is not set",
+                    cfg.api_key_env
+                ),
+            };
+            return Attempt::Stop(ModelError::Fatal {
+                message: format!(
+                    "authentication failed (HTTP {}) at {} for model `{}`: {key_state}",
+                    status.as_u16(),
+                    cfg.api_base,
+                    cfg.model
+                ),
+            });
+        }
+        if status == StatusCode::TOO_MANY_REQUESTS
+            || status == StatusCode::REQUEST_TIMEOUT
+            || status.is_server_error()
+        {
+            return Attempt::Retry {
+                message: format!("HTTP {}: {}", status.as_u16(), excerpt(&text)),
+                raw: Some(text),
+                retry_after,
+            };
+        }
+        if status == StatusCode::NOT_FOUND {
+            return Attempt::Stop(ModelError::Fatal {
+                message: format!(
+                    "HTTP 404 from {} for model `{}`: wrong api_base or unknown model name ({})",
+                    self.url,
+                    cfg.model,
+                    excerpt(&text)
+                ),
+            });
+        }
+        if !status.is_success() {
+            return Attempt::Stop(ModelError::Failed {
+                message: format!("HTTP {}: {}", status.as_u16(), excerpt(&text)),
+                raw: Some(text),
+            });
+        }
+        match parse_completion(&text) {
+            Ok((content, usage)) => {
+                let usage = usage.map(|(p, c)| TokenUsage {
+                    prompt_tokens: p,
+                    completion_tokens: c,
+                    cost_usd: cfg.price.map(|price| price.cost(p, c)),
+                });
+                Attempt::Done(ModelReply {
+                    text: content,
+                    model: cfg.model.clone(),
+                    usage,
+                })
+            }
+            Err(message) => Attempt::Stop(ModelError::Failed {
+                message,
+                raw: Some(text),
+            }),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for OpenAiModel {
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        let key = self.api_key()?;
+        let body = self.request_body(request);
+        let max = self.config.max_attempts.max(1);
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let outcome = {
+                let permit =
+                    self.endpoint
+                        .limit
+                        .acquire()
+                        .await
+                        .map_err(|_| ModelError::Fatal {
+                            message: format!(
+                                "the request limiter of {} was closed",
+                                self.config.api_base
+                            ),
+                        })?;
+                let out = match tokio::time::timeout(
+                    self.config.request_timeout,
+                    self.attempt(&body, key.as_deref()),
+                )
+                .await
+                {
+                    Ok(out) => out,
+                    Err(_) => Attempt::Retry {
+                        message: format!(
+                            "no complete reply within the request timeout of {:.1} s",
+                            self.config.request_timeout.as_secs_f64()
+                        ),
+                        raw: None,
+                        retry_after: None,
+                    },
+                };
+                drop(permit);
+                out
+            };
+            match outcome {
+                Attempt::Done(reply) => return Ok(reply),
+                Attempt::Stop(err) => return Err(redact(err, key.as_deref())),
+                Attempt::Retry {
+                    message,
+                    raw,
+                    retry_after,
+                } => {
+                    if attempt >= max {
+                        let err = ModelError::Failed {
+                            message: format!(
+                                "{} at {}: gave up after {attempt} attempt{}: {message}",
+                                self.config.model,
+                                self.config.api_base,
+                                if attempt == 1 { "" } else { "s" }
+                            ),
+                            raw,
+                        };
+                        return Err(redact(err, key.as_deref()));
+                    }
+                    tokio::time::sleep(self.backoff(attempt, retry_after, request.seed)).await;
+                }
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!("{} @ {}", self.config.model, self.config.api_base)
+    }
+}
+
+/// Extracts the reply text and `(prompt_tokens, completion_tokens)` from a
+/// chat completions body; a message saying what is wrong otherwise.
+pub fn parse_completion(body: &str) -> Result<(String, Option<(u64, u64)>), String> {
+    let v: Value = serde_json::from_str(body)
+        .map_err(|e| format!("reply is not valid JSON ({e}): {}", excerpt(body)))?;
+    if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+        let msg = err
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| err.to_string());
+        return Err(format!("server returned an error: {}", excerpt(&msg)));
+    }
+    let choices = v
+        .get("choices")
+        .and_then(Value::as_array)
+        .ok_or_else(|| "reply has no `choices` array".to_owned())?;
+    let first = choices
+        .first()
+        .ok_or_else(|| "reply has empty `choices`".to_owned())?;
+    let content = first
+        .get("message")
+        .and_then(|m| m.get("content"))
+        .or_else(|| first.get("text"));
+    let text = match content {
+        Some(Value::String(s)) => s.clone(),
+        // Content given as parts: [{"type": "text", "text": "..."}].
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    };
+    if text.trim().is_empty() {
+        let reason = first
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .unwrap_or("none");
+        return Err(format!("reply has empty content (finish_reason: {reason})"));
+    }
+    let usage = v.get("usage").and_then(|u| {
+        let p = u.get("prompt_tokens").and_then(Value::as_u64)?;
+        let c = u
+            .get("completion_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        Some((p, c))
+    });
+    Ok((text, usage))
+}
+
+/// The delay a response asks for: `retry-after-ms` (OpenAI), else
+/// `Retry-After` as seconds or an HTTP date.
+pub fn retry_after_from(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    if let Some(ms) = headers
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+    {
+        return Some(Duration::from_secs_f64((ms / 1000.0).min(1e9)));
+    }
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?;
+    parse_retry_after(value, now)
+}
+
+/// Parses a `Retry-After` value: delay seconds (`"120"`, leniently `"1.5"`)
+/// or an IMF-fixdate (`"Wed, 21 Oct 2015 07:28:00 GMT"`); a date in the past
+/// means no delay.
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e9)));
+    }
+    let when = parse_http_date(value)?;
+    let now = now.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    Some(Duration::from_secs(when.saturating_sub(now)))
+}
+
+/// Seconds since the Unix epoch of an IMF-fixdate (RFC 9110), the HTTP date
+/// format every current server sends.
+fn parse_http_date(s: &str) -> Option<u64> {
+    // "Sun, 06 Nov 1994 08:49:37 GMT"
+    let (_, rest) = s.split_once(", ")?;
+    let mut it = rest.split_whitespace();
+    let day: u32 = it.next()?.parse().ok()?;
+    let month = match it.next()? {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    let year: i64 = it.next()?.parse().ok()?;
+    let mut hms = it.next()?.split(':');
+    let h: u64 = hms.next()?.parse().ok()?;
+    let m: u64 = hms.next()?.parse().ok()?;
+    let sec: u64 = hms.next()?.parse().ok()?;
+    if it.next()? != "GMT" || !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let days = u64::try_from(days).ok()?;
+    Some(days * 86_400 + h * 3600 + m * 60 + sec)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// An error with its sources, on one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let s_text = s.to_string();
+        if !out.contains(&s_text) {
+            out.push_str(": ");
+            out.push_str(&s_text);
+        }
+        src = s.source();
+    }
+    out
+}
+
+fn lossy(bytes: &[u8]) -> Option<String> {
+    (!bytes.is_empty()).then(|| String::from_utf8_lossy(bytes).into_owned())
+}
+
+fn excerpt(text: &str) -> String {
+    let t = text.trim();
+    if t.is_empty() {
+        return "(empty body)".to_owned();
+    }
+    let mut out: String = t.chars().take(EXCERPT_CHARS).collect();
+    if t.chars().count() > EXCERPT_CHARS {
+        out.push('…');
+    }
+    out.replace(['\n', '\r'], " ")
+}
+
+/// Removes the key from an error, in case a server echoed it back.
+fn redact(err: ModelError, key: Option<&str>) -> ModelError {
+    let Some(key) = key.filter(|k| k.len() >= 4) else {
+        return err;
+    };
+    let scrub = |s: String| s.replace(key, "[redacted]");
+    match err {
+        ModelError::Failed { message, raw } => ModelError::Failed {
+            message: scrub(message),
+            raw: raw.map(scrub),
+        },
+        ModelError::Fatal { message } => ModelError::Fatal {
+            message: scrub(message),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_with_tls_builds() {
+        // Building exercises the rustls config (ring provider + platform verifier).
+        let m = OpenAiModel::new(OpenAiConfig::new("gpt-4o", "https://api.openai.com/v1"), 4);
+        assert!(m.is_ok(), "{:?}", m.err());
+        let m = m.ok();
+        assert_eq!(
+            m.map(|m| m.describe()).unwrap_or_default(),
+            "gpt-4o @ https://api.openai.com/v1"
+        );
+    }
+
+    #[test]
+    fn url_joining_and_validation() {
+        let c = OpenAiConfig::new("m", "http://localhost:8000/v1/");
+        assert_eq!(
+            c.completions_url()
+                .map(|u| u.to_string())
+                .unwrap_or_default(),
+            "http://localhost:8000/v1/chat/completions"
+        );
+        let c = OpenAiConfig::new("m", "http://h/v1/chat/completions");
+        assert_eq!(
+            c.completions_url()
+                .map(|u| u.to_string())
+                .unwrap_or_default(),
+            "http://h/v1/chat/completions"
+        );
+        assert!(OpenAiConfig::new("m", "ftp://h/v1").validate().is_err());
+        assert!(OpenAiConfig::new("m", "not a url").validate().is_err());
+        assert!(OpenAiConfig::new("", "http://h/v1").validate().is_err());
+        let mut c = OpenAiConfig::new("m", "http://h/v1");
+        c.temperature = Some(3.0);
+        assert!(c.validate().is_err());
+        c.temperature = Some(0.7);
+        c.max_attempts = 0;
+        assert!(c.validate().is_err());
+        c.max_attempts = 1;
+        c.api_key_env = "sk-abc123".into();
+        let err = c.validate().err().unwrap_or_default();
+        assert!(err.contains("NAME") && !err.contains("sk-abc123"), "{err}");
+    }
+
+    #[test]
+    fn local_hosts_need_no_key() {
+        for b in [
+            "http://localhost:11434/v1",
+            "http://127.0.0.1:8000/v1",
+            "http://[::1]:8000/v1",
+            "http://192.168.1.20:8000/v1",
+            "http://10.0.0.5/v1",
+        ] {
+            assert!(is_local_base(b), "{b}");
+            assert!(!OpenAiConfig::new("m", b).key_required, "{b}");
+        }
+        for b in [
+            "https://api.openai.com/v1",
+            "https://openrouter.ai/api/v1",
+            "x",
+        ] {
+            assert!(!is_local_base(b), "{b}");
+        }
+        assert!(OpenAiConfig::new("m", "https://api.openai.com/v1").key_required);
+    }
+
+    #[test]
+    fn parses_completions() {
+        let ok = r#"{"choices":[{"message":{"role":"assistant","content":"hi"}}],
+                     "usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}"#;
+        assert_eq!(parse_completion(ok), Ok(("hi".to_owned(), Some((12, 3)))));
+        let parts = r#"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}]}"#;
+        assert_eq!(parse_completion(parts), Ok(("ab".to_owned(), None)));
+        let e = |b: &str| parse_completion(b).err().unwrap_or_default();
+        assert!(e("{not json").contains("not valid JSON"));
+        assert!(e(r#"{"choices":[]}"#).contains("empty `choices`"));
+        assert!(e(r#"{"object":"x"}"#).contains("no `choices`"));
+        assert!(
+            e(r#"{"choices":[{"message":{"content":null},"finish_reason":"length"}]}"#)
+                .contains("finish_reason: length")
+        );
+        assert!(e(r#"{"choices":[{"message":{"content":"  "}}]}"#).contains("empty content"));
+        assert!(e(r#"{"error":{"message":"overloaded"}}"#).contains("overloaded"));
+    }
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_445_412_470); // 2015-10-21 07:27:50 UTC
+        assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
+        assert_eq!(
+            parse_retry_after(" 0.5 ", now),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("-3", now), None);
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(
+            parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777)
+        );
+        assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(
+            parse_http_date("Thu, 29 Feb 2024 12:00:00 GMT"),
+            Some(1_709_208_000)
+        );
+        let mut h = HeaderMap::new();
+        h.insert(RETRY_AFTER, HeaderValue::from_static("7"));
+        assert_eq!(retry_after_from(&h, now), Some(Duration::from_secs(7)));
+        h.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(retry_after_from(&h, now), Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn backoff_grows_is_jittered_and_capped() {
+        let mut c = OpenAiConfig::new("m", "http://localhost/v1");
+        c.backoff_initial = Duration::from_millis(100);
+        c.backoff_max = Duration::from_millis(1000);
+        c.retry_after_cap = Duration::from_secs(5);
+        let m = OpenAiModel::new(c, 1);
+        let Ok(m) = m else {
+            panic!("model builds");
+        };
+        for attempt in 1..=8u32 {
+            let base =
+                Duration::from_millis(100 * (1u64 << (attempt - 1))).min(Duration::from_secs(1));
+            for seed in 0..20 {
+                let d = m.backoff(attempt, None, seed);
+                assert!(
+                    d >= base / 2 && d <= base,
+                    "attempt {attempt}: {d:?} vs {base:?}"
+                );
+            }
+        }
+        // Jitter differs between seeds, and is reproducible for one seed.
+        assert_ne!(m.backoff(3, None, 1), m.backoff(3, None, 2));
+        assert_eq!(m.backoff(3, None, 1), m.backoff(3, None, 1));
+        assert_eq!(
+            m.backoff(1, Some(Duration::from_secs(2)), 0),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            m.backoff(1, Some(Duration::from_secs(600)), 0),
+            Duration::from_secs(5)
+        );
+    }
+
+    #[test]
+    fn redaction_scrubs_the_key() {
+        let e = redact(
+            ModelError::Failed {
+                message: "bad key sk-secret-123".into(),
+                raw: Some("{\"key\":\"sk-secret-123\"}".into()),
+            },
+            Some("sk-secret-123"),
+        );
+        let s = format!("{e:?}");
+        assert!(
+            !s.contains("sk-secret-123") && s.contains("[redacted]"),
+            "{s}"
+        );
+    }
+}
