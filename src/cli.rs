@@ -47,6 +47,8 @@ pub enum Command {
         /// Print one line per admitted genome.
         #[arg(long, short)]
         verbose: bool,
+        #[command(flatten)]
+        model: ModelArgs,
     },
     /// Export a run's genomes.
     ExportRun {
@@ -115,6 +117,43 @@ pub struct RunArgs {
     /// Print one line per admitted genome (for scripts and logs).
     #[arg(long, short)]
     pub verbose: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// Choosing the model at run time without editing the card. With nothing
+/// given (here, in the card's `llm` or in the user settings file) the
+/// built-in offline model is used.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ModelArgs {
+    /// OpenAI-compatible endpoint base URL (e.g. http://127.0.0.1:8000/v1).
+    #[arg(long, value_name = "URL")]
+    pub api_base: Option<String>,
+    /// Model name sent to the endpoint (replaces the card's model list).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Name of the environment variable that holds the API key (default OPENAI_API_KEY).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+}
+
+/// Resolve the model: CLI flags > user settings > the card's `llm` > offline.
+pub fn resolve_model(
+    card: &Card,
+    args: &ModelArgs,
+) -> Result<(Arc<dyn LanguageModel>, String), String> {
+    let settings = crate::engine::model::load_user_settings()?;
+    let overrides = crate::engine::model::ModelOverrides {
+        api_base: args.api_base.clone(),
+        model: args.model.clone(),
+        api_key_env: args.api_key_env.clone(),
+    };
+    crate::engine::model::build_model(
+        card.llm.as_ref(),
+        &overrides,
+        &settings,
+        crate::engine::model::default_model(),
+    )
 }
 
 /// Load a card, printing every error on failure.
@@ -221,7 +260,7 @@ fn print_summary(s: &RunSummary, run_dir: &Path, offline: bool, model: &str) {
 }
 
 /// `galapagos run`: returns the process exit code.
-pub fn run(args: &RunArgs, model: Arc<dyn LanguageModel>) -> i32 {
+pub fn run(args: &RunArgs) -> i32 {
     let registry = Arc::new(Registry::builtin());
     let mut card = match load_card(&args.card, &registry) {
         Ok(c) => c,
@@ -245,8 +284,14 @@ pub fn run(args: &RunArgs, model: Arc<dyn LanguageModel>) -> i32 {
         .file_name()
         .map_or_else(|| "task".to_owned(), |n| n.to_string_lossy().into_owned());
     let run_dir = new_run_dir(&args.out, &card.name, &task_name);
+    let (model, model_desc) = match resolve_model(&card, &args.model) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: model: {e}");
+            return 2;
+        }
+    };
     let total = card.general.max_iterations;
-    let model_desc = model.describe();
     let offline = model.is_offline();
     let request = RunRequest {
         card,
@@ -368,7 +413,7 @@ pub fn resume(
     iterations: Option<u64>,
     quiet: bool,
     verbose: bool,
-    model: Arc<dyn LanguageModel>,
+    model_args: &ModelArgs,
 ) -> i32 {
     let registry = Arc::new(Registry::builtin());
     let archive = match crate::engine::archive::Archive::open(run_dir) {
@@ -410,8 +455,14 @@ pub fn resume(
             card.general.max_iterations
         );
     }
+    let (model, model_desc) = match resolve_model(&card, model_args) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: model: {e}");
+            return 2;
+        }
+    };
     let total = card.general.max_iterations;
-    let model_desc = model.describe();
     let offline = model.is_offline();
     let request = RunRequest {
         card,

@@ -2,19 +2,19 @@
 
 use clap::Parser as _;
 use galapagos::cli::{Cli, Command};
-use galapagos::engine::model::default_model;
 
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
-        Some(Command::Run(args)) => galapagos::cli::run(&args, default_model()),
+        Some(Command::Run(args)) => galapagos::cli::run(&args),
         Some(Command::Validate { cards }) => galapagos::cli::validate(&cards),
         Some(Command::Resume {
             run_dir,
             iterations,
             quiet,
             verbose,
-        }) => galapagos::cli::resume(&run_dir, iterations, quiet, verbose, default_model()),
+            model,
+        }) => galapagos::cli::resume(&run_dir, iterations, quiet, verbose, &model),
         Some(Command::Export { card, out }) => galapagos::cli::export(&card, &out),
         Some(Command::Import { bundle, out, force }) => {
             galapagos::cli::import(&bundle, &out, force)

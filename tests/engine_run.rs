@@ -117,16 +117,16 @@ fn a_fatal_model_error_stops_the_run_at_once() {
 fn model_failures_never_hang_and_are_counted_invalid() {
     let registry = registry();
     let mut c = with_evaluator(card("best_of_n_attempts.yaml", &registry), "trivial");
-    c.general.max_iterations = 5;
+    c.general.max_iterations = 4;
     c.general.inner_retry_times = 0;
     let model = Arc::new(ScriptedModel::new(vec![Err(
         "HTTP 500 after 3 attempts".into()
     )]));
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());
-    let (genomes, summary) = run_collect(c, &task, model, registry);
+    let (genomes, summary) = run_collect(c.clone(), &task, model, Arc::clone(&registry));
     assert_eq!(summary.status, RunStatus::Completed);
-    assert_eq!(summary.invalid, 5);
+    assert_eq!(summary.invalid, 4);
     assert!(
         genomes[1..]
             .iter()
@@ -310,4 +310,23 @@ fn a_hanging_candidate_is_killed_at_the_timeout_and_the_run_goes_on() {
         "{:?}",
         raised.artifacts
     );
+}
+
+#[test]
+fn a_dead_endpoint_stops_the_run_after_a_few_iterations_not_the_whole_budget() {
+    let registry = registry();
+    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
+    c.general.max_iterations = 1000;
+    let model = Arc::new(ScriptedModel::new(vec![Err(
+        "cannot connect: connection refused".into(),
+    )]));
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    let (_, summary) = run_collect(c, &task, model, registry);
+    assert!(
+        matches!(&summary.status, RunStatus::Failed(m) if m.contains("5 iterations in a row") && m.contains("connection refused")),
+        "{:?}",
+        summary.status
+    );
+    assert_eq!(summary.iterations, 5);
 }

@@ -63,6 +63,7 @@ struct LoopState {
     stop: Option<RunStatus>,
     recorder: Option<Box<dyn RunRecorder>>,
     record_error: Option<String>,
+    model_failures_in_a_row: u32,
 }
 
 /// The unified diff from `old` to `new` (3 lines of context).
@@ -101,7 +102,15 @@ struct Shared {
 struct Outcome {
     genomes: Vec<Genome>,
     fatal: Option<String>,
+    /// Every attempt failed in the model call itself (the endpoint, not the
+    /// reply): the last such error.
+    model_down: Option<String>,
 }
+
+/// Iterations in a row whose every attempt failed in the model call before
+/// the run stops (as `failed`, resumable) instead of burning its budget on an
+/// endpoint that is down.
+pub const MAX_CONSECUTIVE_MODEL_FAILURES: u32 = 5;
 
 /// One iteration: up to `attempts` proposals with the parent held fixed,
 /// stopping at the first valid child. Every attempt becomes a genome.
@@ -109,6 +118,8 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
     let mut rng = seeded(job.seed);
     let mut failed: Vec<FailedAttempt> = Vec::new();
     let mut genomes = Vec::new();
+    let mut model_down: Option<String> = None;
+    let mut other_outcome = false;
     for attempt in 0..job.attempts {
         let t_prompt = Instant::now();
         let ctx = PromptContext {
@@ -165,9 +176,20 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                 return Outcome {
                     genomes,
                     fatal: Some(msg),
+                    model_down: None,
                 };
             }
+            Err(ProposalError::Model(msg)) => {
+                genome.content = job.parent.content.clone();
+                genome.error = Some(msg.clone());
+                failed.push(FailedAttempt {
+                    error: msg.clone(),
+                    response: proposal.response,
+                });
+                model_down = Some(msg);
+            }
             Err(e) => {
+                other_outcome = true;
                 genome.content = job.parent.content.clone();
                 genome.error = Some(e.to_string());
                 failed.push(FailedAttempt {
@@ -176,6 +198,7 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                 });
             }
             Ok(content) => {
+                other_outcome = true;
                 genome.diff = Some(unified_diff(&job.parent.content, &content));
                 let t_eval = Instant::now();
                 let eval = shared
@@ -211,6 +234,7 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
     Outcome {
         genomes,
         fatal: None,
+        model_down: if other_outcome { None } else { model_down },
     }
 }
 
@@ -427,6 +451,7 @@ impl Scaffold {
             stop: None,
             recorder,
             record_error: None,
+            model_failures_in_a_row: 0,
         };
         let mut admitted: Vec<Arc<Genome>> = Vec::new();
 
@@ -614,6 +639,18 @@ impl Scaffold {
                     st.summary.iterations += 1;
                     if let Some(msg) = outcome.fatal {
                         st.stop = Some(RunStatus::Failed(msg));
+                    }
+                    match &outcome.model_down {
+                        Some(msg) => {
+                            st.model_failures_in_a_row += 1;
+                            if st.model_failures_in_a_row >= MAX_CONSECUTIVE_MODEL_FAILURES {
+                                st.stop.get_or_insert(RunStatus::Failed(format!(
+                                    "the model failed {} iterations in a row (last: {msg}); fix the endpoint and resume the run",
+                                    st.model_failures_in_a_row
+                                )));
+                            }
+                        }
+                        None => st.model_failures_in_a_row = 0,
                     }
                     let out = self.admit_iteration(outcome.genomes, &mut st);
                     if self.memory.after_iteration(&out, &*self.population).await {
