@@ -330,3 +330,40 @@ fn a_dead_endpoint_stops_the_run_after_a_few_iterations_not_the_whole_budget() {
     );
     assert_eq!(summary.iterations, 5);
 }
+
+#[test]
+fn budget_caps_stop_the_run_cleanly() {
+    let registry = registry();
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    // every call: 15 tokens, $0.001
+    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
+    c.general.max_iterations = 100;
+    c.general.max_tokens = Some(40);
+    let (_, s) = run_collect(
+        c.clone(),
+        &task,
+        Arc::new(ScriptedModel::new(vec![Ok(GOOD.into())])),
+        Arc::clone(&registry),
+    );
+    assert!(
+        matches!(&s.status, RunStatus::BudgetReached(m) if m.contains("tokens")),
+        "{:?}",
+        s.status
+    );
+    assert_eq!(s.iterations, 3);
+    c.general.max_tokens = None;
+    c.general.max_cost_usd = Some(0.0025);
+    let (_, s) = run_collect(
+        c,
+        &task,
+        Arc::new(ScriptedModel::new(vec![Ok(GOOD.into())])),
+        registry,
+    );
+    assert!(
+        matches!(&s.status, RunStatus::BudgetReached(m) if m.contains('$')),
+        "{:?}",
+        s.status
+    );
+    assert_eq!(s.iterations, 3);
+}
