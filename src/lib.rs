@@ -2,5 +2,6 @@
 //! blocks (Population, SelectionPolicy, PromptBuilder, Proposer, Evaluator,
 //! Memory) around one loop.
 
+pub mod cli;
 pub mod engine;
 pub mod studio;

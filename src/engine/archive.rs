@@ -76,7 +76,12 @@ pub fn timestamp(unix: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", secs / 3600, (secs / 60) % 60, secs % 60)
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
 }
 
 /// A fresh run folder name under `root`: `<card>-<task>-<timestamp>`.
@@ -93,7 +98,10 @@ pub fn new_run_dir(root: &Path, card: &str, task: &str) -> PathBuf {
 
 impl JsonlRecorder {
     pub fn new(dir: &Path) -> Self {
-        Self { dir: dir.to_path_buf(), genomes: None }
+        Self {
+            dir: dir.to_path_buf(),
+            genomes: None,
+        }
     }
 
     pub fn dir(&self) -> &Path {

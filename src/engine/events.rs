@@ -121,21 +121,28 @@ pub struct EventSink {
 }
 
 impl EventSink {
-    pub fn new(tx: tokio::sync::mpsc::Sender<RunEvent>, waker: Option<Arc<dyn Fn() + Send + Sync>>) -> Self {
+    pub fn new(
+        tx: tokio::sync::mpsc::Sender<RunEvent>,
+        waker: Option<Arc<dyn Fn() + Send + Sync>>,
+    ) -> Self {
         Self { tx, waker }
     }
 
     /// Send (waits when the channel is full: backpressure). A dropped
     /// receiver is ignored: the run goes on and is still recorded.
     pub async fn send(&self, event: RunEvent) {
-        if self.tx.send(event).await.is_ok() {
-            if let Some(w) = &self.waker {
-                w();
-            }
+        if self.tx.send(event).await.is_ok()
+            && let Some(w) = &self.waker
+        {
+            w();
         }
     }
 
     pub async fn log(&self, level: LogLevel, message: impl Into<String>) {
-        self.send(RunEvent::Log { level, message: message.into() }).await;
+        self.send(RunEvent::Log {
+            level,
+            message: message.into(),
+        })
+        .await;
     }
 }

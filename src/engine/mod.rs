@@ -3,8 +3,10 @@
 //!
 //! This module never depends on the studio (egui).
 
+pub mod archive;
 pub mod card;
 pub mod evaluator;
+pub mod events;
 pub mod genome;
 pub mod memory;
 pub mod model;
@@ -14,9 +16,7 @@ pub mod prompt;
 pub mod proposer;
 pub mod registry;
 pub mod rng;
+pub mod scaffold;
 pub mod selection;
 pub mod task;
-pub mod archive;
-pub mod events;
-pub mod scaffold;
 pub mod worker;

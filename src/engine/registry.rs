@@ -5,14 +5,16 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::engine::evaluator::Evaluator;
+use crate::engine::evaluator::{Evaluator, SubprocessEvaluator};
 use crate::engine::memory::{Memory, NullMemory};
 use crate::engine::model::LanguageModel;
 use crate::engine::params::{ParamError, ParamMap, ParamSpec};
-use crate::engine::population::Population;
+use crate::engine::population::{BeamPopulation, InMemoryPopulation, Population};
 use crate::engine::prompt::{DefaultPromptBuilder, PromptBuilder};
-use crate::engine::proposer::Proposer;
-use crate::engine::selection::SelectionPolicy;
+use crate::engine::proposer::{DiffProposer, Proposer};
+use crate::engine::selection::{
+    BeamSelectionPolicy, BestOfNAttemptsPolicy, BestOfNPolicy, SelectionPolicy,
+};
 use crate::engine::task::Task;
 
 /// The six slots of a scaffold.
@@ -170,14 +172,42 @@ impl Registry {
     /// The built-in implementations, registered explicitly here and nowhere else.
     pub fn builtin() -> Self {
         Self {
-            populations: vec![],
-            selection_policies: vec![],
+            populations: vec![
+                Entry {
+                    info: InMemoryPopulation::INFO,
+                    build: |p, c| Ok(Box::new(InMemoryPopulation::from_params(p, c)?)),
+                },
+                Entry {
+                    info: BeamPopulation::INFO,
+                    build: |p, c| Ok(Box::new(BeamPopulation::from_params(p, c)?)),
+                },
+            ],
+            selection_policies: vec![
+                Entry {
+                    info: BestOfNPolicy::INFO,
+                    build: |p, c| Ok(Box::new(BestOfNPolicy::from_params(p, c)?)),
+                },
+                Entry {
+                    info: BestOfNAttemptsPolicy::INFO,
+                    build: |p, c| Ok(Box::new(BestOfNAttemptsPolicy::from_params(p, c)?)),
+                },
+                Entry {
+                    info: BeamSelectionPolicy::INFO,
+                    build: |p, c| Ok(Box::new(BeamSelectionPolicy::from_params(p, c)?)),
+                },
+            ],
             prompt_builders: vec![Entry {
                 info: DefaultPromptBuilder::INFO,
                 build: |p, c| Ok(Box::new(DefaultPromptBuilder::from_params(p, c)?)),
             }],
-            proposers: vec![],
-            evaluators: vec![],
+            proposers: vec![Entry {
+                info: DiffProposer::INFO,
+                build: |p, c| Ok(Box::new(DiffProposer::from_params(p, c)?)),
+            }],
+            evaluators: vec![Entry {
+                info: SubprocessEvaluator::INFO,
+                build: |p, c| Ok(Box::new(SubprocessEvaluator::from_params(p, c)?)),
+            }],
             memories: vec![Entry {
                 info: NullMemory::INFO,
                 build: |_, _| Ok(Box::new(NullMemory)),

@@ -18,7 +18,9 @@ use rand::Rng as _;
 use crate::engine::archive::RunRecorder;
 use crate::engine::card::Card;
 use crate::engine::evaluator::{Candidate, Evaluator};
-use crate::engine::events::{EventSink, LogLevel, RunCommand, RunEvent, RunInfo, RunStatus, RunSummary};
+use crate::engine::events::{
+    EventSink, LogLevel, RunCommand, RunEvent, RunInfo, RunStatus, RunSummary,
+};
 use crate::engine::genome::{Genome, GenomeId, GenomeMeta, Timings, TokenUsage};
 use crate::engine::memory::{Knowledge, Memory};
 use crate::engine::model::LanguageModel;
@@ -133,7 +135,11 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
             prompt: Some(prompt),
             response: proposal.response.clone(),
             usage: proposal.usage,
-            timings: Timings { prompt_ms, propose_ms, evaluate_ms: 0.0 },
+            timings: Timings {
+                prompt_ms,
+                propose_ms,
+                evaluate_ms: 0.0,
+            },
             ..Genome::default()
         };
         match proposal.content {
@@ -141,19 +147,28 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                 genome.content = job.parent.content.clone();
                 genome.error = Some(msg.clone());
                 genomes.push(genome);
-                return Outcome { genomes, fatal: Some(msg) };
+                return Outcome {
+                    genomes,
+                    fatal: Some(msg),
+                };
             }
             Err(e) => {
                 genome.content = job.parent.content.clone();
                 genome.error = Some(e.to_string());
-                failed.push(FailedAttempt { error: e.to_string(), response: proposal.response });
+                failed.push(FailedAttempt {
+                    error: e.to_string(),
+                    response: proposal.response,
+                });
             }
             Ok(content) => {
                 genome.diff = Some(unified_diff(&job.parent.content, &content));
                 let t_eval = Instant::now();
                 let eval = shared
                     .evaluator
-                    .evaluate(&Candidate { id: job.iteration, content: content.clone() })
+                    .evaluate(&Candidate {
+                        id: job.iteration,
+                        content: content.clone(),
+                    })
                     .await;
                 genome.timings.evaluate_ms = ms(t_eval);
                 genome.content = content;
@@ -178,7 +193,10 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
             break;
         }
     }
-    Outcome { genomes, fatal: None }
+    Outcome {
+        genomes,
+        fatal: None,
+    }
 }
 
 impl Scaffold {
@@ -189,10 +207,18 @@ impl Scaffold {
         registry: &Registry,
         model: Arc<dyn LanguageModel>,
     ) -> Result<Self, BuildError> {
-        let ctx = BuildContext { task: &task, model: Arc::clone(&model), parallel: card.general.parallel.max(1) as usize };
-        let population = registry.population(&card.population.kind, &card.population.params, &ctx)?;
-        let policy =
-            registry.selection_policy(&card.selection_policy.kind, &card.selection_policy.params, &ctx)?;
+        let ctx = BuildContext {
+            task: &task,
+            model: Arc::clone(&model),
+            parallel: card.general.parallel.max(1) as usize,
+        };
+        let population =
+            registry.population(&card.population.kind, &card.population.params, &ctx)?;
+        let policy = registry.selection_policy(
+            &card.selection_policy.kind,
+            &card.selection_policy.params,
+            &ctx,
+        )?;
         let prompt_builder: Arc<dyn PromptBuilder> = Arc::from(registry.prompt_builder(
             &card.prompt_builder.kind,
             &card.prompt_builder.params,
@@ -260,11 +286,13 @@ impl Scaffold {
             parallel: general.parallel,
             run_dir,
         };
-        if let Some(r) = recorder.as_mut() {
-            if let Err(e) = r.begin(&info, &self.card) {
-                events.log(LogLevel::Error, format!("cannot write the run record: {e}")).await;
-                recorder = None;
-            }
+        if let Some(r) = recorder.as_mut()
+            && let Err(e) = r.begin(&info, &self.card)
+        {
+            events
+                .log(LogLevel::Error, format!("cannot write the run record: {e}"))
+                .await;
+            recorder = None;
         }
         events.send(RunEvent::Started(info)).await;
         if self.model.is_offline() {
@@ -298,7 +326,10 @@ impl Scaffold {
         let t_eval = Instant::now();
         let eval = self
             .evaluator
-            .evaluate(&Candidate { id: 0, content: self.task.initial_program.clone() })
+            .evaluate(&Candidate {
+                id: 0,
+                content: self.task.initial_program.clone(),
+            })
             .await;
         let initial = Genome {
             iteration: 0,
@@ -307,8 +338,14 @@ impl Scaffold {
             artifacts: eval.artifacts,
             error: eval.error,
             content: self.task.initial_program.clone(),
-            metadata: GenomeMeta { patch_type: "initial".to_owned(), ..GenomeMeta::default() },
-            timings: Timings { evaluate_ms: ms(t_eval), ..Timings::default() },
+            metadata: GenomeMeta {
+                patch_type: "initial".to_owned(),
+                ..GenomeMeta::default()
+            },
+            timings: Timings {
+                evaluate_ms: ms(t_eval),
+                ..Timings::default()
+            },
             ..Genome::default()
         };
         let mut stop: Option<RunStatus> = None;
@@ -343,11 +380,19 @@ impl Scaffold {
                 if let Some(u) = &g.usage {
                     summary.usage.add(u);
                 }
-                if let Some(r) = recorder.as_mut() {
-                    if let Err(e) = r.record(&g) {
-                        events.log(LogLevel::Error, format!("cannot record genome {}: {e}; stopping", g.id)).await;
-                        stop.get_or_insert(RunStatus::Failed(format!("cannot record genome {}: {e}", g.id)));
-                    }
+                if let Some(r) = recorder.as_mut()
+                    && let Err(e) = r.record(&g)
+                {
+                    events
+                        .log(
+                            LogLevel::Error,
+                            format!("cannot record genome {}: {e}; stopping", g.id),
+                        )
+                        .await;
+                    stop.get_or_insert(RunStatus::Failed(format!(
+                        "cannot record genome {}: {e}",
+                        g.id
+                    )));
                 }
                 let best = self.population.best();
                 events
@@ -362,15 +407,20 @@ impl Scaffold {
                     .await;
             }
             if stop.is_none() {
-                if let Some(cap) = general.max_tokens {
-                    if summary.usage.total_tokens() >= cap {
-                        stop = Some(RunStatus::BudgetReached(format!("{} tokens used, cap {cap}", summary.usage.total_tokens())));
-                    }
+                if let Some(cap) = general.max_tokens
+                    && summary.usage.total_tokens() >= cap
+                {
+                    stop = Some(RunStatus::BudgetReached(format!(
+                        "{} tokens used, cap {cap}",
+                        summary.usage.total_tokens()
+                    )));
                 }
-                if let (Some(cap), Some(cost)) = (general.max_cost_usd, summary.usage.cost_usd) {
-                    if cost >= cap {
-                        stop = Some(RunStatus::BudgetReached(format!("${cost:.4} spent, cap ${cap:.2}")));
-                    }
+                if let (Some(cap), Some(cost)) = (general.max_cost_usd, summary.usage.cost_usd)
+                    && cost >= cap
+                {
+                    stop = Some(RunStatus::BudgetReached(format!(
+                        "${cost:.4} spent, cap ${cap:.2}"
+                    )));
                 }
             }
 
@@ -378,14 +428,20 @@ impl Scaffold {
                 match commands.try_recv() {
                     Ok(cmd) => self.apply(cmd, &mut paused, &mut stop, &events).await,
                     Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
-                    Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => commands_open = false,
+                    Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
+                        commands_open = false
+                    }
                 }
             }
             if matches!(stop, Some(RunStatus::Stopped)) {
                 break; // abandon in-flight work: dropping it kills evaluator processes
             }
 
-            while !paused && stop.is_none() && in_flight.len() < parallel && dispatched < general.max_iterations {
+            while !paused
+                && stop.is_none()
+                && in_flight.len() < parallel
+                && dispatched < general.max_iterations
+            {
                 let selection = match self.policy.select(&*self.population, &mut self.rng) {
                     Ok(s) => s,
                     Err(e) => {
@@ -397,13 +453,20 @@ impl Scaffold {
                 };
                 let Some(parent) = selection.parent().cloned() else {
                     if in_flight.is_empty() {
-                        stop = Some(RunStatus::Failed("the selection policy returned no parent".to_owned()));
+                        stop = Some(RunStatus::Failed(
+                            "the selection policy returned no parent".to_owned(),
+                        ));
                     }
                     break;
                 };
                 dispatched += 1;
                 let grandparent = parent.parent_id.and_then(|id| self.population.get(id));
-                events.send(RunEvent::IterationStarted { iteration: dispatched, parent_id: parent.id }).await;
+                events
+                    .send(RunEvent::IterationStarted {
+                        iteration: dispatched,
+                        parent_id: parent.id,
+                    })
+                    .await;
                 let job = Job {
                     iteration: dispatched,
                     parent,
@@ -453,16 +516,27 @@ impl Scaffold {
         }
         summary.status = stop.unwrap_or(RunStatus::Completed);
         summary.wall_secs = started.elapsed().as_secs_f64();
-        if let Some(r) = recorder.as_mut() {
-            if let Err(e) = r.finish(&summary) {
-                events.log(LogLevel::Error, format!("cannot finish the run record: {e}")).await;
-            }
+        if let Some(r) = recorder.as_mut()
+            && let Err(e) = r.finish(&summary)
+        {
+            events
+                .log(
+                    LogLevel::Error,
+                    format!("cannot finish the run record: {e}"),
+                )
+                .await;
         }
         events.send(RunEvent::Finished(summary.clone())).await;
         summary
     }
 
-    async fn apply(&mut self, cmd: RunCommand, paused: &mut bool, stop: &mut Option<RunStatus>, events: &EventSink) {
+    async fn apply(
+        &mut self,
+        cmd: RunCommand,
+        paused: &mut bool,
+        stop: &mut Option<RunStatus>,
+        events: &EventSink,
+    ) {
         match cmd {
             RunCommand::Pause if !*paused => {
                 *paused = true;

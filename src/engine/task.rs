@@ -116,11 +116,11 @@ impl Task {
         }
         if description.trim().is_empty() {
             let cfg = dir.join("config.yaml");
-            if cfg.is_file() {
-                if let Ok(text) = read(&cfg) {
-                    description =
-                        crate::engine::card::openevolve_system_message(&text).unwrap_or_default();
-                }
+            if cfg.is_file()
+                && let Ok(text) = read(&cfg)
+            {
+                description =
+                    crate::engine::card::openevolve_system_message(&text).unwrap_or_default();
             }
         }
         let name = dir

@@ -54,7 +54,9 @@ impl RunHandle {
 
     /// True once the worker thread has ended.
     pub fn is_finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(std::thread::JoinHandle::is_finished)
+        self.thread
+            .as_ref()
+            .is_none_or(std::thread::JoinHandle::is_finished)
     }
 }
 
@@ -96,13 +98,22 @@ pub fn spawn_run(request: RunRequest, registry: Arc<Registry>) -> std::io::Resul
             {
                 Ok(rt) => rt,
                 Err(e) => {
-                    sink_blocking(&sink, RunEvent::Finished(failed_summary(format!("cannot start the runtime: {e}"))));
+                    sink_blocking(
+                        &sink,
+                        RunEvent::Finished(failed_summary(format!(
+                            "cannot start the runtime: {e}"
+                        ))),
+                    );
                     return;
                 }
             };
             runtime.block_on(run_request(request, registry, sink, cmd_rx));
         })?;
-    Ok(RunHandle { commands: cmd_tx, events: ev_rx, thread: Some(thread) })
+    Ok(RunHandle {
+        commands: cmd_tx,
+        events: ev_rx,
+        thread: Some(thread),
+    })
 }
 
 fn sink_blocking(sink: &EventSink, event: RunEvent) {
@@ -130,20 +141,29 @@ pub async fn run_request(
     };
     let problems = request.card.validate(&registry);
     if let Some(p) = problems.first() {
-        return fail(format!("card {}: {}: {}", request.card.name, p.field, p.message)).await;
+        return fail(format!(
+            "card {}: {}: {}",
+            request.card.name, p.field, p.message
+        ))
+        .await;
     }
     // Building may resolve interpreters and start processes: keep it off the
     // async workers.
     let card = request.card.clone();
     let model = Arc::clone(&request.model);
     let reg = Arc::clone(&registry);
-    let built = tokio::task::spawn_blocking(move || Scaffold::build(&card, task, &reg, model)).await;
+    let built =
+        tokio::task::spawn_blocking(move || Scaffold::build(&card, task, &reg, model)).await;
     let scaffold = match built {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return fail(format!("card {}: {e}", request.card.name)).await,
         Err(e) => return fail(format!("building the scaffold failed: {e}")).await,
     };
-    let recorder: Option<Box<dyn RunRecorder>> =
-        request.run_dir.as_deref().map(|d| Box::new(JsonlRecorder::new(d)) as Box<dyn RunRecorder>);
-    scaffold.run(sink, commands, recorder, request.run_dir.clone()).await
+    let recorder: Option<Box<dyn RunRecorder>> = request
+        .run_dir
+        .as_deref()
+        .map(|d| Box::new(JsonlRecorder::new(d)) as Box<dyn RunRecorder>);
+    scaffold
+        .run(sink, commands, recorder, request.run_dir.clone())
+        .await
 }

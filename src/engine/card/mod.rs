@@ -356,13 +356,13 @@ impl Card {
                 "must be between 1 and 256",
             ));
         }
-        if let Some(c) = g.max_cost_usd {
-            if !(c.is_finite() && c > 0.0) {
-                out.push(Problem::new(
-                    "general.max_cost_usd",
-                    "must be a positive number",
-                ));
-            }
+        if let Some(c) = g.max_cost_usd
+            && !(c.is_finite() && c > 0.0)
+        {
+            out.push(Problem::new(
+                "general.max_cost_usd",
+                "must be a positive number",
+            ));
         }
         if g.max_tokens == Some(0) {
             out.push(Problem::new("general.max_tokens", "must be at least 1"));
@@ -381,19 +381,19 @@ impl Card {
                         "must be a positive number",
                     ));
                 }
-                if let Some(t) = m.temperature {
-                    if !(0.0..=2.0).contains(&t) {
-                        out.push(Problem::new(
-                            &format!("llm.models[{i}].temperature"),
-                            "must be between 0 and 2",
-                        ));
-                    }
+                if let Some(t) = m.temperature
+                    && !(0.0..=2.0).contains(&t)
+                {
+                    out.push(Problem::new(
+                        &format!("llm.models[{i}].temperature"),
+                        "must be between 0 and 2",
+                    ));
                 }
             }
-            if let Some(t) = llm.temperature {
-                if !(0.0..=2.0).contains(&t) {
-                    out.push(Problem::new("llm.temperature", "must be between 0 and 2"));
-                }
+            if let Some(t) = llm.temperature
+                && !(0.0..=2.0).contains(&t)
+            {
+                out.push(Problem::new("llm.temperature", "must be between 0 and 2"));
             }
         }
         out

@@ -78,16 +78,15 @@ impl MarkedEventReceiver for Collector {
                     expecting_key,
                     key,
                 }) = self.stack.last_mut()
+                    && *expecting_key
                 {
-                    if *expecting_key {
-                        let full = join(path, &value);
-                        self.spans
-                            .entry(full)
-                            .or_insert((mark.line(), mark.col() + 1));
-                        *key = Some(value);
-                        *expecting_key = false;
-                        return;
-                    }
+                    let full = join(path, &value);
+                    self.spans
+                        .entry(full)
+                        .or_insert((mark.line(), mark.col() + 1));
+                    *key = Some(value);
+                    *expecting_key = false;
+                    return;
                 }
                 let _ = self.value_path(mark);
             }

@@ -3,6 +3,10 @@
 
 use std::collections::BTreeMap;
 
+mod subprocess;
+
+pub use subprocess::{SubprocessEvaluator, SubprocessParams};
+
 /// A candidate to score.
 #[derive(Clone, Debug, Default)]
 pub struct Candidate {

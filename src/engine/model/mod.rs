@@ -1,6 +1,10 @@
 //! The language-model interface the proposer talks to, plus the built-in
 //! offline model that is the default when no endpoint is configured.
 
+pub mod offline;
+
+pub use offline::OfflineModel;
+
 use crate::engine::genome::TokenUsage;
 
 /// One request to a model.
@@ -51,4 +55,9 @@ pub trait LanguageModel: Send + Sync {
     fn is_offline(&self) -> bool {
         false
     }
+}
+
+/// The model used when nothing is configured: the built-in offline model.
+pub fn default_model() -> std::sync::Arc<dyn LanguageModel> {
+    std::sync::Arc::new(OfflineModel::new())
 }

@@ -4,9 +4,14 @@
 
 mod store;
 // implementations (one file each) are declared below the trait
+mod beam;
+pub mod diversity;
+mod in_memory;
 
 use std::sync::Arc;
 
+pub use beam::{BeamParams, BeamPopulation, BeamStats, beam_score};
+pub use in_memory::{InMemoryParams, InMemoryPopulation};
 pub use store::GenomeStore;
 
 use crate::engine::genome::{Genome, GenomeId};

@@ -1,6 +1,11 @@
 //! Slot 4 — Proposer: the variation operator. Turns a built prompt into a new
 //! candidate (one model call + edit application for `DiffProposer`).
 
+pub mod diff;
+pub mod patch;
+
+pub use diff::{DiffParams, DiffProposer};
+
 use std::sync::Arc;
 
 use crate::engine::genome::{Genome, Prompt, TokenUsage};

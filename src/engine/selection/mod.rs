@@ -1,7 +1,15 @@
 //! Slot 2 — SelectionPolicy: the active, stateful policy that decides which
 //! parents and inspirations to draw from the population and adapts over time.
 
+mod beam;
+mod best_of_n;
+mod best_of_n_attempts;
+
 use std::sync::Arc;
+
+pub use beam::{BeamSelectionParams, BeamSelectionPolicy, BeamStrategy};
+pub use best_of_n::{BestOfNParams, BestOfNPolicy};
+pub use best_of_n_attempts::{BestOfNAttemptsParams, BestOfNAttemptsPolicy};
 
 use crate::engine::genome::Genome;
 use crate::engine::population::Population;

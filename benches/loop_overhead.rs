@@ -1,0 +1,160 @@
+//! Loop overhead benchmark (not a timed test): runs 10,000 iterations with the
+//! built-in offline model and an in-process trivial evaluator (a bench-only
+//! test double, so no Python cost is measured), and reports iterations/s and
+//! the per-iteration engine overhead (wall time minus time spent in the model
+//! + patching and in the evaluator) around 100, 1,000 and 10,000 genomes.
+//!
+//! `cargo bench --bench loop_overhead` (ITERATIONS=N to change the length).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use galapagos::engine::card::Card;
+use galapagos::engine::evaluator::{Candidate, Evaluation, Evaluator};
+use galapagos::engine::events::RunEvent;
+use galapagos::engine::registry::{ComponentInfo, Entry, Registry};
+use galapagos::engine::worker::{RunRequest, spawn_run};
+
+/// Scores `NAME = <number>` lines against hidden targets: microseconds of work.
+struct TrivialEvaluator;
+
+const TARGETS: [f64; 4] = [2.5, -1.25, 0.75, 0.0];
+
+#[async_trait::async_trait]
+impl Evaluator for TrivialEvaluator {
+    async fn evaluate(&self, candidate: &Candidate) -> Evaluation {
+        let values: Vec<f64> = candidate
+            .content
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .filter_map(|(_, v)| v.trim().parse::<f64>().ok())
+            .collect();
+        let mse: f64 = TARGETS
+            .iter()
+            .zip(values.iter().chain(std::iter::repeat(&0.0)))
+            .map(|(t, v)| (t - v).powi(2))
+            .sum::<f64>()
+            / TARGETS.len() as f64;
+        let mut scores = BTreeMap::new();
+        scores.insert("combined_score".to_owned(), 1.0 / (1.0 + mse));
+        scores.insert("mse".to_owned(), mse);
+        Evaluation {
+            valid: true,
+            scores,
+            artifacts: BTreeMap::new(),
+            error: None,
+        }
+    }
+}
+
+const PROGRAM: &str = "# EVOLVE-BLOCK-START\nA = 1.0\nB = 0.0\nC = 0.0\nSHIFT = 0.0\n# EVOLVE-BLOCK-END\n\ndef run():\n    return [A, B, C, SHIFT]\n";
+
+fn registry() -> Registry {
+    let mut r = Registry::builtin();
+    r.evaluators.push(Entry {
+        info: ComponentInfo {
+            kind: "bench_trivial",
+            type_name: "TrivialEvaluator",
+            summary: "bench only",
+            params: &[],
+        },
+        build: |_, _| Ok(Box::new(TrivialEvaluator)),
+    });
+    r
+}
+
+fn main() {
+    let iterations: u64 = std::env::var("ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let dir = std::env::temp_dir().join(format!("galapagos-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok();
+    std::fs::write(dir.join("initial_program.py"), PROGRAM).ok();
+    std::fs::write(
+        dir.join("evaluator.py"),
+        "def evaluate(p):\n    return {'combined_score': 0.0}\n",
+    )
+    .ok();
+    std::fs::write(dir.join("README.md"), "Fit four constants.").ok();
+    let registry = Arc::new(registry());
+    println!(
+        "loop overhead, {iterations} iterations, offline model + in-process trivial evaluator, parallel 1"
+    );
+    println!(
+        "{:<12} {:>8} {:>10} {:>12} {:>14} {:>14}",
+        "card", "genomes", "iter/s", "wall ms/it", "model+eval ms", "overhead ms/it"
+    );
+    for card_file in ["cards/best_of_n.yaml", "cards/beam_search.yaml"] {
+        let mut card = match Card::load(std::path::Path::new(card_file), &registry) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(2);
+            }
+        };
+        card.evaluator = galapagos::engine::card::SlotSpec::new("bench_trivial");
+        card.general.max_iterations = iterations;
+        card.general.inner_retry_times = 0;
+        let request = RunRequest {
+            card,
+            task_dir: dir.clone(),
+            model: galapagos::engine::model::default_model(),
+            run_dir: None,
+            waker: None,
+        };
+        let Ok(mut handle) = spawn_run(request, Arc::clone(&registry)) else {
+            eprintln!("cannot start");
+            std::process::exit(1);
+        };
+        // (admission instant, model ms + eval ms) per genome, in admission order
+        let mut marks: Vec<(Instant, f64)> = Vec::with_capacity(iterations as usize + 1);
+        let started = Instant::now();
+        while let Some(ev) = handle.events.blocking_recv() {
+            match ev {
+                RunEvent::GenomeAdmitted { genome, .. } => {
+                    marks.push((
+                        Instant::now(),
+                        genome.timings.propose_ms
+                            + genome.timings.evaluate_ms
+                            + genome.timings.prompt_ms,
+                    ));
+                }
+                RunEvent::Finished(s) => {
+                    if let galapagos::engine::events::RunStatus::Failed(m) = &s.status {
+                        eprintln!("run failed: {m}");
+                    }
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let total = started.elapsed().as_secs_f64();
+        handle.join();
+        let name = std::path::Path::new(card_file)
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        for at in [100usize, 1_000, 10_000] {
+            if marks.len() < at + 1 || at < 50 {
+                continue;
+            }
+            let (lo, hi) = (at.saturating_sub(50).max(1), at.min(marks.len() - 1));
+            let n = (hi - lo) as f64;
+            let wall_ms = (marks[hi].0 - marks[lo].0).as_secs_f64() * 1000.0 / n;
+            let work_ms: f64 = marks[lo + 1..=hi].iter().map(|m| m.1).sum::<f64>() / n;
+            println!(
+                "{name:<12} {at:>8} {:>10.0} {wall_ms:>12.4} {work_ms:>14.4} {:>14.4}",
+                1000.0 / wall_ms,
+                (wall_ms - work_ms).max(0.0)
+            );
+        }
+        println!(
+            "{name:<12} total {:.2} s for {} genomes ({:.0} iter/s overall)",
+            total,
+            marks.len(),
+            marks.len() as f64 / total
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

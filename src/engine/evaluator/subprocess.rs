@@ -1,0 +1,776 @@
+//! `SubprocessEvaluator`: runs the task's `evaluator.py` (OpenEvolve format)
+//! in warm Python worker processes, one forked child per candidate, so a
+//! runaway, crashing or misbehaving candidate can always be killed without
+//! paying an interpreter start-up per candidate.
+//!
+//! How it works:
+//! - At first use a private temp dir receives the worker script
+//!   (`assets/python/galapagos_worker.py`, embedded) and a small `openevolve`
+//!   package (`EvaluationResult` shim) that is put on `PYTHONPATH`, so
+//!   evaluators written for OpenEvolve run unchanged. The interpreter (param
+//!   `python`, default `python3`) is resolved once to its real path through
+//!   `sys.executable`, which skips version-manager shims on every start.
+//! - A pool of workers grows lazily up to `BuildContext.parallel`. Each worker
+//!   imports `evaluator.py` once (cwd = task dir, task dir on `sys.path`) and
+//!   serves JSON-line requests. Per candidate it writes the program to a file
+//!   with the task's suffix and forks a child in its own process group whose
+//!   stdout/stderr go to capture files; on timeout the whole group is
+//!   SIGKILLed. The worker's own stdout is reserved for the protocol.
+//! - A Rust-side backstop (timeout + 5 s) covers a worker that stops
+//!   answering: its process group and the candidate's are killed, the
+//!   candidate is invalid, and a fresh worker is started next time. Dropping
+//!   the evaluator kills every worker and any candidate still running.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::{OnceCell, Semaphore};
+
+use super::{Candidate, Evaluation, Evaluator};
+use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
+use crate::engine::registry::{BuildContext, ComponentInfo};
+use crate::engine::task::Task;
+
+/// The worker script, written into the private dir at first use.
+const WORKER_SCRIPT: &str = include_str!("../../../assets/python/galapagos_worker.py");
+/// `openevolve/__init__.py` of the compatibility shim.
+const SHIM_INIT: &str = include_str!("../../../assets/python/openevolve/__init__.py");
+/// `openevolve/evaluation_result.py` of the compatibility shim.
+const SHIM_RESULT: &str = include_str!("../../../assets/python/openevolve/evaluation_result.py");
+
+/// Extra time the Rust side waits beyond the candidate timeout before it
+/// declares the worker itself hung.
+const BACKSTOP_GRACE_SECS: f64 = 5.0;
+/// Time allowed for a worker to start and import `evaluator.py`, on top of
+/// the candidate timeout.
+const STARTUP_GRACE_SECS: f64 = 60.0;
+/// Time allowed to resolve the interpreter path.
+const RESOLVE_SECS: u64 = 30;
+
+/// Parameters of [`SubprocessEvaluator`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SubprocessParams {
+    /// Wall-clock limit per candidate, in seconds (the whole cascade).
+    pub timeout_secs: f64,
+    /// Use `evaluate_stage1/2/3` when evaluator.py defines `evaluate_stage1`.
+    pub cascade: bool,
+    /// Score a stage must reach to go on to the next one.
+    pub cascade_thresholds: Vec<f64>,
+    /// The Python interpreter (name on PATH or a path).
+    pub python: String,
+}
+
+impl Default for SubprocessParams {
+    fn default() -> Self {
+        Self {
+            timeout_secs: 60.0,
+            cascade: true,
+            cascade_thresholds: vec![0.5, 0.75, 0.9],
+            python: "python3".to_owned(),
+        }
+    }
+}
+
+/// Scores candidates with the task's `evaluator.py` in warm, killable Python
+/// workers.
+///
+/// Result normalisation (done in the worker): numeric and bool values become
+/// scores (bool → 0/1); strings become artifacts; lists and dicts become
+/// JSON-string artifacts; an `artifacts` dict key (or an `.artifacts`
+/// attribute of an `EvaluationResult`) is merged into the artifacts; `None`
+/// values are dropped. Captured stdout/stderr (truncated to ~20 KB each) are
+/// the artifacts `stdout` / `stderr`; an exception adds `traceback`.
+///
+/// A candidate is **invalid** when: the evaluator raised (error
+/// "evaluator raised <Type>: <msg>"); the evaluation timed out (error starts
+/// with "timeout"); the child crashed or exited early (signal or exit status);
+/// any metric is NaN or infinite ("non-finite score <key>"); an `error` value
+/// is a non-empty string; a `validity` (or `valid`) score is present and
+/// <= 0; a `timeout` value is true; evaluator.py cannot be imported; or the
+/// worker stopped answering. Everything else is valid, even with a low score.
+///
+/// Cascade: when `cascade` is on and evaluator.py defines `evaluate_stage1`,
+/// stage 1 runs first; if its `combined_score` (else the mean of its scores)
+/// is below `cascade_thresholds[0]`, stage 1's result is returned as a valid
+/// (weak) candidate with artifact `failure_stage: stage1`. Otherwise
+/// `evaluate_stage2` (if defined) runs and its results override stage 1's;
+/// stage 3 follows likewise, gated by `cascade_thresholds[1]`. Without stage
+/// functions `evaluate` is used.
+pub struct SubprocessEvaluator {
+    // Field order matters: idle workers are dropped (killed) before the
+    // private dir they run in is removed.
+    idle: Mutex<Vec<Worker>>,
+    permits: Semaphore,
+    import_failure: Mutex<Option<Evaluation>>,
+    next_worker: AtomicU64,
+    config: Config,
+    setup: OnceCell<Result<Setup, String>>,
+}
+
+#[derive(Clone, Debug)]
+struct Config {
+    evaluator_path: PathBuf,
+    task_dir: PathBuf,
+    suffix: String,
+    params: SubprocessParams,
+}
+
+/// The private dir and the resolved interpreter.
+struct Setup {
+    dir: tempfile::TempDir,
+    python: PathBuf,
+    script: PathBuf,
+}
+
+impl SubprocessEvaluator {
+    /// Component description for the registry.
+    pub const INFO: ComponentInfo = ComponentInfo {
+        kind: "subprocess",
+        type_name: "SubprocessEvaluator",
+        summary: "Runs the task's evaluator.py in warm, killable Python workers (fork per candidate)",
+        params: &[
+            ParamSpec {
+                key: "timeout_secs",
+                doc: "Wall-clock limit per candidate in seconds; the candidate's process group is killed when it is exceeded",
+                ty: ParamType::Float {
+                    min: 0.1,
+                    max: 86400.0,
+                },
+                default: DefaultValue::Float(60.0),
+            },
+            ParamSpec {
+                key: "cascade",
+                doc: "Staged evaluation: run evaluate_stage1/2/3 when evaluator.py defines evaluate_stage1",
+                ty: ParamType::Bool,
+                default: DefaultValue::Bool(true),
+            },
+            ParamSpec {
+                key: "cascade_thresholds",
+                doc: "Score (combined_score, else mean of scores) a stage must reach to run the next stage",
+                ty: ParamType::FloatList {
+                    min: -1e12,
+                    max: 1e12,
+                },
+                default: DefaultValue::FloatList(&[0.5, 0.75, 0.9]),
+            },
+            ParamSpec {
+                key: "python",
+                doc: "Python interpreter used to run evaluator.py (a name on PATH or a path)",
+                ty: ParamType::Text,
+                default: DefaultValue::Str("python3"),
+            },
+        ],
+    };
+
+    /// Build from card parameters; uses the task's evaluator path, folder and
+    /// program suffix, and sizes the pool by `ctx.parallel`.
+    pub fn from_params(params: &ParamMap, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        let p: SubprocessParams = params.decode()?;
+        if !(p.timeout_secs.is_finite() && (0.1..=86400.0).contains(&p.timeout_secs)) {
+            return Err(ParamError {
+                key: "timeout_secs".to_owned(),
+                reason: format!("must be between 0.1 and 86400, got {}", p.timeout_secs),
+            });
+        }
+        if p.cascade_thresholds.iter().any(|t| !t.is_finite()) {
+            return Err(ParamError {
+                key: "cascade_thresholds".to_owned(),
+                reason: "every threshold must be a finite number".to_owned(),
+            });
+        }
+        if p.python.trim().is_empty() {
+            return Err(ParamError {
+                key: "python".to_owned(),
+                reason: "must name an interpreter".to_owned(),
+            });
+        }
+        Ok(Self::new(ctx.task, p, ctx.parallel))
+    }
+
+    /// Build for a task with explicit parameters and at most `pool_size`
+    /// concurrent workers (at least one). Nothing is started until the first
+    /// evaluation. Out-of-range timeouts are clamped to 0.1..=86400 s.
+    pub fn new(task: &Task, mut params: SubprocessParams, pool_size: usize) -> Self {
+        params.timeout_secs = if params.timeout_secs.is_finite() {
+            params.timeout_secs.clamp(0.1, 86400.0)
+        } else {
+            60.0
+        };
+        params.cascade_thresholds.retain(|t| t.is_finite());
+        Self {
+            idle: Mutex::new(Vec::new()),
+            permits: Semaphore::new(pool_size.max(1)),
+            import_failure: Mutex::new(None),
+            next_worker: AtomicU64::new(0),
+            config: Config {
+                evaluator_path: task.evaluator_path.clone(),
+                task_dir: task.dir.clone(),
+                suffix: task.suffix.clone(),
+                params,
+            },
+            setup: OnceCell::new(),
+        }
+    }
+
+    /// The parameters in effect.
+    pub fn params(&self) -> &SubprocessParams {
+        &self.config.params
+    }
+
+    /// Number of warm workers currently idle in the pool.
+    pub fn idle_workers(&self) -> usize {
+        lock(&self.idle).len()
+    }
+
+    /// Process ids of the idle workers (for diagnostics and tests).
+    pub fn worker_pids(&self) -> Vec<u32> {
+        lock(&self.idle).iter().filter_map(|w| w.pid).collect()
+    }
+
+    async fn setup(&self) -> Result<&Setup, String> {
+        self.setup
+            .get_or_init(|| prepare(&self.config))
+            .await
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn cached_import_failure(&self) -> Option<Evaluation> {
+        lock(&self.import_failure).clone()
+    }
+
+    async fn spawn_worker(&self, setup: &Setup) -> Result<Worker, SpawnError> {
+        let n = self.next_worker.fetch_add(1, Ordering::Relaxed);
+        let scratch = setup.dir.path().join(format!("w{n}"));
+        let worker_config = serde_json::json!({
+            "evaluator": self.config.evaluator_path,
+            "task_dir": self.config.task_dir,
+            "suffix": self.config.suffix,
+            "scratch": scratch,
+        });
+        let mut python_path = std::env::var_os("PYTHONPATH")
+            .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .unwrap_or_default();
+        python_path.push(setup.dir.path().to_path_buf());
+        let python_path = std::env::join_paths(python_path)
+            .map_err(|e| SpawnError::Other(format!("cannot build PYTHONPATH: {e}")))?;
+        let mut cmd = Command::new(&setup.python);
+        cmd.arg(&setup.script)
+            .arg(worker_config.to_string())
+            .current_dir(&self.config.task_dir)
+            .env("PYTHONPATH", python_path)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .process_group(0);
+        let mut child = cmd.spawn().map_err(|e| {
+            SpawnError::Other(format!(
+                "cannot start the evaluation worker with {}: {e}",
+                setup.python.display()
+            ))
+        })?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(SpawnError::Other(
+                "evaluation worker has no stdin/stdout pipe".to_owned(),
+            ));
+        };
+        let mut worker = Worker {
+            pid: child.id(),
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+            in_flight: None,
+        };
+        let limit = Duration::from_secs_f64(STARTUP_GRACE_SECS + self.config.params.timeout_secs);
+        let hello = match tokio::time::timeout(limit, worker.read_line()).await {
+            Err(_) => {
+                return Err(SpawnError::Other(format!(
+                    "evaluation worker did not finish importing {} within {:.0} s",
+                    self.config.evaluator_path.display(),
+                    limit.as_secs_f64()
+                )));
+            }
+            Ok(Err(e)) => {
+                let status = worker.exit_status().await;
+                return Err(SpawnError::Other(format!(
+                    "evaluation worker for {} exited during start-up ({e}{status})",
+                    self.config.evaluator_path.display()
+                )));
+            }
+            Ok(Ok(line)) => line,
+        };
+        let hello: Hello = serde_json::from_str(&hello).map_err(|e| {
+            SpawnError::Other(format!("evaluation worker sent a malformed greeting: {e}"))
+        })?;
+        if hello.ready {
+            Ok(worker)
+        } else {
+            let mut artifacts = BTreeMap::new();
+            if !hello.traceback.is_empty() {
+                artifacts.insert("traceback".to_owned(), hello.traceback);
+            }
+            Err(SpawnError::Import(Evaluation {
+                valid: false,
+                scores: BTreeMap::new(),
+                artifacts,
+                error: Some(format!(
+                    "cannot import the task evaluator {}: {}",
+                    self.config.evaluator_path.display(),
+                    hello.error
+                )),
+            }))
+        }
+    }
+
+    /// One attempt on one worker. `Retry` means the worker failed before the
+    /// candidate started, so a fresh worker may be tried.
+    async fn attempt(&self, setup: &Setup, candidate: &Candidate) -> Attempt {
+        let idle = lock(&self.idle).pop();
+        let mut worker = match idle {
+            Some(w) => w,
+            None => match self.spawn_worker(setup).await {
+                Ok(w) => w,
+                Err(SpawnError::Import(failure)) => {
+                    *lock(&self.import_failure) = Some(failure.clone());
+                    return Attempt::Done(failure);
+                }
+                Err(SpawnError::Other(reason)) => return Attempt::Done(invalid(reason)),
+            },
+        };
+        let request = Request {
+            id: candidate.id,
+            program: &candidate.content,
+            timeout: self.config.params.timeout_secs,
+            cascade: self.config.params.cascade,
+            thresholds: &self.config.params.cascade_thresholds,
+        };
+        let backstop =
+            Duration::from_secs_f64(self.config.params.timeout_secs + BACKSTOP_GRACE_SECS);
+        match worker.run(&request, backstop).await {
+            Ok(reply) => {
+                lock(&self.idle).push(worker);
+                Attempt::Done(reply.into_evaluation())
+            }
+            Err(RunError::BeforeStart(reason)) => {
+                drop(worker);
+                Attempt::Retry(reason)
+            }
+            Err(RunError::Failed(reason)) => {
+                drop(worker);
+                Attempt::Done(invalid(reason))
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Evaluator for SubprocessEvaluator {
+    async fn evaluate(&self, candidate: &Candidate) -> Evaluation {
+        let setup = match self.setup().await {
+            Ok(s) => s,
+            Err(reason) => return invalid(reason),
+        };
+        if let Some(failure) = self.cached_import_failure() {
+            return failure;
+        }
+        let Ok(_permit) = self.permits.acquire().await else {
+            return invalid("the evaluator is shutting down".to_owned());
+        };
+        match self.attempt(setup, candidate).await {
+            Attempt::Done(e) => e,
+            Attempt::Retry(first) => match self.attempt(setup, candidate).await {
+                Attempt::Done(e) => e,
+                Attempt::Retry(second) => invalid(format!(
+                    "evaluation worker failed twice before running the candidate: {first}; {second}"
+                )),
+            },
+        }
+    }
+
+    fn timeout_secs(&self) -> Option<f64> {
+        Some(self.config.params.timeout_secs)
+    }
+}
+
+impl std::fmt::Debug for SubprocessEvaluator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubprocessEvaluator")
+            .field("config", &self.config)
+            .field("idle_workers", &self.idle_workers())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn invalid(reason: String) -> Evaluation {
+    Evaluation {
+        valid: false,
+        scores: BTreeMap::new(),
+        artifacts: BTreeMap::new(),
+        error: Some(reason),
+    }
+}
+
+enum Attempt {
+    Done(Evaluation),
+    Retry(String),
+}
+
+enum SpawnError {
+    /// evaluator.py failed to import: every evaluation gets this result.
+    Import(Evaluation),
+    Other(String),
+}
+
+enum RunError {
+    /// The worker failed before the candidate's child was started.
+    BeforeStart(String),
+    /// The worker failed while the candidate ran (or hung).
+    Failed(String),
+}
+
+/// Create the private dir, write the worker and shim, resolve the interpreter.
+async fn prepare(config: &Config) -> Result<Setup, String> {
+    let dir = tempfile::Builder::new()
+        .prefix("galapagos-eval-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a private temp dir for the evaluator: {e}"))?;
+    let script = dir.path().join("galapagos_worker.py");
+    let shim = dir.path().join("openevolve");
+    let write = |path: &Path, text: &str| {
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    std::fs::create_dir_all(&shim).map_err(|e| format!("cannot create {}: {e}", shim.display()))?;
+    write(&script, WORKER_SCRIPT)?;
+    write(&shim.join("__init__.py"), SHIM_INIT)?;
+    write(&shim.join("evaluation_result.py"), SHIM_RESULT)?;
+    let python = resolve_python(&config.params.python, &config.task_dir).await?;
+    Ok(Setup {
+        dir,
+        python,
+        script,
+    })
+}
+
+/// The real path of the interpreter (`sys.executable`), resolved once.
+async fn resolve_python(python: &str, cwd: &Path) -> Result<PathBuf, String> {
+    let mut cmd = Command::new(python);
+    cmd.args(["-c", "import sys; sys.stdout.write(sys.executable or '')"])
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let run = tokio::time::timeout(Duration::from_secs(RESOLVE_SECS), cmd.output()).await;
+    match run {
+        Err(_) => Err(format!(
+            "the Python interpreter `{python}` did not start within {RESOLVE_SECS} s"
+        )),
+        Ok(Err(e)) => Err(format!(
+            "cannot run the Python interpreter `{python}`: {e} (set the evaluator's `python` parameter)"
+        )),
+        Ok(Ok(out)) if !out.status.success() => Err(format!(
+            "the Python interpreter `{python}` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Ok(Ok(out)) => {
+            let exe = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            Ok(if exe.is_empty() {
+                PathBuf::from(python)
+            } else {
+                PathBuf::from(exe)
+            })
+        }
+    }
+}
+
+/// One warm worker process.
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    /// The worker's pid, which is also its process group id.
+    pid: Option<u32>,
+    /// Process group of the candidate currently running, if any.
+    in_flight: Option<i64>,
+}
+
+impl Worker {
+    async fn read_line(&mut self) -> Result<String, String> {
+        let mut line = String::new();
+        match self.stdout.read_line(&mut line).await {
+            Ok(0) => Err("end of output".to_owned()),
+            Ok(_) => Ok(line),
+            Err(e) => Err(format!("read error: {e}")),
+        }
+    }
+
+    /// Describe how the worker ended, waiting briefly for it.
+    async fn exit_status(&mut self) -> String {
+        match tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await {
+            Ok(Ok(status)) => format!("; {status}"),
+            _ => String::new(),
+        }
+    }
+
+    async fn run(&mut self, request: &Request<'_>, backstop: Duration) -> Result<Reply, RunError> {
+        let mut line = serde_json::to_string(request)
+            .map_err(|e| RunError::Failed(format!("cannot encode the request: {e}")))?;
+        line.push('\n');
+        let exchange = async {
+            if let Err(e) = self.stdin.write_all(line.as_bytes()).await {
+                return Err(RunError::BeforeStart(format!(
+                    "cannot send to the evaluation worker: {e}"
+                )));
+            }
+            if let Err(e) = self.stdin.flush().await {
+                return Err(RunError::BeforeStart(format!(
+                    "cannot send to the evaluation worker: {e}"
+                )));
+            }
+            loop {
+                let text = match self.read_line().await {
+                    Ok(t) => t,
+                    Err(e) => {
+                        let status = self.exit_status().await;
+                        let reason = format!("evaluation worker died ({e}{status})");
+                        return Err(if self.in_flight.is_some() {
+                            RunError::Failed(format!(
+                                "{reason}; the candidate may have killed or crashed it"
+                            ))
+                        } else {
+                            RunError::BeforeStart(reason)
+                        });
+                    }
+                };
+                let reply: Reply = serde_json::from_str(&text).map_err(|e| {
+                    RunError::Failed(format!("evaluation worker sent a malformed reply: {e}"))
+                })?;
+                if reply.id != request.id {
+                    continue;
+                }
+                if let Some(pgid) = reply.started {
+                    self.in_flight = Some(pgid);
+                    continue;
+                }
+                self.in_flight = None;
+                return Ok(reply);
+            }
+        };
+        match tokio::time::timeout(backstop, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(RunError::Failed(format!(
+                "evaluation worker did not answer within {:.1} s (hung or stuck outside Python); \
+                 it was killed and will be restarted",
+                backstop.as_secs_f64()
+            ))),
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let mut groups = Vec::new();
+        if let Some(pgid) = self.in_flight.take() {
+            groups.push(pgid);
+        }
+        // Only signal the worker's group while the worker is unreaped, so the
+        // id cannot have been reused.
+        if let (Some(pid), Ok(None)) = (self.pid, self.child.try_wait()) {
+            groups.push(i64::from(pid));
+        }
+        kill_groups(&groups);
+        let _ = self.child.start_kill();
+    }
+}
+
+/// SIGKILL whole process groups (safe Rust has no `killpg`, so use kill(1)).
+fn kill_groups(groups: &[i64]) {
+    let targets: Vec<String> = groups
+        .iter()
+        .filter(|g| **g > 1)
+        .map(|g| format!("-{g}"))
+        .collect();
+    if targets.is_empty() {
+        return;
+    }
+    let _ = std::process::Command::new("kill")
+        .arg("-KILL")
+        .arg("--")
+        .args(&targets)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+#[derive(Serialize)]
+struct Request<'a> {
+    id: u64,
+    program: &'a str,
+    timeout: f64,
+    cascade: bool,
+    thresholds: &'a [f64],
+}
+
+#[derive(Deserialize)]
+struct Hello {
+    ready: bool,
+    #[serde(default)]
+    error: String,
+    #[serde(default)]
+    traceback: String,
+}
+
+/// A worker message about one request: either `started` or the result.
+#[derive(Debug, Default, Deserialize)]
+struct Reply {
+    #[serde(default)]
+    id: u64,
+    #[serde(default)]
+    started: Option<i64>,
+    #[serde(default)]
+    scores: BTreeMap<String, f64>,
+    #[serde(default)]
+    nonfinite: Vec<String>,
+    #[serde(default)]
+    artifacts: BTreeMap<String, String>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    timeout: bool,
+}
+
+impl Reply {
+    /// Apply the validity rule documented on [`SubprocessEvaluator`].
+    fn into_evaluation(self) -> Evaluation {
+        let Self {
+            mut scores,
+            nonfinite,
+            artifacts,
+            error,
+            timeout,
+            ..
+        } = self;
+        let mut nonfinite = nonfinite;
+        nonfinite.extend(
+            scores
+                .iter()
+                .filter(|(_, v)| !v.is_finite())
+                .map(|(k, _)| k.clone()),
+        );
+        scores.retain(|_, v| v.is_finite());
+        let reason = error
+            .filter(|e| !e.trim().is_empty())
+            .or_else(|| timeout.then(|| "timeout".to_owned()))
+            .or_else(|| nonfinite.first().map(|k| format!("non-finite score {k}")))
+            .or_else(|| {
+                artifacts
+                    .get("error")
+                    .filter(|e| !e.trim().is_empty())
+                    .map(|e| format!("evaluator reported an error: {}", first_line(e)))
+            })
+            .or_else(|| {
+                ["validity", "valid"].iter().find_map(|key| {
+                    scores
+                        .get(*key)
+                        .filter(|v| **v <= 0.0)
+                        .map(|v| format!("evaluator marked the candidate invalid ({key} = {v})"))
+                })
+            })
+            .or_else(|| {
+                scores
+                    .get("timeout")
+                    .filter(|v| **v > 0.0)
+                    .map(|_| "evaluator reported a timeout".to_owned())
+            });
+        Evaluation {
+            valid: reason.is_none(),
+            scores,
+            artifacts,
+            error: reason,
+        }
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.trim().lines().next().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(scores: &[(&str, f64)]) -> Reply {
+        Reply {
+            scores: scores.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+            ..Reply::default()
+        }
+    }
+
+    #[test]
+    fn specs_match_params() {
+        crate::engine::params::assert_specs_match::<SubprocessParams>(
+            SubprocessEvaluator::INFO.params,
+        );
+        let decoded: SubprocessParams = ParamMap::default().decode().expect("defaults decode");
+        assert_eq!(decoded, SubprocessParams::default());
+    }
+
+    #[test]
+    fn validity_rule() {
+        let ok = reply(&[("combined_score", 0.4)]).into_evaluation();
+        assert!(ok.valid, "{ok:?}");
+        assert_eq!(ok.scores["combined_score"], 0.4);
+
+        let v = reply(&[("combined_score", 0.4), ("validity", 0.0)]).into_evaluation();
+        assert!(!v.valid);
+        assert!(v.error.unwrap_or_default().contains("validity = 0"));
+
+        let v = reply(&[("valid", 1.0)]).into_evaluation();
+        assert!(v.valid);
+
+        let v = reply(&[("timeout", 1.0)]).into_evaluation();
+        assert!(!v.valid);
+
+        let mut r = reply(&[("combined_score", 1.0)]);
+        r.nonfinite = vec!["sum".to_owned()];
+        let v = r.into_evaluation();
+        assert_eq!(v.error.as_deref(), Some("non-finite score sum"));
+
+        let mut r = reply(&[("combined_score", 1.0)]);
+        r.artifacts
+            .insert("error".to_owned(), "overlap\nmore".to_owned());
+        let v = r.into_evaluation();
+        assert!(!v.valid);
+        assert_eq!(
+            v.error.as_deref(),
+            Some("evaluator reported an error: overlap")
+        );
+
+        let mut r = reply(&[("combined_score", 1.0)]);
+        r.artifacts.insert("error".to_owned(), "  ".to_owned());
+        assert!(r.into_evaluation().valid);
+
+        let mut r = reply(&[]);
+        r.timeout = true;
+        r.error = Some("timeout: evaluation exceeded 1 s and was killed".to_owned());
+        let v = r.into_evaluation();
+        assert!(!v.valid);
+        assert!(v.error.unwrap_or_default().starts_with("timeout"));
+    }
+}

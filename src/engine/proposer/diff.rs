@@ -1,0 +1,416 @@
+//! `DiffProposer`: one model call whose reply is applied to the parent as
+//! SEARCH/REPLACE blocks (strict, EVOLVE-BLOCK enforced), with a
+//! full-rewrite fallback and no-op detection.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::patch::{PatchKind, PatchOptions, apply_reply};
+use super::{Proposal, ProposalError, ProposalRequest, Proposer};
+use crate::engine::model::{LanguageModel, ModelError, ModelRequest};
+use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
+use crate::engine::registry::{BuildContext, ComponentInfo};
+
+/// Parameters of [`DiffProposer`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DiffParams {
+    /// A child longer than this many characters is rejected.
+    pub max_code_length: usize,
+    /// Take a fenced code block as the whole program when the reply has no
+    /// SEARCH/REPLACE blocks.
+    pub allow_full_rewrite: bool,
+}
+
+impl Default for DiffParams {
+    fn default() -> Self {
+        Self {
+            max_code_length: 60_000,
+            allow_full_rewrite: true,
+        }
+    }
+}
+
+/// The SEARCH/REPLACE diff proposer (card kind `diff`).
+pub struct DiffProposer {
+    model: Arc<dyn LanguageModel>,
+    params: DiffParams,
+    /// The task's language tag, preferred when picking a full rewrite.
+    language: String,
+}
+
+impl std::fmt::Debug for DiffProposer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiffProposer")
+            .field("model", &self.model.describe())
+            .field("params", &self.params)
+            .field("language", &self.language)
+            .finish()
+    }
+}
+
+impl DiffProposer {
+    /// Component description and parameter schema.
+    pub const INFO: ComponentInfo = ComponentInfo {
+        kind: "diff",
+        type_name: "DiffProposer",
+        summary: "One model call → SEARCH/REPLACE diff (full-rewrite fallback), no-op detection",
+        params: &[
+            ParamSpec {
+                key: "max_code_length",
+                doc: "Reject a child program longer than this many characters",
+                ty: ParamType::Int {
+                    min: 100,
+                    max: 100_000_000,
+                },
+                default: DefaultValue::Int(60_000),
+            },
+            ParamSpec {
+                key: "allow_full_rewrite",
+                doc: "Accept a whole program in a code block when the reply has no SEARCH/REPLACE blocks",
+                ty: ParamType::Bool,
+                default: DefaultValue::Bool(true),
+            },
+        ],
+    };
+
+    /// A proposer over `model` for programs in `language` (fence tag).
+    pub fn new(model: Arc<dyn LanguageModel>, params: DiffParams, language: &str) -> Self {
+        Self {
+            model,
+            params,
+            language: language.to_owned(),
+        }
+    }
+
+    /// Build from card parameters, using the context's model and task language.
+    pub fn from_params(params: &ParamMap, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(
+            Arc::clone(&ctx.model),
+            params.decode()?,
+            &ctx.task.language,
+        ))
+    }
+
+    /// The decoded parameters.
+    pub fn params(&self) -> &DiffParams {
+        &self.params
+    }
+}
+
+#[async_trait::async_trait]
+impl Proposer for DiffProposer {
+    async fn propose(&self, request: ProposalRequest) -> Proposal {
+        let model_request = ModelRequest {
+            system: request.prompt.system.clone(),
+            user: request.prompt.user.clone(),
+            seed: request.seed,
+        };
+        let reply = match self.model.complete(&model_request).await {
+            Ok(reply) => reply,
+            Err(ModelError::Failed { message, raw }) => {
+                return Proposal {
+                    content: Err(ProposalError::Model(message)),
+                    response: raw,
+                    model: None,
+                    usage: None,
+                    patch_type: PatchKind::Diff.as_str().to_owned(),
+                };
+            }
+            Err(ModelError::Fatal { message }) => {
+                return Proposal {
+                    content: Err(ProposalError::Fatal(message)),
+                    response: None,
+                    model: None,
+                    usage: None,
+                    patch_type: PatchKind::Diff.as_str().to_owned(),
+                };
+            }
+        };
+        let options = PatchOptions {
+            language: &self.language,
+            allow_full_rewrite: self.params.allow_full_rewrite,
+        };
+        let (content, patch_type) = match apply_reply(
+            &request.parent.content,
+            &reply.text,
+            &options,
+        ) {
+            Ok(result) => {
+                let len = result.content.chars().count();
+                let content = if len > self.params.max_code_length {
+                    Err(ProposalError::Parse(format!(
+                        "program grew past max_code_length: the child has {len} characters, the \
+                             limit is {}; make the program shorter instead of adding code",
+                        self.params.max_code_length
+                    )))
+                } else {
+                    Ok(result.content)
+                };
+                (content, result.kind)
+            }
+            Err(e) if e.is_noop() => (Err(ProposalError::NoOp(e.to_string())), PatchKind::Diff),
+            Err(e) => (Err(ProposalError::Parse(e.to_string())), PatchKind::Diff),
+        };
+        Proposal {
+            content,
+            response: Some(reply.text),
+            model: Some(reply.model),
+            usage: reply.usage,
+            patch_type: patch_type.as_str().to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::engine::genome::{Genome, Prompt, TokenUsage};
+    use crate::engine::model::ModelReply;
+    use crate::engine::params::ParamValue;
+    use crate::engine::task::Task;
+
+    /// Answers from a script, in order; records the requests it saw.
+    struct ScriptedModel {
+        replies: Mutex<VecDeque<Result<ModelReply, ModelError>>>,
+        seen: Mutex<Vec<ModelRequest>>,
+    }
+
+    impl ScriptedModel {
+        fn new(replies: Vec<Result<ModelReply, ModelError>>) -> Arc<Self> {
+            Arc::new(Self {
+                replies: Mutex::new(replies.into()),
+                seen: Mutex::new(Vec::new()),
+            })
+        }
+
+        fn text(text: &str) -> Result<ModelReply, ModelError> {
+            Ok(ModelReply {
+                text: text.to_owned(),
+                model: "scripted".to_owned(),
+                usage: Some(TokenUsage {
+                    prompt_tokens: 10,
+                    completion_tokens: 5,
+                    cost_usd: None,
+                }),
+            })
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl LanguageModel for ScriptedModel {
+        async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+            self.seen.lock().unwrap().push(request.clone());
+            self.replies.lock().unwrap().pop_front().unwrap_or_else(|| {
+                Err(ModelError::Failed {
+                    message: "script exhausted".into(),
+                    raw: None,
+                })
+            })
+        }
+
+        fn describe(&self) -> String {
+            "scripted test model".into()
+        }
+    }
+
+    const PARENT: &str =
+        "import sys\n# EVOLVE-BLOCK-START\na = 1.0\nb = 2\n# EVOLVE-BLOCK-END\nprint(a + b)\n";
+
+    fn request(seed: u64) -> ProposalRequest {
+        ProposalRequest {
+            prompt: Prompt {
+                system: "sys".into(),
+                user: "improve".into(),
+            },
+            parent: Arc::new(Genome {
+                content: PARENT.into(),
+                valid: true,
+                ..Genome::default()
+            }),
+            inspirations: vec![],
+            seed,
+        }
+    }
+
+    fn proposer(model: Arc<ScriptedModel>, params: DiffParams) -> DiffProposer {
+        DiffProposer::new(model, params, "python")
+    }
+
+    fn block(search: &str, replace: &str) -> String {
+        format!("<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n")
+    }
+
+    #[test]
+    fn specs_match() {
+        crate::engine::params::assert_specs_match::<DiffParams>(DiffProposer::INFO.params);
+    }
+
+    #[test]
+    fn from_params_reads_card_values_and_task_language() {
+        let task = Task {
+            dir: std::env::temp_dir(),
+            name: "t".into(),
+            initial_program: PARENT.into(),
+            program_file: "initial_program.py".into(),
+            suffix: ".py".into(),
+            language: "python".into(),
+            description: "d".into(),
+            evaluator_path: std::env::temp_dir().join("evaluator.py"),
+        };
+        let ctx = BuildContext {
+            task: &task,
+            model: ScriptedModel::new(vec![]),
+            parallel: 1,
+        };
+        let mut params = ParamMap::default();
+        params.set("max_code_length", ParamValue::Int(500));
+        params.set("allow_full_rewrite", ParamValue::Bool(false));
+        let p = DiffProposer::from_params(&params, &ctx).unwrap();
+        assert_eq!(
+            p.params(),
+            &DiffParams {
+                max_code_length: 500,
+                allow_full_rewrite: false
+            }
+        );
+        assert_eq!(p.language, "python");
+        let mut bad = ParamMap::default();
+        bad.set("max_code_lenght", ParamValue::Int(500));
+        assert!(DiffProposer::from_params(&bad, &ctx).is_err());
+    }
+
+    #[tokio::test]
+    async fn two_blocks_apply_and_reply_is_kept() {
+        let reply = format!(
+            "Tune both constants.\n{}{}",
+            block("a = 1.0", "a = 1.5"),
+            block("b = 2", "b = 3")
+        );
+        let model = ScriptedModel::new(vec![ScriptedModel::text(&reply)]);
+        let p = proposer(Arc::clone(&model), DiffParams::default());
+        let out = p.propose(request(42)).await;
+        assert_eq!(
+            out.content.unwrap(),
+            "import sys\n# EVOLVE-BLOCK-START\na = 1.5\nb = 3\n# EVOLVE-BLOCK-END\nprint(a + b)\n"
+        );
+        assert_eq!(out.response.as_deref(), Some(reply.as_str()));
+        assert_eq!(out.model.as_deref(), Some("scripted"));
+        assert_eq!(out.usage.map(|u| u.total_tokens()), Some(15));
+        assert_eq!(out.patch_type, "diff");
+        let seen = model.seen.lock().unwrap();
+        assert_eq!(seen[0].seed, 42);
+        assert_eq!(seen[0].system, "sys");
+        assert_eq!(seen[0].user, "improve");
+    }
+
+    #[tokio::test]
+    async fn unmatched_search_is_a_parse_error_with_the_reply() {
+        let reply = block("c = 3", "c = 4");
+        let p = proposer(
+            ScriptedModel::new(vec![ScriptedModel::text(&reply)]),
+            DiffParams::default(),
+        );
+        let out = p.propose(request(1)).await;
+        match out.content {
+            Err(ProposalError::Parse(msg)) => {
+                assert!(msg.contains("block 1") && msg.contains("`c = 3`"), "{msg}")
+            }
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+        assert_eq!(out.response.as_deref(), Some(reply.as_str()));
+        assert_eq!(out.model.as_deref(), Some("scripted"));
+    }
+
+    #[tokio::test]
+    async fn model_failure_keeps_raw_body() {
+        let p = proposer(
+            ScriptedModel::new(vec![Err(ModelError::Failed {
+                message: "HTTP 500".into(),
+                raw: Some("{\"error\":\"boom\"}".into()),
+            })]),
+            DiffParams::default(),
+        );
+        let out = p.propose(request(1)).await;
+        assert_eq!(out.content, Err(ProposalError::Model("HTTP 500".into())));
+        assert_eq!(out.response.as_deref(), Some("{\"error\":\"boom\"}"));
+    }
+
+    #[tokio::test]
+    async fn fatal_passes_through() {
+        let p = proposer(
+            ScriptedModel::new(vec![Err(ModelError::Fatal {
+                message: "invalid API key".into(),
+            })]),
+            DiffParams::default(),
+        );
+        let out = p.propose(request(1)).await;
+        assert_eq!(
+            out.content,
+            Err(ProposalError::Fatal("invalid API key".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn noop_is_reported_as_noop() {
+        let p = proposer(
+            ScriptedModel::new(vec![ScriptedModel::text(&block("b = 2", "b = 2"))]),
+            DiffParams::default(),
+        );
+        let out = p.propose(request(1)).await;
+        assert!(
+            matches!(out.content, Err(ProposalError::NoOp(ref m)) if m.contains("unchanged")),
+            "{:?}",
+            out.content
+        );
+    }
+
+    #[tokio::test]
+    async fn growth_past_max_code_length_is_rejected() {
+        let big = format!("b = {}", "9".repeat(200));
+        let p = proposer(
+            ScriptedModel::new(vec![ScriptedModel::text(&block("b = 2", &big))]),
+            DiffParams {
+                max_code_length: 100,
+                allow_full_rewrite: true,
+            },
+        );
+        let out = p.propose(request(1)).await;
+        match out.content {
+            Err(ProposalError::Parse(msg)) => assert!(msg.contains("max_code_length"), "{msg}"),
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn full_rewrite_fallback_and_its_switch() {
+        let reply = "New block:\n```python\na = 7.0\nb = 2\n```\n";
+        let p = proposer(
+            ScriptedModel::new(vec![ScriptedModel::text(reply)]),
+            DiffParams::default(),
+        );
+        let out = p.propose(request(1)).await;
+        assert_eq!(
+            out.content.unwrap(),
+            "import sys\n# EVOLVE-BLOCK-START\na = 7.0\nb = 2\n# EVOLVE-BLOCK-END\nprint(a + b)\n"
+        );
+        assert_eq!(out.patch_type, "full");
+        let p = proposer(
+            ScriptedModel::new(vec![ScriptedModel::text(reply)]),
+            DiffParams {
+                allow_full_rewrite: false,
+                ..DiffParams::default()
+            },
+        );
+        let out = p.propose(request(1)).await;
+        assert!(
+            matches!(out.content, Err(ProposalError::Parse(ref m)) if m.contains("no SEARCH/REPLACE blocks")),
+            "{:?}",
+            out.content
+        );
+    }
+}

@@ -1,0 +1,233 @@
+//! Shared test doubles: an in-process evaluator, a scripted model, temp tasks.
+#![allow(dead_code, reason = "each test binary uses a different subset")]
+#![allow(clippy::unwrap_used, reason = "test helpers: a panic here is a failed test")]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use galapagos::engine::card::{Card, SlotSpec};
+use galapagos::engine::evaluator::{Candidate, Evaluation, Evaluator};
+use galapagos::engine::events::{RunCommand, RunEvent, RunSummary};
+use galapagos::engine::genome::{Genome, TokenUsage};
+use galapagos::engine::model::{LanguageModel, ModelError, ModelReply, ModelRequest};
+use galapagos::engine::registry::{ComponentInfo, Entry, Registry};
+use galapagos::engine::worker::{RunHandle, RunRequest, spawn_run};
+
+pub const PROGRAM: &str = "# EVOLVE-BLOCK-START\nA = 1.0\nB = 0.0\nC = 0.0\nSHIFT = 0.0\n# EVOLVE-BLOCK-END\n\n\ndef run():\n    return [A, B, C, SHIFT]\n";
+
+/// In-process evaluator: scores `NAME = number` lines against targets.
+/// `sleep_ms` makes it slow; content containing `CRASH` is invalid.
+pub struct TrivialEvaluator {
+    pub sleep_ms: u64,
+}
+
+#[async_trait::async_trait]
+impl Evaluator for TrivialEvaluator {
+    async fn evaluate(&self, candidate: &Candidate) -> Evaluation {
+        if self.sleep_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(self.sleep_ms)).await;
+        }
+        if candidate.content.contains("CRASH") {
+            return Evaluation {
+                valid: false,
+                error: Some("candidate crashed".into()),
+                ..Evaluation::default()
+            };
+        }
+        let targets = [2.5, -1.25, 0.75, 0.0];
+        let values: Vec<f64> = candidate
+            .content
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .filter_map(|(_, v)| v.trim().parse::<f64>().ok())
+            .collect();
+        let mse: f64 = targets
+            .iter()
+            .zip(values.iter().chain(std::iter::repeat(&0.0)))
+            .map(|(t, v)| (t - v).powi(2))
+            .sum::<f64>()
+            / 4.0;
+        let mut scores = BTreeMap::new();
+        scores.insert("combined_score".to_owned(), 1.0 / (1.0 + mse));
+        scores.insert("mse".to_owned(), mse);
+        Evaluation {
+            valid: true,
+            scores,
+            artifacts: BTreeMap::new(),
+            error: None,
+        }
+    }
+}
+
+/// A model that answers from a script, in order; then repeats the last entry.
+/// `Err(msg)` entries starting with `FATAL` are fatal errors.
+pub struct ScriptedModel {
+    pub replies: Mutex<Vec<Result<String, String>>>,
+    pub seen: Mutex<Vec<ModelRequest>>,
+    pub delay_ms: u64,
+}
+
+impl ScriptedModel {
+    pub fn new(replies: Vec<Result<String, String>>) -> Self {
+        Self {
+            replies: Mutex::new(replies),
+            seen: Mutex::new(Vec::new()),
+            delay_ms: 0,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for ScriptedModel {
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        if self.delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(self.delay_ms)).await;
+        }
+        self.seen.lock().unwrap().push(request.clone());
+        let next = {
+            let mut r = self.replies.lock().unwrap();
+            if r.len() > 1 {
+                r.remove(0)
+            } else {
+                r[0].clone()
+            }
+        };
+        match next {
+            Ok(text) => Ok(ModelReply {
+                text,
+                model: "scripted".into(),
+                usage: Some(TokenUsage {
+                    prompt_tokens: 10,
+                    completion_tokens: 5,
+                    cost_usd: Some(0.001),
+                }),
+            }),
+            Err(m) if m.starts_with("FATAL") => Err(ModelError::Fatal { message: m }),
+            Err(m) => Err(ModelError::Failed {
+                message: m,
+                raw: Some("{\"raw\":true}".into()),
+            }),
+        }
+    }
+
+    fn describe(&self) -> String {
+        "scripted test model".into()
+    }
+}
+
+/// A registry with the test evaluators added (`trivial`, `slow_trivial`).
+pub fn registry() -> Arc<Registry> {
+    let mut r = Registry::builtin();
+    r.evaluators.push(Entry {
+        info: ComponentInfo {
+            kind: "trivial",
+            type_name: "TrivialEvaluator",
+            summary: "test double",
+            params: &[],
+        },
+        build: |_, _| Ok(Box::new(TrivialEvaluator { sleep_ms: 0 })),
+    });
+    r.evaluators.push(Entry {
+        info: ComponentInfo {
+            kind: "slow_trivial",
+            type_name: "TrivialEvaluator",
+            summary: "test double",
+            params: &[],
+        },
+        build: |_, _| Ok(Box::new(TrivialEvaluator { sleep_ms: 3000 })),
+    });
+    Arc::new(r)
+}
+
+/// A temp task folder with the quadratic program and a Python evaluator.
+pub fn temp_task(dir: &Path) -> PathBuf {
+    let t = dir.join("quad");
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(t.join("initial_program.py"), PROGRAM).unwrap();
+    std::fs::write(
+        t.join("evaluator.py"),
+        "import importlib.util, math\n\
+TARGET = [2.5, -1.25, 0.75, 0.0]\n\
+def evaluate(path):\n\
+    spec = importlib.util.spec_from_file_location('cand', path)\n\
+    m = importlib.util.module_from_spec(spec)\n\
+    spec.loader.exec_module(m)\n\
+    v = m.run()\n\
+    mse = sum((a - b) ** 2 for a, b in zip(v, TARGET)) / 4\n\
+    return {'combined_score': 1.0 / (1.0 + mse), 'mse': mse}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        t.join("README.md"),
+        "Tune four constants to match a hidden target.\n",
+    )
+    .unwrap();
+    t
+}
+
+pub fn card(file: &str, registry: &Registry) -> Card {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("cards")
+        .join(file);
+    Card::load(&path, registry).unwrap_or_else(|e| panic!("{e}"))
+}
+
+pub fn with_evaluator(mut card: Card, kind: &str) -> Card {
+    card.evaluator = SlotSpec::new(kind);
+    card
+}
+
+/// Run to completion, returning every admitted genome and the summary.
+pub fn run_collect(
+    card: Card,
+    task: &Path,
+    model: Arc<dyn LanguageModel>,
+    registry: Arc<Registry>,
+) -> (Vec<Arc<Genome>>, RunSummary) {
+    let handle = spawn_run(
+        RunRequest {
+            card,
+            task_dir: task.to_path_buf(),
+            model,
+            run_dir: None,
+            waker: None,
+        },
+        registry,
+    )
+    .expect("spawn");
+    collect(handle, |_, _| {})
+}
+
+/// Drain events until Finished, calling `on_admit(count, handle)` per genome.
+pub fn collect(
+    mut handle: RunHandle,
+    mut on_admit: impl FnMut(usize, &RunHandle),
+) -> (Vec<Arc<Genome>>, RunSummary) {
+    let mut genomes = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "run did not finish in time"
+        );
+        match handle.events.blocking_recv() {
+            Some(RunEvent::GenomeAdmitted { genome, .. }) => {
+                genomes.push(genome);
+                on_admit(genomes.len(), &handle);
+            }
+            Some(RunEvent::Finished(s)) => {
+                handle.join();
+                return (genomes, s);
+            }
+            Some(_) => {}
+            None => panic!("event channel closed without Finished"),
+        }
+    }
+}
+
+pub fn stop(handle: &RunHandle) {
+    assert!(handle.send(RunCommand::Stop));
+}

@@ -1,0 +1,270 @@
+//! The run loop end to end: determinism, retries with feedback, failures,
+//! stop/pause, parallel iterations.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use galapagos::engine::events::{RunCommand, RunEvent, RunStatus};
+use galapagos::engine::model::default_model;
+use galapagos::engine::worker::{RunRequest, spawn_run};
+
+fn fingerprint(g: &galapagos::engine::genome::Genome) -> String {
+    format!(
+        "{}|{:?}|{:?}|{}|{}|{:?}|{}|{:?}",
+        g.id, g.parent_id, g.inspiration_ids, g.iteration, g.valid, g.scores, g.content, g.error
+    )
+}
+
+#[test]
+fn same_card_seed_and_responses_give_the_same_run() {
+    let registry = registry();
+    for file in [
+        "best_of_n.yaml",
+        "best_of_n_attempts.yaml",
+        "beam_search.yaml",
+    ] {
+        let mut c = with_evaluator(card(file, &registry), "trivial");
+        c.general.max_iterations = 60;
+        let dir = tempfile::tempdir().unwrap();
+        let task = temp_task(dir.path());
+        let (a, sa) = run_collect(c.clone(), &task, default_model(), Arc::clone(&registry));
+        let (b, _) = run_collect(c.clone(), &task, default_model(), Arc::clone(&registry));
+        assert_eq!(sa.status, RunStatus::Completed, "{file}");
+        assert_eq!(a.len(), b.len(), "{file}");
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(fingerprint(x), fingerprint(y), "{file}");
+        }
+        assert!(
+            a.iter().any(|g| !g.inspiration_ids.is_empty()),
+            "{file}: inspirations used"
+        );
+        c.seed = 99;
+        let (d, _) = run_collect(c, &task, default_model(), Arc::clone(&registry));
+        assert!(
+            a.iter()
+                .zip(&d)
+                .any(|(x, y)| fingerprint(x) != fingerprint(y)),
+            "{file}: another seed should give another run"
+        );
+        assert!(
+            sa.best_score > sa.initial_score,
+            "{file}: {:?} vs {:?}",
+            sa.best_score,
+            sa.initial_score
+        );
+    }
+}
+
+const GOOD: &str = "Raise A.\n<<<<<<< SEARCH\nA = 1.0\n=======\nA = 2.0\n>>>>>>> REPLACE\n";
+
+#[test]
+fn a_garbled_reply_is_recorded_and_retried_with_feedback() {
+    let registry = registry();
+    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
+    c.general.max_iterations = 1;
+    c.general.inner_retry_times = 1;
+    let model = Arc::new(ScriptedModel::new(vec![
+        Ok("I think you should do something.".into()),
+        Ok(GOOD.into()),
+    ]));
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    let (genomes, summary) = run_collect(c, &task, model.clone(), registry);
+    assert_eq!(summary.status, RunStatus::Completed);
+    assert_eq!(genomes.len(), 3, "initial + failed attempt + retry");
+    let failed = &genomes[1];
+    assert!(!failed.valid);
+    assert_eq!(failed.attempt, 0);
+    assert_eq!(
+        failed.response.as_deref(),
+        Some("I think you should do something.")
+    );
+    assert!(failed.error.as_deref().unwrap_or("").len() > 5);
+    let child = &genomes[2];
+    assert!(child.valid && child.attempt == 1 && child.content.contains("A = 2.0"));
+    assert!(child.diff.as_deref().unwrap_or("").contains("+A = 2.0"));
+    let seen = model.seen.lock().unwrap();
+    assert!(
+        seen[1].user.contains("Previous Failed Attempts"),
+        "the retry prompt shows the failure"
+    );
+    assert_eq!(summary.usage.prompt_tokens, 20);
+}
+
+#[test]
+fn a_fatal_model_error_stops_the_run_at_once() {
+    let registry = registry();
+    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
+    c.general.max_iterations = 50;
+    let model = Arc::new(ScriptedModel::new(vec![Err(
+        "FATAL: authentication failed (key from OPENAI_API_KEY)".into(),
+    )]));
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    let (genomes, summary) = run_collect(c, &task, model, registry);
+    assert!(
+        matches!(&summary.status, RunStatus::Failed(m) if m.contains("OPENAI_API_KEY")),
+        "{:?}",
+        summary.status
+    );
+    assert_eq!(genomes.len(), 2, "initial + the failed attempt");
+}
+
+#[test]
+fn model_failures_never_hang_and_are_counted_invalid() {
+    let registry = registry();
+    let mut c = with_evaluator(card("best_of_n_attempts.yaml", &registry), "trivial");
+    c.general.max_iterations = 5;
+    c.general.inner_retry_times = 0;
+    let model = Arc::new(ScriptedModel::new(vec![Err(
+        "HTTP 500 after 3 attempts".into()
+    )]));
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    let (genomes, summary) = run_collect(c, &task, model, registry);
+    assert_eq!(summary.status, RunStatus::Completed);
+    assert_eq!(summary.invalid, 5);
+    assert!(
+        genomes[1..]
+            .iter()
+            .all(|g| g.response.as_deref() == Some("{\"raw\":true}"))
+    );
+}
+
+#[test]
+fn an_invalid_initial_program_fails_clearly() {
+    let registry = registry();
+    let c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    std::fs::write(task.join("initial_program.py"), "CRASH = 1\n").unwrap();
+    let (_, summary) = run_collect(c, &task, default_model(), registry);
+    assert!(
+        matches!(&summary.status, RunStatus::Failed(m) if m.contains("initial program")),
+        "{:?}",
+        summary.status
+    );
+}
+
+#[test]
+fn a_broken_task_folder_is_a_clear_error() {
+    let registry = registry();
+    let c = card("best_of_n.yaml", &registry);
+    let dir = tempfile::tempdir().unwrap();
+    let (_, summary) = run_collect(c, &dir.path().join("missing"), default_model(), registry);
+    assert!(
+        matches!(&summary.status, RunStatus::Failed(m) if m.contains("missing")),
+        "{:?}",
+        summary.status
+    );
+}
+
+#[test]
+fn stop_ends_the_run_within_one_iteration_even_while_evaluating() {
+    let registry = registry();
+    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "slow_trivial");
+    c.general.max_iterations = 100;
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    let handle = spawn_run(
+        RunRequest {
+            card: c,
+            task_dir: task,
+            model: default_model(),
+            run_dir: None,
+            waker: None,
+        },
+        registry,
+    )
+    .unwrap();
+    let mut stopped_at = None;
+    let (genomes, summary) = collect(handle, |n, h| {
+        if n == 1 {
+            // the initial program is in; iteration 1 is now evaluating (3 s)
+            stopped_at = Some(Instant::now());
+            stop(h);
+        }
+    });
+    let took = stopped_at.unwrap().elapsed();
+    assert_eq!(summary.status, RunStatus::Stopped);
+    assert!(took < Duration::from_secs(2), "stop took {took:?}");
+    assert!(genomes.len() <= 2);
+}
+
+#[test]
+fn pause_holds_new_iterations_and_resume_continues() {
+    let registry = registry();
+    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
+    c.general.max_iterations = 30;
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    let mut handle = spawn_run(
+        RunRequest {
+            card: c,
+            task_dir: task,
+            model: default_model(),
+            run_dir: None,
+            waker: None,
+        },
+        registry,
+    )
+    .unwrap();
+    assert!(handle.send(RunCommand::Pause));
+    let mut paused = false;
+    let mut admitted_after_pause = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline);
+        match handle.events.blocking_recv().unwrap() {
+            RunEvent::Paused => {
+                paused = true;
+                // nothing new may start while paused
+                std::thread::sleep(Duration::from_millis(300));
+                while let Ok(ev) = handle.events.try_recv() {
+                    if matches!(ev, RunEvent::IterationStarted { .. }) {
+                        admitted_after_pause += 1;
+                    }
+                }
+                assert!(handle.send(RunCommand::Resume));
+            }
+            RunEvent::Finished(s) => {
+                assert_eq!(s.status, RunStatus::Completed);
+                assert_eq!(s.iterations, 30);
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert!(paused);
+    assert_eq!(admitted_after_pause, 0);
+    handle.join();
+}
+
+#[test]
+fn parallel_iterations_overlap_and_lose_nothing() {
+    let registry = registry();
+    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
+    c.general.max_iterations = 24;
+    c.general.parallel = 4;
+    let mut model = ScriptedModel::new(vec![Ok(GOOD.into())]);
+    model.delay_ms = 100;
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    let t = Instant::now();
+    let (genomes, summary) = run_collect(c, &task, Arc::new(model), registry);
+    let took = t.elapsed();
+    assert_eq!(summary.status, RunStatus::Completed);
+    assert_eq!(summary.iterations, 24);
+    let mut ids: Vec<u64> = genomes.iter().map(|g| g.id).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), genomes.len(), "no duplicate ids");
+    let mut iters: Vec<u64> = genomes[1..].iter().map(|g| g.iteration).collect();
+    iters.sort_unstable();
+    iters.dedup();
+    assert_eq!(iters.len(), 24, "every iteration was admitted");
+    // sequential would take >= 2.4 s of model latency
+    assert!(took < Duration::from_millis(2000), "P=4 took {took:?}");
+}

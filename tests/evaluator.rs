@@ -1,0 +1,582 @@
+//! End-to-end tests of the `SubprocessEvaluator` against real Python
+//! evaluators: scoring, timeouts, crashes, broken evaluators, the OpenEvolve
+//! shim, the cascade, the shipped tasks, shutdown, and the warm-path cost.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use galapagos::engine::evaluator::{Candidate, Evaluator, SubprocessEvaluator, SubprocessParams};
+use galapagos::engine::task::Task;
+
+/// A task folder in a temp dir with the given evaluator.py and initial program.
+fn task_with(evaluator: &str, initial: &str) -> (tempfile::TempDir, Task) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("evaluator.py"), evaluator).expect("write evaluator");
+    std::fs::write(dir.path().join("initial_program.py"), initial).expect("write program");
+    let task = Task::load(dir.path()).expect("task loads");
+    (dir, task)
+}
+
+fn evaluator(task: &Task, timeout_secs: f64) -> SubprocessEvaluator {
+    SubprocessEvaluator::new(
+        task,
+        SubprocessParams {
+            timeout_secs,
+            ..SubprocessParams::default()
+        },
+        2,
+    )
+}
+
+fn cand(id: u64, content: &str) -> Candidate {
+    Candidate {
+        id,
+        content: content.to_owned(),
+    }
+}
+
+/// Imports the candidate and returns its `value()` as the score; the
+/// candidate's prints land in the captured stdout.
+const SIMPLE_EVALUATOR: &str = r#"
+import importlib.util
+
+def evaluate(program_path):
+    spec = importlib.util.spec_from_file_location("cand", program_path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    v = mod.value()
+    return {"combined_score": v, "ok": True, "note": "scored", "trace": [1, 2]}
+"#;
+
+#[tokio::test]
+async fn good_candidate_scores_and_output_is_captured() {
+    let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+    let ev = evaluator(&task, 10.0);
+    assert_eq!(ev.timeout_secs(), Some(10.0));
+    let e = ev
+        .evaluate(&cand(
+            1,
+            "print('hello from candidate')\nimport sys\nprint('warn', file=sys.stderr)\ndef value():\n    return 0.75\n",
+        ))
+        .await;
+    assert!(e.valid, "{e:?}");
+    assert_eq!(e.scores["combined_score"], 0.75);
+    assert_eq!(e.scores["ok"], 1.0);
+    assert_eq!(e.artifacts["note"], "scored");
+    assert_eq!(e.artifacts["trace"], "[1, 2]");
+    assert!(e.artifacts["stdout"].contains("hello from candidate"));
+    assert!(e.artifacts["stderr"].contains("warn"));
+    assert_eq!(e.error, None);
+}
+
+#[tokio::test]
+async fn busy_loop_is_killed_at_timeout_and_worker_survives() {
+    let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+    let ev = evaluator(&task, 1.0);
+    // Warm the pool first so start-up is not counted.
+    let warm = ev
+        .evaluate(&cand(1, "def value():\n    return 0.5\n"))
+        .await;
+    assert!(warm.valid, "{warm:?}");
+    let started = Instant::now();
+    let e = ev
+        .evaluate(&cand(2, "def value():\n    while True:\n        pass\n"))
+        .await;
+    let wall = started.elapsed();
+    assert!(!e.valid);
+    let err = e.error.unwrap_or_default();
+    assert!(err.starts_with("timeout"), "{err}");
+    assert!(wall < Duration::from_secs(4), "took {wall:?}");
+    let after = ev
+        .evaluate(&cand(3, "def value():\n    return 0.9\n"))
+        .await;
+    assert!(after.valid, "{after:?}");
+    assert_eq!(after.scores["combined_score"], 0.9);
+}
+
+#[tokio::test]
+async fn busy_loop_in_grandchild_process_is_killed_too() {
+    // The candidate spawns a sleeping subprocess; the process-group kill must
+    // take it down with the candidate.
+    let (dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+    let marker = dir.path().join("grandchild_pid.txt");
+    let program = format!(
+        "import subprocess, sys, time\n\
+         p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n\
+         open({marker:?}, 'w').write(str(p.pid))\n\
+         def value():\n    time.sleep(300)\n",
+        marker = marker.display().to_string()
+    );
+    let ev = evaluator(&task, 1.0);
+    let e = ev.evaluate(&cand(1, &program)).await;
+    assert!(!e.valid);
+    let pid: u32 = std::fs::read_to_string(&marker)
+        .expect("grandchild started")
+        .trim()
+        .parse()
+        .expect("pid");
+    // Give the kernel a moment to deliver the signal and reap.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!process_alive(pid), "grandchild {pid} still running");
+}
+
+/// True when `pid` exists and is not a zombie.
+fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => {
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .unwrap_or("");
+            state != "Z" && state != "X"
+        }
+    }
+}
+
+#[tokio::test]
+async fn evaluator_exception_gives_traceback() {
+    let evaluator_py = r#"
+def helper(x):
+    raise ValueError("bad candidate: " + x)
+
+def evaluate(program_path):
+    return helper("nope")
+"#;
+    let (_dir, task) = task_with(evaluator_py, "x = 1\n");
+    let ev = evaluator(&task, 10.0);
+    let e = ev.evaluate(&cand(1, "x = 2\n")).await;
+    assert!(!e.valid);
+    assert_eq!(
+        e.error.as_deref(),
+        Some("evaluator raised ValueError: bad candidate: nope")
+    );
+    let tb = &e.artifacts["traceback"];
+    assert!(tb.contains("Traceback"), "{tb}");
+    assert!(tb.contains("in helper"), "{tb}");
+    assert!(!tb.contains("galapagos_worker"), "worker frames leak: {tb}");
+}
+
+#[tokio::test]
+async fn os_exit_and_self_kill_are_invalid_and_next_evaluation_works() {
+    let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+    let ev = evaluator(&task, 10.0);
+    let e = ev
+        .evaluate(&cand(
+            1,
+            "import os\nos._exit(3)\ndef value():\n    return 1\n",
+        ))
+        .await;
+    assert!(!e.valid);
+    let err = e.error.unwrap_or_default();
+    assert!(err.contains("exited with status 3"), "{err}");
+
+    let e = ev
+        .evaluate(&cand(
+            2,
+            "import os\nos.kill(os.getpid(), 9)\ndef value():\n    return 1\n",
+        ))
+        .await;
+    assert!(!e.valid);
+    let err = e.error.unwrap_or_default();
+    assert!(err.contains("SIGKILL"), "{err}");
+
+    let e = ev
+        .evaluate(&cand(
+            3,
+            "import ctypes\nctypes.string_at(0)\ndef value():\n    return 1\n",
+        ))
+        .await;
+    assert!(!e.valid);
+    let err = e.error.unwrap_or_default();
+    assert!(err.contains("SIGSEGV"), "{err}");
+
+    let e = ev
+        .evaluate(&cand(4, "def value():\n    return 0.5\n"))
+        .await;
+    assert!(e.valid, "{e:?}");
+    assert_eq!(e.scores["combined_score"], 0.5);
+}
+
+#[tokio::test]
+async fn candidate_killing_the_worker_is_invalid_and_worker_is_replaced() {
+    let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+    let ev = evaluator(&task, 10.0);
+    let e = ev
+        .evaluate(&cand(
+            1,
+            "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(30)\ndef value():\n    return 1\n",
+        ))
+        .await;
+    assert!(!e.valid);
+    let err = e.error.unwrap_or_default();
+    assert!(err.contains("evaluation worker died"), "{err}");
+    let e = ev
+        .evaluate(&cand(2, "def value():\n    return 0.5\n"))
+        .await;
+    assert!(e.valid, "{e:?}");
+}
+
+#[tokio::test]
+async fn broken_evaluator_names_the_file() {
+    let (_dir, task) = task_with("def evaluate(path)\n    return {}\n", "x = 1\n");
+    let ev = evaluator(&task, 10.0);
+    for id in 0..2 {
+        let e = ev.evaluate(&cand(id, "x = 2\n")).await;
+        assert!(!e.valid);
+        let err = e.error.unwrap_or_default();
+        assert!(err.contains("cannot import the task evaluator"), "{err}");
+        assert!(
+            err.contains(&task.evaluator_path.display().to_string()),
+            "{err}"
+        );
+        assert!(err.contains("SyntaxError"), "{err}");
+        assert!(e.artifacts["traceback"].contains("evaluator.py"));
+    }
+}
+
+#[tokio::test]
+async fn missing_interpreter_is_a_clear_error() {
+    let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+    let ev = SubprocessEvaluator::new(
+        &task,
+        SubprocessParams {
+            python: "/nonexistent/python9".to_owned(),
+            ..SubprocessParams::default()
+        },
+        1,
+    );
+    let e = ev.evaluate(&cand(1, "def value():\n    return 1\n")).await;
+    assert!(!e.valid);
+    assert!(
+        e.error.unwrap_or_default().contains("/nonexistent/python9"),
+        "error names the interpreter"
+    );
+}
+
+#[tokio::test]
+async fn openevolve_style_evaluator_runs_unchanged() {
+    let evaluator_py = r#"
+from openevolve.evaluation_result import EvaluationResult
+import openevolve
+
+def evaluate(program_path):
+    src = open(program_path).read()
+    r = EvaluationResult(
+        metrics={"combined_score": len(src) / 100.0, "lines": src.count("\n")},
+        artifacts={"feedback": "looks fine", "raw": b"bytes ok"},
+    )
+    assert r.has_artifacts()
+    assert EvaluationResult.from_dict({"a": 1.0}).to_dict() == {"a": 1.0}
+    assert openevolve.EvaluationResult is EvaluationResult
+    return r
+"#;
+    let (_dir, task) = task_with(evaluator_py, "x = 1\n");
+    let ev = evaluator(&task, 10.0);
+    let e = ev.evaluate(&cand(1, "x = 12345\n")).await;
+    assert!(e.valid, "{e:?}");
+    assert!((e.scores["combined_score"] - 0.10).abs() < 1e-12);
+    assert_eq!(e.scores["lines"], 1.0);
+    assert_eq!(e.artifacts["feedback"], "looks fine");
+    assert_eq!(e.artifacts["raw"], "bytes ok");
+}
+
+#[tokio::test]
+async fn result_rules_nan_error_validity() {
+    let evaluator_py = r#"
+def evaluate(program_path):
+    mode = open(program_path).read().strip()
+    if mode == "nan":
+        return {"combined_score": float("nan")}
+    if mode == "error":
+        return {"combined_score": 0.3, "error": "circle 3 overlaps circle 7"}
+    if mode == "invalid":
+        return {"combined_score": 0.3, "validity": 0.0}
+    if mode == "timeout":
+        return {"error": 0.0, "timeout": True}
+    if mode == "none":
+        return None
+    return {"combined_score": 0.3, "validity": 1.0, "error": None, "artifacts": {"hint": "ok", "data": {"k": 1}}}
+"#;
+    let (_dir, task) = task_with(evaluator_py, "ok\n");
+    let ev = evaluator(&task, 10.0);
+    let e = ev.evaluate(&cand(1, "nan")).await;
+    assert_eq!(e.error.as_deref(), Some("non-finite score combined_score"));
+    let e = ev.evaluate(&cand(2, "error")).await;
+    assert!(!e.valid);
+    assert!(e.error.unwrap_or_default().contains("circle 3 overlaps"));
+    let e = ev.evaluate(&cand(3, "invalid")).await;
+    assert!(!e.valid);
+    let e = ev.evaluate(&cand(4, "timeout")).await;
+    assert!(!e.valid);
+    let e = ev.evaluate(&cand(5, "none")).await;
+    assert!(!e.valid);
+    assert!(e.error.unwrap_or_default().contains("returned None"));
+    let e = ev.evaluate(&cand(6, "ok")).await;
+    assert!(e.valid, "{e:?}");
+    assert_eq!(e.artifacts["hint"], "ok");
+    assert_eq!(e.artifacts["data"], r#"{"k": 1}"#);
+}
+
+const CASCADE_EVALUATOR: &str = r#"
+def _score(path):
+    return float(open(path).read().strip())
+
+def evaluate_stage1(program_path):
+    return {"combined_score": _score(program_path), "stage1_ran": 1.0}
+
+def evaluate_stage2(program_path):
+    return {"combined_score": _score(program_path) + 0.01, "stage2_ran": 1.0}
+
+def evaluate(program_path):
+    return {"combined_score": -1.0, "full_ran": 1.0}
+"#;
+
+#[tokio::test]
+async fn cascade_stops_at_stage1_below_threshold() {
+    let (_dir, task) = task_with(CASCADE_EVALUATOR, "0.1\n");
+    let ev = evaluator(&task, 10.0);
+    let weak = ev.evaluate(&cand(1, "0.2")).await;
+    assert!(weak.valid, "{weak:?}");
+    assert_eq!(weak.artifacts["failure_stage"], "stage1");
+    assert!(!weak.scores.contains_key("stage2_ran"));
+    assert_eq!(weak.scores["combined_score"], 0.2);
+
+    let strong = ev.evaluate(&cand(2, "0.8")).await;
+    assert!(strong.valid, "{strong:?}");
+    assert_eq!(strong.scores["stage1_ran"], 1.0);
+    assert_eq!(strong.scores["stage2_ran"], 1.0);
+    assert!((strong.scores["combined_score"] - 0.81).abs() < 1e-12);
+    assert!(!strong.artifacts.contains_key("failure_stage"));
+
+    let plain = SubprocessEvaluator::new(
+        &task,
+        SubprocessParams {
+            cascade: false,
+            ..SubprocessParams::default()
+        },
+        1,
+    );
+    let full = plain.evaluate(&cand(3, "0.8")).await;
+    assert_eq!(full.scores["full_ran"], 1.0);
+}
+
+#[tokio::test]
+async fn parallel_evaluations_use_up_to_pool_size_workers() {
+    let evaluator_py = r#"
+import time
+def evaluate(program_path):
+    time.sleep(0.3)
+    return {"combined_score": float(open(program_path).read())}
+"#;
+    let (_dir, task) = task_with(evaluator_py, "0\n");
+    let ev = evaluator(&task, 10.0);
+    let started = Instant::now();
+    let results = futures::future::join_all((0..4u64).map(|i| {
+        let ev = &ev;
+        async move { ev.evaluate(&cand(i, &format!("{i}"))).await }
+    }))
+    .await;
+    for (i, e) in results.iter().enumerate() {
+        assert!(e.valid, "{e:?}");
+        assert_eq!(e.scores["combined_score"], i as f64);
+    }
+    assert!(ev.idle_workers() <= 2);
+    // 4 candidates × 0.3 s on 2 workers: ≈0.6 s plus start-up, not 1.2 s.
+    println!(
+        "4 parallel candidates on 2 workers: {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn dropping_the_evaluator_leaves_no_processes() {
+    let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+    let ev = evaluator(&task, 30.0);
+    let e = ev
+        .evaluate(&cand(1, "def value():\n    return 0.5\n"))
+        .await;
+    assert!(e.valid);
+    let pids = ev.worker_pids();
+    assert!(!pids.is_empty());
+    // A candidate still running when the evaluation is abandoned and the
+    // evaluator dropped must die too.
+    let (dir2, task2) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+    let marker = dir2.path().join("pid.txt");
+    let ev2 = evaluator(&task2, 30.0);
+    let program = format!(
+        "import os, time\nopen({:?}, 'w').write(str(os.getpid()))\ndef value():\n    time.sleep(60)\n",
+        marker.display().to_string()
+    );
+    let abandoned =
+        tokio::time::timeout(Duration::from_secs(3), ev2.evaluate(&cand(1, &program))).await;
+    assert!(
+        abandoned.is_err(),
+        "the sleeping candidate should not finish"
+    );
+    let candidate_pid: u32 = std::fs::read_to_string(&marker)
+        .expect("candidate started")
+        .trim()
+        .parse()
+        .expect("pid");
+    drop(ev);
+    drop(ev2);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for pid in pids.iter().chain([&candidate_pid]) {
+        assert!(!process_alive(*pid), "process {pid} survived the drop");
+    }
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "pid,stat,args"])
+        .output()
+        .expect("ps runs");
+    let listing = String::from_utf8_lossy(&ps.stdout);
+    for line in listing.lines() {
+        if pids
+            .iter()
+            .chain([&candidate_pid])
+            .any(|p| line.split_whitespace().next() == Some(&p.to_string()))
+        {
+            assert!(line.contains(" Z"), "left running: {line}");
+        }
+    }
+}
+
+fn shipped_task(name: &str) -> Task {
+    let dir: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("assets/tasks")
+        .join(name);
+    Task::load(&dir).expect("shipped task loads")
+}
+
+#[tokio::test]
+async fn shipped_tasks_initial_programs_are_valid() {
+    for name in ["circle_packing", "function_minimization", "curve_fitting"] {
+        let task = shipped_task(name);
+        assert!(task.initial_program.contains("# EVOLVE-BLOCK-START"));
+        assert!(task.initial_program.contains("# EVOLVE-BLOCK-END"));
+        assert!(!task.description.is_empty());
+        let ev = evaluator(&task, 30.0);
+        let started = Instant::now();
+        let e = ev.evaluate(&cand(0, &task.initial_program)).await;
+        let first = started.elapsed();
+        assert!(e.valid, "{name}: {e:?}");
+        let score = e.scores["combined_score"];
+        assert!(score.is_finite() && score > 0.0, "{name}: {score}");
+        let started = Instant::now();
+        let again = ev.evaluate(&cand(1, &task.initial_program)).await;
+        let warm = started.elapsed();
+        assert_eq!(
+            again.scores, e.scores,
+            "{name}: evaluation is deterministic"
+        );
+        println!(
+            "{name}: initial combined_score = {score:.4} scores = {:?} (first {first:?}, warm {warm:?})",
+            e.scores
+        );
+        assert!(
+            warm < Duration::from_secs(1),
+            "{name}: warm evaluation {warm:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn circle_packing_rejects_cheats() {
+    let task = shipped_task("circle_packing");
+    let ev = evaluator(&task, 30.0);
+    let cheats = [
+        (
+            "nan",
+            "import math\ndef run_packing():\n    return [[0.5, 0.5]] * 26, [float('nan')] * 26\n",
+        ),
+        (
+            "overlap",
+            "def run_packing():\n    return [[0.5, 0.5]] * 26, [0.1] * 26\n",
+        ),
+        (
+            "outside",
+            "def run_packing():\n    return [[0.05 + 0.035 * i, 0.5] for i in range(26)], [0.3] + [0.001] * 25\n",
+        ),
+        (
+            "shape",
+            "def run_packing():\n    return [[0.5, 0.5]] * 25, [0.01] * 25\n",
+        ),
+        (
+            "negative",
+            "def run_packing():\n    return [[0.03 + 0.037 * i, 0.5] for i in range(26)], [-0.01] * 26\n",
+        ),
+    ];
+    for (what, program) in cheats {
+        let e = ev.evaluate(&cand(1, program)).await;
+        assert!(!e.valid, "{what} accepted: {e:?}");
+        println!("circle_packing rejects {what}: {:?}", e.error);
+    }
+}
+
+#[tokio::test]
+async fn warm_path_cost_per_candidate() {
+    let evaluator_py = r#"
+import importlib.util
+_XS = [i / 10.0 for i in range(-20, 21)]
+def evaluate(program_path):
+    spec = importlib.util.spec_from_file_location("cand", program_path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mse = sum((mod.f(x) - (2.5 * x * x - 1.25 * x + 0.75)) ** 2 for x in _XS) / len(_XS)
+    return {"combined_score": 1.0 / (1.0 + mse), "mse": mse}
+"#;
+    let (_dir, task) = task_with(evaluator_py, "A = 1.0\ndef f(x):\n    return A * x * x\n");
+    let ev = evaluator(&task, 10.0);
+    let first = Instant::now();
+    let e = ev
+        .evaluate(&cand(0, "A = 1.0\ndef f(x):\n    return A * x * x\n"))
+        .await;
+    assert!(e.valid, "{e:?}");
+    let cold = first.elapsed();
+    let n = 50u32;
+    let started = Instant::now();
+    for i in 0..n {
+        let program = format!(
+            "A = {}\ndef f(x):\n    return A * x * x\n",
+            1.0 + f64::from(i) * 0.01
+        );
+        let e = ev.evaluate(&cand(u64::from(i) + 1, &program)).await;
+        assert!(e.valid, "{e:?}");
+    }
+    let per = started.elapsed() / n;
+    println!(
+        "subprocess evaluator: cold first evaluation {cold:?}, warm path {per:?} per candidate over {n}"
+    );
+}
+
+#[tokio::test]
+async fn hung_worker_hits_the_backstop_and_is_replaced() {
+    // The candidate freezes its worker (SIGSTOP), so the worker cannot enforce
+    // the timeout; the Rust-side backstop (timeout + 5 s) must kill both.
+    let (dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+    let marker = dir.path().join("pid.txt");
+    let program = format!(
+        "import os, signal, time\nopen({:?}, 'w').write(str(os.getpid()))\n\
+         os.kill(os.getppid(), signal.SIGSTOP)\ndef value():\n    time.sleep(120)\n",
+        marker.display().to_string()
+    );
+    let ev = evaluator(&task, 1.0);
+    let started = Instant::now();
+    let e = ev.evaluate(&cand(1, &program)).await;
+    let wall = started.elapsed();
+    assert!(!e.valid);
+    let err = e.error.unwrap_or_default();
+    assert!(err.contains("did not answer"), "{err}");
+    assert!(wall < Duration::from_secs(9), "took {wall:?}");
+    let pid: u32 = std::fs::read_to_string(&marker)
+        .expect("candidate started")
+        .trim()
+        .parse()
+        .expect("pid");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!process_alive(pid), "candidate {pid} survived the backstop");
+    let after = ev
+        .evaluate(&cand(2, "def value():\n    return 0.5\n"))
+        .await;
+    assert!(after.valid, "{after:?}");
+}
