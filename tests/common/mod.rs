@@ -1,6 +1,9 @@
 //! Shared test doubles: an in-process evaluator, a scripted model, temp tasks.
 #![allow(dead_code, reason = "each test binary uses a different subset")]
-#![allow(clippy::unwrap_used, reason = "test helpers: a panic here is a failed test")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a panic here is a failed test"
+)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -118,11 +118,21 @@ impl RunHistory {
         }
         match event {
             RunEvent::Started(info) => self.info = Some(info),
-            RunEvent::IterationStarted { iteration, parent_id } => {
+            RunEvent::IterationStarted {
+                iteration,
+                parent_id,
+            } => {
                 self.iterations_started = self.iterations_started.max(iteration);
                 self.current_parent = Some(parent_id);
             }
-            RunEvent::GenomeAdmitted { genome, best_id, best_score, iterations_done, policy, active } => {
+            RunEvent::GenomeAdmitted {
+                genome,
+                best_id,
+                best_score,
+                iterations_done,
+                policy,
+                active,
+            } => {
                 self.push_genome(genome);
                 self.iterations_done = iterations_done;
                 self.policy = policy;
@@ -144,7 +154,8 @@ impl RunHistory {
                     self.set_best(summary.best_id, summary.best_score);
                 }
                 if let RunStatus::Failed(why) = &summary.status {
-                    self.logs.push((LogLevel::Error, format!("run failed: {why}")));
+                    self.logs
+                        .push((LogLevel::Error, format!("run failed: {why}")));
                 }
                 self.summary = Some(summary);
                 self.finished_at = Some(Instant::now());
@@ -156,9 +167,16 @@ impl RunHistory {
         self.best_id = best_id;
         self.best_score = best_score;
         if let (Some(id), Some(score)) = (best_id, best_score) {
-            let changed = self.best_series.last().is_none_or(|p| p.best_id != id || p.score != score);
+            let changed = self
+                .best_series
+                .last()
+                .is_none_or(|p| p.best_id != id || p.score != score);
             if changed {
-                self.best_series.push(BestPoint { iteration: self.max_iteration, score, best_id: id });
+                self.best_series.push(BestPoint {
+                    iteration: self.max_iteration,
+                    score,
+                    best_id: id,
+                });
             }
         }
     }
@@ -205,7 +223,9 @@ impl RunHistory {
 
     /// How many children (attempts included) a genome has.
     pub fn child_count(&self, id: GenomeId) -> u32 {
-        self.position(id).and_then(|p| self.children.get(p).copied()).unwrap_or(0)
+        self.position(id)
+            .and_then(|p| self.children.get(p).copied())
+            .unwrap_or(0)
     }
 
     /// The chain from the root to `id` (root first, `id` last). Stops at a
@@ -291,13 +311,28 @@ pub fn format_tokens(n: u64) -> String {
 mod tests {
     use super::*;
 
-    fn genome(id: GenomeId, parent: Option<GenomeId>, iteration: u64, score: Option<f64>) -> Arc<Genome> {
-        let mut g = Genome { id, parent_id: parent, iteration, valid: score.is_some(), ..Genome::default() };
+    fn genome(
+        id: GenomeId,
+        parent: Option<GenomeId>,
+        iteration: u64,
+        score: Option<f64>,
+    ) -> Arc<Genome> {
+        let mut g = Genome {
+            id,
+            parent_id: parent,
+            iteration,
+            valid: score.is_some(),
+            ..Genome::default()
+        };
         if let Some(s) = score {
             g.scores.insert(FITNESS_KEY.to_owned(), s);
             g.scores.insert("speed".to_owned(), s * 2.0);
         }
-        g.usage = Some(TokenUsage { prompt_tokens: 10, completion_tokens: 5, cost_usd: None });
+        g.usage = Some(TokenUsage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+            cost_usd: None,
+        });
         Arc::new(g)
     }
 
@@ -307,7 +342,9 @@ mod tests {
             best_id: best.map(|b| b.0),
             best_score: best.map(|b| b.1),
             iterations_done: done,
-            policy: PolicyStatus { fields: vec![("current parent".into(), "#0".into())] },
+            policy: PolicyStatus {
+                fields: vec![("current parent".into(), "#0".into())],
+            },
             active: vec![0],
         }
     }
@@ -326,21 +363,42 @@ mod tests {
             run_dir: None,
         }));
         h.apply(admitted(genome(0, None, 0, Some(1.0)), Some((0, 1.0)), 0));
-        h.apply(RunEvent::IterationStarted { iteration: 1, parent_id: 0 });
+        h.apply(RunEvent::IterationStarted {
+            iteration: 1,
+            parent_id: 0,
+        });
         h.apply(admitted(genome(1, Some(0), 1, None), Some((0, 1.0)), 1));
-        h.apply(admitted(genome(2, Some(0), 2, Some(3.0)), Some((2, 3.0)), 2));
-        h.apply(admitted(genome(3, Some(2), 3, Some(2.0)), Some((2, 3.0)), 3));
+        h.apply(admitted(
+            genome(2, Some(0), 2, Some(3.0)),
+            Some((2, 3.0)),
+            2,
+        ));
+        h.apply(admitted(
+            genome(3, Some(2), 3, Some(2.0)),
+            Some((2, 3.0)),
+            3,
+        ));
         assert_eq!((h.valid, h.invalid), (3, 1));
         assert_eq!(h.usage.total_tokens(), 60);
         assert_eq!(h.best_series.len(), 2);
-        assert_eq!(h.best_series[1], BestPoint { iteration: 2, score: 3.0, best_id: 2 });
+        assert_eq!(
+            h.best_series[1],
+            BestPoint {
+                iteration: 2,
+                score: 3.0,
+                best_id: 2
+            }
+        );
         assert_eq!(h.lineage(3), vec![0, 2, 3]);
         assert_eq!(h.child_count(0), 2);
         assert_eq!(h.current_parent, Some(0));
         assert!(h.metric_names.contains("speed"));
         assert_eq!(h.version, 4);
         assert!(h.eta().is_some());
-        assert_eq!(Metric::Named("speed".into()).value(&h.genomes[2]), Some(6.0));
+        assert_eq!(
+            Metric::Named("speed".into()).value(&h.genomes[2]),
+            Some(6.0)
+        );
         assert_eq!(Metric::Fitness.value(&h.genomes[1]), None);
         assert_eq!(h.state_label(), "running");
     }

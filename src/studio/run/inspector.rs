@@ -32,7 +32,14 @@ pub enum InspectorTab {
 
 impl InspectorTab {
     /// Every tab in display order.
-    pub const ALL: [Self; 6] = [Self::Scores, Self::Diff, Self::Program, Self::Prompt, Self::Response, Self::Output];
+    pub const ALL: [Self; 6] = [
+        Self::Scores,
+        Self::Diff,
+        Self::Program,
+        Self::Prompt,
+        Self::Response,
+        Self::Output,
+    ];
 
     /// Tab title.
     pub fn title(self) -> &'static str {
@@ -67,7 +74,12 @@ pub fn delta_text(delta: f64) -> String {
 
 /// A unified diff as a coloured layout job.
 pub fn diff_layout(diff: &str, ui: &egui::Ui) -> LayoutJob {
-    let font = FontId::monospace(ui.style().text_styles.get(&egui::TextStyle::Monospace).map_or(12.0, |f| f.size));
+    let font = FontId::monospace(
+        ui.style()
+            .text_styles
+            .get(&egui::TextStyle::Monospace)
+            .map_or(12.0, |f| f.size),
+    );
     let normal = ui.visuals().text_color();
     let mut job = LayoutJob::default();
     for line in diff.split_inclusive('\n') {
@@ -82,13 +94,25 @@ pub fn diff_layout(diff: &str, ui: &egui::Ui) -> LayoutJob {
         } else {
             normal
         };
-        job.append(line, 0.0, TextFormat { font_id: font.clone(), color, ..TextFormat::default() });
+        job.append(
+            line,
+            0.0,
+            TextFormat {
+                font_id: font.clone(),
+                color,
+                ..TextFormat::default()
+            },
+        );
     }
     job
 }
 
 fn mono_block(ui: &mut egui::Ui, text: &str) {
-    ui.add(egui::Label::new(RichText::new(text).monospace()).wrap().selectable(true));
+    ui.add(
+        egui::Label::new(RichText::new(text).monospace())
+            .wrap()
+            .selectable(true),
+    );
 }
 
 fn section(ui: &mut egui::Ui, title: &str) {
@@ -99,11 +123,20 @@ fn section(ui: &mut egui::Ui, title: &str) {
 impl Inspector {
     /// Draw the inspector for `selected`. Returns a genome id the user
     /// clicked (an ancestor, the parent, an inspiration).
-    pub fn ui(&mut self, ui: &mut egui::Ui, history: &RunHistory, selected: Option<GenomeId>, language: &str) -> Option<GenomeId> {
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+        language: &str,
+    ) -> Option<GenomeId> {
         let Some(genome) = selected.and_then(|id| history.get(id)) else {
             ui.add_space(8.0);
             ui.label(
-                RichText::new("Select a genome in the plot or the table to see why it scored as it did.").weak(),
+                RichText::new(
+                    "Select a genome in the plot or the table to see why it scored as it did.",
+                )
+                .weak(),
             );
             return None;
         };
@@ -119,7 +152,7 @@ impl Inspector {
                 ui.label(RichText::new("invalid").color(BAD).strong());
             }
             if history.best_id == Some(genome.id) {
-                ui.label(RichText::new("★ best").strong());
+                ui.label(RichText::new("best").strong());
             }
         });
         ui.horizontal_wrapped(|ui| {
@@ -155,15 +188,22 @@ impl Inspector {
             let chain = history.lineage(genome.id);
             let n = chain.len();
             for (i, id) in chain.iter().enumerate() {
-                let score = history.get(*id).and_then(|g| g.fitness()).map_or("—".to_owned(), |s| format!("{s:.4}"));
+                let score = history
+                    .get(*id)
+                    .and_then(|g| g.fitness())
+                    .map_or("—".to_owned(), |s| format!("{s:.4}"));
                 let text = format!("#{id} ({score})");
                 if *id == genome.id {
                     ui.label(RichText::new(text).strong());
-                } else if ui.link(text).on_hover_text(format!("inspect ancestor #{id}")).clicked() {
+                } else if ui
+                    .link(text)
+                    .on_hover_text(format!("inspect ancestor #{id}"))
+                    .clicked()
+                {
                     clicked = Some(*id);
                 }
                 if i + 1 < n {
-                    ui.label("→");
+                    ui.label("›");
                 }
             }
         });
@@ -174,43 +214,56 @@ impl Inspector {
             }
         });
         ui.separator();
-        egui::ScrollArea::both().id_salt(("inspector", self.tab)).auto_shrink(false).show(ui, |ui| match self.tab {
-            InspectorTab::Scores => scores_ui(ui, genome, parent.map(|p| &**p)),
-            InspectorTab::Diff => diff_ui(ui, genome, parent.map(|p| &**p)),
-            InspectorTab::Program => {
-                let theme = egui_extras::syntax_highlighting::CodeTheme::from_memory(ui.ctx(), ui.style());
-                egui_extras::syntax_highlighting::code_view_ui(ui, &theme, &genome.content, language);
-            }
-            InspectorTab::Prompt => match &genome.prompt {
-                Some(p) => {
-                    section(ui, "System");
-                    mono_block(ui, &p.system);
-                    section(ui, "User");
-                    mono_block(ui, &p.user);
+        egui::ScrollArea::both()
+            .id_salt(("inspector", self.tab))
+            .auto_shrink(false)
+            .show(ui, |ui| match self.tab {
+                InspectorTab::Scores => scores_ui(ui, genome, parent.map(|p| &**p)),
+                InspectorTab::Diff => diff_ui(ui, genome, parent.map(|p| &**p)),
+                InspectorTab::Program => {
+                    let theme = egui_extras::syntax_highlighting::CodeTheme::from_memory(
+                        ui.ctx(),
+                        ui.style(),
+                    );
+                    egui_extras::syntax_highlighting::code_view_ui(
+                        ui,
+                        &theme,
+                        &genome.content,
+                        language,
+                    );
                 }
-                None => {
-                    ui.label(RichText::new("No prompt: this is the initial program.").weak());
-                }
-            },
-            InspectorTab::Response => match &genome.response {
-                Some(r) => {
-                    if !genome.valid && genome.diff.is_none() {
+                InspectorTab::Prompt => match &genome.prompt {
+                    Some(p) => {
+                        section(ui, "System");
+                        mono_block(ui, &p.system);
+                        section(ui, "User");
+                        mono_block(ui, &p.user);
+                    }
+                    None => {
+                        ui.label(RichText::new("No prompt: this is the initial program.").weak());
+                    }
+                },
+                InspectorTab::Response => match &genome.response {
+                    Some(r) => {
+                        if !genome.valid && genome.diff.is_none() {
+                            ui.label(
+                                RichText::new(format!(
+                                    "The proposal failed: {}",
+                                    genome.error.as_deref().unwrap_or("no usable edit")
+                                ))
+                                .color(BAD),
+                            );
+                        }
+                        mono_block(ui, r);
+                    }
+                    None => {
                         ui.label(
-                            RichText::new(format!(
-                                "The proposal failed: {}",
-                                genome.error.as_deref().unwrap_or("no usable edit")
-                            ))
-                            .color(BAD),
+                            RichText::new("No model response recorded for this genome.").weak(),
                         );
                     }
-                    mono_block(ui, r);
-                }
-                None => {
-                    ui.label(RichText::new("No model response recorded for this genome.").weak());
-                }
-            },
-            InspectorTab::Output => output_ui(ui, genome),
-        });
+                },
+                InspectorTab::Output => output_ui(ui, genome),
+            });
         clicked
     }
 }
@@ -233,40 +286,47 @@ fn scores_ui(ui: &mut egui::Ui, genome: &Genome, parent: Option<&Genome>) {
     if names.is_empty() {
         ui.label(RichText::new("No scores: the evaluator did not score this genome.").weak());
     } else {
-        egui::Grid::new("scores_grid").striped(true).num_columns(4).spacing([18.0, 4.0]).show(ui, |ui| {
-            ui.label(RichText::new("metric").strong());
-            ui.label(RichText::new("value").strong());
-            ui.label(RichText::new(match parent {
-                Some(p) => format!("parent #{}", p.id),
-                None => "parent".to_owned(),
-            }).strong());
-            ui.label(RichText::new("Δ vs parent").strong());
-            ui.end_row();
-            for name in names {
-                let v = genome.scores.get(name).copied();
-                let pv = parent.and_then(|p| p.scores.get(name).copied());
-                ui.label(name.as_str());
-                ui.label(v.map_or("—".to_owned(), |v| format!("{v:.6}")));
-                ui.label(pv.map_or("—".to_owned(), |v| format!("{v:.6}")));
-                match (v, pv) {
-                    (Some(a), Some(b)) => {
-                        let d = a - b;
-                        let color = if d > 0.0 {
-                            GOOD
-                        } else if d < 0.0 {
-                            BAD
-                        } else {
-                            ui.visuals().weak_text_color()
-                        };
-                        ui.label(RichText::new(delta_text(d)).color(color));
-                    }
-                    _ => {
-                        ui.label("—");
-                    }
-                }
+        egui::Grid::new("scores_grid")
+            .striped(true)
+            .num_columns(4)
+            .spacing([18.0, 4.0])
+            .show(ui, |ui| {
+                ui.label(RichText::new("metric").strong());
+                ui.label(RichText::new("value").strong());
+                ui.label(
+                    RichText::new(match parent {
+                        Some(p) => format!("parent #{}", p.id),
+                        None => "parent".to_owned(),
+                    })
+                    .strong(),
+                );
+                ui.label(RichText::new("Δ vs parent").strong());
                 ui.end_row();
-            }
-        });
+                for name in names {
+                    let v = genome.scores.get(name).copied();
+                    let pv = parent.and_then(|p| p.scores.get(name).copied());
+                    ui.label(name.as_str());
+                    ui.label(v.map_or("—".to_owned(), |v| format!("{v:.6}")));
+                    ui.label(pv.map_or("—".to_owned(), |v| format!("{v:.6}")));
+                    match (v, pv) {
+                        (Some(a), Some(b)) => {
+                            let d = a - b;
+                            let color = if d > 0.0 {
+                                GOOD
+                            } else if d < 0.0 {
+                                BAD
+                            } else {
+                                ui.visuals().weak_text_color()
+                            };
+                            ui.label(RichText::new(delta_text(d)).color(color));
+                        }
+                        _ => {
+                            ui.label("—");
+                        }
+                    }
+                    ui.end_row();
+                }
+            });
     }
     if let (Some(f), Some(p)) = (genome.fitness(), parent.and_then(Genome::fitness)) {
         ui.add_space(4.0);
@@ -299,8 +359,13 @@ fn diff_ui(ui: &mut egui::Ui, genome: &Genome, parent: Option<&Genome>) {
         Some(d) => d.clone(),
         None if genome.content != parent.content => unified_diff(&parent.content, &genome.content),
         None => {
-            let why = genome.error.as_deref().unwrap_or("the program is identical to its parent");
-            ui.label(RichText::new(format!("No change against parent #{}: {why}", parent.id)).color(BAD));
+            let why = genome
+                .error
+                .as_deref()
+                .unwrap_or("the program is identical to its parent");
+            ui.label(
+                RichText::new(format!("No change against parent #{}: {why}", parent.id)).color(BAD),
+            );
             ui.label(RichText::new("See the Response tab for what the model said.").weak());
             return;
         }
@@ -317,7 +382,11 @@ fn diff_ui(ui: &mut egui::Ui, genome: &Genome, parent: Option<&Genome>) {
 fn output_ui(ui: &mut egui::Ui, genome: &Genome) {
     if let Some(err) = &genome.error {
         section(ui, "Error");
-        ui.add(egui::Label::new(RichText::new(err).monospace().color(BAD)).wrap().selectable(true));
+        ui.add(
+            egui::Label::new(RichText::new(err).monospace().color(BAD))
+                .wrap()
+                .selectable(true),
+        );
     }
     let known = ["traceback", "stdout", "stderr"];
     for key in known {

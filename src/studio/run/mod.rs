@@ -254,20 +254,34 @@ impl RunView {
         ui.horizontal(|ui| {
             let running = self.is_running();
             if self.is_paused() {
-                let label = if self.history.paused { "▶ Resume" } else { "Pausing…" };
-                if ui.add_enabled(self.history.paused, egui::Button::new(label)).clicked() {
+                let label = if self.history.paused {
+                    "Resume"
+                } else {
+                    "Pausing…"
+                };
+                if ui
+                    .add_enabled(self.history.paused, egui::Button::new(label))
+                    .clicked()
+                {
                     self.resume();
                 }
             } else if ui
-                .add_enabled(running, egui::Button::new("⏸ Pause"))
+                .add_enabled(running, egui::Button::new("Pause"))
                 .on_hover_text("finish the iterations in flight, then wait")
                 .clicked()
             {
                 self.pause();
             }
-            let stop_label = if self.stop_requested { "Stopping…" } else { "⏹ Stop" };
+            let stop_label = if self.stop_requested {
+                "Stopping…"
+            } else {
+                "Stop"
+            };
             if ui
-                .add_enabled(running && !self.stop_requested, egui::Button::new(stop_label))
+                .add_enabled(
+                    running && !self.stop_requested,
+                    egui::Button::new(stop_label),
+                )
                 .on_hover_text("end the run now; iterations in flight are abandoned")
                 .clicked()
             {
@@ -287,13 +301,25 @@ impl RunView {
                 ui.label(format!("{} on {}", info.card_name, info.task_name));
             }
             if running {
-                ui.label(RichText::new("card edits apply to the next run").weak().italics());
+                ui.label(
+                    RichText::new("card edits apply to the next run")
+                        .weak()
+                        .italics(),
+                );
             }
             ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
-                let errors = self.history.logs.iter().filter(|(l, _)| *l == LogLevel::Error).count();
+                let errors = self
+                    .history
+                    .logs
+                    .iter()
+                    .filter(|(l, _)| *l == LogLevel::Error)
+                    .count();
                 let text = if errors > 0 {
-                    RichText::new(format!("Log ({}, {errors} errors)", self.history.logs.len()))
-                        .color(ui.visuals().error_fg_color)
+                    RichText::new(format!(
+                        "Log ({}, {errors} errors)",
+                        self.history.logs.len()
+                    ))
+                    .color(ui.visuals().error_fg_color)
                 } else {
                     RichText::new(format!("Log ({})", self.history.logs.len()))
                 };
@@ -318,19 +344,23 @@ impl RunView {
     }
 
     fn log_ui(&self, ui: &mut egui::Ui) {
-        egui::ScrollArea::vertical().id_salt("run_log").max_height(120.0).stick_to_bottom(true).show(ui, |ui| {
-            if self.history.logs.is_empty() {
-                ui.label(RichText::new("no log lines").weak());
-            }
-            for (level, msg) in &self.history.logs {
-                let color = match level {
-                    LogLevel::Info => ui.visuals().text_color(),
-                    LogLevel::Warn => ui.visuals().warn_fg_color,
-                    LogLevel::Error => ui.visuals().error_fg_color,
-                };
-                ui.label(RichText::new(msg).color(color).monospace());
-            }
-        });
+        egui::ScrollArea::vertical()
+            .id_salt("run_log")
+            .max_height(120.0)
+            .stick_to_bottom(true)
+            .show(ui, |ui| {
+                if self.history.logs.is_empty() {
+                    ui.label(RichText::new("no log lines").weak());
+                }
+                for (level, msg) in &self.history.logs {
+                    let color = match level {
+                        LogLevel::Info => ui.visuals().text_color(),
+                        LogLevel::Warn => ui.visuals().warn_fg_color,
+                        LogLevel::Error => ui.visuals().error_fg_color,
+                    };
+                    ui.label(RichText::new(msg).color(color).monospace());
+                }
+            });
     }
 
     /// The run panel: toolbar, plot above, archive table and inspector below.
@@ -407,7 +437,11 @@ impl RunView {
         ui.separator();
         ui.label(format!("{} valid", h.valid));
         let invalid = RichText::new(format!("{} invalid", h.invalid));
-        ui.label(if h.invalid > 0 { invalid.color(ui.visuals().warn_fg_color) } else { invalid });
+        ui.label(if h.invalid > 0 {
+            invalid.color(ui.visuals().warn_fg_color)
+        } else {
+            invalid
+        });
         if let Some(best) = h.best_score {
             ui.separator();
             ui.label(format!("best {best:.5}"));
@@ -419,8 +453,14 @@ impl RunView {
         }
         if h.usage_known {
             ui.separator();
-            let cost = h.usage.cost_usd.map_or(String::new(), |c| format!(" · ${c:.4}"));
-            ui.label(format!("{} tokens{cost}", history::format_tokens(h.usage.total_tokens())));
+            let cost = h
+                .usage
+                .cost_usd
+                .map_or(String::new(), |c| format!(" · ${c:.4}"));
+            ui.label(format!(
+                "{} tokens{cost}",
+                history::format_tokens(h.usage.total_tokens())
+            ));
         }
         if h.info.as_ref().is_some_and(|i| i.offline) {
             ui.separator();

@@ -119,13 +119,25 @@ impl FitnessPlot {
                     if self.running_best.is_none_or(|b| y > b) {
                         let step_x = self.max_x as f64;
                         if let Some(prev) = self.running_best {
-                            self.best.push(Pt { x: step_x, y: prev, id: g.id });
+                            self.best.push(Pt {
+                                x: step_x,
+                                y: prev,
+                                id: g.id,
+                            });
                         }
-                        self.best.push(Pt { x: step_x, y, id: g.id });
+                        self.best.push(Pt {
+                            x: step_x,
+                            y,
+                            id: g.id,
+                        });
                         self.running_best = Some(y);
                     }
                 }
-                None => self.invalid.push(Pt { x, y: 0.0, id: g.id }),
+                None => self.invalid.push(Pt {
+                    x,
+                    y: 0.0,
+                    id: g.id,
+                }),
             }
         }
         self.processed = history.genomes.len();
@@ -135,7 +147,10 @@ impl FitnessPlot {
     /// Forget every cached point (a new run started); the metric is kept.
     pub fn reset(&mut self) {
         let metric = std::mem::take(&mut self.metric);
-        *self = Self { metric, ..Self::default() };
+        *self = Self {
+            metric,
+            ..Self::default()
+        };
     }
 
     /// Number of cached points (valid + invalid).
@@ -149,7 +164,11 @@ impl FitnessPlot {
     }
 
     fn rebuild_drawn(&mut self, x_range: Option<(f64, f64)>, columns: u32) {
-        let key = DrawnKey { data_version: self.data_version, x_range, columns };
+        let key = DrawnKey {
+            data_version: self.data_version,
+            x_range,
+            columns,
+        };
         if self.drawn_key.as_ref() == Some(&key) {
             return;
         }
@@ -164,7 +183,9 @@ impl FitnessPlot {
             None => (0.0, self.max_x as f64),
         };
         let width = (hi - lo).max(1e-9);
-        let col_of = |x: f64| -> usize { (((x - lo) / width) * cols as f64).clamp(0.0, (cols - 1) as f64) as usize };
+        let col_of = |x: f64| -> usize {
+            (((x - lo) / width) * cols as f64).clamp(0.0, (cols - 1) as f64) as usize
+        };
         if visible_count <= DECIMATE_ABOVE {
             for p in self.valid.iter().filter(|p| visible(p)) {
                 drawn.valid.push(PlotPoint::new(p.x, p.y));
@@ -240,7 +261,12 @@ impl FitnessPlot {
     }
 
     /// Draw the plot. Returns the genome clicked this frame, if any.
-    pub fn ui(&mut self, ui: &mut egui::Ui, history: &RunHistory, selected: Option<GenomeId>) -> Option<GenomeId> {
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) -> Option<GenomeId> {
         self.sync(history);
         let columns = ui.available_width().max(50.0) as u32;
         // Cull to the last frame's x range unless the plot follows the data.
@@ -251,7 +277,10 @@ impl FitnessPlot {
         self.rebuild_drawn(x_range, columns);
 
         let selected_point = selected.and_then(|id| history.get(id)).map(|g| {
-            let y = self.metric.value(g).unwrap_or_else(|| invalid_band(self.y_min, self.y_max));
+            let y = self
+                .metric
+                .value(g)
+                .unwrap_or_else(|| invalid_band(self.y_min, self.y_max));
             PlotPoint::new(g.iteration as f64, y)
         });
         let drawn = &self.drawn;
@@ -262,7 +291,11 @@ impl FitnessPlot {
             .legend(egui_plot::Legend::default().position(egui_plot::Corner::RightBottom))
             .allow_double_click_reset(true)
             .label_formatter(|pos| match pos {
-                egui_plot::HoverPosition::NearDataPoint { plot_name, position, index } => {
+                egui_plot::HoverPosition::NearDataPoint {
+                    plot_name,
+                    position,
+                    index,
+                } => {
                     let (ids, valid) = match *plot_name {
                         VALID_NAME => (&drawn.valid_ids, true),
                         INVALID_NAME => (&drawn.invalid_ids, false),
@@ -270,7 +303,10 @@ impl FitnessPlot {
                     };
                     let id = ids.get(*index)?;
                     Some(if valid {
-                        format!("genome #{id}\nscore {:.6}\niteration {}", position.y, position.x)
+                        format!(
+                            "genome #{id}\nscore {:.6}\niteration {}",
+                            position.y, position.x
+                        )
                     } else {
                         format!("genome #{id} (invalid)\niteration {}", position.x)
                     })
@@ -280,7 +316,9 @@ impl FitnessPlot {
         let response = plot.show(ui, |plot_ui| {
             if !drawn.best.is_empty() {
                 plot_ui.line(
-                    Line::new(BEST_NAME, PlotPoints::Borrowed(&drawn.best)).color(BEST_COLOR).width(2.0),
+                    Line::new(BEST_NAME, PlotPoints::Borrowed(&drawn.best))
+                        .color(BEST_COLOR)
+                        .width(2.0),
                 );
             }
             plot_ui.points(
@@ -345,7 +383,12 @@ mod tests {
     fn history(n: u64) -> RunHistory {
         let mut h = RunHistory::new();
         for i in 0..n {
-            let mut g = Genome { id: i, iteration: i, valid: i % 7 != 3, ..Genome::default() };
+            let mut g = Genome {
+                id: i,
+                iteration: i,
+                valid: i % 7 != 3,
+                ..Genome::default()
+            };
             g.scores.insert(FITNESS_KEY.into(), ((i * 37) % 101) as f64);
             h.apply(RunEvent::GenomeAdmitted {
                 genome: Arc::new(g),
@@ -390,8 +433,18 @@ mod tests {
         p.rebuild_drawn(None, 800);
         assert!(p.drawn.valid.len() <= 1600, "{}", p.drawn.valid.len());
         assert!(p.drawn.invalid.len() <= 800);
-        let max_y = p.drawn.valid.iter().map(|q| q.y).fold(f64::NEG_INFINITY, f64::max);
-        let min_y = p.drawn.valid.iter().map(|q| q.y).fold(f64::INFINITY, f64::min);
+        let max_y = p
+            .drawn
+            .valid
+            .iter()
+            .map(|q| q.y)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let min_y = p
+            .drawn
+            .valid
+            .iter()
+            .map(|q| q.y)
+            .fold(f64::INFINITY, f64::min);
         assert_eq!((min_y, max_y), (0.0, 100.0));
         // Zoomed in on 1,000 iterations: everything there is drawn.
         p.rebuild_drawn(Some((1000.0, 1999.0)), 800);

@@ -65,7 +65,9 @@ impl SortColumn {
             Self::Score => OrdF64(a.fitness_or_min()).cmp(&OrdF64(b.fitness_or_min())),
             Self::Valid => a.valid.cmp(&b.valid),
             Self::Parent => a.parent_id.cmp(&b.parent_id),
-            Self::Depth => (a.metadata.depth, a.metadata.island).cmp(&(b.metadata.depth, b.metadata.island)),
+            Self::Depth => {
+                (a.metadata.depth, a.metadata.island).cmp(&(b.metadata.depth, b.metadata.island))
+            }
             Self::Model => a.metadata.model.cmp(&b.metadata.model),
             Self::Tokens => tokens(a).cmp(&tokens(b)),
         };
@@ -116,6 +118,32 @@ impl Default for ArchiveTable {
     }
 }
 
+/// A small painted triangle: up for ascending, down for descending.
+fn sort_arrow(ui: &mut egui::Ui, ascending: bool) {
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(9.0, 9.0), Sense::hover());
+    let c = rect.center();
+    let (w, h) = (4.0, 3.5);
+    let points = if ascending {
+        vec![
+            egui::pos2(c.x - w, c.y + h),
+            egui::pos2(c.x + w, c.y + h),
+            egui::pos2(c.x, c.y - h),
+        ]
+    } else {
+        vec![
+            egui::pos2(c.x - w, c.y - h),
+            egui::pos2(c.x + w, c.y - h),
+            egui::pos2(c.x, c.y + h),
+        ]
+    };
+    let color = ui.visuals().strong_text_color();
+    ui.painter().add(egui::Shape::convex_polygon(
+        points,
+        color,
+        egui::Stroke::NONE,
+    ));
+}
+
 fn depth_text(g: &Genome) -> String {
     match g.metadata.island {
         Some(i) => format!("{} / {i}", g.metadata.depth),
@@ -143,8 +171,13 @@ impl ArchiveTable {
     }
 
     /// The ids in display order (as of the last rebuild).
-    pub fn ordered_ids<'h>(&'h self, history: &'h RunHistory) -> impl Iterator<Item = GenomeId> + 'h {
-        self.order.iter().filter_map(|&p| history.genomes.get(p as usize).map(|g| g.id))
+    pub fn ordered_ids<'h>(
+        &'h self,
+        history: &'h RunHistory,
+    ) -> impl Iterator<Item = GenomeId> + 'h {
+        self.order
+            .iter()
+            .filter_map(|&p| history.genomes.get(p as usize).map(|g| g.id))
     }
 
     /// Rebuild the row order if the settings changed, or if genomes arrived
@@ -160,7 +193,10 @@ impl ArchiveTable {
         let n = history.genomes.len();
         let settings_changed = self.order_key.as_ref() != Some(&key) || n < self.order_len;
         let grew = n > self.order_len;
-        let due = self.built_at.is_none_or(|t| t.elapsed().as_secs_f64() >= REFRESH_SECS);
+        let due = history.is_finished()
+            || self
+                .built_at
+                .is_none_or(|t| t.elapsed().as_secs_f64() >= REFRESH_SECS);
         if !(settings_changed || (grew && due)) {
             return grew;
         }
@@ -199,23 +235,40 @@ impl ArchiveTable {
 
     /// The scaffold's structure: beam members, or the current parent and its
     /// use count, plus the policy's own status fields. Returns a clicked id.
-    pub fn structure_ui(ui: &mut egui::Ui, history: &RunHistory, selected: Option<GenomeId>) -> Option<GenomeId> {
+    pub fn structure_ui(
+        ui: &mut egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) -> Option<GenomeId> {
         let mut clicked = None;
         ui.horizontal_wrapped(|ui| {
             if !history.active.is_empty() {
-                ui.label(RichText::new(format!("Beam ({} members):", history.active.len())).strong());
+                ui.label(
+                    RichText::new(format!("Beam ({} members):", history.active.len())).strong(),
+                );
                 for id in history.active.iter().take(24) {
-                    let score = history.get(*id).and_then(|g| g.fitness()).map_or(String::new(), |s| format!(" {s:.4}"));
-                    if ui.selectable_label(selected == Some(*id), format!("#{id}{score}")).clicked() {
+                    let score = history
+                        .get(*id)
+                        .and_then(|g| g.fitness())
+                        .map_or(String::new(), |s| format!(" {s:.4}"));
+                    if ui
+                        .selectable_label(selected == Some(*id), format!("#{id}{score}"))
+                        .clicked()
+                    {
                         clicked = Some(*id);
                     }
                 }
                 if history.active.len() > 24 {
                     ui.label(format!("… {} more", history.active.len() - 24));
                 }
-            } else if let Some(p) = history.current_parent {
+            } else if let (Some(p), true) =
+                (history.current_parent, history.policy.fields.is_empty())
+            {
                 ui.label(RichText::new("Current parent:").strong());
-                if ui.selectable_label(selected == Some(p), format!("#{p}")).clicked() {
+                if ui
+                    .selectable_label(selected == Some(p), format!("#{p}"))
+                    .clicked()
+                {
                     clicked = Some(p);
                 }
                 ui.label(format!("used {} times", history.child_count(p)));
@@ -229,7 +282,12 @@ impl ArchiveTable {
     }
 
     /// Filters, then the table. Returns the genome clicked this frame.
-    pub fn ui(&mut self, ui: &mut egui::Ui, history: &RunHistory, selected: Option<GenomeId>) -> Option<GenomeId> {
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) -> Option<GenomeId> {
         let mut clicked = Self::structure_ui(ui, history, selected);
         ui.horizontal(|ui| {
             ui.checkbox(&mut self.valid_only, "valid only");
@@ -245,17 +303,23 @@ impl ArchiveTable {
             }
         });
         if self.refresh(history) {
-            ui.ctx().request_repaint_after(std::time::Duration::from_secs_f64(REFRESH_SECS));
+            ui.ctx()
+                .request_repaint_after(std::time::Duration::from_secs_f64(REFRESH_SECS));
         }
         ui.label(
-            RichText::new(format!("{} of {} genomes", self.order.len(), history.genomes.len()))
-                .small()
-                .weak(),
+            RichText::new(format!(
+                "{} of {} genomes",
+                self.order.len(),
+                history.genomes.len()
+            ))
+            .small()
+            .weak(),
         );
-        let scroll_row = self
-            .scroll_to
-            .take()
-            .and_then(|id| self.order.iter().position(|&p| history.genomes.get(p as usize).is_some_and(|g| g.id == id)));
+        let scroll_row = self.scroll_to.take().and_then(|id| {
+            self.order
+                .iter()
+                .position(|&p| history.genomes.get(p as usize).is_some_and(|g| g.id == id))
+        });
         let row_height = ui.text_style_height(&egui::TextStyle::Body) + 2.0;
         let mut builder = TableBuilder::new(ui)
             .id_salt("archive_table")
@@ -279,18 +343,18 @@ impl ArchiveTable {
             .header(row_height + 4.0, |mut header| {
                 for col in SortColumn::ALL {
                     header.col(|ui| {
-                        let arrow = if self.sort == col {
-                            if self.ascending { " ⏶" } else { " ⏷" }
-                        } else {
-                            ""
-                        };
-                        let r = ui.selectable_label(self.sort == col, RichText::new(format!("{}{arrow}", col.title())).strong());
+                        let active = self.sort == col;
+                        let r = ui.selectable_label(active, RichText::new(col.title()).strong());
+                        if active {
+                            sort_arrow(ui, self.ascending);
+                        }
                         if r.clicked() {
-                            if self.sort == col {
+                            if active {
                                 self.ascending = !self.ascending;
                             } else {
                                 self.sort = col;
-                                self.ascending = !matches!(col, SortColumn::Score | SortColumn::Tokens);
+                                self.ascending =
+                                    !matches!(col, SortColumn::Score | SortColumn::Tokens);
                             }
                         }
                     });
@@ -298,25 +362,34 @@ impl ArchiveTable {
             })
             .body(|body| {
                 body.rows(row_height, self.order.len(), |mut row| {
-                    let Some(g) = self.order.get(row.index()).and_then(|&p| history.genomes.get(p as usize)) else {
+                    let Some(g) = self
+                        .order
+                        .get(row.index())
+                        .and_then(|&p| history.genomes.get(p as usize))
+                    else {
                         return;
                     };
                     row.set_selected(selected == Some(g.id));
-                    let marker = if beam.contains(&g.id) {
-                        "◆ "
-                    } else if history.best_id == Some(g.id) {
-                        "★ "
+                    let marker = if beam.contains(&g.id) { "» " } else { "" };
+                    let best = if history.best_id == Some(g.id) {
+                        " (best)"
                     } else {
                         ""
                     };
                     row.col(|ui| {
-                        ui.label(format!("{marker}#{}", g.id));
+                        let text = format!("{marker}#{}{best}", g.id);
+                        if ui.selectable_label(selected == Some(g.id), text).clicked() {
+                            clicked = Some(g.id);
+                        }
                     });
                     row.col(|ui| {
                         ui.label(g.iteration.to_string());
                     });
                     row.col(|ui| {
-                        ui.label(g.fitness().map_or_else(|| "—".to_owned(), |s| format!("{s:.5}")));
+                        ui.label(
+                            g.fitness()
+                                .map_or_else(|| "—".to_owned(), |s| format!("{s:.5}")),
+                        );
                     });
                     row.col(|ui| {
                         if g.valid {
@@ -326,7 +399,10 @@ impl ArchiveTable {
                         }
                     });
                     row.col(|ui| {
-                        ui.label(g.parent_id.map_or_else(|| "—".to_owned(), |p| format!("#{p}")));
+                        ui.label(
+                            g.parent_id
+                                .map_or_else(|| "—".to_owned(), |p| format!("#{p}")),
+                        );
                     });
                     row.col(|ui| {
                         ui.label(depth_text(g));
@@ -335,7 +411,12 @@ impl ArchiveTable {
                         ui.label(g.metadata.model.as_deref().unwrap_or("—"));
                     });
                     row.col(|ui| {
-                        ui.label(g.usage.map_or_else(|| "—".to_owned(), |u| format_tokens(u.total_tokens())));
+                        ui.label(
+                            g.usage.map_or_else(
+                                || "—".to_owned(),
+                                |u| format_tokens(u.total_tokens()),
+                            ),
+                        );
                     });
                     if row.response().clicked() {
                         clicked = Some(g.id);
@@ -381,11 +462,18 @@ mod tests {
     #[test]
     fn sorts_by_score_descending_and_filters() {
         let h = history();
-        let mut t = ArchiveTable { sort: SortColumn::Score, ascending: false, ..ArchiveTable::default() };
+        let mut t = ArchiveTable {
+            sort: SortColumn::Score,
+            ascending: false,
+            ..ArchiveTable::default()
+        };
         t.refresh(&h);
         let ids: Vec<GenomeId> = t.ordered_ids(&h).collect();
         assert_eq!(ids.len(), 20);
-        let scores: Vec<f64> = ids.iter().map(|id| h.get(*id).map_or(f64::NAN, |g| g.fitness_or_min())).collect();
+        let scores: Vec<f64> = ids
+            .iter()
+            .map(|id| h.get(*id).map_or(f64::NAN, |g| g.fitness_or_min()))
+            .collect();
         assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
         // invalid genomes (no fitness) sort last when descending
         assert!(!h.get(*ids.last().unwrap_or(&0)).is_some_and(|g| g.valid));
@@ -397,7 +485,10 @@ mod tests {
         t.refresh(&h);
         let ids: Vec<GenomeId> = t.ordered_ids(&h).collect();
         // 1 (invalid), 10, 11..19 minus invalid 13, 17
-        assert!(ids.iter().all(|id| h.get(*id).is_some_and(|g| g.valid && g.content.contains("x = 1"))));
+        assert!(ids.iter().all(|id| {
+            h.get(*id)
+                .is_some_and(|g| g.valid && g.content.contains("x = 1"))
+        }));
         assert_eq!(ids.len(), 8);
     }
 
@@ -408,7 +499,12 @@ mod tests {
         t.refresh(&h);
         assert_eq!(t.row_count(), 20);
         h.apply(RunEvent::GenomeAdmitted {
-            genome: Arc::new(Genome { id: 20, iteration: 20, valid: true, ..Genome::default() }),
+            genome: Arc::new(Genome {
+                id: 20,
+                iteration: 20,
+                valid: true,
+                ..Genome::default()
+            }),
             best_id: None,
             best_score: None,
             iterations_done: 20,
