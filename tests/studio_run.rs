@@ -249,3 +249,102 @@ fn stop_ends_the_run_within_one_iteration_and_frames_keep_coming_while_the_evalu
     h.run_steps(2);
     assert!(h.get_all_by_label("stopped").count() >= 1);
 }
+
+/// Renders screenshots of a live run and of the inspector on a failed genome
+/// (wgpu on a CPU adapter). `SCREENSHOT_DIR=dir cargo test --test studio_run
+/// -- --ignored screenshots`.
+#[test]
+#[ignore = "writes PNG files; run by hand"]
+fn screenshots() {
+    let out = std::env::var("SCREENSHOT_DIR").unwrap_or_else(|_| "target/screenshots".to_owned());
+    std::fs::create_dir_all(&out).unwrap();
+    let registry = Arc::new(Registry::builtin());
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    let build = || {
+        Harness::builder()
+            .with_size(egui::vec2(1400.0, 860.0))
+            .wgpu()
+            .build_ui_state(
+                |ui, view: &mut RunView| {
+                    view.logic(ui.ctx());
+                    egui::Panel::bottom("status").show(ui, |ui| {
+                        ui.horizontal(|ui| view.status_bar_ui(ui));
+                    });
+                    egui::CentralPanel::default().show(ui, |ui| view.ui(ui));
+                },
+                RunView::default(),
+            )
+    };
+
+    // A live run with the offline model, caught mid-way.
+    let mut c = card("best_of_n.yaml", &registry);
+    c.general.max_iterations = 400;
+    let mut h = build();
+    start(&mut h, c, &task, Arc::clone(&registry));
+    step_until(&mut h, Duration::from_secs(120), |v| {
+        v.history().genomes.len() >= 60
+    });
+    let best = h.state().history().best_id.unwrap();
+    h.state_mut().select(Some(best));
+    h.state_mut()
+        .set_inspector_tab(galapagos::studio::run::InspectorTab::Diff);
+    h.run_steps(3);
+    h.render()
+        .unwrap()
+        .save(format!("{out}/run_live.png"))
+        .unwrap();
+    h.state_mut().stop();
+    step_until(&mut h, Duration::from_secs(30), |v| !v.is_running());
+
+    // A failed genome: the model's edit divides by zero at import time.
+    let crash =
+        "Make A bigger.\n<<<<<<< SEARCH\nA = 1.0\n=======\nA = 1.0 / 0.0\n>>>>>>> REPLACE\n";
+    let good = "Raise A.\n<<<<<<< SEARCH\nA = 1.0\n=======\nA = 2.0\n>>>>>>> REPLACE\n";
+    let model = Arc::new(common::ScriptedModel::new(vec![
+        Ok(good.to_owned()),
+        Ok(crash.to_owned()),
+        Ok("I am not sure what to change here.".to_owned()),
+        Ok(good.to_owned()),
+    ]));
+    let mut c = card("best_of_n.yaml", &registry);
+    c.general.max_iterations = 4;
+    c.general.inner_retry_times = 0;
+    let mut h = build();
+    let ctx = h.ctx.clone();
+    h.state_mut()
+        .start(c, task.clone(), model, Arc::clone(&registry), None, &ctx);
+    step_until(&mut h, Duration::from_secs(60), |v| !v.is_running());
+    let failed = h
+        .state()
+        .history()
+        .genomes
+        .iter()
+        .find(|g| !g.valid && g.diff.is_some())
+        .map(|g| g.id)
+        .unwrap();
+    h.state_mut().select(Some(failed));
+    h.state_mut()
+        .set_inspector_tab(galapagos::studio::run::InspectorTab::Output);
+    h.run_steps(3);
+    h.render()
+        .unwrap()
+        .save(format!("{out}/inspector_failed.png"))
+        .unwrap();
+    let garbled = h
+        .state()
+        .history()
+        .genomes
+        .iter()
+        .find(|g| !g.valid && g.diff.is_none())
+        .map(|g| g.id)
+        .unwrap();
+    h.state_mut().select(Some(garbled));
+    h.state_mut()
+        .set_inspector_tab(galapagos::studio::run::InspectorTab::Response);
+    h.run_steps(3);
+    h.render()
+        .unwrap()
+        .save(format!("{out}/inspector_parse_error.png"))
+        .unwrap();
+}

@@ -124,6 +124,12 @@ impl RunView {
         self.stop_requested = false;
     }
 
+    /// Apply an event as if the worker had sent it (replaying a recorded
+    /// run, benchmarks).
+    pub fn apply_event(&mut self, event: RunEvent) {
+        self.history.apply(event);
+    }
+
     /// True while a run is active (started and not finished).
     pub fn is_running(&self) -> bool {
         self.handle.is_some() && !self.history.is_finished()
@@ -184,6 +190,11 @@ impl RunView {
     /// The plot's y metric.
     pub fn set_metric(&mut self, metric: Metric) {
         self.plot.metric = metric;
+    }
+
+    /// How many plot points were drawn in the last frame (after binning).
+    pub fn plot_drawn_count(&self) -> usize {
+        self.plot.drawn_count()
     }
 
     /// How many events the last [`Self::logic`] call applied.
