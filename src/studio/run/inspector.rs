@@ -245,15 +245,12 @@ impl Inspector {
                 },
                 InspectorTab::Response => match &genome.response {
                     Some(r) => {
-                        if !genome.valid && genome.diff.is_none() {
-                            ui.label(
-                                RichText::new(format!(
-                                    "The proposal failed: {}",
-                                    genome.error.as_deref().unwrap_or("no usable edit")
-                                ))
-                                .color(BAD),
-                            );
-                        }
+                        let caption = if !genome.valid && genome.diff.is_none() {
+                            "The model's raw reply (no usable edit was found in it):"
+                        } else {
+                            "The model's raw reply:"
+                        };
+                        ui.label(RichText::new(caption).weak());
                         mono_block(ui, r);
                     }
                     None => {

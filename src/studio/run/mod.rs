@@ -336,8 +336,7 @@ impl RunView {
                 };
                 ui.toggle_value(&mut self.show_log, text);
                 let mut metric = self.plot.metric.clone();
-                let label = ui.label("y:");
-                egui::ComboBox::from_id_salt("plot_metric")
+                let combo = egui::ComboBox::from_id_salt("plot_metric")
                     .selected_text(metric.label())
                     .show_ui(ui, |ui| {
                         ui.selectable_value(&mut metric, Metric::Fitness, Metric::Fitness.label());
@@ -347,8 +346,9 @@ impl RunView {
                             ui.selectable_value(&mut metric, m, text);
                         }
                     })
-                    .response
-                    .labelled_by(label.id);
+                    .response;
+                let label = ui.label("y axis:");
+                combo.labelled_by(label.id);
                 self.plot.metric = metric;
             });
         });

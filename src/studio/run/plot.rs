@@ -318,7 +318,8 @@ impl FitnessPlot {
                 plot_ui.line(
                     Line::new(BEST_NAME, PlotPoints::Borrowed(&drawn.best))
                         .color(BEST_COLOR)
-                        .width(2.0),
+                        .width(2.0)
+                        .allow_band(false),
                 );
             }
             plot_ui.points(
@@ -332,12 +333,12 @@ impl FitnessPlot {
                     Points::new(INVALID_NAME, PlotPoints::Borrowed(&drawn.invalid))
                         .color(INVALID_COLOR)
                         .shape(MarkerShape::Cross)
-                        .radius(3.5),
+                        .radius(5.0),
                 );
             }
             if let Some(p) = selected_point {
                 plot_ui.points(
-                    Points::new("selected", PlotPoints::Owned(vec![p]))
+                    Points::new("", PlotPoints::Owned(vec![p]))
                         .color(SELECTED_COLOR)
                         .shape(MarkerShape::Circle)
                         .filled(false)

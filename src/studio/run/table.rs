@@ -320,13 +320,13 @@ impl ArchiveTable {
                 .iter()
                 .position(|&p| history.genomes.get(p as usize).is_some_and(|g| g.id == id))
         });
-        let row_height = ui.text_style_height(&egui::TextStyle::Body) + 2.0;
+        let row_height = ui.spacing().interact_size.y;
         let mut builder = TableBuilder::new(ui)
             .id_salt("archive_table")
             .striped(true)
             .sense(Sense::click())
             .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
-            .column(Column::initial(64.0).at_least(40.0))
+            .column(Column::initial(96.0).at_least(50.0))
             .column(Column::initial(64.0).at_least(40.0))
             .column(Column::initial(84.0).at_least(50.0))
             .column(Column::initial(44.0).at_least(36.0))
