@@ -35,7 +35,7 @@ fn program(i: u64) -> String {
 /// A deterministic pseudo-random genome stream (splitmix-style hash).
 fn genome(i: u64) -> Genome {
     let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) ^ 0xD1B5_4A32_D192_ED03;
-    let valid = i == 0 || h % 10 != 0;
+    let valid = i == 0 || !h.is_multiple_of(10);
     let parent = if i == 0 { None } else { Some(h % i) };
     let content = program(i);
     let mut scores = BTreeMap::new();
@@ -82,10 +82,10 @@ fn genome(i: u64) -> Genome {
 }
 
 fn admitted(g: Genome, best: &mut (u64, f64)) -> RunEvent {
-    if let Some(f) = g.fitness() {
-        if f > best.1 {
-            *best = (g.id, f);
-        }
+    if let Some(f) = g.fitness()
+        && f > best.1
+    {
+        *best = (g.id, f);
     }
     RunEvent::GenomeAdmitted {
         genome: Arc::new(g),

@@ -35,6 +35,7 @@ def evaluate(path):
 "#;
 
 /// A small task folder: four constants to tune against a hidden target.
+#[expect(clippy::unwrap_used, reason = "test helper: a panic is a failed test")]
 fn temp_task(dir: &std::path::Path) -> std::path::PathBuf {
     let t = dir.join("quad");
     std::fs::create_dir_all(&t).unwrap();

@@ -197,10 +197,10 @@ impl RunHistory {
                 self.metric_names.insert(name.clone());
             }
         }
-        if let Some(pos) = genome.parent_id.and_then(|p| self.position(p)) {
-            if let Some(c) = self.children.get_mut(pos) {
-                *c += 1;
-            }
+        if let Some(pos) = genome.parent_id.and_then(|p| self.position(p))
+            && let Some(c) = self.children.get_mut(pos)
+        {
+            *c += 1;
         }
         self.genomes.push(genome);
         self.children.push(0);

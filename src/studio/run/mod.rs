@@ -174,10 +174,10 @@ impl RunView {
 
     /// Select a genome everywhere (plot ring, table row, inspector).
     pub fn select(&mut self, id: Option<GenomeId>) {
-        if id != self.selected {
-            if let Some(id) = id {
-                self.table.scroll_to(id);
-            }
+        if id != self.selected
+            && let Some(id) = id
+        {
+            self.table.scroll_to(id);
         }
         self.selected = id;
     }

@@ -251,10 +251,10 @@ impl FitnessPlot {
             }
         }
         // Extend the step line to the latest iteration.
-        if let Some(last) = self.best.last() {
-            if last.x < self.max_x as f64 {
-                drawn.best.push(PlotPoint::new(self.max_x as f64, last.y));
-            }
+        if let Some(last) = self.best.last()
+            && last.x < self.max_x as f64
+        {
+            drawn.best.push(PlotPoint::new(self.max_x as f64, last.y));
         }
         self.drawn = drawn;
         self.drawn_key = Some(key);
