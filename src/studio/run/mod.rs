@@ -9,23 +9,78 @@
 //! - [`RunView::status_bar_ui`] — draw progress into the status bar;
 //! - [`RunView::is_running`] — true while a run is active (the editor disables
 //!   edits that would affect it).
+//!
+//! Data flow: the worker reports [`RunEvent`]s into a plain [`RunHistory`]
+//! that the panels read each frame; a finished run stays browsable until the
+//! next [`RunView::start`].
 
-use std::path::PathBuf;
+pub mod history;
+pub mod inspector;
+pub mod plot;
+pub mod table;
+
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use egui::{Color32, RichText};
+use tokio::sync::mpsc::error::TryRecvError;
+
+pub use history::{Metric, RunHistory};
+pub use inspector::{Inspector, InspectorTab};
+pub use plot::FitnessPlot;
+pub use table::{ArchiveTable, SortColumn};
 
 use crate::engine::card::Card;
+use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
+use crate::engine::genome::{GenomeId, TokenUsage};
 use crate::engine::model::LanguageModel;
 use crate::engine::registry::Registry;
+use crate::engine::worker::{RunHandle, RunRequest, spawn_run};
+
+/// Time spent draining events per frame before yielding to drawing.
+pub const DRAIN_BUDGET: Duration = Duration::from_millis(5);
+
+/// Colour of the "offline model" badge.
+const OFFLINE_BADGE: Color32 = Color32::from_rgb(200, 150, 40);
 
 /// The run panel's runtime state (not persisted).
 #[derive(Default)]
 pub struct RunView {
-    handle: Option<crate::engine::worker::RunHandle>,
+    handle: Option<RunHandle>,
     last_error: Option<String>,
+    history: RunHistory,
+    selected: Option<GenomeId>,
+    plot: FitnessPlot,
+    table: ArchiveTable,
+    inspector: Inspector,
+    /// File extension of the task's program (`py`), for highlighting.
+    language: String,
+    /// A pause was asked for and not yet acknowledged.
+    pause_requested: bool,
+    /// A stop was asked for and the run has not finished yet.
+    stop_requested: bool,
+    show_log: bool,
+    /// Events applied in the last `logic` call (for tests and the bench).
+    last_drained: usize,
+}
+
+fn language_of(task_dir: &Path) -> String {
+    std::fs::read_dir(task_dir)
+        .ok()
+        .and_then(|entries| {
+            entries.filter_map(Result::ok).find_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_prefix("initial_program.").map(str::to_owned)
+            })
+        })
+        .unwrap_or_else(|| "py".to_owned())
 }
 
 impl RunView {
     /// Start a run; an error (e.g. thread spawn failure) is shown in the panel.
+    /// A run already in progress is stopped; the previous history is
+    /// replaced by the new run's.
     pub fn start(
         &mut self,
         card: Card,
@@ -35,40 +90,397 @@ impl RunView {
         run_dir: Option<PathBuf>,
         ctx: &egui::Context,
     ) {
-        let ctx = ctx.clone();
-        let request = crate::engine::worker::RunRequest {
+        if let Some(old) = self.handle.take() {
+            old.send(RunCommand::Stop);
+        }
+        self.language = language_of(&task_dir);
+        self.load_history(RunHistory::new());
+        let waker_ctx = ctx.clone();
+        let request = RunRequest {
             card,
             task_dir,
             model,
             run_dir,
-            waker: Some(Arc::new(move || ctx.request_repaint())),
+            waker: Some(Arc::new(move || waker_ctx.request_repaint())),
         };
-        match crate::engine::worker::spawn_run(request, registry) {
+        match spawn_run(request, registry) {
             Ok(h) => self.handle = Some(h),
             Err(e) => self.last_error = Some(format!("cannot start the run: {e}")),
         }
     }
 
-    pub fn is_running(&self) -> bool {
-        self.handle.as_ref().is_some_and(|h| !h.is_finished())
+    /// Show a history that did not come from a live run (a synthetic one, or
+    /// one replayed from a record). Any live run is stopped.
+    pub fn load_history(&mut self, history: RunHistory) {
+        if let Some(old) = self.handle.take() {
+            old.send(RunCommand::Stop);
+        }
+        self.history = history;
+        self.selected = None;
+        self.plot.reset();
+        self.table.reset();
+        self.last_error = None;
+        self.pause_requested = false;
+        self.stop_requested = false;
     }
 
-    /// Drain events (time-budgeted). Call once per frame.
-    pub fn logic(&mut self, _ctx: &egui::Context) {
-        if let Some(h) = self.handle.as_mut() {
-            while h.events.try_recv().is_ok() {}
+    /// Apply an event as if the worker had sent it (replaying a recorded
+    /// run, benchmarks).
+    pub fn apply_event(&mut self, event: RunEvent) {
+        self.history.apply(event);
+    }
+
+    /// True while a run is active (started and not finished).
+    pub fn is_running(&self) -> bool {
+        self.handle.is_some() && !self.history.is_finished()
+    }
+
+    /// True while the active run is paused (or a pause was asked for).
+    pub fn is_paused(&self) -> bool {
+        self.is_running() && (self.history.paused || self.pause_requested)
+    }
+
+    /// Ask the run to pause after the iterations in flight.
+    pub fn pause(&mut self) {
+        if let Some(h) = &self.handle {
+            self.pause_requested = h.send(RunCommand::Pause);
         }
     }
 
-    /// The run panel.
+    /// Continue a paused run.
+    pub fn resume(&mut self) {
+        if let Some(h) = &self.handle {
+            h.send(RunCommand::Resume);
+            self.pause_requested = false;
+        }
+    }
+
+    /// Stop the run: in-flight iterations are abandoned.
+    pub fn stop(&mut self) {
+        if let Some(h) = &self.handle {
+            self.stop_requested = h.send(RunCommand::Stop) || self.stop_requested;
+        }
+    }
+
+    /// Everything the current (or last) run reported.
+    pub fn history(&self) -> &RunHistory {
+        &self.history
+    }
+
+    /// The selected genome.
+    pub fn selected(&self) -> Option<GenomeId> {
+        self.selected
+    }
+
+    /// Select a genome everywhere (plot ring, table row, inspector).
+    pub fn select(&mut self, id: Option<GenomeId>) {
+        if id != self.selected
+            && let Some(id) = id
+        {
+            self.table.scroll_to(id);
+        }
+        self.selected = id;
+    }
+
+    /// The inspector's open tab.
+    pub fn set_inspector_tab(&mut self, tab: InspectorTab) {
+        self.inspector.tab = tab;
+    }
+
+    /// The plot's y metric.
+    pub fn set_metric(&mut self, metric: Metric) {
+        self.plot.metric = metric;
+    }
+
+    /// How many plot points were drawn in the last frame (after binning).
+    pub fn plot_drawn_count(&self) -> usize {
+        self.plot.drawn_count()
+    }
+
+    /// How many events the last [`Self::logic`] call applied.
+    pub fn last_drained(&self) -> usize {
+        self.last_drained
+    }
+
+    /// Drain events within [`DRAIN_BUDGET`]; ask for another frame if some
+    /// remain. Never blocks. Call once per frame.
+    pub fn logic(&mut self, ctx: &egui::Context) {
+        self.last_drained = 0;
+        let Some(handle) = self.handle.as_mut() else {
+            return;
+        };
+        let start = Instant::now();
+        let mut disconnected = false;
+        loop {
+            match handle.events.try_recv() {
+                Ok(event) => {
+                    match &event {
+                        RunEvent::Paused | RunEvent::Resumed => self.pause_requested = false,
+                        RunEvent::Finished(_) => {
+                            self.pause_requested = false;
+                            self.stop_requested = false;
+                        }
+                        _ => {}
+                    }
+                    self.history.apply(event);
+                    self.last_drained += 1;
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    disconnected = true;
+                    break;
+                }
+            }
+            if start.elapsed() >= DRAIN_BUDGET {
+                ctx.request_repaint();
+                break;
+            }
+        }
+        if disconnected {
+            if !self.history.is_finished() {
+                // The worker ended without its last event (it panicked).
+                self.history.apply(RunEvent::Finished(RunSummary {
+                    status: RunStatus::Failed("the run thread ended unexpectedly".to_owned()),
+                    iterations: self.history.iterations_done,
+                    genomes: self.history.genomes.len() as u64,
+                    valid: self.history.valid,
+                    invalid: self.history.invalid,
+                    best_id: self.history.best_id,
+                    best_score: self.history.best_score,
+                    initial_score: None,
+                    usage: TokenUsage::default(),
+                    wall_secs: self.history.elapsed().as_secs_f64(),
+                }));
+            }
+            self.handle = None;
+            self.pause_requested = false;
+            self.stop_requested = false;
+        } else if self.is_running() {
+            // Keep elapsed time ticking even when no event arrives.
+            ctx.request_repaint_after(Duration::from_millis(500));
+        }
+    }
+
+    fn toolbar_ui(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            let running = self.is_running();
+            if self.is_paused() {
+                let label = if self.history.paused {
+                    "Resume"
+                } else {
+                    "Pausing…"
+                };
+                if ui
+                    .add_enabled(self.history.paused, egui::Button::new(label))
+                    .clicked()
+                {
+                    self.resume();
+                }
+            } else if ui
+                .add_enabled(running, egui::Button::new("Pause"))
+                .on_hover_text("finish the iterations in flight, then wait")
+                .clicked()
+            {
+                self.pause();
+            }
+            let stop_label = if self.stop_requested {
+                "Stopping…"
+            } else {
+                "Stop"
+            };
+            if ui
+                .add_enabled(
+                    running && !self.stop_requested,
+                    egui::Button::new(stop_label),
+                )
+                .on_hover_text("end the run now; iterations in flight are abandoned")
+                .clicked()
+            {
+                self.stop();
+            }
+            ui.separator();
+            let state = self.history.state_label();
+            let color = match self.history.summary.as_ref().map(|s| &s.status) {
+                Some(RunStatus::Failed(_)) => ui.visuals().error_fg_color,
+                Some(_) => ui.visuals().weak_text_color(),
+                None => ui.visuals().strong_text_color(),
+            };
+            if self.handle.is_some() || self.history.started_at.is_some() {
+                ui.label(RichText::new(first_line(&state)).color(color).strong());
+            }
+            if let Some(info) = &self.history.info {
+                ui.label(format!("{} on {}", info.card_name, info.task_name));
+            }
+            if running {
+                ui.label(
+                    RichText::new("card edits apply to the next run")
+                        .weak()
+                        .italics(),
+                );
+            }
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                let errors = self
+                    .history
+                    .logs
+                    .iter()
+                    .filter(|(l, _)| *l == LogLevel::Error)
+                    .count();
+                let text = if errors > 0 {
+                    RichText::new(format!(
+                        "Log ({}, {errors} errors)",
+                        self.history.logs.len()
+                    ))
+                    .color(ui.visuals().error_fg_color)
+                } else {
+                    RichText::new(format!("Log ({})", self.history.logs.len()))
+                };
+                ui.toggle_value(&mut self.show_log, text);
+                let mut metric = self.plot.metric.clone();
+                let combo = egui::ComboBox::from_id_salt("plot_metric")
+                    .selected_text(metric.label())
+                    .show_ui(ui, |ui| {
+                        ui.selectable_value(&mut metric, Metric::Fitness, Metric::Fitness.label());
+                        for name in &self.history.metric_names {
+                            let m = Metric::Named(name.clone());
+                            let text = m.label();
+                            ui.selectable_value(&mut metric, m, text);
+                        }
+                    })
+                    .response;
+                let label = ui.label("y axis:");
+                combo.labelled_by(label.id);
+                self.plot.metric = metric;
+            });
+        });
+    }
+
+    fn log_ui(&self, ui: &mut egui::Ui) {
+        egui::ScrollArea::vertical()
+            .id_salt("run_log")
+            .max_height(120.0)
+            .stick_to_bottom(true)
+            .show(ui, |ui| {
+                if self.history.logs.is_empty() {
+                    ui.label(RichText::new("no log lines").weak());
+                }
+                for (level, msg) in &self.history.logs {
+                    let color = match level {
+                        LogLevel::Info => ui.visuals().text_color(),
+                        LogLevel::Warn => ui.visuals().warn_fg_color,
+                        LogLevel::Error => ui.visuals().error_fg_color,
+                    };
+                    ui.label(RichText::new(msg).color(color).monospace());
+                }
+            });
+    }
+
+    /// The run panel: toolbar, plot above, archive table and inspector below.
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         if let Some(e) = &self.last_error {
             ui.colored_label(ui.visuals().error_fg_color, e);
         }
+        self.toolbar_ui(ui);
+        if self.show_log {
+            ui.separator();
+            self.log_ui(ui);
+        }
+        ui.separator();
+        if self.history.genomes.is_empty() {
+            ui.add_space(12.0);
+            let text = if self.is_running() {
+                "Waiting for the initial program to be evaluated…"
+            } else if self.history.is_finished() {
+                "The run ended before any genome was admitted; see the log."
+            } else {
+                "No run yet. Press Run to start the card on the selected task."
+            };
+            ui.label(RichText::new(text).weak());
+            if self.history.is_finished() && !self.show_log {
+                self.log_ui(ui);
+            }
+            return;
+        }
+        let mut clicked: Option<GenomeId> = None;
+        let history = &self.history;
+        let selected = self.selected;
+        let plot_height = (ui.available_height() * 0.38).clamp(140.0, 420.0);
+        egui::Panel::top("run_plot_panel")
+            .resizable(true)
+            .default_size(plot_height)
+            .size_range(100.0..=ui.available_height() * 0.8)
+            .show(ui, |ui| {
+                if let Some(id) = self.plot.ui(ui, history, selected) {
+                    clicked = Some(id);
+                }
+            });
+        egui::Panel::right("run_inspector_panel")
+            .resizable(true)
+            .default_size((ui.available_width() * 0.5).max(320.0))
+            .size_range(260.0..=ui.available_width() * 0.8)
+            .show(ui, |ui| {
+                if let Some(id) = self.inspector.ui(ui, history, selected, &self.language) {
+                    clicked = Some(id);
+                }
+            });
+        egui::CentralPanel::default().show(ui, |ui| {
+            if let Some(id) = self.table.ui(ui, history, selected) {
+                clicked = Some(id);
+            }
+        });
+        if let Some(id) = clicked {
+            self.select(Some(id));
+        }
     }
 
-    /// Progress for the status bar.
+    /// Progress for the status bar: iteration i/N, valid/invalid, elapsed,
+    /// ETA, tokens/cost where known, and an "offline model" badge.
     pub fn status_bar_ui(&mut self, ui: &mut egui::Ui) {
-        ui.label(if self.is_running() { "running" } else { "idle" });
+        let h = &self.history;
+        if self.handle.is_none() && h.started_at.is_none() {
+            ui.label(RichText::new("idle").weak());
+            return;
+        }
+        let state = h.state_label();
+        ui.label(RichText::new(first_line(&state)).strong());
+        ui.separator();
+        let total = h.max_iterations().map_or("?".to_owned(), |n| n.to_string());
+        ui.label(format!("iteration {}/{total}", h.iterations_done));
+        ui.separator();
+        ui.label(format!("{} valid", h.valid));
+        let invalid = RichText::new(format!("{} invalid", h.invalid));
+        ui.label(if h.invalid > 0 {
+            invalid.color(ui.visuals().warn_fg_color)
+        } else {
+            invalid
+        });
+        if let Some(best) = h.best_score {
+            ui.separator();
+            ui.label(format!("best {best:.5}"));
+        }
+        ui.separator();
+        ui.label(format!("elapsed {}", history::format_duration(h.elapsed())));
+        if let Some(eta) = h.eta() {
+            ui.label(format!("ETA {}", history::format_duration(eta)));
+        }
+        if h.usage_known {
+            ui.separator();
+            let cost = h
+                .usage
+                .cost_usd
+                .map_or(String::new(), |c| format!(" · ${c:.4}"));
+            ui.label(format!(
+                "{} tokens{cost}",
+                history::format_tokens(h.usage.total_tokens())
+            ));
+        }
+        if h.info.as_ref().is_some_and(|i| i.offline) {
+            ui.separator();
+            ui.label(RichText::new(" offline model ").background_color(OFFLINE_BADGE).color(Color32::BLACK))
+                .on_hover_text("the built-in offline model: no endpoint configured; it only tunes numeric literals");
+        }
     }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
 }

@@ -1,0 +1,413 @@
+//! [`RunHistory`]: everything the run view shows, built purely from
+//! [`RunEvent`]s. Plain data (no egui), so a finished run stays browsable
+//! until another one starts, and benchmarks/tests can fill it synthetically.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::engine::events::{LogLevel, RunEvent, RunInfo, RunStatus, RunSummary};
+use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId, TokenUsage};
+use crate::engine::selection::PolicyStatus;
+
+/// How many log lines are kept (oldest dropped first).
+pub const MAX_LOG_LINES: usize = 2000;
+
+/// One point of the best-so-far series: after the genome admitted at
+/// `position` (admission order), the best fitness was `score`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BestPoint {
+    /// Iteration of the admitted genome (made monotone: the running maximum).
+    pub iteration: u64,
+    pub score: f64,
+    pub best_id: GenomeId,
+}
+
+/// What the plot shows on its y axis.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Metric {
+    /// The fitness used by selection (`combined_score`, or the mean of the
+    /// metrics when there is none).
+    #[default]
+    Fitness,
+    /// Any other metric the evaluator reported.
+    Named(String),
+}
+
+impl Metric {
+    /// The value of this metric for a genome (invalid genomes have none).
+    pub fn value(&self, genome: &Genome) -> Option<f64> {
+        if !genome.valid {
+            return None;
+        }
+        match self {
+            Self::Fitness => genome.fitness(),
+            Self::Named(name) => genome.scores.get(name).copied(),
+        }
+        .filter(|v| v.is_finite())
+    }
+
+    /// The label used in the dropdown and the axis.
+    pub fn label(&self) -> String {
+        match self {
+            Self::Fitness => format!("fitness ({FITNESS_KEY})"),
+            Self::Named(name) => name.clone(),
+        }
+    }
+}
+
+/// The whole observable state of one run.
+#[derive(Debug, Default)]
+pub struct RunHistory {
+    /// Static facts, once `Started` arrived.
+    pub info: Option<RunInfo>,
+    /// Every admitted genome, in admission order (ids are dense, so normally
+    /// `genomes[id].id == id`).
+    pub genomes: Vec<Arc<Genome>>,
+    /// Best fitness after each admission that changed it.
+    pub best_series: Vec<BestPoint>,
+    pub best_id: Option<GenomeId>,
+    pub best_score: Option<f64>,
+    /// Iterations finished.
+    pub iterations_done: u64,
+    /// Highest iteration dispatched so far.
+    pub iterations_started: u64,
+    /// The parent of the most recently dispatched iteration.
+    pub current_parent: Option<GenomeId>,
+    pub valid: u64,
+    pub invalid: u64,
+    /// Token usage summed over all genomes.
+    pub usage: TokenUsage,
+    /// Whether any genome reported usage (so "0 tokens" is not shown for a
+    /// model that reports none).
+    pub usage_known: bool,
+    /// The selection policy's latest status.
+    pub policy: PolicyStatus,
+    /// Ids in the population's active structure (the beam), if any.
+    pub active: Vec<GenomeId>,
+    /// Number of children (all attempts) of each genome, indexed like `genomes`.
+    pub children: Vec<u32>,
+    /// Every metric name seen, sorted.
+    pub metric_names: BTreeSet<String>,
+    /// Log lines (level, message).
+    pub logs: Vec<(LogLevel, String)>,
+    /// Whether the worker acknowledged a pause.
+    pub paused: bool,
+    /// The final tally, once `Finished` arrived.
+    pub summary: Option<RunSummary>,
+    /// When the first event was applied.
+    pub started_at: Option<Instant>,
+    /// When `Finished` was applied.
+    pub finished_at: Option<Instant>,
+    /// Bumped whenever `genomes` changes (caches key on it).
+    pub version: u64,
+    /// Running maximum of admitted iterations (x of the step line).
+    max_iteration: u64,
+}
+
+impl RunHistory {
+    /// An empty history.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Apply one event.
+    pub fn apply(&mut self, event: RunEvent) {
+        if self.started_at.is_none() {
+            self.started_at = Some(Instant::now());
+        }
+        match event {
+            RunEvent::Started(info) => self.info = Some(info),
+            RunEvent::IterationStarted {
+                iteration,
+                parent_id,
+            } => {
+                self.iterations_started = self.iterations_started.max(iteration);
+                self.current_parent = Some(parent_id);
+            }
+            RunEvent::GenomeAdmitted {
+                genome,
+                best_id,
+                best_score,
+                iterations_done,
+                policy,
+                active,
+            } => {
+                self.push_genome(genome);
+                self.iterations_done = iterations_done;
+                self.policy = policy;
+                self.active = active;
+                self.set_best(best_id, best_score);
+            }
+            RunEvent::Log { level, message } => {
+                if self.logs.len() >= MAX_LOG_LINES {
+                    self.logs.drain(..MAX_LOG_LINES / 4);
+                }
+                self.logs.push((level, message));
+            }
+            RunEvent::Paused => self.paused = true,
+            RunEvent::Resumed => self.paused = false,
+            RunEvent::Finished(summary) => {
+                self.paused = false;
+                self.iterations_done = self.iterations_done.max(summary.iterations);
+                if summary.best_id.is_some() {
+                    self.set_best(summary.best_id, summary.best_score);
+                }
+                if let RunStatus::Failed(why) = &summary.status {
+                    self.logs
+                        .push((LogLevel::Error, format!("run failed: {why}")));
+                }
+                self.summary = Some(summary);
+                self.finished_at = Some(Instant::now());
+            }
+        }
+    }
+
+    fn set_best(&mut self, best_id: Option<GenomeId>, best_score: Option<f64>) {
+        self.best_id = best_id;
+        self.best_score = best_score;
+        if let (Some(id), Some(score)) = (best_id, best_score) {
+            let changed = self
+                .best_series
+                .last()
+                .is_none_or(|p| p.best_id != id || p.score != score);
+            if changed {
+                self.best_series.push(BestPoint {
+                    iteration: self.max_iteration,
+                    score,
+                    best_id: id,
+                });
+            }
+        }
+    }
+
+    fn push_genome(&mut self, genome: Arc<Genome>) {
+        self.max_iteration = self.max_iteration.max(genome.iteration);
+        if genome.valid {
+            self.valid += 1;
+        } else {
+            self.invalid += 1;
+        }
+        if let Some(u) = &genome.usage {
+            self.usage.add(u);
+            self.usage_known = true;
+        }
+        for name in genome.scores.keys() {
+            if !self.metric_names.contains(name) {
+                self.metric_names.insert(name.clone());
+            }
+        }
+        if let Some(pos) = genome.parent_id.and_then(|p| self.position(p))
+            && let Some(c) = self.children.get_mut(pos)
+        {
+            *c += 1;
+        }
+        self.genomes.push(genome);
+        self.children.push(0);
+        self.version += 1;
+    }
+
+    /// Position of a genome id in `genomes` (O(1) for dense ids).
+    pub fn position(&self, id: GenomeId) -> Option<usize> {
+        let guess = usize::try_from(id).ok()?;
+        if self.genomes.get(guess).is_some_and(|g| g.id == id) {
+            return Some(guess);
+        }
+        self.genomes.iter().position(|g| g.id == id)
+    }
+
+    /// A genome by id.
+    pub fn get(&self, id: GenomeId) -> Option<&Arc<Genome>> {
+        self.position(id).and_then(|p| self.genomes.get(p))
+    }
+
+    /// How many children (attempts included) a genome has.
+    pub fn child_count(&self, id: GenomeId) -> u32 {
+        self.position(id)
+            .and_then(|p| self.children.get(p).copied())
+            .unwrap_or(0)
+    }
+
+    /// The chain from the root to `id` (root first, `id` last). Stops at a
+    /// missing ancestor or a cycle.
+    pub fn lineage(&self, id: GenomeId) -> Vec<GenomeId> {
+        let mut chain = Vec::new();
+        let mut cursor = self.get(id).map(|g| g.id);
+        while let Some(cur) = cursor {
+            if chain.contains(&cur) || chain.len() > self.genomes.len() {
+                break;
+            }
+            chain.push(cur);
+            cursor = self.get(cur).and_then(|g| g.parent_id);
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// The iteration budget, once known.
+    pub fn max_iterations(&self) -> Option<u64> {
+        self.info.as_ref().map(|i| i.max_iterations)
+    }
+
+    /// True once `Finished` arrived.
+    pub fn is_finished(&self) -> bool {
+        self.summary.is_some()
+    }
+
+    /// Wall time since the run started (frozen once it finished).
+    pub fn elapsed(&self) -> Duration {
+        match (self.started_at, self.finished_at) {
+            (Some(s), Some(f)) => f.saturating_duration_since(s),
+            (Some(s), None) => s.elapsed(),
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// Estimated time to finish the iteration budget, from the mean time per
+    /// finished iteration so far.
+    pub fn eta(&self) -> Option<Duration> {
+        if self.is_finished() || self.iterations_done == 0 {
+            return None;
+        }
+        let total = self.max_iterations()?;
+        let left = total.saturating_sub(self.iterations_done);
+        let per = self.elapsed().as_secs_f64() / self.iterations_done as f64;
+        Some(Duration::from_secs_f64(per * left as f64))
+    }
+
+    /// A short state word: waiting, running, paused, or how the run ended.
+    pub fn state_label(&self) -> String {
+        match (&self.summary, self.paused, self.started_at) {
+            (Some(s), _, _) => s.status.label(),
+            (None, true, _) => "paused".to_owned(),
+            (None, false, Some(_)) => "running".to_owned(),
+            (None, false, None) => "starting".to_owned(),
+        }
+    }
+}
+
+/// `mm:ss` or `h:mm:ss`.
+pub fn format_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+    } else {
+        format!("{:02}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// `950`, `12.3k`, `4.56M`.
+pub fn format_tokens(n: u64) -> String {
+    if n >= 1_000_000 {
+        format!("{:.2}M", n as f64 / 1e6)
+    } else if n >= 1_000 {
+        format!("{:.1}k", n as f64 / 1e3)
+    } else {
+        n.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn genome(
+        id: GenomeId,
+        parent: Option<GenomeId>,
+        iteration: u64,
+        score: Option<f64>,
+    ) -> Arc<Genome> {
+        let mut g = Genome {
+            id,
+            parent_id: parent,
+            iteration,
+            valid: score.is_some(),
+            ..Genome::default()
+        };
+        if let Some(s) = score {
+            g.scores.insert(FITNESS_KEY.to_owned(), s);
+            g.scores.insert("speed".to_owned(), s * 2.0);
+        }
+        g.usage = Some(TokenUsage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+            cost_usd: None,
+        });
+        Arc::new(g)
+    }
+
+    fn admitted(g: Arc<Genome>, best: Option<(GenomeId, f64)>, done: u64) -> RunEvent {
+        RunEvent::GenomeAdmitted {
+            genome: g,
+            best_id: best.map(|b| b.0),
+            best_score: best.map(|b| b.1),
+            iterations_done: done,
+            policy: PolicyStatus {
+                fields: vec![("current parent".into(), "#0".into())],
+            },
+            active: vec![0],
+        }
+    }
+
+    #[test]
+    fn builds_counts_best_series_lineage_and_children_from_events() {
+        let mut h = RunHistory::new();
+        h.apply(RunEvent::Started(RunInfo {
+            card_name: "c".into(),
+            task_name: "t".into(),
+            max_iterations: 4,
+            model: "m".into(),
+            offline: true,
+            seed: 0,
+            parallel: 1,
+            run_dir: None,
+        }));
+        h.apply(admitted(genome(0, None, 0, Some(1.0)), Some((0, 1.0)), 0));
+        h.apply(RunEvent::IterationStarted {
+            iteration: 1,
+            parent_id: 0,
+        });
+        h.apply(admitted(genome(1, Some(0), 1, None), Some((0, 1.0)), 1));
+        h.apply(admitted(
+            genome(2, Some(0), 2, Some(3.0)),
+            Some((2, 3.0)),
+            2,
+        ));
+        h.apply(admitted(
+            genome(3, Some(2), 3, Some(2.0)),
+            Some((2, 3.0)),
+            3,
+        ));
+        assert_eq!((h.valid, h.invalid), (3, 1));
+        assert_eq!(h.usage.total_tokens(), 60);
+        assert_eq!(h.best_series.len(), 2);
+        assert_eq!(
+            h.best_series[1],
+            BestPoint {
+                iteration: 2,
+                score: 3.0,
+                best_id: 2
+            }
+        );
+        assert_eq!(h.lineage(3), vec![0, 2, 3]);
+        assert_eq!(h.child_count(0), 2);
+        assert_eq!(h.current_parent, Some(0));
+        assert!(h.metric_names.contains("speed"));
+        assert_eq!(h.version, 4);
+        assert!(h.eta().is_some());
+        assert_eq!(
+            Metric::Named("speed".into()).value(&h.genomes[2]),
+            Some(6.0)
+        );
+        assert_eq!(Metric::Fitness.value(&h.genomes[1]), None);
+        assert_eq!(h.state_label(), "running");
+    }
+
+    #[test]
+    fn formats_durations_and_tokens() {
+        assert_eq!(format_duration(Duration::from_secs(75)), "01:15");
+        assert_eq!(format_duration(Duration::from_secs(3725)), "1:02:05");
+        assert_eq!(format_tokens(950), "950");
+        assert_eq!(format_tokens(12_345), "12.3k");
+    }
+}

@@ -1,0 +1,427 @@
+//! The genome inspector — why did it score like that: header and lineage
+//! (each ancestor clickable), then tabs for the scores with deltas against
+//! the parent, the coloured diff, the highlighted program, the exact prompt,
+//! the raw model response, and the evaluator's output (error, stdout,
+//! stderr, artifacts, timings).
+
+use egui::text::LayoutJob;
+use egui::{Color32, FontId, RichText, TextFormat};
+
+use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId};
+use crate::engine::scaffold::unified_diff;
+use crate::studio::run::history::{RunHistory, format_tokens};
+
+/// Colour of an improvement / an added line.
+const GOOD: Color32 = Color32::from_rgb(95, 190, 110);
+/// Colour of a regression / a removed line / an error.
+const BAD: Color32 = Color32::from_rgb(230, 95, 85);
+/// Colour of hunk headers.
+const HUNK: Color32 = Color32::from_rgb(110, 160, 230);
+
+/// The inspector's tabs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum InspectorTab {
+    #[default]
+    Scores,
+    Diff,
+    Program,
+    Prompt,
+    Response,
+    Output,
+}
+
+impl InspectorTab {
+    /// Every tab in display order.
+    pub const ALL: [Self; 6] = [
+        Self::Scores,
+        Self::Diff,
+        Self::Program,
+        Self::Prompt,
+        Self::Response,
+        Self::Output,
+    ];
+
+    /// Tab title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Scores => "Scores",
+            Self::Diff => "Diff",
+            Self::Program => "Program",
+            Self::Prompt => "Prompt",
+            Self::Response => "Response",
+            Self::Output => "Output",
+        }
+    }
+}
+
+/// The inspector's state.
+#[derive(Default)]
+pub struct Inspector {
+    /// The open tab.
+    pub tab: InspectorTab,
+}
+
+/// Text of a metric delta (`+0.0123`, `−0.5`, `±0`).
+pub fn delta_text(delta: f64) -> String {
+    if delta == 0.0 {
+        "±0".to_owned()
+    } else if delta > 0.0 {
+        format!("+{delta:.6}")
+    } else {
+        format!("−{:.6}", -delta)
+    }
+}
+
+/// A unified diff as a coloured layout job.
+pub fn diff_layout(diff: &str, ui: &egui::Ui) -> LayoutJob {
+    let font = FontId::monospace(
+        ui.style()
+            .text_styles
+            .get(&egui::TextStyle::Monospace)
+            .map_or(12.0, |f| f.size),
+    );
+    let normal = ui.visuals().text_color();
+    let mut job = LayoutJob::default();
+    for line in diff.split_inclusive('\n') {
+        let color = if line.starts_with("+++") || line.starts_with("---") {
+            ui.visuals().weak_text_color()
+        } else if line.starts_with('+') {
+            GOOD
+        } else if line.starts_with('-') {
+            BAD
+        } else if line.starts_with("@@") {
+            HUNK
+        } else {
+            normal
+        };
+        job.append(
+            line,
+            0.0,
+            TextFormat {
+                font_id: font.clone(),
+                color,
+                ..TextFormat::default()
+            },
+        );
+    }
+    job
+}
+
+fn mono_block(ui: &mut egui::Ui, text: &str) {
+    ui.add(
+        egui::Label::new(RichText::new(text).monospace())
+            .wrap()
+            .selectable(true),
+    );
+}
+
+fn section(ui: &mut egui::Ui, title: &str) {
+    ui.add_space(6.0);
+    ui.label(RichText::new(title).strong());
+}
+
+impl Inspector {
+    /// Draw the inspector for `selected`. Returns a genome id the user
+    /// clicked (an ancestor, the parent, an inspiration).
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+        language: &str,
+    ) -> Option<GenomeId> {
+        let Some(genome) = selected.and_then(|id| history.get(id)) else {
+            ui.add_space(8.0);
+            ui.label(
+                RichText::new(
+                    "Select a genome in the plot or the table to see why it scored as it did.",
+                )
+                .weak(),
+            );
+            return None;
+        };
+        let parent = genome.parent_id.and_then(|p| history.get(p));
+        let mut clicked = None;
+
+        // Header.
+        ui.horizontal_wrapped(|ui| {
+            ui.heading(format!("Genome #{}", genome.id));
+            if genome.valid {
+                ui.label(RichText::new("valid").color(GOOD));
+            } else {
+                ui.label(RichText::new("invalid").color(BAD).strong());
+            }
+            if history.best_id == Some(genome.id) {
+                ui.label(RichText::new("best").strong());
+            }
+        });
+        ui.horizontal_wrapped(|ui| {
+            ui.label(format!("iteration {}", genome.iteration));
+            if genome.attempt > 0 {
+                ui.label(format!("attempt {}", genome.attempt + 1));
+            }
+            if !genome.metadata.patch_type.is_empty() {
+                ui.label(format!("· {}", genome.metadata.patch_type));
+            }
+            if let Some(m) = &genome.metadata.model {
+                ui.label(format!("· model {m}"));
+            }
+            ui.label(format!("· depth {}", genome.metadata.depth));
+            if let Some(i) = genome.metadata.island {
+                ui.label(format!("· island {i}"));
+            }
+            if !genome.inspiration_ids.is_empty() {
+                ui.label("· inspirations:");
+                for id in &genome.inspiration_ids {
+                    if ui.link(format!("#{id}")).clicked() {
+                        clicked = Some(*id);
+                    }
+                }
+            }
+        });
+        if let Some(err) = &genome.error {
+            ui.label(RichText::new(format!("error: {}", first_line(err))).color(BAD));
+        }
+        // Lineage back to the root.
+        ui.horizontal_wrapped(|ui| {
+            ui.label(RichText::new("lineage:").weak());
+            let chain = history.lineage(genome.id);
+            let n = chain.len();
+            for (i, id) in chain.iter().enumerate() {
+                let score = history
+                    .get(*id)
+                    .and_then(|g| g.fitness())
+                    .map_or("—".to_owned(), |s| format!("{s:.4}"));
+                let text = format!("#{id} ({score})");
+                if *id == genome.id {
+                    ui.label(RichText::new(text).strong());
+                } else if ui
+                    .link(text)
+                    .on_hover_text(format!("inspect ancestor #{id}"))
+                    .clicked()
+                {
+                    clicked = Some(*id);
+                }
+                if i + 1 < n {
+                    ui.label("›");
+                }
+            }
+        });
+        ui.separator();
+        ui.horizontal(|ui| {
+            for tab in InspectorTab::ALL {
+                ui.selectable_value(&mut self.tab, tab, tab.title());
+            }
+        });
+        ui.separator();
+        egui::ScrollArea::both()
+            .id_salt(("inspector", self.tab))
+            .auto_shrink(false)
+            .show(ui, |ui| match self.tab {
+                InspectorTab::Scores => scores_ui(ui, genome, parent.map(|p| &**p)),
+                InspectorTab::Diff => diff_ui(ui, genome, parent.map(|p| &**p)),
+                InspectorTab::Program => {
+                    let theme = egui_extras::syntax_highlighting::CodeTheme::from_memory(
+                        ui.ctx(),
+                        ui.style(),
+                    );
+                    egui_extras::syntax_highlighting::code_view_ui(
+                        ui,
+                        &theme,
+                        &genome.content,
+                        language,
+                    );
+                }
+                InspectorTab::Prompt => match &genome.prompt {
+                    Some(p) => {
+                        section(ui, "System");
+                        mono_block(ui, &p.system);
+                        section(ui, "User");
+                        mono_block(ui, &p.user);
+                    }
+                    None => {
+                        ui.label(RichText::new("No prompt: this is the initial program.").weak());
+                    }
+                },
+                InspectorTab::Response => match &genome.response {
+                    Some(r) => {
+                        let caption = if !genome.valid && genome.diff.is_none() {
+                            "The model's raw reply (no usable edit was found in it):"
+                        } else {
+                            "The model's raw reply:"
+                        };
+                        ui.label(RichText::new(caption).weak());
+                        mono_block(ui, r);
+                    }
+                    None => {
+                        ui.label(
+                            RichText::new("No model response recorded for this genome.").weak(),
+                        );
+                    }
+                },
+                InspectorTab::Output => output_ui(ui, genome),
+            });
+        clicked
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
+}
+
+fn scores_ui(ui: &mut egui::Ui, genome: &Genome, parent: Option<&Genome>) {
+    let mut names: Vec<&String> = genome.scores.keys().collect();
+    if let Some(p) = parent {
+        for k in p.scores.keys() {
+            if !genome.scores.contains_key(k) {
+                names.push(k);
+            }
+        }
+    }
+    // combined_score first.
+    names.sort_by_key(|n| (n.as_str() != FITNESS_KEY, (*n).clone()));
+    if names.is_empty() {
+        ui.label(RichText::new("No scores: the evaluator did not score this genome.").weak());
+    } else {
+        egui::Grid::new("scores_grid")
+            .striped(true)
+            .num_columns(4)
+            .spacing([18.0, 4.0])
+            .show(ui, |ui| {
+                ui.label(RichText::new("metric").strong());
+                ui.label(RichText::new("value").strong());
+                ui.label(
+                    RichText::new(match parent {
+                        Some(p) => format!("parent #{}", p.id),
+                        None => "parent".to_owned(),
+                    })
+                    .strong(),
+                );
+                ui.label(RichText::new("Δ vs parent").strong());
+                ui.end_row();
+                for name in names {
+                    let v = genome.scores.get(name).copied();
+                    let pv = parent.and_then(|p| p.scores.get(name).copied());
+                    ui.label(name.as_str());
+                    ui.label(v.map_or("—".to_owned(), |v| format!("{v:.6}")));
+                    ui.label(pv.map_or("—".to_owned(), |v| format!("{v:.6}")));
+                    match (v, pv) {
+                        (Some(a), Some(b)) => {
+                            let d = a - b;
+                            let color = if d > 0.0 {
+                                GOOD
+                            } else if d < 0.0 {
+                                BAD
+                            } else {
+                                ui.visuals().weak_text_color()
+                            };
+                            ui.label(RichText::new(delta_text(d)).color(color));
+                        }
+                        _ => {
+                            ui.label("—");
+                        }
+                    }
+                    ui.end_row();
+                }
+            });
+    }
+    if let (Some(f), Some(p)) = (genome.fitness(), parent.and_then(Genome::fitness)) {
+        ui.add_space(4.0);
+        ui.label(format!("fitness {f:.6} ({} vs parent)", delta_text(f - p)));
+    }
+    section(ui, "Timings");
+    let t = &genome.timings;
+    ui.label(format!(
+        "prompt {:.1} ms · propose {:.1} ms · evaluate {:.1} ms",
+        t.prompt_ms, t.propose_ms, t.evaluate_ms
+    ));
+    if let Some(u) = &genome.usage {
+        section(ui, "Tokens");
+        let cost = u.cost_usd.map_or(String::new(), |c| format!(" · ${c:.4}"));
+        ui.label(format!(
+            "{} prompt + {} completion = {}{cost}",
+            u.prompt_tokens,
+            u.completion_tokens,
+            format_tokens(u.total_tokens())
+        ));
+    }
+}
+
+fn diff_ui(ui: &mut egui::Ui, genome: &Genome, parent: Option<&Genome>) {
+    let Some(parent) = parent else {
+        ui.label(RichText::new("The initial program has no parent to diff against.").weak());
+        return;
+    };
+    let diff = match &genome.diff {
+        Some(d) => d.clone(),
+        None if genome.content != parent.content => unified_diff(&parent.content, &genome.content),
+        None => {
+            let why = genome
+                .error
+                .as_deref()
+                .unwrap_or("the program is identical to its parent");
+            ui.label(
+                RichText::new(format!("No change against parent #{}: {why}", parent.id)).color(BAD),
+            );
+            ui.label(RichText::new("See the Response tab for what the model said.").weak());
+            return;
+        }
+    };
+    ui.label(RichText::new(format!("against parent #{}", parent.id)).weak());
+    if diff.trim().is_empty() {
+        ui.label(RichText::new("(empty diff)").weak());
+        return;
+    }
+    let job = diff_layout(&diff, ui);
+    ui.add(egui::Label::new(job).selectable(true));
+}
+
+fn output_ui(ui: &mut egui::Ui, genome: &Genome) {
+    if let Some(err) = &genome.error {
+        section(ui, "Error");
+        ui.add(
+            egui::Label::new(RichText::new(err).monospace().color(BAD))
+                .wrap()
+                .selectable(true),
+        );
+    }
+    let known = ["traceback", "stdout", "stderr"];
+    for key in known {
+        if let Some(text) = genome.artifacts.get(key) {
+            section(ui, key);
+            if text.trim().is_empty() {
+                ui.label(RichText::new("(empty)").weak());
+            } else {
+                mono_block(ui, text);
+            }
+        }
+    }
+    for (key, text) in &genome.artifacts {
+        if known.contains(&key.as_str()) {
+            continue;
+        }
+        section(ui, key);
+        mono_block(ui, text);
+    }
+    if genome.error.is_none() && genome.artifacts.is_empty() {
+        ui.label(RichText::new("The evaluator reported no output or artifacts.").weak());
+    }
+    section(ui, "Timings");
+    let t = &genome.timings;
+    ui.label(format!(
+        "prompt {:.1} ms · propose {:.1} ms · evaluate {:.1} ms",
+        t.prompt_ms, t.propose_ms, t.evaluate_ms
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_text_signs() {
+        assert_eq!(delta_text(0.5), "+0.500000");
+        assert_eq!(delta_text(-0.25), "−0.250000");
+        assert_eq!(delta_text(0.0), "±0");
+    }
+}

@@ -1,0 +1,466 @@
+//! Fitness over time: every genome a point (iteration vs the chosen metric),
+//! invalid genomes as red crosses in a band below the valid ones, the
+//! best-so-far as a step line. Point vectors are cached (extended
+//! incrementally as genomes arrive) and what is drawn is binned per pixel
+//! column (min and max kept) once the visible count is large.
+
+use egui::{Color32, Vec2b};
+use egui_plot::{Line, MarkerShape, Plot, PlotBounds, PlotPoint, PlotPoints, Points};
+
+use crate::engine::genome::GenomeId;
+use crate::studio::run::history::{Metric, RunHistory};
+
+/// Draw every point as is up to this many visible points; bin above it.
+pub const DECIMATE_ABOVE: usize = 4000;
+
+/// Colour of valid genomes.
+const VALID_COLOR: Color32 = Color32::from_rgb(90, 160, 230);
+/// Colour of invalid genomes.
+const INVALID_COLOR: Color32 = Color32::from_rgb(225, 80, 70);
+/// Colour of the best-so-far line.
+const BEST_COLOR: Color32 = Color32::from_rgb(240, 180, 60);
+/// Colour of the selection ring.
+const SELECTED_COLOR: Color32 = Color32::from_rgb(250, 250, 250);
+
+const VALID_NAME: &str = "valid";
+const INVALID_NAME: &str = "invalid";
+const BEST_NAME: &str = "best so far";
+
+/// One cached point.
+#[derive(Clone, Copy, Debug)]
+struct Pt {
+    x: f64,
+    y: f64,
+    id: GenomeId,
+}
+
+/// What is drawn this frame (after culling and binning).
+#[derive(Default)]
+struct Drawn {
+    valid: Vec<PlotPoint>,
+    valid_ids: Vec<GenomeId>,
+    invalid: Vec<PlotPoint>,
+    invalid_ids: Vec<GenomeId>,
+    best: Vec<PlotPoint>,
+}
+
+/// Key of the drawn set: when it is unchanged, the last drawn set is reused.
+#[derive(Clone, Debug, PartialEq)]
+struct DrawnKey {
+    data_version: u64,
+    x_range: Option<(f64, f64)>,
+    columns: u32,
+}
+
+/// The plot's cached state.
+#[derive(Default)]
+pub struct FitnessPlot {
+    /// The metric on the y axis.
+    pub metric: Metric,
+    cached_metric: Metric,
+    /// How many genomes of the history are in the caches.
+    processed: usize,
+    /// Bumped when any cached vector changes.
+    data_version: u64,
+    valid: Vec<Pt>,
+    invalid: Vec<Pt>,
+    /// Step-line vertices (x monotone).
+    best: Vec<Pt>,
+    running_best: Option<f64>,
+    max_x: u64,
+    y_min: f64,
+    y_max: f64,
+    drawn: Drawn,
+    drawn_key: Option<DrawnKey>,
+    /// Plot bounds and auto-bounds flags of the last frame.
+    last_bounds: Option<PlotBounds>,
+    last_auto: Vec2b,
+}
+
+/// The band where invalid genomes are drawn (below every valid point).
+fn invalid_band(y_min: f64, y_max: f64) -> f64 {
+    if y_min > y_max {
+        return 0.0;
+    }
+    let span = (y_max - y_min).max(y_min.abs() * 0.1).max(1e-9);
+    y_min - 0.08 * span
+}
+
+impl FitnessPlot {
+    /// Bring the caches up to date with `history` (cheap when nothing changed;
+    /// appends only the new genomes otherwise).
+    pub fn sync(&mut self, history: &RunHistory) {
+        let restart = self.processed == 0
+            || self.cached_metric != self.metric
+            || history.genomes.len() < self.processed;
+        if restart {
+            self.valid.clear();
+            self.invalid.clear();
+            self.best.clear();
+            self.running_best = None;
+            self.processed = 0;
+            self.max_x = 0;
+            self.y_min = f64::INFINITY;
+            self.y_max = f64::NEG_INFINITY;
+            self.cached_metric = self.metric.clone();
+            self.data_version += 1;
+        }
+        if self.processed == history.genomes.len() {
+            return;
+        }
+        for g in &history.genomes[self.processed..] {
+            let x = g.iteration as f64;
+            self.max_x = self.max_x.max(g.iteration);
+            match self.metric.value(g) {
+                Some(y) => {
+                    self.valid.push(Pt { x, y, id: g.id });
+                    self.y_min = self.y_min.min(y);
+                    self.y_max = self.y_max.max(y);
+                    if self.running_best.is_none_or(|b| y > b) {
+                        let step_x = self.max_x as f64;
+                        if let Some(prev) = self.running_best {
+                            self.best.push(Pt {
+                                x: step_x,
+                                y: prev,
+                                id: g.id,
+                            });
+                        }
+                        self.best.push(Pt {
+                            x: step_x,
+                            y,
+                            id: g.id,
+                        });
+                        self.running_best = Some(y);
+                    }
+                }
+                None => self.invalid.push(Pt {
+                    x,
+                    y: 0.0,
+                    id: g.id,
+                }),
+            }
+        }
+        self.processed = history.genomes.len();
+        self.data_version += 1;
+    }
+
+    /// Forget every cached point (a new run started); the metric is kept.
+    pub fn reset(&mut self) {
+        let metric = std::mem::take(&mut self.metric);
+        *self = Self {
+            metric,
+            ..Self::default()
+        };
+    }
+
+    /// Number of cached points (valid + invalid).
+    pub fn point_count(&self) -> usize {
+        self.valid.len() + self.invalid.len()
+    }
+
+    /// Number of points drawn in the last frame.
+    pub fn drawn_count(&self) -> usize {
+        self.drawn.valid.len() + self.drawn.invalid.len()
+    }
+
+    fn rebuild_drawn(&mut self, x_range: Option<(f64, f64)>, columns: u32) {
+        let key = DrawnKey {
+            data_version: self.data_version,
+            x_range,
+            columns,
+        };
+        if self.drawn_key.as_ref() == Some(&key) {
+            return;
+        }
+        let band = invalid_band(self.y_min, self.y_max);
+        let cols = columns.max(1) as usize;
+        let (x0, x1) = x_range.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
+        let visible = |p: &Pt| p.x >= x0 && p.x <= x1;
+        let mut drawn = Drawn::default();
+        let visible_count = self.valid.iter().filter(|p| visible(p)).count();
+        let (lo, hi) = match x_range {
+            Some(r) => r,
+            None => (0.0, self.max_x as f64),
+        };
+        let width = (hi - lo).max(1e-9);
+        let col_of = |x: f64| -> usize {
+            (((x - lo) / width) * cols as f64).clamp(0.0, (cols - 1) as f64) as usize
+        };
+        if visible_count <= DECIMATE_ABOVE {
+            for p in self.valid.iter().filter(|p| visible(p)) {
+                drawn.valid.push(PlotPoint::new(p.x, p.y));
+                drawn.valid_ids.push(p.id);
+            }
+        } else {
+            // Per column: the lowest and the highest point.
+            let mut lo_hi: Vec<Option<(Pt, Pt)>> = vec![None; cols];
+            for p in self.valid.iter().filter(|p| visible(p)) {
+                let slot = &mut lo_hi[col_of(p.x)];
+                match slot {
+                    None => *slot = Some((*p, *p)),
+                    Some((a, b)) => {
+                        if p.y < a.y {
+                            *a = *p;
+                        }
+                        if p.y > b.y {
+                            *b = *p;
+                        }
+                    }
+                }
+            }
+            for (a, b) in lo_hi.into_iter().flatten() {
+                drawn.valid.push(PlotPoint::new(a.x, a.y));
+                drawn.valid_ids.push(a.id);
+                if b.id != a.id {
+                    drawn.valid.push(PlotPoint::new(b.x, b.y));
+                    drawn.valid_ids.push(b.id);
+                }
+            }
+        }
+        let invisible_count = self.invalid.iter().filter(|p| visible(p)).count();
+        if invisible_count <= DECIMATE_ABOVE {
+            for p in self.invalid.iter().filter(|p| visible(p)) {
+                drawn.invalid.push(PlotPoint::new(p.x, band));
+                drawn.invalid_ids.push(p.id);
+            }
+        } else {
+            let mut seen = vec![false; cols];
+            for p in self.invalid.iter().filter(|p| visible(p)) {
+                let c = col_of(p.x);
+                if !seen[c] {
+                    seen[c] = true;
+                    drawn.invalid.push(PlotPoint::new(p.x, band));
+                    drawn.invalid_ids.push(p.id);
+                }
+            }
+        }
+        // The step line: keep the first and last vertex of each column, plus
+        // one vertex on each side of the visible range.
+        if self.best.len() <= 2 * DECIMATE_ABOVE {
+            drawn.best = self.best.iter().map(|p| PlotPoint::new(p.x, p.y)).collect();
+        } else {
+            let mut last_col = usize::MAX;
+            let n = self.best.len();
+            for (i, p) in self.best.iter().enumerate() {
+                let c = col_of(p.x);
+                let next_col = self.best.get(i + 1).map(|q| col_of(q.x));
+                if c != last_col || next_col != Some(c) || i + 1 == n {
+                    drawn.best.push(PlotPoint::new(p.x, p.y));
+                }
+                last_col = c;
+            }
+        }
+        // Extend the step line to the latest iteration.
+        if let Some(last) = self.best.last()
+            && last.x < self.max_x as f64
+        {
+            drawn.best.push(PlotPoint::new(self.max_x as f64, last.y));
+        }
+        self.drawn = drawn;
+        self.drawn_key = Some(key);
+    }
+
+    /// Draw the plot. Returns the genome clicked this frame, if any.
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) -> Option<GenomeId> {
+        self.sync(history);
+        let columns = ui.available_width().max(50.0) as u32;
+        // Cull to the last frame's x range unless the plot follows the data.
+        let x_range = match (&self.last_bounds, self.last_auto.x) {
+            (Some(b), false) => Some((b.min()[0], b.max()[0])),
+            _ => None,
+        };
+        self.rebuild_drawn(x_range, columns);
+
+        let selected_point = selected.and_then(|id| history.get(id)).map(|g| {
+            let y = self
+                .metric
+                .value(g)
+                .unwrap_or_else(|| invalid_band(self.y_min, self.y_max));
+            PlotPoint::new(g.iteration as f64, y)
+        });
+        let drawn = &self.drawn;
+        let y_label = self.metric.label();
+        let plot = Plot::new("fitness_plot")
+            .x_axis_label("iteration")
+            .y_axis_label(y_label)
+            .legend(egui_plot::Legend::default().position(egui_plot::Corner::RightBottom))
+            .allow_double_click_reset(true)
+            .label_formatter(|pos| match pos {
+                egui_plot::HoverPosition::NearDataPoint {
+                    plot_name,
+                    position,
+                    index,
+                } => {
+                    let (ids, valid) = match *plot_name {
+                        VALID_NAME => (&drawn.valid_ids, true),
+                        INVALID_NAME => (&drawn.invalid_ids, false),
+                        _ => return Some(format!("best so far\n{:.6}", position.y)),
+                    };
+                    let id = ids.get(*index)?;
+                    Some(if valid {
+                        format!(
+                            "genome #{id}\nscore {:.6}\niteration {}",
+                            position.y, position.x
+                        )
+                    } else {
+                        format!("genome #{id} (invalid)\niteration {}", position.x)
+                    })
+                }
+                egui_plot::HoverPosition::Elsewhere { .. } => None,
+            });
+        let response = plot.show(ui, |plot_ui| {
+            if !drawn.best.is_empty() {
+                plot_ui.line(
+                    Line::new(BEST_NAME, PlotPoints::Borrowed(&drawn.best))
+                        .color(BEST_COLOR)
+                        .width(2.0)
+                        .allow_band(false),
+                );
+            }
+            plot_ui.points(
+                Points::new(VALID_NAME, PlotPoints::Borrowed(&drawn.valid))
+                    .color(VALID_COLOR)
+                    .radius(2.5)
+                    .filled(true),
+            );
+            if !drawn.invalid.is_empty() {
+                plot_ui.points(
+                    Points::new(INVALID_NAME, PlotPoints::Borrowed(&drawn.invalid))
+                        .color(INVALID_COLOR)
+                        .shape(MarkerShape::Cross)
+                        .radius(5.0),
+                );
+            }
+            if let Some(p) = selected_point {
+                plot_ui.points(
+                    Points::new("", PlotPoints::Owned(vec![p]))
+                        .color(SELECTED_COLOR)
+                        .shape(MarkerShape::Circle)
+                        .filled(false)
+                        .radius(6.0)
+                        .allow_hover(false),
+                );
+            }
+            (plot_ui.plot_bounds(), plot_ui.auto_bounds())
+        });
+        let (bounds, auto) = response.inner;
+        self.last_bounds = Some(bounds);
+        self.last_auto = auto;
+        if !response.response.clicked() {
+            return None;
+        }
+        let pointer = response.response.interact_pointer_pos()?;
+        let transform = &response.transform;
+        let mut best: Option<(f32, GenomeId)> = None;
+        let candidates = drawn
+            .valid
+            .iter()
+            .zip(&drawn.valid_ids)
+            .chain(drawn.invalid.iter().zip(&drawn.invalid_ids));
+        for (p, id) in candidates {
+            let d = transform.position_from_point(p).distance(pointer);
+            if best.is_none_or(|(bd, _)| d < bd) {
+                best = Some((d, *id));
+            }
+        }
+        best.filter(|(d, _)| *d <= 12.0).map(|(_, id)| id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::engine::events::RunEvent;
+    use crate::engine::genome::{FITNESS_KEY, Genome};
+    use crate::engine::selection::PolicyStatus;
+
+    fn history(n: u64) -> RunHistory {
+        let mut h = RunHistory::new();
+        for i in 0..n {
+            let mut g = Genome {
+                id: i,
+                iteration: i,
+                valid: i % 7 != 3,
+                ..Genome::default()
+            };
+            g.scores.insert(FITNESS_KEY.into(), ((i * 37) % 101) as f64);
+            h.apply(RunEvent::GenomeAdmitted {
+                genome: Arc::new(g),
+                best_id: Some(0),
+                best_score: Some(0.0),
+                iterations_done: i,
+                policy: PolicyStatus::default(),
+                active: vec![],
+            });
+        }
+        h
+    }
+
+    #[test]
+    fn incremental_sync_matches_a_full_rebuild_and_the_step_line_is_monotone() {
+        let full = history(500);
+        let mut a = FitnessPlot::default();
+        a.sync(&full);
+        let mut partial = history(0);
+        let mut b = FitnessPlot::default();
+        for g in &full.genomes {
+            partial.genomes.push(Arc::clone(g));
+            partial.version += 1;
+            b.sync(&partial);
+        }
+        assert_eq!(a.valid.len(), b.valid.len());
+        assert_eq!(a.invalid.len(), (0..500).filter(|i| i % 7 == 3).count());
+        let ys: Vec<f64> = b.best.iter().map(|p| p.y).collect();
+        assert!(ys.windows(2).all(|w| w[0] <= w[1]));
+        let xs: Vec<f64> = b.best.iter().map(|p| p.x).collect();
+        assert!(xs.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(a.best.last().map(|p| p.y), b.best.last().map(|p| p.y));
+        b.rebuild_drawn(None, 400);
+        assert_eq!(b.drawn.best.last().map(|p| p.x), Some(499.0));
+    }
+
+    #[test]
+    fn binning_bounds_the_drawn_count_and_keeps_extremes() {
+        let h = history(100_000);
+        let mut p = FitnessPlot::default();
+        p.sync(&h);
+        p.rebuild_drawn(None, 800);
+        assert!(p.drawn.valid.len() <= 1600, "{}", p.drawn.valid.len());
+        assert!(p.drawn.invalid.len() <= 800);
+        let max_y = p
+            .drawn
+            .valid
+            .iter()
+            .map(|q| q.y)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let min_y = p
+            .drawn
+            .valid
+            .iter()
+            .map(|q| q.y)
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!((min_y, max_y), (0.0, 100.0));
+        // Zoomed in on 1,000 iterations: everything there is drawn.
+        p.rebuild_drawn(Some((1000.0, 1999.0)), 800);
+        assert_eq!(p.drawn.valid.len() + p.drawn.invalid.len(), 1000);
+    }
+
+    #[test]
+    fn switching_metric_rebuilds() {
+        let h = history(50);
+        let mut p = FitnessPlot::default();
+        p.sync(&h);
+        assert!(!p.valid.is_empty());
+        p.metric = Metric::Named("absent".into());
+        p.sync(&h);
+        assert!(p.valid.is_empty());
+        assert_eq!(p.invalid.len(), 50);
+    }
+}

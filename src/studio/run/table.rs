@@ -1,0 +1,520 @@
+//! The population archive: a virtualised table of every genome, sortable by
+//! any column and filterable (valid only, text search in the program), with
+//! the scaffold's own structure (beam members, or the current parent and its
+//! use count) above it. The sorted, filtered row order is cached and rebuilt
+//! only when the settings change, or at most every [`REFRESH_SECS`] while
+//! genomes keep arriving.
+
+use std::cmp::Ordering;
+use std::time::Instant;
+
+use egui::{Color32, RichText, Sense};
+use egui_extras::{Column, TableBuilder};
+
+use crate::engine::genome::{Genome, GenomeId, OrdF64};
+use crate::studio::run::history::{RunHistory, format_tokens};
+
+/// Minimum time between two re-sorts caused only by new genomes.
+pub const REFRESH_SECS: f64 = 0.25;
+
+/// The columns, in display order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortColumn {
+    Id,
+    Iteration,
+    Score,
+    Valid,
+    Parent,
+    Depth,
+    Model,
+    Tokens,
+}
+
+impl SortColumn {
+    /// Every column in display order.
+    pub const ALL: [Self; 8] = [
+        Self::Id,
+        Self::Iteration,
+        Self::Score,
+        Self::Valid,
+        Self::Parent,
+        Self::Depth,
+        Self::Model,
+        Self::Tokens,
+    ];
+
+    /// Header text.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Id => "id",
+            Self::Iteration => "iteration",
+            Self::Score => "score",
+            Self::Valid => "valid",
+            Self::Parent => "parent",
+            Self::Depth => "depth/island",
+            Self::Model => "model",
+            Self::Tokens => "tokens",
+        }
+    }
+
+    fn compare(self, a: &Genome, b: &Genome) -> Ordering {
+        let tokens = |g: &Genome| g.usage.map_or(0, |u| u.total_tokens());
+        let primary = match self {
+            Self::Id => a.id.cmp(&b.id),
+            Self::Iteration => a.iteration.cmp(&b.iteration),
+            Self::Score => OrdF64(a.fitness_or_min()).cmp(&OrdF64(b.fitness_or_min())),
+            Self::Valid => a.valid.cmp(&b.valid),
+            Self::Parent => a.parent_id.cmp(&b.parent_id),
+            Self::Depth => {
+                (a.metadata.depth, a.metadata.island).cmp(&(b.metadata.depth, b.metadata.island))
+            }
+            Self::Model => a.metadata.model.cmp(&b.metadata.model),
+            Self::Tokens => tokens(a).cmp(&tokens(b)),
+        };
+        primary.then(a.id.cmp(&b.id))
+    }
+}
+
+/// Settings that define the row order.
+#[derive(Clone, Debug, PartialEq)]
+struct OrderKey {
+    column: SortColumn,
+    ascending: bool,
+    valid_only: bool,
+    search: String,
+}
+
+/// The archive table's state.
+pub struct ArchiveTable {
+    /// Column to sort by.
+    pub sort: SortColumn,
+    pub ascending: bool,
+    /// Hide invalid genomes.
+    pub valid_only: bool,
+    /// Substring the program (or its error) must contain.
+    pub search: String,
+    /// Positions into `history.genomes`, in display order.
+    order: Vec<u32>,
+    order_key: Option<OrderKey>,
+    order_len: usize,
+    built_at: Option<Instant>,
+    /// Scroll to this genome's row on the next frame.
+    scroll_to: Option<GenomeId>,
+}
+
+impl Default for ArchiveTable {
+    fn default() -> Self {
+        Self {
+            sort: SortColumn::Id,
+            ascending: true,
+            valid_only: false,
+            search: String::new(),
+            order: Vec::new(),
+            order_key: None,
+            order_len: 0,
+            built_at: None,
+            scroll_to: None,
+        }
+    }
+}
+
+/// A small painted triangle: up for ascending, down for descending.
+fn sort_arrow(ui: &mut egui::Ui, ascending: bool) {
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(9.0, 9.0), Sense::hover());
+    let c = rect.center();
+    let (w, h) = (4.0, 3.5);
+    let points = if ascending {
+        vec![
+            egui::pos2(c.x - w, c.y + h),
+            egui::pos2(c.x + w, c.y + h),
+            egui::pos2(c.x, c.y - h),
+        ]
+    } else {
+        vec![
+            egui::pos2(c.x - w, c.y - h),
+            egui::pos2(c.x + w, c.y - h),
+            egui::pos2(c.x, c.y + h),
+        ]
+    };
+    let color = ui.visuals().strong_text_color();
+    ui.painter().add(egui::Shape::convex_polygon(
+        points,
+        color,
+        egui::Stroke::NONE,
+    ));
+}
+
+fn depth_text(g: &Genome) -> String {
+    match g.metadata.island {
+        Some(i) => format!("{} / {i}", g.metadata.depth),
+        None => g.metadata.depth.to_string(),
+    }
+}
+
+impl ArchiveTable {
+    /// Forget the cached order (a new run started); settings are kept.
+    pub fn reset(&mut self) {
+        self.order.clear();
+        self.order_key = None;
+        self.order_len = 0;
+        self.built_at = None;
+    }
+
+    /// Scroll to a genome's row on the next frame (it was selected elsewhere).
+    pub fn scroll_to(&mut self, id: GenomeId) {
+        self.scroll_to = Some(id);
+    }
+
+    /// Number of rows after filtering (as of the last rebuild).
+    pub fn row_count(&self) -> usize {
+        self.order.len()
+    }
+
+    /// The ids in display order (as of the last rebuild).
+    pub fn ordered_ids<'h>(
+        &'h self,
+        history: &'h RunHistory,
+    ) -> impl Iterator<Item = GenomeId> + 'h {
+        self.order
+            .iter()
+            .filter_map(|&p| history.genomes.get(p as usize).map(|g| g.id))
+    }
+
+    /// Rebuild the row order if the settings changed, or if genomes arrived
+    /// and the last rebuild is older than [`REFRESH_SECS`]. Returns true if
+    /// new genomes are still waiting to be shown (ask for a repaint).
+    pub fn refresh(&mut self, history: &RunHistory) -> bool {
+        let key = OrderKey {
+            column: self.sort,
+            ascending: self.ascending,
+            valid_only: self.valid_only,
+            search: self.search.clone(),
+        };
+        let n = history.genomes.len();
+        let settings_changed = self.order_key.as_ref() != Some(&key) || n < self.order_len;
+        let grew = n > self.order_len;
+        let due = history.is_finished()
+            || self
+                .built_at
+                .is_none_or(|t| t.elapsed().as_secs_f64() >= REFRESH_SECS);
+        if !(settings_changed || (grew && due)) {
+            return grew;
+        }
+        let needle = key.search.as_str();
+        let mut order: Vec<u32> = history
+            .genomes
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| !key.valid_only || g.valid)
+            .filter(|(_, g)| {
+                needle.is_empty()
+                    || g.content.contains(needle)
+                    || g.error.as_deref().is_some_and(|e| e.contains(needle))
+            })
+            .filter_map(|(i, _)| u32::try_from(i).ok())
+            .collect();
+        let genomes = &history.genomes;
+        let cmp = |a: &u32, b: &u32| match (genomes.get(*a as usize), genomes.get(*b as usize)) {
+            (Some(x), Some(y)) => key.column.compare(x, y),
+            _ => a.cmp(b),
+        };
+        if key.column == SortColumn::Id {
+            // admission order is id order already
+        } else {
+            order.sort_unstable_by(cmp);
+        }
+        if !key.ascending {
+            order.reverse();
+        }
+        self.order = order;
+        self.order_key = Some(key);
+        self.order_len = n;
+        self.built_at = Some(Instant::now());
+        false
+    }
+
+    /// The scaffold's structure: beam members, or the current parent and its
+    /// use count, plus the policy's own status fields. Returns a clicked id.
+    pub fn structure_ui(
+        ui: &mut egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) -> Option<GenomeId> {
+        let mut clicked = None;
+        ui.horizontal_wrapped(|ui| {
+            if !history.active.is_empty() {
+                ui.label(
+                    RichText::new(format!("Beam ({} members):", history.active.len())).strong(),
+                );
+                for id in history.active.iter().take(24) {
+                    let score = history
+                        .get(*id)
+                        .and_then(|g| g.fitness())
+                        .map_or(String::new(), |s| format!(" {s:.4}"));
+                    if ui
+                        .selectable_label(selected == Some(*id), format!("#{id}{score}"))
+                        .clicked()
+                    {
+                        clicked = Some(*id);
+                    }
+                }
+                if history.active.len() > 24 {
+                    ui.label(format!("… {} more", history.active.len() - 24));
+                }
+            } else if let (Some(p), true) =
+                (history.current_parent, history.policy.fields.is_empty())
+            {
+                ui.label(RichText::new("Current parent:").strong());
+                if ui
+                    .selectable_label(selected == Some(p), format!("#{p}"))
+                    .clicked()
+                {
+                    clicked = Some(p);
+                }
+                ui.label(format!("used {} times", history.child_count(p)));
+            }
+            for (label, value) in &history.policy.fields {
+                ui.separator();
+                ui.label(format!("{label}: {value}"));
+            }
+        });
+        clicked
+    }
+
+    /// Filters, then the table. Returns the genome clicked this frame.
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) -> Option<GenomeId> {
+        let mut clicked = Self::structure_ui(ui, history, selected);
+        ui.horizontal(|ui| {
+            ui.checkbox(&mut self.valid_only, "valid only");
+            let label = ui.label("search program:");
+            ui.add(
+                egui::TextEdit::singleline(&mut self.search)
+                    .hint_text("text in the program or error")
+                    .desired_width(180.0),
+            )
+            .labelled_by(label.id);
+            if !self.search.is_empty() && ui.small_button("clear").clicked() {
+                self.search.clear();
+            }
+        });
+        if self.refresh(history) {
+            ui.ctx()
+                .request_repaint_after(std::time::Duration::from_secs_f64(REFRESH_SECS));
+        }
+        ui.label(
+            RichText::new(format!(
+                "{} of {} genomes",
+                self.order.len(),
+                history.genomes.len()
+            ))
+            .small()
+            .weak(),
+        );
+        let scroll_row = self.scroll_to.take().and_then(|id| {
+            self.order
+                .iter()
+                .position(|&p| history.genomes.get(p as usize).is_some_and(|g| g.id == id))
+        });
+        let row_height = ui.spacing().interact_size.y;
+        let mut builder = TableBuilder::new(ui)
+            .id_salt("archive_table")
+            .striped(true)
+            .sense(Sense::click())
+            .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
+            .column(Column::initial(96.0).at_least(50.0))
+            .column(Column::initial(64.0).at_least(40.0))
+            .column(Column::initial(84.0).at_least(50.0))
+            .column(Column::initial(44.0).at_least(36.0))
+            .column(Column::initial(54.0).at_least(40.0))
+            .column(Column::initial(80.0).at_least(40.0))
+            .column(Column::initial(110.0).at_least(40.0).clip(true))
+            .column(Column::remainder().at_least(50.0))
+            .min_scrolled_height(0.0);
+        if let Some(row) = scroll_row {
+            builder = builder.scroll_to_row(row, Some(egui::Align::Center));
+        }
+        let beam: &[GenomeId] = &history.active;
+        builder
+            .header(row_height + 4.0, |mut header| {
+                for col in SortColumn::ALL {
+                    header.col(|ui| {
+                        let active = self.sort == col;
+                        let r = ui.selectable_label(active, RichText::new(col.title()).strong());
+                        if active {
+                            sort_arrow(ui, self.ascending);
+                        }
+                        if r.clicked() {
+                            if active {
+                                self.ascending = !self.ascending;
+                            } else {
+                                self.sort = col;
+                                self.ascending =
+                                    !matches!(col, SortColumn::Score | SortColumn::Tokens);
+                            }
+                        }
+                    });
+                }
+            })
+            .body(|body| {
+                body.rows(row_height, self.order.len(), |mut row| {
+                    let Some(g) = self
+                        .order
+                        .get(row.index())
+                        .and_then(|&p| history.genomes.get(p as usize))
+                    else {
+                        return;
+                    };
+                    row.set_selected(selected == Some(g.id));
+                    let marker = if beam.contains(&g.id) { "» " } else { "" };
+                    let best = if history.best_id == Some(g.id) {
+                        " (best)"
+                    } else {
+                        ""
+                    };
+                    row.col(|ui| {
+                        let text = format!("{marker}#{}{best}", g.id);
+                        if ui.selectable_label(selected == Some(g.id), text).clicked() {
+                            clicked = Some(g.id);
+                        }
+                    });
+                    row.col(|ui| {
+                        ui.label(g.iteration.to_string());
+                    });
+                    row.col(|ui| {
+                        ui.label(
+                            g.fitness()
+                                .map_or_else(|| "—".to_owned(), |s| format!("{s:.5}")),
+                        );
+                    });
+                    row.col(|ui| {
+                        if g.valid {
+                            ui.label("yes");
+                        } else {
+                            ui.colored_label(Color32::from_rgb(225, 80, 70), "no");
+                        }
+                    });
+                    row.col(|ui| {
+                        ui.label(
+                            g.parent_id
+                                .map_or_else(|| "—".to_owned(), |p| format!("#{p}")),
+                        );
+                    });
+                    row.col(|ui| {
+                        ui.label(depth_text(g));
+                    });
+                    row.col(|ui| {
+                        ui.label(g.metadata.model.as_deref().unwrap_or("—"));
+                    });
+                    row.col(|ui| {
+                        ui.label(
+                            g.usage.map_or_else(
+                                || "—".to_owned(),
+                                |u| format_tokens(u.total_tokens()),
+                            ),
+                        );
+                    });
+                    if row.response().clicked() {
+                        clicked = Some(g.id);
+                    }
+                });
+            });
+        clicked
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::engine::events::RunEvent;
+    use crate::engine::genome::FITNESS_KEY;
+    use crate::engine::selection::PolicyStatus;
+
+    fn history() -> RunHistory {
+        let mut h = RunHistory::new();
+        for i in 0..20u64 {
+            let mut g = Genome {
+                id: i,
+                iteration: i,
+                valid: i % 4 != 1,
+                content: format!("x = {i}\n"),
+                ..Genome::default()
+            };
+            g.scores.insert(FITNESS_KEY.into(), ((i * 7) % 11) as f64);
+            h.apply(RunEvent::GenomeAdmitted {
+                genome: Arc::new(g),
+                best_id: None,
+                best_score: None,
+                iterations_done: i,
+                policy: PolicyStatus::default(),
+                active: vec![],
+            });
+        }
+        h
+    }
+
+    #[test]
+    fn sorts_by_score_descending_and_filters() {
+        let h = history();
+        let mut t = ArchiveTable {
+            sort: SortColumn::Score,
+            ascending: false,
+            ..ArchiveTable::default()
+        };
+        t.refresh(&h);
+        let ids: Vec<GenomeId> = t.ordered_ids(&h).collect();
+        assert_eq!(ids.len(), 20);
+        let scores: Vec<f64> = ids
+            .iter()
+            .map(|id| h.get(*id).map_or(f64::NAN, |g| g.fitness_or_min()))
+            .collect();
+        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+        // invalid genomes (no fitness) sort last when descending
+        assert!(!h.get(*ids.last().unwrap_or(&0)).is_some_and(|g| g.valid));
+
+        t.valid_only = true;
+        t.refresh(&h);
+        assert_eq!(t.row_count(), 15);
+        t.search = "x = 1".into();
+        t.refresh(&h);
+        let ids: Vec<GenomeId> = t.ordered_ids(&h).collect();
+        // 1 (invalid), 10, 11..19 minus invalid 13, 17
+        assert!(ids.iter().all(|id| {
+            h.get(*id)
+                .is_some_and(|g| g.valid && g.content.contains("x = 1"))
+        }));
+        assert_eq!(ids.len(), 8);
+    }
+
+    #[test]
+    fn new_genomes_are_picked_up_after_the_refresh_interval_only() {
+        let mut h = history();
+        let mut t = ArchiveTable::default();
+        t.refresh(&h);
+        assert_eq!(t.row_count(), 20);
+        h.apply(RunEvent::GenomeAdmitted {
+            genome: Arc::new(Genome {
+                id: 20,
+                iteration: 20,
+                valid: true,
+                ..Genome::default()
+            }),
+            best_id: None,
+            best_score: None,
+            iterations_done: 20,
+            policy: PolicyStatus::default(),
+            active: vec![],
+        });
+        assert!(t.refresh(&h), "a rebuild just happened: the new row waits");
+        assert_eq!(t.row_count(), 20);
+        t.built_at = None;
+        assert!(!t.refresh(&h));
+        assert_eq!(t.row_count(), 21);
+    }
+}
