@@ -103,6 +103,8 @@ pub struct RunHistory {
     pub version: u64,
     /// Running maximum of admitted iterations (x of the step line).
     max_iteration: u64,
+    /// What the run's memory holds (e.g. a scratchpad), latest first-class copy.
+    pub memory_notes: Vec<String>,
 }
 
 impl RunHistory {
@@ -145,6 +147,7 @@ impl RunHistory {
                 }
                 self.logs.push((level, message));
             }
+            RunEvent::MemoryUpdated { notes } => self.memory_notes = notes,
             RunEvent::Paused => self.paused = true,
             RunEvent::Resumed => self.paused = false,
             RunEvent::Finished(summary) => {
