@@ -25,7 +25,7 @@ use crate::engine::genome::{Genome, GenomeId, GenomeMeta, Timings, TokenUsage};
 use crate::engine::memory::{Knowledge, Memory};
 use crate::engine::model::LanguageModel;
 use crate::engine::population::{Population, Query, Structure};
-use crate::engine::prompt::{EditMode, FailedAttempt, PromptBuilder, PromptContext, TaskBrief};
+use crate::engine::prompt::{FailedAttempt, PromptBuilder, PromptContext, TaskBrief};
 use crate::engine::proposer::{ProposalError, ProposalRequest, Proposer};
 use crate::engine::registry::{BuildContext, Registry, RegistryError};
 use crate::engine::rng::{SearchRng, seeded};
@@ -111,6 +111,7 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
     let mut genomes = Vec::new();
     for attempt in 0..job.attempts {
         let t_prompt = Instant::now();
+        let mode = shared.proposer.edit_mode(&job.inspirations, &mut rng);
         let ctx = PromptContext {
             task: &shared.brief,
             parent: &job.parent,
@@ -118,7 +119,7 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
             inspirations: &job.inspirations,
             knowledge: &job.knowledge,
             failed_attempts: &failed,
-            mode: EditMode::Diff,
+            mode,
         };
         let prompt = shared.prompt_builder.build(&ctx, &mut rng);
         let prompt_ms = ms(t_prompt);
@@ -131,6 +132,7 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                 inspirations: job.inspirations.clone(),
                 seed: rng.next_u64(),
                 pool: job.pool.clone(),
+                mode,
             })
             .await;
         let propose_ms = ms(t_propose);
