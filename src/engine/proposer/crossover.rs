@@ -604,6 +604,21 @@ mod tests {
         assert_eq!(counts[2], 0);
         let ratio = counts[0] as f64 / n as f64;
         assert!((ratio - 2.0 / 3.0).abs() < 0.015, "{counts:?}");
+        // as the loop draws: the first draw of a fresh per-iteration RNG
+        let mut master = seeded(99);
+        let mut counts = [0usize; 3];
+        for _ in 0..n {
+            let mut rng = seeded(rand::Rng::next_u64(&mut master));
+            match p.edit_mode(&insp, &mut rng) {
+                EditMode::Diff => counts[0] += 1,
+                EditMode::FullRewrite => counts[1] += 1,
+                EditMode::Crossover => counts[2] += 1,
+            }
+        }
+        for (c, want) in counts.iter().zip([0.6, 0.3, 0.1]) {
+            let got = *c as f64 / n as f64;
+            assert!((got - want).abs() < 0.015, "{counts:?}");
+        }
     }
 
     #[tokio::test]
