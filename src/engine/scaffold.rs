@@ -318,9 +318,16 @@ impl Scaffold {
         }
     }
 
-    /// Admit one iteration's genomes, count them and record them (with a
-    /// checkpoint) in one durable step. Returns the admitted genomes.
-    fn admit_iteration(&mut self, genomes: Vec<Genome>, st: &mut LoopState) -> Vec<Arc<Genome>> {
+    /// Admit one iteration's genomes, count them, let the memory learn from
+    /// them (`learn`; not for the initial program) and record them (with a
+    /// checkpoint that includes the updated memory) in one durable step.
+    /// Returns the admitted genomes and whether the memory changed.
+    async fn admit_iteration(
+        &mut self,
+        genomes: Vec<Genome>,
+        st: &mut LoopState,
+        learn: bool,
+    ) -> (Vec<Arc<Genome>>, bool) {
         let mut out = Vec::with_capacity(genomes.len());
         for genome in genomes {
             st.last_iteration = st.last_iteration.max(genome.iteration);
@@ -337,6 +344,7 @@ impl Scaffold {
             }
             out.push(g);
         }
+        let memory_changed = learn && self.memory.after_iteration(&out, &*self.population).await;
         if let Some(r) = st.recorder.as_mut() {
             let checkpoint = Checkpoint {
                 iterations_done: st.summary.iterations,
@@ -355,7 +363,7 @@ impl Scaffold {
                     .get_or_insert(RunStatus::Failed(format!("cannot record the run: {e}")));
             }
         }
-        out
+        (out, memory_changed)
     }
 
     fn empty_summary(status: RunStatus) -> RunSummary {
@@ -477,7 +485,7 @@ impl Scaffold {
                 },
                 ..Genome::default()
             };
-            let out = self.admit_iteration(vec![initial], &mut st);
+            let (out, _) = self.admit_iteration(vec![initial], &mut st, false).await;
             st.summary.initial_score = out.first().and_then(|g| g.fitness());
             if let Some(g) = out.first().filter(|g| !g.valid) {
                 st.stop.get_or_insert(RunStatus::Failed(format!(
@@ -617,8 +625,9 @@ impl Scaffold {
                     if let Some(msg) = outcome.fatal {
                         st.stop = Some(RunStatus::Failed(msg));
                     }
-                    let out = self.admit_iteration(outcome.genomes, &mut st);
-                    if self.memory.after_iteration(&out, &*self.population).await {
+                    let (out, memory_changed) =
+                        self.admit_iteration(outcome.genomes, &mut st, true).await;
+                    if memory_changed {
                         let notes = self.memory.read().notes;
                         events.send(RunEvent::MemoryUpdated { notes }).await;
                     }
