@@ -542,7 +542,11 @@ impl Memory for ScratchpadMemory {
             let excess = self.state.window.len() - WINDOW_CAP;
             self.state.window.drain(..excess);
         }
-        if self.state.iterations % self.params.interval.max(1) != 0 {
+        if !self
+            .state
+            .iterations
+            .is_multiple_of(self.params.interval.max(1))
+        {
             return false;
         }
         self.summarise(population).await
