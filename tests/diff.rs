@@ -98,6 +98,7 @@ async fn offline_model_drives_the_diff_proposer() {
                 inspirations,
                 seed: 1000 + iteration,
                 pool: Vec::new(),
+                mode: EditMode::Diff,
             })
             .await;
         assert!(proposal.response.is_some());

@@ -6,14 +6,15 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::engine::evaluator::{Evaluator, SubprocessEvaluator};
-use crate::engine::memory::{Memory, NullMemory};
+use crate::engine::memory::{Memory, NullMemory, ScratchpadMemory};
 use crate::engine::model::LanguageModel;
 use crate::engine::params::{ParamError, ParamMap, ParamSpec};
 use crate::engine::population::{BeamPopulation, InMemoryPopulation, Population};
 use crate::engine::prompt::{DefaultPromptBuilder, PromptBuilder};
-use crate::engine::proposer::{DiffProposer, Proposer};
+use crate::engine::proposer::{CrossoverProposer, DiffProposer, Proposer};
 use crate::engine::selection::{
     BeamSelectionPolicy, BestOfNAttemptsPolicy, BestOfNPolicy, SelectionPolicy,
+    WeightedParentPolicy,
 };
 use crate::engine::task::Task;
 
@@ -195,23 +196,39 @@ impl Registry {
                     info: BeamSelectionPolicy::INFO,
                     build: |p, c| Ok(Box::new(BeamSelectionPolicy::from_params(p, c)?)),
                 },
+                Entry {
+                    info: WeightedParentPolicy::INFO,
+                    build: |p, c| Ok(Box::new(WeightedParentPolicy::from_params(p, c)?)),
+                },
             ],
             prompt_builders: vec![Entry {
                 info: DefaultPromptBuilder::INFO,
                 build: |p, c| Ok(Box::new(DefaultPromptBuilder::from_params(p, c)?)),
             }],
-            proposers: vec![Entry {
-                info: DiffProposer::INFO,
-                build: |p, c| Ok(Box::new(DiffProposer::from_params(p, c)?)),
-            }],
+            proposers: vec![
+                Entry {
+                    info: DiffProposer::INFO,
+                    build: |p, c| Ok(Box::new(DiffProposer::from_params(p, c)?)),
+                },
+                Entry {
+                    info: CrossoverProposer::INFO,
+                    build: |p, c| Ok(Box::new(CrossoverProposer::from_params(p, c)?)),
+                },
+            ],
             evaluators: vec![Entry {
                 info: SubprocessEvaluator::INFO,
                 build: |p, c| Ok(Box::new(SubprocessEvaluator::from_params(p, c)?)),
             }],
-            memories: vec![Entry {
-                info: NullMemory::INFO,
-                build: |_, _| Ok(Box::new(NullMemory)),
-            }],
+            memories: vec![
+                Entry {
+                    info: NullMemory::INFO,
+                    build: |_, _| Ok(Box::new(NullMemory)),
+                },
+                Entry {
+                    info: ScratchpadMemory::INFO,
+                    build: |p, c| Ok(Box::new(ScratchpadMemory::from_params(p, c)?)),
+                },
+            ],
         }
     }
 

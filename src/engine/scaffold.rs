@@ -25,7 +25,7 @@ use crate::engine::genome::{Genome, GenomeId, GenomeMeta, Timings, TokenUsage};
 use crate::engine::memory::{Knowledge, Memory};
 use crate::engine::model::LanguageModel;
 use crate::engine::population::{Population, Query, Structure};
-use crate::engine::prompt::{EditMode, FailedAttempt, PromptBuilder, PromptContext, TaskBrief};
+use crate::engine::prompt::{FailedAttempt, PromptBuilder, PromptContext, TaskBrief};
 use crate::engine::proposer::{ProposalError, ProposalRequest, Proposer};
 use crate::engine::registry::{BuildContext, Registry, RegistryError};
 use crate::engine::rng::{SearchRng, seeded};
@@ -122,6 +122,7 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
     let mut other_outcome = false;
     for attempt in 0..job.attempts {
         let t_prompt = Instant::now();
+        let mode = shared.proposer.edit_mode(&job.inspirations, &mut rng);
         let ctx = PromptContext {
             task: &shared.brief,
             parent: &job.parent,
@@ -129,7 +130,7 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
             inspirations: &job.inspirations,
             knowledge: &job.knowledge,
             failed_attempts: &failed,
-            mode: EditMode::Diff,
+            mode,
         };
         let prompt = shared.prompt_builder.build(&ctx, &mut rng);
         let prompt_ms = ms(t_prompt);
@@ -142,6 +143,7 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                 inspirations: job.inspirations.clone(),
                 seed: rng.next_u64(),
                 pool: job.pool.clone(),
+                mode,
             })
             .await;
         let propose_ms = ms(t_propose);
@@ -340,9 +342,16 @@ impl Scaffold {
         }
     }
 
-    /// Admit one iteration's genomes, count them and record them (with a
-    /// checkpoint) in one durable step. Returns the admitted genomes.
-    fn admit_iteration(&mut self, genomes: Vec<Genome>, st: &mut LoopState) -> Vec<Arc<Genome>> {
+    /// Admit one iteration's genomes, count them, let the memory learn from
+    /// them (`learn`; not for the initial program) and record them (with a
+    /// checkpoint that includes the updated memory) in one durable step.
+    /// Returns the admitted genomes and whether the memory changed.
+    async fn admit_iteration(
+        &mut self,
+        genomes: Vec<Genome>,
+        st: &mut LoopState,
+        learn: bool,
+    ) -> (Vec<Arc<Genome>>, bool) {
         let mut out = Vec::with_capacity(genomes.len());
         for genome in genomes {
             st.last_iteration = st.last_iteration.max(genome.iteration);
@@ -359,6 +368,7 @@ impl Scaffold {
             }
             out.push(g);
         }
+        let memory_changed = learn && self.memory.after_iteration(&out, &*self.population).await;
         if let Some(r) = st.recorder.as_mut() {
             let checkpoint = Checkpoint {
                 iterations_done: st.summary.iterations,
@@ -377,7 +387,7 @@ impl Scaffold {
                     .get_or_insert(RunStatus::Failed(format!("cannot record the run: {e}")));
             }
         }
-        out
+        (out, memory_changed)
     }
 
     fn empty_summary(status: RunStatus) -> RunSummary {
@@ -500,7 +510,7 @@ impl Scaffold {
                 },
                 ..Genome::default()
             };
-            let out = self.admit_iteration(vec![initial], &mut st);
+            let (out, _) = self.admit_iteration(vec![initial], &mut st, false).await;
             st.summary.initial_score = out.first().and_then(|g| g.fitness());
             if let Some(g) = out.first().filter(|g| !g.valid) {
                 st.stop.get_or_insert(RunStatus::Failed(format!(
@@ -652,8 +662,9 @@ impl Scaffold {
                         }
                         None => st.model_failures_in_a_row = 0,
                     }
-                    let out = self.admit_iteration(outcome.genomes, &mut st);
-                    if self.memory.after_iteration(&out, &*self.population).await {
+                    let (out, memory_changed) =
+                        self.admit_iteration(outcome.genomes, &mut st, true).await;
+                    if memory_changed {
                         let notes = self.memory.read().notes;
                         events.send(RunEvent::MemoryUpdated { notes }).await;
                     }

@@ -2,10 +2,12 @@
 //! read by the prompt builder and written after evaluation.
 
 mod null;
+mod scratchpad;
 
 use std::sync::Arc;
 
 pub use null::NullMemory;
+pub use scratchpad::{ScratchpadMemory, ScratchpadParams};
 
 use crate::engine::genome::Genome;
 use crate::engine::population::Population;

@@ -235,6 +235,7 @@ mod tests {
             inspirations: vec![],
             seed,
             pool: Vec::new(),
+            mode: crate::engine::prompt::EditMode::Diff,
         }
     }
 

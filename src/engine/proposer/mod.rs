@@ -1,14 +1,19 @@
 //! Slot 4 — Proposer: the variation operator. Turns a built prompt into a new
 //! candidate (one model call + edit application for `DiffProposer`).
 
+pub mod crossover;
 pub mod diff;
+pub mod novelty;
 pub mod patch;
 
+pub use crossover::{CrossoverParams, CrossoverProposer};
 pub use diff::{DiffParams, DiffProposer};
 
 use std::sync::Arc;
 
 use crate::engine::genome::{Genome, Prompt, TokenUsage};
+use crate::engine::prompt::EditMode;
+use crate::engine::rng::SearchRng;
 
 /// Input to one proposal.
 #[derive(Clone, Debug)]
@@ -21,6 +26,9 @@ pub struct ProposalRequest {
     /// The fittest genomes of the population (as many as
     /// [`Proposer::novelty_pool_size`] asked for), for novelty checks.
     pub pool: Vec<Arc<Genome>>,
+    /// The edit mode the prompt was built for (what
+    /// [`Proposer::edit_mode`] chose for this attempt).
+    pub mode: EditMode,
 }
 
 /// Why a proposal produced no candidate.
@@ -61,5 +69,13 @@ pub trait Proposer: Send + Sync {
     /// [`ProposalRequest::pool`] (for novelty rejection); 0 = none.
     fn novelty_pool_size(&self) -> usize {
         0
+    }
+
+    /// The edit mode for the next attempt, chosen before its prompt is built
+    /// (patch-type mixing). `inspirations` are the attempt's context
+    /// programs (crossover needs one). The default is always
+    /// [`EditMode::Diff`] and draws nothing from `rng`.
+    fn edit_mode(&self, _inspirations: &[Arc<Genome>], _rng: &mut SearchRng) -> EditMode {
+        EditMode::Diff
     }
 }

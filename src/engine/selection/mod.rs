@@ -4,12 +4,14 @@
 mod beam;
 mod best_of_n;
 mod best_of_n_attempts;
+mod weighted;
 
 use std::sync::Arc;
 
 pub use beam::{BeamSelectionParams, BeamSelectionPolicy, BeamStrategy};
 pub use best_of_n::{BestOfNParams, BestOfNPolicy};
 pub use best_of_n_attempts::{BestOfNAttemptsParams, BestOfNAttemptsPolicy};
+pub use weighted::{WeightedParams, WeightedParentPolicy};
 
 use crate::engine::genome::Genome;
 use crate::engine::population::Population;
