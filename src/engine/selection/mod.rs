@@ -4,12 +4,20 @@
 mod beam;
 mod best_of_n;
 mod best_of_n_attempts;
+mod explore_exploit;
+mod identity;
+mod topk;
+mod ucb_bandit;
 
 use std::sync::Arc;
 
 pub use beam::{BeamSelectionParams, BeamSelectionPolicy, BeamStrategy};
 pub use best_of_n::{BestOfNParams, BestOfNPolicy};
 pub use best_of_n_attempts::{BestOfNAttemptsParams, BestOfNAttemptsPolicy};
+pub use explore_exploit::{ExploreExploitParams, ExploreExploitPolicy, SampleMode};
+pub use identity::{IdentityParams, IdentityPolicy};
+pub use topk::{TopKParams, TopKPolicy};
+pub use ucb_bandit::{UCBBanditPolicy, UcbBanditParams};
 
 use crate::engine::genome::Genome;
 use crate::engine::population::Population;
