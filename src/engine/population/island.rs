@@ -538,7 +538,13 @@ impl IslandPopulation {
                 continue;
             }
             let k = ((len as f64 * self.migration_rate).ceil() as usize).clamp(1, len);
-            moves.extend(island.ranked.iter().take(k).map(|(_, id)| (*id, (i + 1) % n)));
+            moves.extend(
+                island
+                    .ranked
+                    .iter()
+                    .take(k)
+                    .map(|(_, id)| (*id, (i + 1) % n)),
+            );
         }
         for (id, target) in moves {
             self.place(target, id);
@@ -651,5 +657,80 @@ impl Population for IslandPopulation {
             migration_interval: self.migration_interval,
             migrations: self.migrations,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::genome::FITNESS_KEY;
+    use crate::engine::params::ParamValue;
+
+    #[test]
+    fn specs_match() {
+        crate::engine::params::assert_specs_match::<IslandParams>(IslandPopulation::INFO.params);
+        let mut m = ParamMap::default();
+        m.set(
+            "feature_dimensions",
+            ParamValue::List(vec![ParamValue::Str("sum_radii".into())]),
+        );
+        m.set("migration_rate", ParamValue::Float(1.5));
+        assert_eq!(m.validate(IslandPopulation::INFO.params).len(), 1);
+        m.set("migration_rate", ParamValue::Int(1));
+        let p: IslandParams = m.decode().unwrap();
+        assert_eq!(p.feature_dimensions, vec!["sum_radii".to_owned()]);
+        assert_eq!(p.num_islands, 5);
+    }
+
+    #[test]
+    fn ranges_grow_geometrically_and_bin_within_bounds() {
+        let mut r = Range::default();
+        assert_eq!(r.bin(3.0, 10), 0);
+        assert!(!r.include(10.0));
+        assert_eq!(r.bin(10.0, 10), 0);
+        assert!(r.include(20.0));
+        // [10, 25]
+        assert_eq!((r.lo, r.hi), (10.0, 25.0));
+        assert_eq!(r.bin(25.0, 10), 9);
+        assert_eq!(r.bin(17.5, 10), 5);
+        assert!(!r.include(12.0));
+        assert!(!r.include(f64::NAN));
+        assert_eq!(r.bin(f64::NAN, 10), 0);
+        // a thousand growing values trigger only a logarithmic number of growths
+        let mut growths = 0;
+        for i in 0..1000 {
+            if r.include(25.0 + f64::from(i)) {
+                growths += 1;
+            }
+        }
+        assert!(growths <= 12, "{growths}");
+    }
+
+    #[test]
+    fn diversity_is_measured_against_the_archive() {
+        let mut pop = IslandPopulation::new(IslandParams {
+            num_islands: 1,
+            feature_dimensions: vec!["diversity".to_owned(), "complexity".to_owned()],
+            ..IslandParams::default()
+        });
+        let mk = |id: GenomeId, content: &str| {
+            let mut g = Genome {
+                id,
+                parent_id: (id > 0).then_some(0),
+                valid: true,
+                content: content.to_owned(),
+                ..Genome::default()
+            };
+            g.scores.insert(FITNESS_KEY.into(), 1.0);
+            Arc::new(g)
+        };
+        pop.add(mk(0, "abcdef"));
+        pop.add(mk(1, "abcdef"));
+        pop.add(mk(2, "zyxwvu!"));
+        assert_eq!(pop.features(0), Some(&[0.0, 6.0][..]));
+        // identical to the only archive program
+        assert_eq!(pop.features(1), Some(&[0.0, 6.0][..]));
+        // nothing in common with the archive
+        assert_eq!(pop.features(2), Some(&[1.0, 7.0][..]));
     }
 }
