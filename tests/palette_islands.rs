@@ -5,12 +5,19 @@
 //! directly with hand-made genomes; plus offline CLI runs of the `topk`,
 //! `openevolve` and `adaevolve` cards.
 
+mod common;
+
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
+use common::{card, collect, registry, stop, temp_task, with_evaluator};
+use galapagos::engine::archive::Archive;
+use galapagos::engine::events::RunStatus;
 use galapagos::engine::genome::{FITNESS_KEY, Genome, GenomeId, GenomeMeta};
+use galapagos::engine::model::default_model;
+use galapagos::engine::params::ParamValue;
 use galapagos::engine::population::{
     InMemoryParams, InMemoryPopulation, IslandParams, IslandPopulation, Population, Query,
     Structure,
@@ -20,6 +27,7 @@ use galapagos::engine::selection::{
     ExploreExploitParams, ExploreExploitPolicy, IdentityPolicy, SampleMode, Selection,
     SelectionPolicy, TopKParams, TopKPolicy, UCBBanditPolicy, UcbBanditParams,
 };
+use galapagos::engine::worker::{RunRequest, spawn_resume, spawn_run};
 
 /// A genome on `island` (None = let the population route it).
 fn genome(
@@ -516,5 +524,76 @@ fn every_island_card_runs_offline_from_the_cli_and_beats_the_initial_program() {
         let (best, initial) = (grab("best:"), grab("initial:"));
         assert!(best > initial, "{card}: best {best} <= initial {initial}");
         assert!(stdout.contains("completed"), "{card}: {stdout}");
+    }
+}
+
+/// What a genome is, minus timings and usage.
+fn fingerprint(g: &Genome) -> String {
+    format!(
+        "{}|{:?}|{:?}|{}|{}|{:?}|{:?}|{}",
+        g.id,
+        g.parent_id,
+        g.inspiration_ids,
+        g.iteration,
+        g.valid,
+        g.scores,
+        g.metadata.island,
+        g.content
+    )
+}
+
+#[test]
+fn an_interrupted_and_resumed_island_run_equals_an_uninterrupted_one() {
+    let registry = registry();
+    for file in ["openevolve.yaml", "adaevolve.yaml", "topk.yaml"] {
+        let mut c = with_evaluator(card(file, &registry), "trivial");
+        c.general.max_iterations = 30;
+        if c.population.kind == "islands" {
+            // migrate often so migrations happen before and after the stop
+            c.population
+                .params
+                .set("migration_interval", ParamValue::Int(3));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let task = temp_task(dir.path());
+        let request = |run_dir: &Path| RunRequest {
+            card: c.clone(),
+            task_dir: task.clone(),
+            model: default_model(),
+            run_dir: Some(run_dir.to_path_buf()),
+            waker: None,
+        };
+        let straight = dir.path().join("straight");
+        let (a, sa) = collect(
+            spawn_run(request(&straight), Arc::clone(&registry)).unwrap(),
+            |_, _| {},
+        );
+        assert_eq!(sa.status, RunStatus::Completed, "{file}");
+        let broken = dir.path().join("broken");
+        let (_, sb) = collect(
+            spawn_run(request(&broken), Arc::clone(&registry)).unwrap(),
+            |n, h| {
+                if n == 14 {
+                    stop(h);
+                }
+            },
+        );
+        assert_eq!(sb.status, RunStatus::Stopped, "{file}");
+        let (_, sc) = collect(
+            spawn_resume(request(&broken), Arc::clone(&registry)).unwrap(),
+            |_, _| {},
+        );
+        assert_eq!(sc.status, RunStatus::Completed, "{file}");
+        let b = Archive::open(&broken).unwrap().genomes().unwrap();
+        assert_eq!(a.len(), b.len(), "{file}");
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(fingerprint(x), fingerprint(y), "{file}");
+        }
+        assert_eq!(sa.best_score, sc.best_score, "{file}");
+        if c.population.kind == "islands" {
+            // the children really were spread over several islands
+            let used: BTreeSet<Option<u32>> = b.iter().map(|g| g.metadata.island).collect();
+            assert!(used.len() >= 2, "{file}: {used:?}");
+        }
     }
 }
