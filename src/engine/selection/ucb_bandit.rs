@@ -34,6 +34,9 @@ use crate::engine::population::Population;
 use crate::engine::registry::{BuildContext, ComponentInfo};
 use crate::engine::rng::SearchRng;
 
+/// Largest island count the policy tracks (the island population's limit).
+pub const MAX_ISLANDS: usize = 1000;
+
 /// Small constant guarding divisions and square roots.
 pub const EPSILON: f64 = 1e-8;
 
@@ -303,11 +306,17 @@ impl SelectionPolicy for UCBBanditPolicy {
             }
             return;
         }
-        let k = genome
+        let raw = genome
             .metadata
             .island
             .and_then(|i| usize::try_from(i).ok())
             .unwrap_or(0);
+        // island ids wrap around the island count, as in the population;
+        // before any select, never grow past the largest island count
+        let k = match self.state.visits.len() {
+            0 => raw.min(MAX_ISLANDS - 1),
+            n => raw % n,
+        };
         self.state.ensure(k + 1);
         if self.state.island_best.iter().all(Option::is_none)
             && let Some(g) = self.state.global_best
