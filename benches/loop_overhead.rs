@@ -17,13 +17,20 @@ use galapagos::engine::registry::{ComponentInfo, Entry, Registry};
 use galapagos::engine::worker::{RunRequest, spawn_run};
 
 /// Scores `NAME = <number>` lines against hidden targets: microseconds of work.
+/// Records the instant each evaluation starts: with one iteration in flight,
+/// consecutive starts are exactly one iteration apart.
 struct TrivialEvaluator;
+
+static STARTS: std::sync::Mutex<Vec<Instant>> = std::sync::Mutex::new(Vec::new());
 
 const TARGETS: [f64; 4] = [2.5, -1.25, 0.75, 0.0];
 
 #[async_trait::async_trait]
 impl Evaluator for TrivialEvaluator {
     async fn evaluate(&self, candidate: &Candidate) -> Evaluation {
+        if let Ok(mut s) = STARTS.lock() {
+            s.push(Instant::now());
+        }
         let values: Vec<f64> = candidate
             .content
             .lines()
@@ -108,18 +115,20 @@ fn main() {
             eprintln!("cannot start");
             std::process::exit(1);
         };
-        // (admission instant, model ms + eval ms) per genome, in admission order
-        let mut marks: Vec<(Instant, f64)> = Vec::with_capacity(iterations as usize + 1);
+        if let Ok(mut s) = STARTS.lock() {
+            s.clear();
+        }
+        // model + prompt + eval ms per genome, in admission order (genome 0 = initial program)
+        let mut work: Vec<f64> = Vec::with_capacity(iterations as usize + 1);
         let started = Instant::now();
         while let Some(ev) = handle.events.blocking_recv() {
             match ev {
                 RunEvent::GenomeAdmitted { genome, .. } => {
-                    marks.push((
-                        Instant::now(),
+                    work.push(
                         genome.timings.propose_ms
                             + genome.timings.evaluate_ms
                             + genome.timings.prompt_ms,
-                    ));
+                    );
                 }
                 RunEvent::Finished(s) => {
                     if let galapagos::engine::events::RunStatus::Failed(m) = &s.status {
@@ -132,17 +141,19 @@ fn main() {
         }
         let total = started.elapsed().as_secs_f64();
         handle.join();
+        let starts = STARTS.lock().map(|s| s.clone()).unwrap_or_default();
         let name = std::path::Path::new(card_file)
             .file_stem()
             .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        // evaluation k starts iteration k (k = 0 is the initial program)
         for at in [100usize, 1_000, 10_000] {
-            if marks.len() < at + 1 || at < 50 {
+            let (lo, hi) = (at.saturating_sub(50).max(1), at);
+            if starts.len() <= hi || work.len() <= hi {
                 continue;
             }
-            let (lo, hi) = (at.saturating_sub(50).max(1), at.min(marks.len() - 1));
             let n = (hi - lo) as f64;
-            let wall_ms = (marks[hi].0 - marks[lo].0).as_secs_f64() * 1000.0 / n;
-            let work_ms: f64 = marks[lo + 1..=hi].iter().map(|m| m.1).sum::<f64>() / n;
+            let wall_ms = (starts[hi] - starts[lo]).as_secs_f64() * 1000.0 / n;
+            let work_ms: f64 = work[lo..hi].iter().sum::<f64>() / n;
             println!(
                 "{name:<12} {at:>8} {:>10.0} {wall_ms:>12.4} {work_ms:>14.4} {:>14.4}",
                 1000.0 / wall_ms,
@@ -152,8 +163,8 @@ fn main() {
         println!(
             "{name:<12} total {:.2} s for {} genomes ({:.0} iter/s overall)",
             total,
-            marks.len(),
-            marks.len() as f64 / total
+            work.len(),
+            work.len() as f64 / total
         );
     }
     std::fs::remove_dir_all(&dir).ok();

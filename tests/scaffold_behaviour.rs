@@ -379,7 +379,7 @@ fn random_stream(seed: u64, count: u64) -> Vec<Arc<Genome>> {
 fn beam_view(pop: &dyn Population) -> BeamView {
     match pop.structure() {
         Structure::Beam(view) => view,
-        Structure::Flat => panic!("expected a beam structure"),
+        Structure::Flat | Structure::Islands(_) => panic!("expected a beam structure"),
     }
 }
 

@@ -9,12 +9,12 @@ use crate::engine::evaluator::{Evaluator, SubprocessEvaluator};
 use crate::engine::memory::{Memory, NullMemory, ScratchpadMemory};
 use crate::engine::model::LanguageModel;
 use crate::engine::params::{ParamError, ParamMap, ParamSpec};
-use crate::engine::population::{BeamPopulation, InMemoryPopulation, Population};
+use crate::engine::population::{BeamPopulation, InMemoryPopulation, IslandPopulation, Population};
 use crate::engine::prompt::{DefaultPromptBuilder, PromptBuilder};
 use crate::engine::proposer::{CrossoverProposer, DiffProposer, Proposer};
 use crate::engine::selection::{
-    BeamSelectionPolicy, BestOfNAttemptsPolicy, BestOfNPolicy, SelectionPolicy,
-    WeightedParentPolicy,
+    BeamSelectionPolicy, BestOfNAttemptsPolicy, BestOfNPolicy, ExploreExploitPolicy,
+    IdentityPolicy, SelectionPolicy, TopKPolicy, UCBBanditPolicy, WeightedParentPolicy,
 };
 use crate::engine::task::Task;
 
@@ -182,6 +182,10 @@ impl Registry {
                     info: BeamPopulation::INFO,
                     build: |p, c| Ok(Box::new(BeamPopulation::from_params(p, c)?)),
                 },
+                Entry {
+                    info: IslandPopulation::INFO,
+                    build: |p, c| Ok(Box::new(IslandPopulation::from_params(p, c)?)),
+                },
             ],
             selection_policies: vec![
                 Entry {
@@ -195,6 +199,22 @@ impl Registry {
                 Entry {
                     info: BeamSelectionPolicy::INFO,
                     build: |p, c| Ok(Box::new(BeamSelectionPolicy::from_params(p, c)?)),
+                },
+                Entry {
+                    info: TopKPolicy::INFO,
+                    build: |p, c| Ok(Box::new(TopKPolicy::from_params(p, c)?)),
+                },
+                Entry {
+                    info: ExploreExploitPolicy::INFO,
+                    build: |p, c| Ok(Box::new(ExploreExploitPolicy::from_params(p, c)?)),
+                },
+                Entry {
+                    info: UCBBanditPolicy::INFO,
+                    build: |p, c| Ok(Box::new(UCBBanditPolicy::from_params(p, c)?)),
+                },
+                Entry {
+                    info: IdentityPolicy::INFO,
+                    build: |p, c| Ok(Box::new(IdentityPolicy::from_params(p, c)?)),
                 },
                 Entry {
                     info: WeightedParentPolicy::INFO,

@@ -7,11 +7,13 @@ mod store;
 mod beam;
 pub mod diversity;
 mod in_memory;
+mod island;
 
 use std::sync::Arc;
 
 pub use beam::{BeamParams, BeamPopulation, BeamStats, beam_score};
 pub use in_memory::{InMemoryParams, InMemoryPopulation};
+pub use island::{IslandParams, IslandPopulation};
 pub use store::GenomeStore;
 
 use crate::engine::genome::{Genome, GenomeId};
@@ -36,6 +38,8 @@ pub enum Structure {
     Flat,
     /// A fixed-width beam inside a keep-all store.
     Beam(BeamView),
+    /// Islands, each with a MAP-Elites grid, plus a global elite archive.
+    Islands(IslandsView),
 }
 
 /// A read-only view of a beam.
@@ -47,6 +51,40 @@ pub struct BeamView {
     /// Weight `w` of the diversity term (also read by beam selection).
     pub diversity_weight: f64,
     pub depth_penalty: f64,
+}
+
+/// A read-only view of an island population.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IslandsView {
+    /// One entry per island, in ring order (island `i` migrates to `i + 1`).
+    pub islands: Vec<IslandView>,
+    /// The global elite archive (cell elites of every island), best first.
+    pub archive: Vec<GenomeId>,
+    /// Names of the MAP-Elites feature dimensions.
+    pub feature_dimensions: Vec<String>,
+    /// Bins per feature dimension.
+    pub feature_bins: usize,
+    /// Island generations between migrations.
+    pub migration_interval: u64,
+    /// Migrations performed so far.
+    pub migrations: u64,
+}
+
+/// One island of an [`IslandsView`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IslandView {
+    /// Every valid genome placed on (or migrated to) the island, best first.
+    pub members: Vec<GenomeId>,
+    /// The island's fittest member.
+    pub best: Option<GenomeId>,
+    /// The occupants of the island's MAP-Elites cells, best first.
+    pub elites: Vec<GenomeId>,
+    /// Number of occupied MAP-Elites cells (= `elites.len()`).
+    pub cells: usize,
+    /// Children produced on this island so far (island generations).
+    pub generation: u64,
+    /// The island generation at the last migration.
+    pub last_migration: u64,
 }
 
 /// The candidate store (seed 004, slot 1).

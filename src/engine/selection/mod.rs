@@ -4,6 +4,10 @@
 mod beam;
 mod best_of_n;
 mod best_of_n_attempts;
+mod explore_exploit;
+mod identity;
+mod topk;
+mod ucb_bandit;
 mod weighted;
 
 use std::sync::Arc;
@@ -11,6 +15,10 @@ use std::sync::Arc;
 pub use beam::{BeamSelectionParams, BeamSelectionPolicy, BeamStrategy};
 pub use best_of_n::{BestOfNParams, BestOfNPolicy};
 pub use best_of_n_attempts::{BestOfNAttemptsParams, BestOfNAttemptsPolicy};
+pub use explore_exploit::{ExploreExploitParams, ExploreExploitPolicy, SampleMode};
+pub use identity::{IdentityParams, IdentityPolicy};
+pub use topk::{TopKParams, TopKPolicy};
+pub use ucb_bandit::{UCBBanditPolicy, UcbBanditParams};
 pub use weighted::{WeightedParams, WeightedParentPolicy};
 
 use crate::engine::genome::Genome;
