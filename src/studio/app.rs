@@ -128,10 +128,7 @@ impl App {
     pub fn new(state: State, registry: Arc<Registry>) -> Self {
         let library = Library::scan(Path::new(CARDS_FOLDER), &registry);
         let task_dir = state.last_task_folder.clone().unwrap_or_default();
-        let runs = RunsPanel {
-            folder: state.runs_folder.display().to_string(),
-            ..RunsPanel::default()
-        };
+        let runs = RunsPanel::new(&state.runs_folder);
         let mut app = Self {
             state,
             doc: Document::new(Card::new_default("untitled"), None),

@@ -167,6 +167,14 @@ pub struct RunsPanel {
 }
 
 impl RunsPanel {
+    /// A panel listing `folder` (when first shown).
+    pub fn new(folder: &Path) -> Self {
+        Self {
+            folder: folder.display().to_string(),
+            ..Self::default()
+        }
+    }
+
     /// List the runs in the folder field's folder.
     pub fn refresh(&mut self) {
         let folder = PathBuf::from(self.folder.trim());
@@ -276,7 +284,7 @@ impl RunsPanel {
             )
             .labelled_by(label.id);
             if ui
-                .button("Refresh")
+                .button("Refresh runs")
                 .on_hover_text("List the runs in this folder again")
                 .clicked()
             {
