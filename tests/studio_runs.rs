@@ -165,7 +165,7 @@ fn runs_are_listed_opened_read_only_and_compared() {
         a.run_view.viewing().is_some()
     });
     assert_eq!(h.state().run_view.viewing(), Some(dir_a.as_path()));
-    h.get_by_label(&format!("viewing {} (read-only)", dir_a.display()));
+    h.get_by_label("viewing run-a (read-only)");
     let stored = Archive::open(&dir_a).unwrap().genomes().unwrap();
     let history = h.state().run_view.history();
     assert_eq!(history.genomes.len(), stored.len());
@@ -201,13 +201,7 @@ fn runs_are_listed_opened_read_only_and_compared() {
     step_until(&mut h, Duration::from_secs(20), |a| {
         a.runs.compared().len() == 2
     });
-    let labels: BTreeSet<String> = h
-        .state()
-        .runs
-        .compared()
-        .iter()
-        .map(|c| c.label.clone())
-        .collect();
+    let labels: BTreeSet<String> = h.state().runs.legend_labels().into_values().collect();
     assert_eq!(labels.len(), 2, "{labels:?}");
     for l in &labels {
         assert!(l.contains(" · quad · "), "{l}");
@@ -397,4 +391,81 @@ fn the_model_dialog_adds_an_endpoint_saves_it_and_runs_use_it() {
     broken.run();
     let why = broken.state_mut().model_description().unwrap_err();
     assert!(why.contains("model settings"), "{why}");
+}
+
+/// Renders the Runs tab (three runs, two compared), a recorded run opened
+/// read-only, and the model dialog (wgpu on a CPU adapter).
+/// `SCREENSHOT_DIR=dir cargo test --test studio_runs -- --ignored screenshots`.
+#[test]
+#[ignore = "writes PNG files; run by hand"]
+fn screenshots() {
+    let out = std::env::var("SCREENSHOT_DIR").unwrap_or_else(|_| "target/screenshots".to_owned());
+    std::fs::create_dir_all(&out).unwrap();
+    let registry = registry();
+    let tmp = tempfile::tempdir().unwrap();
+    let task = temp_task(tmp.path());
+    let runs = tmp.path().join("runs");
+    for (name, seed, n, stop) in [
+        ("best_of_n-quad-a", 1, 30, None),
+        ("best_of_n-quad-b", 9, 40, None),
+        ("beam-quad-c", 3, 40, Some(12)),
+    ] {
+        let mut c = with_evaluator(card("best_of_n.yaml", &registry), "paced");
+        c.general.max_iterations = n;
+        c.seed = seed;
+        record(c, &task, &runs.join(name), &registry, stop);
+    }
+    let state = State {
+        runs_folder: runs.clone(),
+        ..State::default()
+    };
+    let app = App::new(state, Arc::clone(&registry))
+        .with_settings_path(Some(tmp.path().join("settings.json")));
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1400.0, 860.0))
+        .wgpu()
+        .build_ui_state(
+            |ui, app: &mut App| {
+                app.logic(ui.ctx());
+                app.show(ui);
+            },
+            app,
+        );
+    h.run();
+    h.get_by_label("Runs").click();
+    h.run_steps(2);
+    h.get_by_label("compare best_of_n-quad-a").click();
+    h.run_steps(1);
+    h.get_by_label("compare best_of_n-quad-b").click();
+    h.run_steps(1);
+    h.get_by_label("beam-quad-c").click();
+    step_until(&mut h, Duration::from_secs(20), |a| {
+        a.runs.compared().len() == 2
+    });
+    h.render()
+        .unwrap()
+        .save(format!("{out}/runs_compare.png"))
+        .unwrap();
+    h.get_by_label("Open read-only").click();
+    step_until(&mut h, Duration::from_secs(20), |a| {
+        a.run_view.viewing().is_some()
+    });
+    let best = h.state().run_view.history().best_id;
+    h.state_mut().run_view.select(best);
+    h.run_steps(3);
+    h.render()
+        .unwrap()
+        .save(format!("{out}/run_read_only.png"))
+        .unwrap();
+    h.get_by_label_contains("Model: ").click();
+    h.run_steps(4);
+    h.get_by_label("Add endpoint").click();
+    h.run_steps(2);
+    h.run_steps(2);
+    h.get_by_label("Add price").click();
+    h.run_steps(4);
+    h.render()
+        .unwrap()
+        .save(format!("{out}/model_dialog.png"))
+        .unwrap();
 }

@@ -18,6 +18,9 @@ use crate::engine::model::{
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::theme;
 
+/// Size of a text field in the dialog (grids shrink fields otherwise).
+const FIELD: [f32; 2] = [210.0, 20.0];
+
 /// Base URL a new endpoint starts with (a local Ollama server).
 pub const NEW_ENDPOINT_BASE: &str = "http://localhost:11434/v1";
 
@@ -169,6 +172,7 @@ impl ModelDialog {
             return;
         }
         let response = egui::Modal::new(egui::Id::unique("model-settings")).show(ctx, |ui| {
+            ui.set_min_width(720.0);
             ui.set_max_width(760.0);
             ui.heading("Model settings");
             ui.label(
@@ -242,6 +246,7 @@ impl ModelDialog {
                 ui.push_id(("endpoint", i), |ui| {
                     egui::Grid::new("endpoint-grid")
                         .num_columns(4)
+                        .min_col_width(90.0)
                         .spacing([10.0, 6.0])
                         .show(ui, |ui| {
                             changed |= text_row(ui, "Name", &mut ep.settings.name, "label, e.g. local vLLM");
@@ -254,11 +259,10 @@ impl ModelDialog {
                             let label = ui.label("Key variable");
                             let edit = egui::TextEdit::singleline(&mut ep.settings.api_key_env)
                                 .hint_text("OPENAI_API_KEY")
-                                .desired_width(200.0)
                                 // Not a variable name: perhaps a pasted key; never show it.
                                 .password(bad_env.is_some());
                             changed |= ui
-                                .add(edit)
+                                .add_sized(FIELD, edit)
                                 .labelled_by(label.id)
                                 .on_hover_text("Name of the environment variable holding the key (not the key)")
                                 .changed();
@@ -331,10 +335,10 @@ impl ModelDialog {
                     for (i, row) in self.prices.iter_mut().enumerate() {
                         ui.push_id(("price", i), |ui| {
                             changed |= ui
-                                .add(
+                                .add_sized(
+                                    FIELD,
                                     egui::TextEdit::singleline(&mut row.model)
-                                        .hint_text("model name")
-                                        .desired_width(200.0),
+                                        .hint_text("model name"),
                                 )
                                 .changed();
                         });
@@ -382,13 +386,9 @@ impl ModelDialog {
 /// A labelled single-line text field in a grid; true when edited.
 fn text_row(ui: &mut Ui, label: &str, text: &mut String, hint: &str) -> bool {
     let l = ui.label(label);
-    ui.add(
-        egui::TextEdit::singleline(text)
-            .hint_text(hint)
-            .desired_width(200.0),
-    )
-    .labelled_by(l.id)
-    .changed()
+    ui.add_sized(FIELD, egui::TextEdit::singleline(text).hint_text(hint))
+        .labelled_by(l.id)
+        .changed()
 }
 
 #[cfg(test)]

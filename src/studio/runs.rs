@@ -38,7 +38,7 @@ pub struct Curve {
     pub points: Vec<[f64; 2]>,
 }
 
-/// `YYYY-MM-DD HH:MM` (UTC) of a unix time; empty for 0 (unknown).
+/// `YYYY-MM-DD HH:MM:SS` (UTC) of a unix time; empty for 0 (unknown).
 pub fn format_started(unix: u64) -> String {
     if unix == 0 {
         return String::new();
@@ -51,8 +51,11 @@ pub fn format_started(unix: u64) -> String {
         t.get(6..8),
         t.get(9..11),
         t.get(11..13),
+        t.get(13..15),
     ) {
-        (Some(y), Some(mo), Some(d), Some(h), Some(mi)) => format!("{y}-{mo}-{d} {h}:{mi}"),
+        (Some(y), Some(mo), Some(d), Some(h), Some(mi), Some(se)) => {
+            format!("{y}-{mo}-{d} {h}:{mi}:{se}")
+        }
         _ => t,
     }
 }
@@ -246,6 +249,35 @@ impl RunsPanel {
             .iter()
             .filter_map(|d| self.curves.get(d))
             .filter_map(|c| c.as_ref().ok())
+            .collect()
+    }
+
+    /// The legend text of each compared run: its curve's label, with the
+    /// folder name added where two runs would read the same.
+    pub fn legend_labels(&self) -> BTreeMap<PathBuf, String> {
+        let loaded: Vec<(&PathBuf, &Curve)> = self
+            .checked
+            .iter()
+            .filter_map(|d| match self.curves.get(d) {
+                Some(Ok(c)) => Some((d, c)),
+                _ => None,
+            })
+            .collect();
+        loaded
+            .iter()
+            .map(|(dir, c)| {
+                let clash = loaded.iter().any(|(d, o)| d != dir && o.label == c.label);
+                let label = if clash {
+                    let name = dir.file_name().map_or_else(
+                        || dir.display().to_string(),
+                        |n| n.to_string_lossy().into_owned(),
+                    );
+                    format!("{} ({name})", c.label)
+                } else {
+                    c.label.clone()
+                };
+                ((*dir).clone(), label)
+            })
             .collect()
     }
 
@@ -478,16 +510,16 @@ impl RunsPanel {
             });
         }
         // Legend (drawn by hand so every entry is a plain, findable label).
+        let labels = self.legend_labels();
         ui.horizontal_wrapped(|ui| {
             for (i, dir) in &series {
-                let Some(Ok(curve)) = self.curves.get(*dir) else {
+                let Some(label) = labels.get(*dir) else {
                     continue;
                 };
                 let color = CURVE_COLORS[i % CURVE_COLORS.len()];
                 let (rect, _) = ui.allocate_exact_size(egui::vec2(18.0, 4.0), egui::Sense::hover());
                 ui.painter().rect_filled(rect, 1.0, color);
-                ui.label(&curve.label)
-                    .on_hover_text(dir.display().to_string());
+                ui.label(label).on_hover_text(dir.display().to_string());
                 ui.add_space(theme::SECTION_GAP);
             }
         });
@@ -502,10 +534,12 @@ impl RunsPanel {
                         continue;
                     };
                     let color = CURVE_COLORS[i % CURVE_COLORS.len()];
+                    let name = labels.get(*dir).cloned().unwrap_or_default();
                     plot.line(
-                        Line::new(curve.label.clone(), PlotPoints::from(curve.points.clone()))
+                        Line::new(name, PlotPoints::from(curve.points.clone()))
                             .color(color)
-                            .width(2.0),
+                            .width(2.0)
+                            .allow_band(false),
                     );
                 }
             });
@@ -519,10 +553,10 @@ mod tests {
     #[test]
     fn start_times_and_labels() {
         assert_eq!(format_started(0), "");
-        assert_eq!(format_started(1_795_000_000), "2026-11-18 11:06");
+        assert_eq!(format_started(1_795_000_000), "2026-11-18 11:06:40");
         assert_eq!(
             run_label("best_of_n", "quad", 1_795_000_000),
-            "best_of_n · quad · 2026-11-18 11:06"
+            "best_of_n · quad · 2026-11-18 11:06:40"
         );
     }
 

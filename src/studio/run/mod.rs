@@ -399,10 +399,15 @@ impl RunView {
                 ui.label(format!("{} on {}", info.card_name, info.task_name));
             }
             if let Some(dir) = &self.viewing {
-                ui.label(
-                    RichText::new(format!("viewing {} (read-only)", dir.display()))
-                        .color(ui.visuals().warn_fg_color),
+                let name = dir.file_name().map_or_else(
+                    || dir.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
                 );
+                ui.label(
+                    RichText::new(format!("viewing {name} (read-only)"))
+                        .color(ui.visuals().warn_fg_color),
+                )
+                .on_hover_text(dir.display().to_string());
             }
             if running {
                 ui.label(
