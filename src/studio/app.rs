@@ -9,8 +9,9 @@ use std::sync::Arc;
 use egui::{Key, KeyboardShortcut, Modifiers, RichText, Ui};
 
 use crate::engine::card::{Card, CardErrors};
-use crate::engine::model::LanguageModel;
+use crate::engine::model::{LanguageModel, ModelOverrides, ModelSettings};
 use crate::engine::registry::{Registry, Slot};
+use crate::engine::worker::RunRequest;
 use crate::studio::command::{Commands, UiCommand, apply_card_edit};
 use crate::studio::editor::canvas::canvas_ui;
 use crate::studio::editor::details::details_ui;
@@ -20,7 +21,9 @@ use crate::studio::editor::palette::{drag_preview_ui, palette_ui};
 use crate::studio::editor::{EditorCtx, Problems};
 use crate::studio::files::{JobResult, Jobs, Pick, read_card, task_folder_problem, write_card};
 use crate::studio::library::Library;
-use crate::studio::run::RunView;
+use crate::studio::model_ui::{ModelDialog, ModelDialogCtx};
+use crate::studio::run::{RunView, read_archive};
+use crate::studio::runs::{RunsCtx, RunsPanel, read_curve};
 use crate::studio::state::{Document, State, Tab};
 use crate::studio::theme::{self, Palette, ThemeChoice};
 
@@ -72,6 +75,9 @@ macro_rules! editor_ctx {
     };
 }
 
+/// The model a run will use and its description, or why there is none.
+type ResolvedModel = Result<(Arc<dyn LanguageModel>, String), String>;
+
 /// The studio.
 pub struct App {
     /// What persists between sessions.
@@ -86,8 +92,21 @@ pub struct App {
     pub bundle_field: String,
     /// The run half of the studio.
     pub run_view: RunView,
+    /// The Runs panel (recorded runs: open, compare, resume).
+    pub runs: RunsPanel,
     registry: Arc<Registry>,
-    model: Option<Arc<dyn LanguageModel>>,
+    /// A model fixed by the host (tests); otherwise the settings decide.
+    fixed_model: Option<Arc<dyn LanguageModel>>,
+    /// Where the model settings are read from and saved to.
+    settings_path: Option<PathBuf>,
+    settings: ModelSettings,
+    /// Why the settings file could not be loaded, if so.
+    settings_error: Option<String>,
+    /// Bumped whenever `settings` change.
+    settings_version: u64,
+    /// The run model for (card revision, settings version).
+    resolved: Option<(u64, u64, ResolvedModel)>,
+    model_dialog: ModelDialog,
     library: Library,
     jobs: Jobs,
     commands: Commands,
@@ -109,6 +128,7 @@ impl App {
     pub fn new(state: State, registry: Arc<Registry>) -> Self {
         let library = Library::scan(Path::new(CARDS_FOLDER), &registry);
         let task_dir = state.last_task_folder.clone().unwrap_or_default();
+        let runs = RunsPanel::new(&state.runs_folder);
         let mut app = Self {
             state,
             doc: Document::new(Card::new_default("untitled"), None),
@@ -116,8 +136,15 @@ impl App {
             path_field: String::new(),
             bundle_field: String::new(),
             run_view: RunView::default(),
+            runs,
             registry,
-            model: None,
+            fixed_model: None,
+            settings_path: None,
+            settings: ModelSettings::default(),
+            settings_error: None,
+            settings_version: 0,
+            resolved: None,
+            model_dialog: ModelDialog::default(),
             library,
             jobs: Jobs::default(),
             commands: Commands::default(),
@@ -137,11 +164,89 @@ impl App {
         app
     }
 
-    /// Use this language model for runs (without one, Run says why it is disabled).
+    /// Use this language model for every run, whatever the settings say
+    /// (tests, embedding). Without it, runs use the model the settings and
+    /// the card choose ([`crate::engine::model::build_model`]).
     #[must_use]
     pub fn with_model(mut self, model: Arc<dyn LanguageModel>) -> Self {
-        self.model = Some(model);
+        self.fixed_model = Some(model);
+        self.resolved = None;
         self
+    }
+
+    /// Read and save the model settings at `path` (the user's settings file
+    /// in the real studio; a temporary file in tests). `None`: no file, the
+    /// settings start empty and cannot be saved.
+    #[must_use]
+    pub fn with_settings_path(mut self, path: Option<PathBuf>) -> Self {
+        self.set_settings_path(path);
+        self
+    }
+
+    /// See [`Self::with_settings_path`]; reloads the settings.
+    pub fn set_settings_path(&mut self, path: Option<PathBuf>) {
+        let loaded = path.as_deref().map_or_else(
+            || Ok(ModelSettings::default()),
+            crate::engine::model::settings::load_settings_from,
+        );
+        match loaded {
+            Ok(s) => {
+                self.settings = s;
+                self.settings_error = None;
+            }
+            Err(e) => {
+                self.settings = ModelSettings::default();
+                self.settings_error = Some(e);
+            }
+        }
+        self.settings_path = path;
+        self.settings_version += 1;
+        self.resolved = None;
+    }
+
+    /// The model settings in use (as last loaded or saved).
+    pub fn model_settings(&self) -> &ModelSettings {
+        &self.settings
+    }
+
+    /// Whether the model dialog is open.
+    pub fn model_dialog_open(&self) -> bool {
+        self.model_dialog.open
+    }
+
+    /// Which model a run of the current card will use (its description), or
+    /// why it cannot be built.
+    pub fn model_description(&mut self) -> Result<String, String> {
+        self.resolve_model().map(|(_, d)| d)
+    }
+
+    fn build_run_model(&self, card: &Card) -> ResolvedModel {
+        if let Some(m) = &self.fixed_model {
+            return Ok((Arc::clone(m), m.describe()));
+        }
+        if let Some(e) = &self.settings_error {
+            return Err(format!("model settings: {e}"));
+        }
+        crate::engine::model::build_model(
+            card.llm.as_ref(),
+            &ModelOverrides::default(),
+            &self.settings,
+            crate::engine::model::default_model(),
+        )
+    }
+
+    /// The run model of the current card (cached per card revision and
+    /// settings version).
+    fn resolve_model(&mut self) -> ResolvedModel {
+        let key = (self.doc.revision, self.settings_version);
+        if let Some((rev, ver, r)) = &self.resolved
+            && (*rev, *ver) == key
+        {
+            return r.clone();
+        }
+        let r = self.build_run_model(&self.doc.card);
+        self.resolved = Some((key.0, key.1, r.clone()));
+        r
     }
 
     /// Scan a different folder for the library (tests, custom installs).
@@ -214,10 +319,11 @@ impl App {
         if let Some(p) = &self.task_problem {
             return Some(p.clone());
         }
-        if self.model.is_none() {
-            return Some("No language model is configured".to_owned());
+        match &self.resolved {
+            Some((_, _, Err(e))) => Some(format!("Model: {e}")),
+            Some(_) => None,
+            None => Some("The model is not resolved yet".to_owned()),
         }
-        None
     }
 
     fn refresh_problems(&mut self) {
@@ -225,6 +331,9 @@ impl App {
             self.problems = Problems::of(&self.doc.card, &self.registry);
             self.problems_revision = Some(self.doc.revision);
         }
+        // Builds the model (cheap, no network) only when the card or the
+        // settings changed.
+        let _ = self.resolve_model();
     }
 
     fn set_task_folder(&mut self, dir: PathBuf) {
@@ -328,8 +437,15 @@ impl App {
             self.error(why);
             return;
         }
-        let (Some(model), Some(ctx)) = (self.model.clone(), self.ctx.clone()) else {
+        let Some(ctx) = self.ctx.clone() else {
             return;
+        };
+        let model = match self.resolve_model() {
+            Ok((m, _)) => m,
+            Err(e) => {
+                self.error(format!("Model: {e}"));
+                return;
+            }
         };
         let task_name = self
             .task_dir
@@ -349,6 +465,93 @@ impl App {
             &ctx,
         );
         self.state.tab = Tab::Run;
+    }
+
+    fn open_run(&mut self, dir: PathBuf) {
+        if self.run_view.is_running() {
+            self.error("A run is in progress; stop it before opening a recorded run");
+            return;
+        }
+        let Some(ctx) = self.ctx.clone() else {
+            return;
+        };
+        self.info(format!("Reading {}", dir.display()));
+        self.jobs.spawn("open-run", &ctx, move || {
+            JobResult::OpenedRun(read_archive(&dir).map(Box::new))
+        });
+    }
+
+    /// Continue the recorded run in `dir` live up to `iterations`: the
+    /// archive's own card with the budget raised, on its recorded task
+    /// folder, appending to the same folder (the CLI's `resume` recipe).
+    fn resume_run(&mut self, dir: &Path, iterations: u64) {
+        if self.run_view.is_running() {
+            self.error("A run is in progress; stop it before resuming another");
+            return;
+        }
+        let Some(ctx) = self.ctx.clone() else {
+            return;
+        };
+        let run = match read_archive(dir) {
+            Ok(r) => r,
+            Err(e) => return self.error(format!("resume: {e}")),
+        };
+        let origin = format!("{} (card stored in the run archive)", dir.display());
+        let mut card = match Card::from_yaml(&run.card_yaml, &origin, &self.registry) {
+            Ok(c) => c,
+            Err(errors) => {
+                let first = errors
+                    .0
+                    .first()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                return self.error(format!(
+                    "resume: the recorded card is not valid here: {first}"
+                ));
+            }
+        };
+        let done = run.history.iterations_done;
+        if iterations <= done {
+            return self.error(format!(
+                "resume: the run already did {done} iterations; raise the budget above {done}"
+            ));
+        }
+        card.general.max_iterations = iterations;
+        let model = match self.build_run_model(&card) {
+            Ok((m, _)) => m,
+            Err(e) => return self.error(format!("resume: model: {e}")),
+        };
+        let request = RunRequest {
+            card,
+            task_dir: run.task_dir.clone(),
+            model,
+            run_dir: Some(dir.to_path_buf()),
+            waker: None,
+        };
+        self.run_view
+            .continue_recorded(run.history, request, self.registry.clone(), &ctx);
+        self.state.tab = Tab::Run;
+        self.info(format!(
+            "Resuming {} up to {iterations} iterations",
+            dir.display()
+        ));
+    }
+
+    fn save_model_settings(&mut self, settings: ModelSettings) {
+        let Some(path) = self.settings_path.clone() else {
+            return self.error("There is no settings file to save to");
+        };
+        match crate::engine::model::settings::save_settings_to(&path, &settings) {
+            Ok(()) => {
+                self.settings = settings;
+                self.settings_error = None;
+                self.settings_version += 1;
+                self.resolved = None;
+                self.model_dialog.open = false;
+                self.info(format!("Saved the model settings to {}", path.display()));
+            }
+            Err(e) => self.error(format!("model settings: {e}")),
+        }
     }
 
     fn poll_jobs(&mut self) {
@@ -375,6 +578,18 @@ impl App {
                     }
                 }
                 JobResult::Imported(Err(e)) => self.error(format!("import: {e}")),
+                JobResult::OpenedRun(Ok(run)) => {
+                    if self.run_view.is_running() {
+                        self.error("A run started meanwhile; the recorded run was not opened");
+                    } else {
+                        let dir = run.dir.display().to_string();
+                        self.run_view.show_archived(*run);
+                        self.state.tab = Tab::Run;
+                        self.info(format!("Opened {dir} (read-only)"));
+                    }
+                }
+                JobResult::OpenedRun(Err(e)) => self.error(format!("open run: {e}")),
+                JobResult::Curve { dir, curve } => self.runs.set_curve(dir, curve),
                 JobResult::Done { what, outcome } => match outcome {
                     Ok(text) => self.info(text),
                     Err(e) => self.error(format!("{what}: {e}")),
@@ -418,7 +633,12 @@ impl App {
                 }
             }
             UiCommand::SelectSlot(slot) => self.selected = slot,
-            UiCommand::ShowTab(tab) => self.state.tab = tab,
+            UiCommand::ShowTab(tab) => {
+                if tab == Tab::Runs && self.state.tab != Tab::Runs {
+                    self.runs.refresh();
+                }
+                self.state.tab = tab;
+            }
             UiCommand::SetTheme(t) => self.state.theme = t,
             UiCommand::ToggleLeftPanel => self.state.layout.show_left ^= true,
             UiCommand::ToggleInspector => self.state.layout.show_inspector ^= true,
@@ -464,7 +684,10 @@ impl App {
                 }
             }
             UiCommand::SetTaskFolder(dir) => self.set_task_folder(dir),
-            UiCommand::SetRunsFolder(dir) => self.state.runs_folder = dir,
+            UiCommand::SetRunsFolder(dir) => {
+                self.runs.folder = dir.display().to_string();
+                self.state.runs_folder = dir;
+            }
             UiCommand::RefreshLibrary => {
                 self.library = Library::scan(&self.library.folder.clone(), &self.registry);
             }
@@ -478,6 +701,20 @@ impl App {
             UiCommand::DismissErrors => self.card_errors = None,
             UiCommand::DismissMessage => self.message = None,
             UiCommand::StartRun => self.start_run(),
+            UiCommand::RefreshRuns => self.runs.refresh(),
+            UiCommand::OpenRun(dir) => self.open_run(dir),
+            UiCommand::LoadCurve(dir) => {
+                if let Some(ctx) = self.ctx.clone() {
+                    self.jobs.spawn("curve", &ctx, move || {
+                        let curve = read_curve(&dir);
+                        JobResult::Curve { dir, curve }
+                    });
+                }
+            }
+            UiCommand::ResumeRun { dir, iterations } => self.resume_run(&dir, iterations),
+            UiCommand::OpenModelSettings => self.model_dialog.open_with(&self.settings),
+            UiCommand::CloseModelSettings => self.model_dialog.open = false,
+            UiCommand::SaveModelSettings(settings) => self.save_model_settings(*settings),
             UiCommand::ExportBundle(dir) => self.export_bundle(dir),
             UiCommand::ImportBundle(path) => {
                 if let Some(ctx) = self.ctx.clone() {
@@ -624,6 +861,15 @@ impl App {
         egui::CentralPanel::default().show(ui, |ui| self.central_ui(ui, palette));
 
         self.modals_ui(&ctx);
+        let fixed = self.fixed_model.as_ref().map(|m| m.describe());
+        let dctx = ModelDialogCtx {
+            path: self.settings_path.as_deref(),
+            load_error: self.settings_error.as_deref(),
+            card_llm: self.doc.card.llm.as_ref(),
+            card_revision: self.doc.revision,
+            fixed_model: fixed.as_deref(),
+        };
+        self.model_dialog.ui(&ctx, &dctx, &mut self.commands);
         drag_preview_ui(&ctx);
         self.apply_commands();
     }
@@ -661,6 +907,10 @@ impl App {
                 }
                 if ui.button("Import hub bundle…").clicked() {
                     self.commands.push(UiCommand::BrowseImport);
+                }
+                ui.separator();
+                if ui.button("Model settings…").clicked() {
+                    self.commands.push(UiCommand::OpenModelSettings);
                 }
             });
             ui.menu_button("Edit", |ui| {
@@ -800,6 +1050,11 @@ impl App {
             }
             ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
                 let blocker = self.run_blocker();
+                let model_text = match self.resolved.as_ref().map(|r| &r.2) {
+                    Some(Ok((_, desc))) => desc.clone(),
+                    Some(Err(e)) => e.clone(),
+                    None => String::new(),
+                };
                 let run = ui.add_enabled(
                     blocker.is_none(),
                     egui::Button::new(RichText::new("Start run").strong()),
@@ -810,6 +1065,22 @@ impl App {
                 };
                 if run.clicked() {
                     self.commands.push(UiCommand::StartRun);
+                }
+                let short = model_text
+                    .split(" (")
+                    .next()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(40)
+                    .collect::<String>();
+                if ui
+                    .button(format!("Model: {short}"))
+                    .on_hover_text(format!(
+                        "Runs will use: {model_text}\nClick to edit the model settings"
+                    ))
+                    .clicked()
+                {
+                    self.commands.push(UiCommand::OpenModelSettings);
                 }
             });
         });
@@ -941,6 +1212,18 @@ impl App {
                     });
             }
             Tab::Run => self.run_view.ui(ui),
+            Tab::Runs => {
+                let busy = self
+                    .run_view
+                    .is_running()
+                    .then_some("A run is in progress; stop it first");
+                let rctx = RunsCtx {
+                    busy,
+                    live_dir: self.run_view.live_run_dir(),
+                    error: palette.error,
+                };
+                self.runs.ui(ui, &rctx, &mut self.commands);
+            }
         }
     }
 
@@ -1042,7 +1325,7 @@ pub fn run_studio(launch: StudioLaunch) -> anyhow::Result<()> {
                 .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
                 .unwrap_or_default();
             let mut app = App::new(state, Arc::new(Registry::builtin()))
-                .with_model(crate::engine::model::default_model());
+                .with_settings_path(crate::engine::model::settings::user_settings_path());
             app.launch(launch);
             Ok(Box::new(app))
         }),

@@ -150,6 +150,29 @@ pub enum UiCommand {
     // ---- run ----
     /// Validate the card and start a run on the task folder.
     StartRun,
+
+    // ---- recorded runs ----
+    /// Re-list the runs in the Runs panel's folder.
+    RefreshRuns,
+    /// Open a recorded run read-only in the run view (read off the UI thread).
+    OpenRun(PathBuf),
+    /// Read a recorded run's best-so-far curve for the comparison plot.
+    LoadCurve(PathBuf),
+    /// Continue a recorded run live up to `iterations` (the new budget).
+    ResumeRun {
+        /// The run folder (appended to).
+        dir: PathBuf,
+        /// The iteration budget to reach.
+        iterations: u64,
+    },
+
+    // ---- model settings ----
+    /// Show the model settings dialog (with the saved settings).
+    OpenModelSettings,
+    /// Close the model settings dialog without saving.
+    CloseModelSettings,
+    /// Validate and write the model settings file; runs use them from now on.
+    SaveModelSettings(Box<crate::engine::model::ModelSettings>),
 }
 
 impl UiCommand {

@@ -39,6 +39,15 @@ pub enum JobResult {
     },
     /// A hub bundle was imported (or failed to).
     Imported(Result<Box<crate::engine::card::Card>, String>),
+    /// A recorded run was read for the read-only view (or failed to be).
+    OpenedRun(Result<Box<crate::studio::run::ArchivedRun>, String>),
+    /// A recorded run's best-so-far curve was read for comparison.
+    Curve {
+        /// The run folder.
+        dir: PathBuf,
+        /// The curve, or why it could not be read.
+        curve: Result<crate::studio::runs::Curve, String>,
+    },
     /// Any other background job: its description and outcome.
     Done {
         /// Short description ("export").

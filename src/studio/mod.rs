@@ -1,6 +1,7 @@
 //! The desktop studio (eframe/egui): a block editor of the six slots, card
-//! files and hub bundles, and a live run view with plot, archive table and
-//! genome inspector. Everything here sits on top of [`crate::engine`]; the
+//! files and hub bundles, a live run view with plot, archive table and
+//! genome inspector, a Runs panel (reopen, compare, resume recorded runs) and
+//! the model settings dialog. Everything here sits on top of [`crate::engine`]; the
 //! engine never imports egui.
 
 pub mod app;
@@ -8,7 +9,9 @@ pub mod command;
 pub mod editor;
 pub mod files;
 pub mod library;
+pub mod model_ui;
 pub mod run;
+pub mod runs;
 pub mod state;
 pub mod theme;
 

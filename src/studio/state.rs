@@ -55,11 +55,19 @@ pub enum Tab {
     Yaml,
     /// The live run view.
     Run,
+    /// Recorded runs: reopen, compare, resume.
+    Runs,
 }
 
 impl Tab {
     /// All tabs in display order.
-    pub const ALL: [Self; 4] = [Self::Editor, Self::Details, Self::Yaml, Self::Run];
+    pub const ALL: [Self; 5] = [
+        Self::Editor,
+        Self::Details,
+        Self::Yaml,
+        Self::Run,
+        Self::Runs,
+    ];
 
     /// Tab label.
     pub fn label(self) -> &'static str {
@@ -68,6 +76,7 @@ impl Tab {
             Self::Details => "Details",
             Self::Yaml => "YAML",
             Self::Run => "Run",
+            Self::Runs => "Runs",
         }
     }
 }

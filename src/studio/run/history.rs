@@ -3,9 +3,11 @@
 //! until another one starts, and benchmarks/tests can fill it synthetically.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::engine::archive::{Checkpoint, RunMeta};
 use crate::engine::events::{LogLevel, RunEvent, RunInfo, RunStatus, RunSummary};
 use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId, TokenUsage};
 use crate::engine::selection::PolicyStatus;
@@ -111,6 +113,96 @@ impl RunHistory {
     /// An empty history.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The history of a recorded run: its genomes (in id order), metadata,
+    /// log and checkpoint, as read from the run folder `dir`. The best-so-far
+    /// series is rebuilt from the genomes; a run whose record never ended
+    /// (killed, crashed, or still running elsewhere) is marked interrupted.
+    pub fn from_archive(
+        dir: &Path,
+        meta: &RunMeta,
+        genomes: Vec<Genome>,
+        events: &[(u64, String, String)],
+        checkpoint: Option<&Checkpoint>,
+    ) -> Self {
+        let mut h = Self::new();
+        let task_name = meta
+            .task_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        h.info = Some(RunInfo {
+            card_name: card_name_of(&meta.card_yaml),
+            task_name,
+            max_iterations: meta.max_iterations,
+            model: meta.model.clone(),
+            offline: meta.model.starts_with("offline model"),
+            seed: meta.seed,
+            parallel: 0,
+            run_dir: Some(dir.to_path_buf()),
+        });
+        h.genomes.reserve(genomes.len());
+        h.children.reserve(genomes.len());
+        let mut best: Option<(GenomeId, f64)> = None;
+        for g in genomes {
+            let fitness = g.fitness().filter(|f| !f.is_nan());
+            let id = g.id;
+            h.push_genome(Arc::new(g));
+            if let Some(f) = fitness
+                && best.is_none_or(|(_, b)| f > b)
+            {
+                best = Some((id, f));
+                h.set_best(Some(id), Some(f));
+            }
+        }
+        for (_, level, message) in events {
+            let level = match level.as_str() {
+                "error" => LogLevel::Error,
+                "warn" => LogLevel::Warn,
+                _ => LogLevel::Info,
+            };
+            if h.logs.len() >= MAX_LOG_LINES {
+                h.logs.drain(..MAX_LOG_LINES / 4);
+            }
+            h.logs.push((level, message.clone()));
+        }
+        let iterations = checkpoint.map_or(h.max_iteration, |c| c.iterations_done);
+        h.iterations_done = iterations;
+        h.iterations_started = iterations;
+        let status = status_from_label(&meta.status);
+        h.summary = Some(RunSummary {
+            status,
+            iterations,
+            genomes: h.genomes.len() as u64,
+            valid: h.valid,
+            invalid: h.invalid,
+            best_id: h.best_id,
+            best_score: h.best_score,
+            initial_score: h.genomes.first().and_then(|g| g.fitness()),
+            usage: h.usage,
+            wall_secs: 0.0,
+        });
+        let wall = meta
+            .ended_unix
+            .map(|end| Duration::from_secs(end.saturating_sub(meta.started_unix)))
+            .unwrap_or_default();
+        let now = Instant::now();
+        h.started_at = Some(now.checked_sub(wall).unwrap_or(now));
+        h.finished_at = Some(now);
+        if let Some(s) = &mut h.summary {
+            s.wall_secs = wall.as_secs_f64();
+        }
+        h
+    }
+
+    /// Make a history read from an archive ready to receive the events of its
+    /// resumed run: not finished any more, elapsed time counted afresh.
+    pub fn reopen_for_resume(&mut self) {
+        self.summary = None;
+        self.finished_at = None;
+        self.started_at = None;
+        self.paused = false;
     }
 
     /// Apply one event.
@@ -286,6 +378,35 @@ impl RunHistory {
             (None, false, Some(_)) => "running".to_owned(),
             (None, false, None) => "starting".to_owned(),
         }
+    }
+}
+
+/// The `name:` of a card's YAML, without a full parse (top-level key only).
+pub fn card_name_of(yaml: &str) -> String {
+    yaml.lines()
+        .find_map(|l| l.strip_prefix("name:"))
+        .map(|v| v.trim().trim_matches(['"', '\'']).to_owned())
+        .unwrap_or_default()
+}
+
+/// The run status recorded as a label ([`RunStatus::label`]) read back; a
+/// record still saying `running` ended without its last write.
+pub fn status_from_label(label: &str) -> RunStatus {
+    if label == "completed" {
+        RunStatus::Completed
+    } else if label == "stopped" {
+        RunStatus::Stopped
+    } else if let Some(why) = label
+        .strip_prefix("budget reached (")
+        .and_then(|w| w.strip_suffix(')'))
+    {
+        RunStatus::BudgetReached(why.to_owned())
+    } else if let Some(why) = label.strip_prefix("failed: ") {
+        RunStatus::Failed(why.to_owned())
+    } else if label == "running" || label.is_empty() {
+        RunStatus::Failed("interrupted (the record has no end)".to_owned())
+    } else {
+        RunStatus::Failed(label.to_owned())
     }
 }
 

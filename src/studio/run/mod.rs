@@ -10,6 +10,9 @@
 //! - [`RunView::is_running`] — true while a run is active (the editor disables
 //!   edits that would affect it).
 //!
+//! - [`RunView::show_archived`] / [`read_archive`] — show a recorded run
+//!   read-only; [`RunView::continue_recorded`] — resume one live.
+//!
 //! Data flow: the worker reports [`RunEvent`]s into a plain [`RunHistory`]
 //! that the panels read each frame; a finished run stays browsable until the
 //! next [`RunView::start`].
@@ -31,12 +34,13 @@ pub use inspector::{Inspector, InspectorTab};
 pub use plot::FitnessPlot;
 pub use table::{ArchiveTable, SortColumn};
 
+use crate::engine::archive::Archive;
 use crate::engine::card::Card;
 use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
 use crate::engine::genome::{GenomeId, TokenUsage};
 use crate::engine::model::LanguageModel;
 use crate::engine::registry::Registry;
-use crate::engine::worker::{RunHandle, RunRequest, spawn_run};
+use crate::engine::worker::{RunHandle, RunRequest, spawn_resume, spawn_run};
 
 /// Time spent draining events per frame before yielding to drawing.
 pub const DRAIN_BUDGET: Duration = Duration::from_millis(5);
@@ -63,6 +67,43 @@ pub struct RunView {
     show_log: bool,
     /// Events applied in the last `logic` call (for tests and the bench).
     last_drained: usize,
+    /// The run folder shown read-only, when the history came from an archive.
+    viewing: Option<PathBuf>,
+}
+
+/// A recorded run read from its folder: the history to show and the task
+/// folder it ran on.
+#[derive(Debug)]
+pub struct ArchivedRun {
+    /// The run folder.
+    pub dir: PathBuf,
+    /// Everything the archive holds, as a history.
+    pub history: RunHistory,
+    /// The task folder recorded in the archive.
+    pub task_dir: PathBuf,
+    /// The card as run (YAML), to resume with.
+    pub card_yaml: String,
+}
+
+/// Read a run folder's archive (read-only; the file is never modified) into
+/// a history. Errors name the file and say what is wrong with it.
+pub fn read_archive(dir: &Path) -> Result<ArchivedRun, String> {
+    let archive = Archive::open(dir).map_err(|e| e.to_string())?;
+    let contents = archive.contents().map_err(|e| e.to_string())?;
+    drop(archive);
+    let history = RunHistory::from_archive(
+        dir,
+        &contents.meta,
+        contents.genomes,
+        &contents.events,
+        contents.checkpoint.as_ref(),
+    );
+    Ok(ArchivedRun {
+        dir: dir.to_path_buf(),
+        history,
+        task_dir: contents.meta.task_dir,
+        card_yaml: contents.meta.card_yaml,
+    })
 }
 
 fn language_of(task_dir: &Path) -> String {
@@ -109,6 +150,51 @@ impl RunView {
         }
     }
 
+    /// Show a recorded run read-only (any live run is stopped).
+    pub fn show_archived(&mut self, run: ArchivedRun) {
+        self.load_history(run.history);
+        self.language = language_of(&run.task_dir);
+        self.viewing = Some(run.dir);
+    }
+
+    /// Continue a recorded run live: `history` is what its archive holds
+    /// (from [`read_archive`]); `request` names the archive's card with the
+    /// budget to reach and the run folder to append to. The view keeps the
+    /// recorded genomes and adds the new ones as they arrive.
+    pub fn continue_recorded(
+        &mut self,
+        mut history: RunHistory,
+        mut request: RunRequest,
+        registry: Arc<Registry>,
+        ctx: &egui::Context,
+    ) {
+        self.language = language_of(&request.task_dir);
+        history.reopen_for_resume();
+        self.load_history(history);
+        let waker_ctx = ctx.clone();
+        request.waker = Some(Arc::new(move || waker_ctx.request_repaint()));
+        match spawn_resume(request, registry) {
+            Ok(h) => self.handle = Some(h),
+            Err(e) => self.last_error = Some(format!("cannot resume the run: {e}")),
+        }
+    }
+
+    /// The recorded run shown read-only, if any.
+    pub fn viewing(&self) -> Option<&Path> {
+        self.viewing.as_deref()
+    }
+
+    /// The folder the active run records into (`None` when idle or unrecorded).
+    pub fn live_run_dir(&self) -> Option<&Path> {
+        if !self.is_running() {
+            return None;
+        }
+        self.history
+            .info
+            .as_ref()
+            .and_then(|i| i.run_dir.as_deref())
+    }
+
     /// Show a history that did not come from a live run (a synthetic one, or
     /// one replayed from a record). Any live run is stopped.
     pub fn load_history(&mut self, history: RunHistory) {
@@ -122,6 +208,7 @@ impl RunView {
         self.last_error = None;
         self.pause_requested = false;
         self.stop_requested = false;
+        self.viewing = None;
     }
 
     /// Apply an event as if the worker had sent it (replaying a recorded
@@ -311,6 +398,17 @@ impl RunView {
             if let Some(info) = &self.history.info {
                 ui.label(format!("{} on {}", info.card_name, info.task_name));
             }
+            if let Some(dir) = &self.viewing {
+                let name = dir.file_name().map_or_else(
+                    || dir.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                );
+                ui.label(
+                    RichText::new(format!("viewing {name} (read-only)"))
+                        .color(ui.visuals().warn_fg_color),
+                )
+                .on_hover_text(dir.display().to_string());
+            }
             if running {
                 ui.label(
                     RichText::new("card edits apply to the next run")
@@ -387,7 +485,9 @@ impl RunView {
         ui.separator();
         if self.history.genomes.is_empty() {
             ui.add_space(12.0);
-            let text = if self.is_running() {
+            let text = if self.viewing.is_some() {
+                "This recorded run has no genomes."
+            } else if self.is_running() {
                 "Waiting for the initial program to be evaluated…"
             } else if self.history.is_finished() {
                 "The run ended before any genome was admitted; see the log."

@@ -1,0 +1,433 @@
+//! The Model dialog: edits the per-user model settings (endpoints and the
+//! price table) and shows which model a run of the current card will use.
+//!
+//! Endpoints hold the NAME of the environment variable with the key, never a
+//! key: the field is validated as a variable name, and a value that is not
+//! one (perhaps a pasted key) is masked and never echoed in messages.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use egui::{RichText, Ui};
+
+use crate::engine::card::LlmSettings;
+use crate::engine::model::openai::validate_env_name;
+use crate::engine::model::{
+    EndpointSettings, LanguageModel, ModelOverrides, ModelSettings, Price, build_model,
+};
+use crate::studio::command::{Commands, UiCommand};
+use crate::studio::theme;
+
+/// Size of a text field in the dialog (grids shrink fields otherwise).
+const FIELD: [f32; 2] = [210.0, 20.0];
+
+/// Base URL a new endpoint starts with (a local Ollama server).
+pub const NEW_ENDPOINT_BASE: &str = "http://localhost:11434/v1";
+
+/// One endpoint being edited (text fields for the optional lists).
+#[derive(Clone, Debug, PartialEq)]
+struct EndpointDraft {
+    settings: EndpointSettings,
+    /// `settings.model` as text (empty = none).
+    model: String,
+    /// `settings.models`, comma separated.
+    models: String,
+}
+
+impl EndpointDraft {
+    fn of(e: &EndpointSettings) -> Self {
+        Self {
+            settings: e.clone(),
+            model: e.model.clone().unwrap_or_default(),
+            models: e.models.join(", "),
+        }
+    }
+
+    fn to_settings(&self) -> EndpointSettings {
+        let model = self.model.trim();
+        EndpointSettings {
+            name: self.settings.name.trim().to_owned(),
+            api_base: self.settings.api_base.trim().to_owned(),
+            api_key_env: self.settings.api_key_env.trim().to_owned(),
+            model: (!model.is_empty()).then(|| model.to_owned()),
+            models: self
+                .models
+                .split(',')
+                .map(str::trim)
+                .filter(|m| !m.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            ..self.settings.clone()
+        }
+    }
+}
+
+/// One row of the price table being edited.
+#[derive(Clone, Debug, PartialEq)]
+struct PriceRow {
+    model: String,
+    prompt: f64,
+    completion: f64,
+}
+
+/// The dialog's state: a draft of the settings, applied only on Save.
+#[derive(Default)]
+pub struct ModelDialog {
+    /// Whether the dialog is shown.
+    pub open: bool,
+    endpoints: Vec<EndpointDraft>,
+    prices: Vec<PriceRow>,
+    /// Bumped on every draft edit (the preview is cached on it).
+    version: u64,
+    preview: Option<(u64, u64, Result<String, String>)>,
+}
+
+/// What the app tells the dialog.
+pub struct ModelDialogCtx<'a> {
+    /// Where Save writes (`None`: nowhere, Save is disabled).
+    pub path: Option<&'a Path>,
+    /// Why the saved settings could not be loaded, if so.
+    pub load_error: Option<&'a str>,
+    /// The card's `llm` section (for the preview).
+    pub card_llm: Option<&'a LlmSettings>,
+    /// Revision of the card (the preview is cached on it).
+    pub card_revision: u64,
+    /// A model set by the host, overriding the settings (tests, embedding).
+    pub fixed_model: Option<&'a str>,
+}
+
+impl ModelDialog {
+    /// Open the dialog with `settings` as the draft.
+    pub fn open_with(&mut self, settings: &ModelSettings) {
+        self.endpoints = settings.endpoints.iter().map(EndpointDraft::of).collect();
+        self.prices = settings
+            .prices
+            .prices
+            .iter()
+            .map(|(m, p)| PriceRow {
+                model: m.clone(),
+                prompt: p.prompt_per_million,
+                completion: p.completion_per_million,
+            })
+            .collect();
+        self.version += 1;
+        self.open = true;
+    }
+
+    /// The draft as settings (not validated).
+    pub fn draft(&self) -> ModelSettings {
+        let mut s = ModelSettings {
+            endpoints: self
+                .endpoints
+                .iter()
+                .map(EndpointDraft::to_settings)
+                .collect(),
+            ..ModelSettings::default()
+        };
+        for row in &self.prices {
+            s.prices
+                .insert(row.model.trim(), Price::new(row.prompt, row.completion));
+        }
+        s
+    }
+
+    /// Why the draft cannot be saved, if so.
+    pub fn save_blocker(&self, path: Option<&Path>) -> Option<String> {
+        if path.is_none() {
+            return Some("No settings file (the platform has no config folder)".to_owned());
+        }
+        let mut names: Vec<&str> = self.prices.iter().map(|r| r.model.trim()).collect();
+        names.sort_unstable();
+        if names.windows(2).any(|w| w[0] == w[1]) {
+            return Some("Two prices name the same model".to_owned());
+        }
+        self.draft().validate().err()
+    }
+
+    fn preview(&mut self, ctx: &ModelDialogCtx<'_>) -> Result<String, String> {
+        if let Some(fixed) = ctx.fixed_model {
+            return Ok(fixed.to_owned());
+        }
+        if let Some((v, rev, r)) = &self.preview
+            && *v == self.version
+            && *rev == ctx.card_revision
+        {
+            return r.clone();
+        }
+        let fallback: Arc<dyn LanguageModel> = crate::engine::model::default_model();
+        let r = build_model(
+            ctx.card_llm,
+            &ModelOverrides::default(),
+            &self.draft(),
+            fallback,
+        )
+        .map(|(_, desc)| desc);
+        self.preview = Some((self.version, ctx.card_revision, r.clone()));
+        r
+    }
+
+    /// Draw the dialog (a modal window) when open.
+    pub fn ui(&mut self, ctx: &egui::Context, info: &ModelDialogCtx<'_>, commands: &mut Commands) {
+        if !self.open {
+            return;
+        }
+        let response = egui::Modal::new(egui::Id::unique("model-settings")).show(ctx, |ui| {
+            ui.set_min_width(720.0);
+            ui.set_max_width(760.0);
+            ui.heading("Model settings");
+            ui.label(
+                RichText::new(
+                    "Endpoints for OpenAI-compatible servers. Keys are never stored: give the NAME of \
+                     the environment variable that holds each key.",
+                )
+                .weak(),
+            );
+            match info.path {
+                Some(p) => ui.weak(format!("Settings file: {}", p.display())),
+                None => ui.weak("No settings file on this platform"),
+            };
+            if let Some(e) = info.load_error {
+                ui.colored_label(
+                    ui.visuals().error_fg_color,
+                    format!("The saved settings could not be loaded: {e}"),
+                );
+            }
+            ui.add_space(6.0);
+            egui::ScrollArea::vertical()
+                .max_height(ctx.content_rect().height() * 0.6)
+                .show(ui, |ui| {
+                    self.endpoints_ui(ui);
+                    ui.add_space(theme::SECTION_GAP);
+                    self.prices_ui(ui);
+                });
+            ui.add_space(theme::SECTION_GAP);
+            ui.separator();
+            let preview = self.preview(info);
+            ui.horizontal_wrapped(|ui| {
+                ui.label(RichText::new("Runs will use:").strong());
+                match &preview {
+                    Ok(desc) => ui.label(desc),
+                    Err(e) => ui.colored_label(ui.visuals().error_fg_color, e),
+                };
+            });
+            ui.add_space(6.0);
+            ui.horizontal(|ui| {
+                let blocker = self.save_blocker(info.path);
+                let save = ui.add_enabled(blocker.is_none(), egui::Button::new("Save settings"));
+                let save = match &blocker {
+                    Some(why) => save.on_disabled_hover_text(why),
+                    None => save.on_hover_text("Write the settings file; the next run uses it"),
+                };
+                if save.clicked() {
+                    commands.push(UiCommand::SaveModelSettings(Box::new(self.draft())));
+                }
+                if ui.button("Close").clicked() {
+                    commands.push(UiCommand::CloseModelSettings);
+                }
+                if let Some(why) = &blocker {
+                    ui.colored_label(ui.visuals().error_fg_color, why);
+                }
+            });
+        });
+        if response.should_close() {
+            commands.push(UiCommand::CloseModelSettings);
+        }
+    }
+
+    fn endpoints_ui(&mut self, ui: &mut Ui) {
+        ui.label(RichText::new("Endpoints").strong());
+        if self.endpoints.is_empty() {
+            ui.weak("No endpoint: runs use the card's models with OPENAI_BASE_URL, or the offline model.");
+        }
+        let mut remove: Option<usize> = None;
+        let mut changed = false;
+        for (i, ep) in self.endpoints.iter_mut().enumerate() {
+            egui::Frame::group(ui.style()).show(ui, |ui| {
+                ui.push_id(("endpoint", i), |ui| {
+                    egui::Grid::new("endpoint-grid")
+                        .num_columns(4)
+                        .min_col_width(90.0)
+                        .spacing([10.0, 6.0])
+                        .show(ui, |ui| {
+                            changed |= text_row(ui, "Name", &mut ep.settings.name, "label, e.g. local vLLM");
+                            changed |= text_row(ui, "API base", &mut ep.settings.api_base, "https://api.openai.com/v1");
+                            ui.end_row();
+                            changed |= text_row(ui, "Model", &mut ep.model, "default model name");
+                            changed |= text_row(ui, "Serves models", &mut ep.models, "a, b (empty = any)");
+                            ui.end_row();
+                            let bad_env = validate_env_name(ep.settings.api_key_env.trim()).err();
+                            let label = ui.label("Key variable");
+                            let edit = egui::TextEdit::singleline(&mut ep.settings.api_key_env)
+                                .hint_text("OPENAI_API_KEY")
+                                // Not a variable name: perhaps a pasted key; never show it.
+                                .password(bad_env.is_some());
+                            changed |= ui
+                                .add_sized(FIELD, edit)
+                                .labelled_by(label.id)
+                                .on_hover_text("Name of the environment variable holding the key (not the key)")
+                                .changed();
+                            let label = ui.label("Timeout (s)");
+                            changed |= ui
+                                .add(
+                                    egui::DragValue::new(&mut ep.settings.timeout_secs)
+                                        .range(1.0..=86_400.0)
+                                        .speed(1.0),
+                                )
+                                .labelled_by(label.id)
+                                .changed();
+                            ui.end_row();
+                            let label = ui.label("Max attempts");
+                            changed |= ui
+                                .add(egui::DragValue::new(&mut ep.settings.max_attempts).range(1..=100))
+                                .labelled_by(label.id)
+                                .changed();
+                            let label = ui.label("Concurrency");
+                            changed |= ui
+                                .add(egui::DragValue::new(&mut ep.settings.concurrency).range(1..=4096))
+                                .labelled_by(label.id)
+                                .changed();
+                            ui.end_row();
+                        });
+                    ui.horizontal(|ui| {
+                        if ui.button("Remove endpoint").clicked() {
+                            remove = Some(i);
+                        }
+                        if let Err(e) = ep.to_settings().validate() {
+                            ui.colored_label(ui.visuals().error_fg_color, e);
+                        }
+                    });
+                });
+            });
+        }
+        if let Some(i) = remove {
+            self.endpoints.remove(i);
+            changed = true;
+        }
+        if ui
+            .button("Add endpoint")
+            .on_hover_text("Add an OpenAI-compatible endpoint")
+            .clicked()
+        {
+            self.endpoints
+                .push(EndpointDraft::of(&EndpointSettings::for_base(
+                    NEW_ENDPOINT_BASE,
+                )));
+            changed = true;
+        }
+        if changed {
+            self.version += 1;
+        }
+    }
+
+    fn prices_ui(&mut self, ui: &mut Ui) {
+        ui.label(RichText::new("Prices (USD per 1M tokens)").strong());
+        let mut remove: Option<usize> = None;
+        let mut changed = false;
+        if !self.prices.is_empty() {
+            egui::Grid::new("prices-grid")
+                .num_columns(4)
+                .spacing([10.0, 6.0])
+                .show(ui, |ui| {
+                    for h in ["model", "prompt", "completion", ""] {
+                        ui.label(RichText::new(h).weak());
+                    }
+                    ui.end_row();
+                    for (i, row) in self.prices.iter_mut().enumerate() {
+                        ui.push_id(("price", i), |ui| {
+                            changed |= ui
+                                .add_sized(
+                                    FIELD,
+                                    egui::TextEdit::singleline(&mut row.model)
+                                        .hint_text("model name"),
+                                )
+                                .changed();
+                        });
+                        changed |= ui
+                            .add(
+                                egui::DragValue::new(&mut row.prompt)
+                                    .range(0.0..=10_000.0)
+                                    .speed(0.01)
+                                    .prefix("$"),
+                            )
+                            .changed();
+                        changed |= ui
+                            .add(
+                                egui::DragValue::new(&mut row.completion)
+                                    .range(0.0..=10_000.0)
+                                    .speed(0.01)
+                                    .prefix("$"),
+                            )
+                            .changed();
+                        if ui.button("Remove price").clicked() {
+                            remove = Some(i);
+                        }
+                        ui.end_row();
+                    }
+                });
+        }
+        if let Some(i) = remove {
+            self.prices.remove(i);
+            changed = true;
+        }
+        if ui.button("Add price").clicked() {
+            self.prices.push(PriceRow {
+                model: String::new(),
+                prompt: 0.0,
+                completion: 0.0,
+            });
+            changed = true;
+        }
+        if changed {
+            self.version += 1;
+        }
+    }
+}
+
+/// A labelled single-line text field in a grid; true when edited.
+fn text_row(ui: &mut Ui, label: &str, text: &mut String, hint: &str) -> bool {
+    let l = ui.label(label);
+    ui.add_sized(FIELD, egui::TextEdit::singleline(text).hint_text(hint))
+        .labelled_by(l.id)
+        .changed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draft_round_trips_and_blocks_bad_values_without_echoing_keys() {
+        let mut s = ModelSettings::default();
+        s.endpoints.push(EndpointSettings {
+            name: "local".into(),
+            model: Some("qwen".into()),
+            models: vec!["a".into(), "b".into()],
+            ..EndpointSettings::for_base("http://localhost:8000/v1")
+        });
+        s.prices.insert("qwen", Price::new(0.5, 1.5));
+        let mut d = ModelDialog::default();
+        d.open_with(&s);
+        assert!(d.open);
+        assert_eq!(d.draft(), s);
+        let path = Path::new("/tmp/settings.json");
+        assert_eq!(d.save_blocker(Some(path)), None);
+        assert!(d.save_blocker(None).is_some());
+
+        d.endpoints[0].settings.api_key_env = "sk-secret-123".into();
+        let why = d.save_blocker(Some(path)).unwrap_or_default();
+        assert!(
+            why.contains("NAME") && !why.contains("sk-secret-123"),
+            "{why}"
+        );
+        d.endpoints[0].settings.api_key_env = "MY_KEY".into();
+        d.prices.push(PriceRow {
+            model: "qwen".into(),
+            prompt: 1.0,
+            completion: 1.0,
+        });
+        assert!(
+            d.save_blocker(Some(path))
+                .is_some_and(|w| w.contains("same model"))
+        );
+    }
+}

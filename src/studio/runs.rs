@@ -1,0 +1,594 @@
+//! The Runs panel: the recorded runs in a folder (card, task, best score,
+//! iterations, status, start time), opening one read-only in the run view,
+//! overlaying the best-so-far curves of several, and resuming one.
+//!
+//! The panel only keeps its own view state (folder text, list, ticks,
+//! curves); everything that touches the app (reading a run into the run
+//! view, resuming) goes through [`UiCommand`]s.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use egui::{Color32, RichText, Ui};
+use egui_plot::{Line, Plot, PlotPoints};
+
+use crate::engine::archive::{Archive, RunListing, list_runs, timestamp};
+use crate::studio::command::{Commands, UiCommand};
+use crate::studio::run::history::card_name_of;
+use crate::studio::theme;
+
+/// Colours of the compared runs' curves, in tick order (then repeated).
+pub const CURVE_COLORS: [Color32; 8] = [
+    Color32::from_rgb(90, 160, 230),
+    Color32::from_rgb(240, 180, 60),
+    Color32::from_rgb(120, 200, 120),
+    Color32::from_rgb(225, 95, 85),
+    Color32::from_rgb(175, 125, 225),
+    Color32::from_rgb(80, 200, 200),
+    Color32::from_rgb(230, 130, 190),
+    Color32::from_rgb(170, 170, 170),
+];
+
+/// One run's best-so-far curve: iteration against the best fitness so far.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Curve {
+    /// Legend text: card, task and start time.
+    pub label: String,
+    /// Step-line vertices (x = iteration, y = best fitness), x monotone.
+    pub points: Vec<[f64; 2]>,
+}
+
+/// `YYYY-MM-DD HH:MM:SS` (UTC) of a unix time; empty for 0 (unknown).
+pub fn format_started(unix: u64) -> String {
+    if unix == 0 {
+        return String::new();
+    }
+    let t = timestamp(unix);
+    // YYYYMMDD-HHMMSS
+    match (
+        t.get(0..4),
+        t.get(4..6),
+        t.get(6..8),
+        t.get(9..11),
+        t.get(11..13),
+        t.get(13..15),
+    ) {
+        (Some(y), Some(mo), Some(d), Some(h), Some(mi), Some(se)) => {
+            format!("{y}-{mo}-{d} {h}:{mi}:{se}")
+        }
+        _ => t,
+    }
+}
+
+/// The legend text of a run: `card · task · start time`.
+pub fn run_label(card: &str, task: &str, started_unix: u64) -> String {
+    format!("{card} · {task} · {}", format_started(started_unix))
+}
+
+/// Read a run's best-so-far curve from its archive (read-only).
+pub fn read_curve(dir: &Path) -> Result<Curve, String> {
+    let archive = Archive::open(dir).map_err(|e| e.to_string())?;
+    let meta = archive.meta().map_err(|e| e.to_string())?;
+    let genomes = archive.genomes().map_err(|e| e.to_string())?;
+    drop(archive);
+    let task = meta
+        .task_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut points: Vec<[f64; 2]> = Vec::new();
+    let mut best: Option<f64> = None;
+    let mut max_x = 0u64;
+    for g in &genomes {
+        max_x = max_x.max(g.iteration);
+        let Some(f) = g.fitness().filter(|f| f.is_finite()) else {
+            continue;
+        };
+        if best.is_none_or(|b| f > b) {
+            let x = max_x as f64;
+            if let Some(b) = best {
+                points.push([x, b]);
+            }
+            points.push([x, f]);
+            best = Some(f);
+        }
+    }
+    if let Some(b) = best
+        && points.last().is_some_and(|p| p[0] < max_x as f64)
+    {
+        points.push([max_x as f64, b]);
+    }
+    Ok(Curve {
+        label: run_label(&card_name_of(&meta.card_yaml), &task, meta.started_unix),
+        points,
+    })
+}
+
+/// What the app tells the panel each frame.
+pub struct RunsCtx<'a> {
+    /// Why a run cannot be opened or resumed now (a run is active), if so.
+    pub busy: Option<&'a str>,
+    /// The folder the active run records into.
+    pub live_dir: Option<&'a Path>,
+    /// Error colour.
+    pub error: Color32,
+}
+
+/// Facts about the selected run needed to resume it.
+#[derive(Clone, Debug, PartialEq)]
+struct Selected {
+    dir: PathBuf,
+    /// Iteration budget recorded in the archive.
+    budget: u64,
+    /// Iterations done according to the checkpoint (`None`: no checkpoint).
+    done: Option<u64>,
+    /// Why the archive cannot be read.
+    error: Option<String>,
+}
+
+impl Selected {
+    fn read(dir: &Path) -> Self {
+        let read = || -> Result<(u64, Option<u64>), String> {
+            let a = Archive::open(dir).map_err(|e| e.to_string())?;
+            let meta = a.meta().map_err(|e| e.to_string())?;
+            let ck = a.checkpoint().map_err(|e| e.to_string())?;
+            Ok((meta.max_iterations, ck.map(|c| c.iterations_done)))
+        };
+        match read() {
+            Ok((budget, done)) => Self {
+                dir: dir.to_path_buf(),
+                budget,
+                done,
+                error: None,
+            },
+            Err(e) => Self {
+                dir: dir.to_path_buf(),
+                budget: 0,
+                done: None,
+                error: Some(e),
+            },
+        }
+    }
+}
+
+/// The Runs panel's state (not persisted; the folder comes from the studio's
+/// runs folder setting).
+#[derive(Debug, Default)]
+pub struct RunsPanel {
+    /// The folder field's text.
+    pub folder: String,
+    listings: Vec<RunListing>,
+    /// The folder last listed.
+    scanned: Option<PathBuf>,
+    /// Runs ticked for comparison, in tick order.
+    checked: Vec<PathBuf>,
+    curves: BTreeMap<PathBuf, Result<Curve, String>>,
+    loading: BTreeSet<PathBuf>,
+    selected: Option<Selected>,
+    /// The Resume budget field's text.
+    pub iterations: String,
+}
+
+impl RunsPanel {
+    /// A panel listing `folder` (when first shown).
+    pub fn new(folder: &Path) -> Self {
+        Self {
+            folder: folder.display().to_string(),
+            ..Self::default()
+        }
+    }
+
+    /// List the runs in the folder field's folder.
+    pub fn refresh(&mut self) {
+        let folder = PathBuf::from(self.folder.trim());
+        self.listings = list_runs(&folder);
+        let present: BTreeSet<&Path> = self.listings.iter().map(|l| l.dir.as_path()).collect();
+        self.checked.retain(|d| present.contains(d.as_path()));
+        if self
+            .selected
+            .as_ref()
+            .is_some_and(|s| !present.contains(s.dir.as_path()))
+        {
+            self.selected = None;
+        }
+        // Runs may have grown since: curves are read again when needed.
+        self.curves.clear();
+        self.scanned = Some(folder);
+    }
+
+    /// List the folder unless it was listed already.
+    pub fn ensure_scanned(&mut self) {
+        if self.scanned.as_deref() != Some(Path::new(self.folder.trim())) {
+            self.refresh();
+        }
+    }
+
+    /// The runs listed.
+    pub fn listings(&self) -> &[RunListing] {
+        &self.listings
+    }
+
+    /// The runs ticked for comparison.
+    pub fn checked(&self) -> &[PathBuf] {
+        &self.checked
+    }
+
+    /// Tick or untick a run for comparison.
+    pub fn set_checked(&mut self, dir: &Path, on: bool) {
+        if on {
+            if !self.checked.iter().any(|d| d == dir) {
+                self.checked.push(dir.to_path_buf());
+            }
+        } else {
+            self.checked.retain(|d| d != dir);
+        }
+    }
+
+    /// Select a run (for Open and Resume); reads its budget and checkpoint.
+    pub fn select(&mut self, dir: &Path) {
+        let sel = Selected::read(dir);
+        let target = sel.done.map_or(sel.budget, |d| sel.budget.max(d + 1));
+        self.iterations = target.to_string();
+        self.selected = Some(sel);
+    }
+
+    /// The selected run folder.
+    pub fn selected(&self) -> Option<&Path> {
+        self.selected.as_ref().map(|s| s.dir.as_path())
+    }
+
+    /// A curve read in the background arrived.
+    pub fn set_curve(&mut self, dir: PathBuf, curve: Result<Curve, String>) {
+        self.loading.remove(&dir);
+        self.curves.insert(dir, curve);
+    }
+
+    /// The curves of the ticked runs that are loaded, in tick order.
+    pub fn compared(&self) -> Vec<&Curve> {
+        self.checked
+            .iter()
+            .filter_map(|d| self.curves.get(d))
+            .filter_map(|c| c.as_ref().ok())
+            .collect()
+    }
+
+    /// The legend text of each compared run: its curve's label, with the
+    /// folder name added where two runs would read the same.
+    pub fn legend_labels(&self) -> BTreeMap<PathBuf, String> {
+        let loaded: Vec<(&PathBuf, &Curve)> = self
+            .checked
+            .iter()
+            .filter_map(|d| match self.curves.get(d) {
+                Some(Ok(c)) => Some((d, c)),
+                _ => None,
+            })
+            .collect();
+        loaded
+            .iter()
+            .map(|(dir, c)| {
+                let clash = loaded.iter().any(|(d, o)| d != dir && o.label == c.label);
+                let label = if clash {
+                    let name = dir.file_name().map_or_else(
+                        || dir.display().to_string(),
+                        |n| n.to_string_lossy().into_owned(),
+                    );
+                    format!("{} ({name})", c.label)
+                } else {
+                    c.label.clone()
+                };
+                ((*dir).clone(), label)
+            })
+            .collect()
+    }
+
+    /// Why the selected run cannot be resumed now, if so.
+    pub fn resume_blocker(&self, ctx: &RunsCtx<'_>) -> Option<String> {
+        let Some(sel) = &self.selected else {
+            return Some("Select a run first".to_owned());
+        };
+        if let Some(busy) = ctx.busy {
+            return Some(busy.to_owned());
+        }
+        if let Some(e) = &sel.error {
+            return Some(format!("The archive cannot be read: {e}"));
+        }
+        let Some(done) = sel.done else {
+            return Some("The run has no checkpoint to resume from".to_owned());
+        };
+        match self.iterations.trim().parse::<u64>() {
+            Ok(n) if n > done => None,
+            Ok(_) => Some(format!(
+                "The run already did {done} iterations: raise the budget above {done}"
+            )),
+            Err(_) => Some("Iterations must be a whole number".to_owned()),
+        }
+    }
+
+    /// Draw the panel.
+    pub fn ui(&mut self, ui: &mut Ui, ctx: &RunsCtx<'_>, commands: &mut Commands) {
+        self.ensure_scanned();
+        ui.horizontal(|ui| {
+            let label = ui.label("Runs folder");
+            ui.add(
+                egui::TextEdit::singleline(&mut self.folder)
+                    .hint_text("folder holding run folders")
+                    .desired_width(360.0),
+            )
+            .labelled_by(label.id);
+            if ui
+                .button("Refresh runs")
+                .on_hover_text("List the runs in this folder again")
+                .clicked()
+            {
+                commands.push(UiCommand::RefreshRuns);
+            }
+            ui.weak(format!(
+                "{} run{}",
+                self.listings.len(),
+                if self.listings.len() == 1 { "" } else { "s" }
+            ));
+        });
+        ui.add_space(6.0);
+        if self.listings.is_empty() {
+            ui.label(
+                RichText::new(
+                    "No recorded runs in this folder. Runs started in the studio or with \
+                     `galapagos run` are recorded under the runs folder.",
+                )
+                .weak(),
+            );
+            return;
+        }
+        let table_height = (ui.available_height() * 0.45).clamp(120.0, 360.0);
+        egui::ScrollArea::vertical()
+            .id_salt("runs-table")
+            .max_height(table_height)
+            .show(ui, |ui| self.table_ui(ui, ctx, commands));
+        ui.separator();
+        self.selected_ui(ui, ctx, commands);
+        ui.separator();
+        self.compare_ui(ui, ctx);
+    }
+
+    fn table_ui(&mut self, ui: &mut Ui, ctx: &RunsCtx<'_>, commands: &mut Commands) {
+        let mut toggles: Vec<(PathBuf, bool)> = Vec::new();
+        let mut select: Option<PathBuf> = None;
+        egui::Grid::new("runs-grid")
+            .num_columns(8)
+            .striped(true)
+            .spacing([14.0, 6.0])
+            .show(ui, |ui| {
+                for h in [
+                    "compare",
+                    "run",
+                    "card",
+                    "task",
+                    "best",
+                    "iterations",
+                    "status",
+                    "started",
+                ] {
+                    ui.label(RichText::new(h).strong());
+                }
+                ui.end_row();
+                for l in &self.listings {
+                    let name = l.dir.file_name().map_or_else(
+                        || l.dir.display().to_string(),
+                        |n| n.to_string_lossy().into_owned(),
+                    );
+                    let unreadable = l.status.starts_with("unreadable");
+                    let mut on = self.checked.iter().any(|d| d == &l.dir);
+                    let was = on;
+                    let accessible = format!("compare {name}");
+                    let r = ui
+                        .add_enabled(!unreadable, egui::Checkbox::without_text(&mut on))
+                        .on_hover_text("Overlay this run's best-so-far curve");
+                    r.widget_info(|| {
+                        egui::WidgetInfo::selected(
+                            egui::Role::CheckBox,
+                            !unreadable,
+                            on,
+                            &accessible,
+                        )
+                    });
+                    if on != was {
+                        toggles.push((l.dir.clone(), on));
+                    }
+                    let is_sel = self.selected.as_ref().is_some_and(|s| s.dir == l.dir);
+                    let live = ctx.live_dir == Some(l.dir.as_path());
+                    let text = if live {
+                        format!("{name} (live)")
+                    } else {
+                        name.clone()
+                    };
+                    if ui
+                        .selectable_label(is_sel, text)
+                        .on_hover_text(l.dir.display().to_string())
+                        .clicked()
+                    {
+                        select = Some(l.dir.clone());
+                    }
+                    ui.label(&l.card);
+                    ui.label(&l.task);
+                    ui.label(l.best_score.map_or("-".to_owned(), |b| format!("{b:.5}")));
+                    ui.label(l.iterations.to_string());
+                    if unreadable {
+                        ui.add(
+                            egui::Label::new(RichText::new(&l.status).color(ctx.error)).truncate(),
+                        )
+                        .on_hover_text(&l.status);
+                    } else {
+                        ui.label(&l.status);
+                    }
+                    ui.label(format_started(l.started_unix));
+                    ui.end_row();
+                }
+            });
+        for (dir, on) in toggles {
+            self.set_checked(&dir, on);
+            if on && !self.curves.contains_key(&dir) && self.loading.insert(dir.clone()) {
+                commands.push(UiCommand::LoadCurve(dir));
+            }
+        }
+        if let Some(dir) = select {
+            self.select(&dir);
+        }
+    }
+
+    fn selected_ui(&mut self, ui: &mut Ui, ctx: &RunsCtx<'_>, commands: &mut Commands) {
+        let Some(sel) = self.selected.clone() else {
+            ui.label(RichText::new("Select a run by its name to open or resume it.").weak());
+            return;
+        };
+        ui.horizontal(|ui| {
+            ui.label(RichText::new("Selected").strong());
+            ui.label(sel.dir.display().to_string());
+            if let Some(done) = sel.done {
+                ui.weak(format!("{done} of {} iterations done", sel.budget));
+            }
+        });
+        if let Some(e) = &sel.error {
+            ui.add(egui::Label::new(RichText::new(e).color(ctx.error)).wrap());
+        }
+        ui.horizontal(|ui| {
+            let open_blocker = ctx.busy.map(str::to_owned).or_else(|| {
+                sel.error
+                    .as_ref()
+                    .map(|e| format!("The archive cannot be read: {e}"))
+            });
+            let open = ui.add_enabled(open_blocker.is_none(), egui::Button::new("Open read-only"));
+            let open = match &open_blocker {
+                Some(why) => open.on_disabled_hover_text(why),
+                None => open.on_hover_text("Show this run in the Run tab (plot, table, inspector)"),
+            };
+            if open.clicked() {
+                commands.push(UiCommand::OpenRun(sel.dir.clone()));
+            }
+            ui.separator();
+            let label = ui.label("Iterations");
+            ui.add(egui::TextEdit::singleline(&mut self.iterations).desired_width(80.0))
+                .labelled_by(label.id)
+                .on_hover_text("The budget to reach (the run's total, not the number to add)");
+            let blocker = self.resume_blocker(ctx);
+            let resume = ui.add_enabled(blocker.is_none(), egui::Button::new("Resume"));
+            let resume = match &blocker {
+                Some(why) => resume.on_disabled_hover_text(why),
+                None => resume.on_hover_text("Continue this run live, appending to its folder"),
+            };
+            if resume.clicked()
+                && let Ok(iterations) = self.iterations.trim().parse::<u64>()
+            {
+                commands.push(UiCommand::ResumeRun {
+                    dir: sel.dir.clone(),
+                    iterations,
+                });
+            }
+            if let Some(why) = &blocker {
+                ui.label(RichText::new(why).weak().italics());
+            }
+        });
+    }
+
+    fn compare_ui(&self, ui: &mut Ui, ctx: &RunsCtx<'_>) {
+        ui.label(RichText::new("Compare").strong());
+        if self.checked.len() < 2 {
+            ui.label(
+                RichText::new("Tick two or more runs to overlay their best-so-far curves.").weak(),
+            );
+            return;
+        }
+        let series: Vec<(usize, &PathBuf)> = self.checked.iter().enumerate().collect();
+        for (_, dir) in &series {
+            if let Some(Err(e)) = self.curves.get(*dir) {
+                ui.label(RichText::new(format!("{}: {e}", dir.display())).color(ctx.error));
+            }
+        }
+        if !self.loading.is_empty() {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.weak("reading runs");
+            });
+        }
+        // Legend (drawn by hand so every entry is a plain, findable label).
+        let labels = self.legend_labels();
+        ui.horizontal_wrapped(|ui| {
+            for (i, dir) in &series {
+                let Some(label) = labels.get(*dir) else {
+                    continue;
+                };
+                let color = CURVE_COLORS[i % CURVE_COLORS.len()];
+                let (rect, _) = ui.allocate_exact_size(egui::vec2(18.0, 4.0), egui::Sense::hover());
+                ui.painter().rect_filled(rect, 1.0, color);
+                ui.label(label).on_hover_text(dir.display().to_string());
+                ui.add_space(theme::SECTION_GAP);
+            }
+        });
+        Plot::new("runs-compare")
+            .height(ui.available_height().max(160.0))
+            .x_axis_label("iteration")
+            .y_axis_label("best fitness so far")
+            .allow_scroll(false)
+            .show(ui, |plot| {
+                for (i, dir) in &series {
+                    let Some(Ok(curve)) = self.curves.get(*dir) else {
+                        continue;
+                    };
+                    let color = CURVE_COLORS[i % CURVE_COLORS.len()];
+                    let name = labels.get(*dir).cloned().unwrap_or_default();
+                    plot.line(
+                        Line::new(name, PlotPoints::from(curve.points.clone()))
+                            .color(color)
+                            .width(2.0)
+                            .allow_band(false),
+                    );
+                }
+            });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_times_and_labels() {
+        assert_eq!(format_started(0), "");
+        assert_eq!(format_started(1_795_000_000), "2026-11-18 11:06:40");
+        assert_eq!(
+            run_label("best_of_n", "quad", 1_795_000_000),
+            "best_of_n · quad · 2026-11-18 11:06:40"
+        );
+    }
+
+    #[test]
+    fn ticks_keep_order_and_missing_folders_list_nothing() {
+        let mut p = RunsPanel {
+            folder: "/nonexistent/galapagos-runs".to_owned(),
+            ..RunsPanel::default()
+        };
+        p.refresh();
+        assert!(p.listings().is_empty());
+        p.set_checked(Path::new("b"), true);
+        p.set_checked(Path::new("a"), true);
+        p.set_checked(Path::new("b"), true);
+        assert_eq!(p.checked(), [PathBuf::from("b"), PathBuf::from("a")]);
+        p.set_checked(Path::new("b"), false);
+        assert_eq!(p.checked(), [PathBuf::from("a")]);
+        let ctx = RunsCtx {
+            busy: None,
+            live_dir: None,
+            error: Color32::RED,
+        };
+        assert_eq!(
+            p.resume_blocker(&ctx).as_deref(),
+            Some("Select a run first")
+        );
+        p.select(Path::new("/nonexistent/galapagos-runs/x"));
+        assert!(
+            p.resume_blocker(&ctx)
+                .is_some_and(|w| w.contains("cannot be read")),
+            "{:?}",
+            p.resume_blocker(&ctx)
+        );
+    }
+}
