@@ -147,8 +147,10 @@ fn main() {
             .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
         // evaluation k starts iteration k (k = 0 is the initial program)
         for at in [100usize, 1_000, 10_000] {
-            let (lo, hi) = (at.saturating_sub(50).max(1), at);
-            if starts.len() <= hi || work.len() <= hi {
+            // (a reply that did not parse has no evaluation: the last window may end a few short)
+            let hi = at.min(starts.len().saturating_sub(1)).min(work.len().saturating_sub(1));
+            let lo = at.saturating_sub(50).max(1);
+            if hi + 20 < at || hi <= lo {
                 continue;
             }
             let n = (hi - lo) as f64;
