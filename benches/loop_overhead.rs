@@ -148,7 +148,9 @@ fn main() {
         // evaluation k starts iteration k (k = 0 is the initial program)
         for at in [100usize, 1_000, 10_000] {
             // (a reply that did not parse has no evaluation: the last window may end a few short)
-            let hi = at.min(starts.len().saturating_sub(1)).min(work.len().saturating_sub(1));
+            let hi = at
+                .min(starts.len().saturating_sub(1))
+                .min(work.len().saturating_sub(1));
             let lo = at.saturating_sub(50).max(1);
             if hi + 20 < at || hi <= lo {
                 continue;
