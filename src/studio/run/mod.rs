@@ -65,6 +65,8 @@ pub struct RunView {
     /// A stop was asked for and the run has not finished yet.
     stop_requested: bool,
     show_log: bool,
+    /// Show what the memory (scratchpad) holds.
+    show_memory: bool,
     /// Events applied in the last `logic` call (for tests and the bench).
     last_drained: usize,
     /// The run folder shown read-only, when the history came from an archive.
@@ -433,6 +435,10 @@ impl RunView {
                     RichText::new(format!("Log ({})", self.history.logs.len()))
                 };
                 ui.toggle_value(&mut self.show_log, text);
+                if !self.history.memory_notes.is_empty() {
+                    ui.toggle_value(&mut self.show_memory, "Memory")
+                        .on_hover_text("What the run's memory holds now (e.g. the scratchpad the prompts include)");
+                }
                 let mut metric = self.plot.metric.clone();
                 let combo = egui::ComboBox::from_id_salt("plot_metric")
                     .selected_text(metric.label())
@@ -482,6 +488,17 @@ impl RunView {
             ui.separator();
             self.log_ui(ui);
         }
+        if self.show_memory && !self.history.memory_notes.is_empty() {
+            ui.separator();
+            egui::ScrollArea::vertical()
+                .id_salt("run_memory")
+                .max_height(160.0)
+                .show(ui, |ui| {
+                    for note in &self.history.memory_notes {
+                        ui.label(RichText::new(note).monospace());
+                    }
+                });
+        }
         ui.separator();
         if self.history.genomes.is_empty() {
             ui.add_space(12.0);
@@ -492,7 +509,7 @@ impl RunView {
             } else if self.history.is_finished() {
                 "The run ended before any genome was admitted; see the log."
             } else {
-                "No run yet. Press Run to start the card on the selected task."
+                "No run yet. Press Start run to run the card on the selected task."
             };
             ui.label(RichText::new(text).weak());
             if self.history.is_finished() && !self.show_log {
