@@ -284,7 +284,38 @@ pub fn run(args: &RunArgs) -> i32 {
         .file_name()
         .map_or_else(|| "task".to_owned(), |n| n.to_string_lossy().into_owned());
     let run_dir = new_run_dir(&args.out, &card.name, &task_name);
-    let (model, model_desc) = match resolve_model(&card, &args.model) {
+    launch(
+        card,
+        &args.task,
+        &run_dir,
+        &args.model,
+        Output {
+            quiet: args.quiet,
+            verbose: args.verbose,
+        },
+        false,
+        &registry,
+    )
+}
+
+/// How much the CLI prints while a run goes.
+#[derive(Clone, Copy)]
+struct Output {
+    quiet: bool,
+    verbose: bool,
+}
+
+/// Resolve the model, start (or resume) the run on its thread and follow it.
+fn launch(
+    card: Card,
+    task_dir: &Path,
+    run_dir: &Path,
+    model_args: &ModelArgs,
+    out: Output,
+    resume: bool,
+    registry: &Arc<Registry>,
+) -> i32 {
+    let (model, model_desc) = match resolve_model(&card, model_args) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("error: model: {e}");
@@ -295,12 +326,17 @@ pub fn run(args: &RunArgs) -> i32 {
     let offline = model.is_offline();
     let request = RunRequest {
         card,
-        task_dir: args.task.clone(),
+        task_dir: task_dir.to_path_buf(),
         model,
-        run_dir: Some(run_dir.clone()),
+        run_dir: Some(run_dir.to_path_buf()),
         waker: None,
     };
-    let handle = match spawn_run(request, registry) {
+    let spawned = if resume {
+        spawn_resume(request, Arc::clone(registry))
+    } else {
+        spawn_run(request, Arc::clone(registry))
+    };
+    let handle = match spawned {
         Ok(h) => h,
         Err(e) => {
             eprintln!("error: cannot start the run: {e}");
@@ -309,10 +345,10 @@ pub fn run(args: &RunArgs) -> i32 {
     };
     drive(
         handle,
-        &run_dir,
+        run_dir,
         total,
-        args.quiet,
-        args.verbose,
+        out.quiet,
+        out.verbose,
         offline,
         &model_desc,
     )
@@ -455,30 +491,15 @@ pub fn resume(
             card.general.max_iterations
         );
     }
-    let (model, model_desc) = match resolve_model(&card, model_args) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: model: {e}");
-            return 2;
-        }
-    };
-    let total = card.general.max_iterations;
-    let offline = model.is_offline();
-    let request = RunRequest {
+    launch(
         card,
-        task_dir: meta.task_dir,
-        model,
-        run_dir: Some(run_dir.to_path_buf()),
-        waker: None,
-    };
-    let handle = match spawn_resume(request, registry) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: cannot start the run: {e}");
-            return 1;
-        }
-    };
-    drive(handle, run_dir, total, quiet, verbose, offline, &model_desc)
+        &meta.task_dir,
+        run_dir,
+        model_args,
+        Output { quiet, verbose },
+        true,
+        &registry,
+    )
 }
 
 /// `galapagos export-run --jsonl`.

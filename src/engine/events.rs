@@ -83,6 +83,24 @@ pub struct RunSummary {
     pub wall_secs: f64,
 }
 
+impl RunSummary {
+    /// A summary with nothing counted yet.
+    pub fn empty(status: RunStatus) -> Self {
+        Self {
+            status,
+            iterations: 0,
+            genomes: 0,
+            valid: 0,
+            invalid: 0,
+            best_id: None,
+            best_score: None,
+            initial_score: None,
+            usage: TokenUsage::default(),
+            wall_secs: 0.0,
+        }
+    }
+}
+
 /// What a running scaffold reports, in order.
 #[derive(Clone, Debug)]
 pub enum RunEvent {

@@ -178,6 +178,20 @@ impl Ord for OrdF64 {
     }
 }
 
+/// A genome with an id and a fitness (`None` = invalid), for unit tests.
+#[cfg(test)]
+pub(crate) fn scored_for_tests(id: GenomeId, score: Option<f64>) -> std::sync::Arc<Genome> {
+    let mut genome = Genome {
+        id,
+        valid: score.is_some(),
+        ..Genome::default()
+    };
+    if let Some(s) = score {
+        genome.scores.insert(FITNESS_KEY.into(), s);
+    }
+    std::sync::Arc::new(genome)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,7 @@ use crate::engine::evaluator::{Candidate, Evaluator};
 use crate::engine::events::{
     EventSink, LogLevel, RunCommand, RunEvent, RunInfo, RunStatus, RunSummary,
 };
-use crate::engine::genome::{Genome, GenomeId, GenomeMeta, Timings, TokenUsage};
+use crate::engine::genome::{Genome, GenomeId, GenomeMeta, Timings};
 use crate::engine::memory::{Knowledge, Memory};
 use crate::engine::model::LanguageModel;
 use crate::engine::population::{Population, Query, Structure};
@@ -335,6 +335,35 @@ impl Scaffold {
         genome
     }
 
+    /// Send `GenomeAdmitted` for what was admitted (and already recorded).
+    async fn announce(
+        &self,
+        admitted: &mut Vec<Arc<Genome>>,
+        iterations_done: u64,
+        events: &EventSink,
+    ) {
+        if admitted.is_empty() {
+            return;
+        }
+        let best = self.population.best();
+        let (best_id, best_score) = (
+            best.as_ref().map(|b| b.id),
+            best.as_ref().and_then(|b| b.fitness()),
+        );
+        for genome in admitted.drain(..) {
+            events
+                .send(RunEvent::GenomeAdmitted {
+                    genome,
+                    best_id,
+                    best_score,
+                    iterations_done,
+                    policy: self.policy.status(),
+                    active: self.active_ids(),
+                })
+                .await;
+        }
+    }
+
     fn active_ids(&self) -> Vec<GenomeId> {
         match self.population.structure() {
             Structure::Beam(view) => view.members,
@@ -391,18 +420,7 @@ impl Scaffold {
     }
 
     fn empty_summary(status: RunStatus) -> RunSummary {
-        RunSummary {
-            status,
-            iterations: 0,
-            genomes: 0,
-            valid: 0,
-            invalid: 0,
-            best_id: None,
-            best_score: None,
-            initial_score: None,
-            usage: TokenUsage::default(),
-            wall_secs: 0.0,
-        }
+        RunSummary::empty(status)
     }
 
     /// Run to the end. Events go to `events`; commands are read from
@@ -529,19 +547,8 @@ impl Scaffold {
 
         loop {
             // Announce whatever was admitted (it is already recorded).
-            for g in admitted.drain(..) {
-                let best = self.population.best();
-                events
-                    .send(RunEvent::GenomeAdmitted {
-                        genome: g,
-                        best_id: best.as_ref().map(|b| b.id),
-                        best_score: best.as_ref().and_then(|b| b.fitness()),
-                        iterations_done: st.summary.iterations,
-                        policy: self.policy.status(),
-                        active: self.active_ids(),
-                    })
-                    .await;
-            }
+            self.announce(&mut admitted, st.summary.iterations, &events)
+                .await;
             if let Some(e) = st.record_error.take() {
                 events
                     .log(
@@ -673,19 +680,9 @@ impl Scaffold {
             }
         }
         drop(in_flight);
+        self.announce(&mut admitted, st.summary.iterations, &events)
+            .await;
         let best = self.population.best();
-        for g in admitted.drain(..) {
-            events
-                .send(RunEvent::GenomeAdmitted {
-                    genome: g,
-                    best_id: best.as_ref().map(|b| b.id),
-                    best_score: best.as_ref().and_then(|b| b.fitness()),
-                    iterations_done: st.summary.iterations,
-                    policy: self.policy.status(),
-                    active: self.active_ids(),
-                })
-                .await;
-        }
 
         let mut summary = st.summary;
         if let Some(best) = best {

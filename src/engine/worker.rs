@@ -8,7 +8,6 @@ use std::sync::Arc;
 use crate::engine::archive::{Archive, RunRecorder, open_run_folder};
 use crate::engine::card::Card;
 use crate::engine::events::{EventSink, LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
-use crate::engine::genome::TokenUsage;
 use crate::engine::model::LanguageModel;
 use crate::engine::registry::Registry;
 use crate::engine::scaffold::Scaffold;
@@ -68,18 +67,7 @@ impl Drop for RunHandle {
 }
 
 fn failed_summary(msg: String) -> RunSummary {
-    RunSummary {
-        status: RunStatus::Failed(msg),
-        iterations: 0,
-        genomes: 0,
-        valid: 0,
-        invalid: 0,
-        best_id: None,
-        best_score: None,
-        initial_score: None,
-        usage: TokenUsage::default(),
-        wall_secs: 0.0,
-    }
+    RunSummary::empty(RunStatus::Failed(msg))
 }
 
 /// Start a run on a new thread named `galapagos-run`.

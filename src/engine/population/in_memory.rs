@@ -105,19 +105,11 @@ impl Population for InMemoryPopulation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::genome::{FITNESS_KEY, GenomeId};
+    use crate::engine::genome::GenomeId;
     use crate::engine::population::Query;
 
     fn g(id: GenomeId, score: Option<f64>) -> Arc<Genome> {
-        let mut genome = Genome {
-            id,
-            valid: score.is_some(),
-            ..Genome::default()
-        };
-        if let Some(s) = score {
-            genome.scores.insert(FITNESS_KEY.into(), s);
-        }
-        Arc::new(genome)
+        crate::engine::genome::scored_for_tests(id, score)
     }
 
     fn ids(v: &[Arc<Genome>]) -> Vec<GenomeId> {

@@ -93,20 +93,12 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId};
+    use crate::engine::genome::{Genome, GenomeId};
     use crate::engine::population::{InMemoryParams, InMemoryPopulation};
     use crate::engine::rng::seeded;
 
     fn g(id: GenomeId, score: Option<f64>) -> Arc<Genome> {
-        let mut genome = Genome {
-            id,
-            valid: score.is_some(),
-            ..Genome::default()
-        };
-        if let Some(s) = score {
-            genome.scores.insert(FITNESS_KEY.into(), s);
-        }
-        Arc::new(genome)
+        crate::engine::genome::scored_for_tests(id, score)
     }
 
     #[test]
