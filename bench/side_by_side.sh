@@ -170,12 +170,12 @@ print("\t".join(str(x) for x in (tool, n, p, int(l), rc, f"{wall:.2f}", f"{n / w
                                  rss.get("peak_tree_mib", ""), llm.get("requests", ""),
                                  llm.get("max_in_flight", ""))))
 EOF
-  tail -n 1 "$RESULTS" | awk -F'\t' '{printf "%-10s N=%-5s P=%s L=%-3sms rc=%s wall %7ss  %8s it/s  overhead %7s ms/iter  peak RSS %6s MiB  (LLM requests %s, max in flight %s)\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11}' >&2
+  tail -n 1 "$RESULTS" | awk -F'\t' '{printf "%-10s N=%-5s P=%s L=%-3sms rc=%s wall %7ss  %8s it/s  overhead %7s ms/iter  peak RSS %6s MiB  (LLM requests %s, max in flight %s)\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11}'
   [ "$rc" = 0 ] || echo "  !! $tool exited with $rc: see $d/run.log" >&2
 }
 
-echo "galapagos: $GALAPAGOS ($CARD); task: $TASK; fake server: $FAKE; nproc=$(nproc)" >&2
-[ "$SKIP_OPENEVOLVE" = 1 ] || echo "openevolve: $("$VENV/bin/python" -c 'import openevolve;print(openevolve.__version__)' 2>/dev/null) in $VENV" >&2
+echo "galapagos: $GALAPAGOS ($CARD); task: $TASK; fake server: $FAKE; nproc=$(nproc)"
+[ "$SKIP_OPENEVOLVE" = 1 ] || echo "openevolve: $("$VENV/bin/python" -c 'import openevolve;print(openevolve.__version__)' 2>/dev/null) in $VENV"
 
 for n in $NS; do for l in $LS; do for p in $PS; do
   run_one galapagos "$n" "$p" "$l"
