@@ -262,31 +262,6 @@ def set_parent_death_signal():
             pass
 
 
-WARM_UP_SOURCE = "X = 1.0\n\n\ndef run():\n    return [X * k for k in range(3)]\n"
-WARM_UP_FILE = None
-
-
-def warm_up():
-    """Run the generic part of an evaluation once in the standby child:
-    importing a tiny module from a file (what most evaluators do with the
-    candidate), and the result normalisation and JSON encoding. The memory
-    pages these paths write to are copied (copy-on-write) now, while the
-    child waits, instead of while a candidate's clock runs. Nothing here
-    touches the task's evaluator."""
-    try:
-        import importlib.util
-
-        if WARM_UP_FILE is not None:
-            spec = importlib.util.spec_from_file_location("galapagos_warm_up", WARM_UP_FILE)
-            if spec is not None and spec.loader is not None:
-                mod = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(mod)
-                mod.run()
-        json.loads(json.dumps(normalise({"combined_score": 0.5, "note": "warm", "ok": True}).to_json()))
-    except Exception:
-        pass
-
-
 def standby_main(module, request_fd, done_fd):
     """Body of a pre-forked standby child (zygote pattern).
 
@@ -310,7 +285,6 @@ def standby_main(module, request_fd, done_fd):
         PROTO.close()
     except OSError:
         pass
-    warm_up()
     chunks = []
     while True:
         chunk = os.read(request_fd, 65536)
@@ -652,14 +626,6 @@ def main():
     suffix = config.get("suffix", ".py")
     scratch = config["scratch"]
     os.makedirs(scratch, exist_ok=True)
-    global WARM_UP_FILE
-    try:
-        warm_path = os.path.join(scratch, "galapagos_warm_up.py")
-        with open(warm_path, "w", encoding="utf-8") as f:
-            f.write(WARM_UP_SOURCE)
-        WARM_UP_FILE = warm_path
-    except OSError:
-        WARM_UP_FILE = None
     try:
         module = load_evaluator(evaluator_path, task_dir)
     except BaseException as exc:
