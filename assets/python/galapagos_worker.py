@@ -6,6 +6,13 @@ lines on stdin/stdout. Every candidate runs in a forked child in its own
 process group, so a runaway or crashing candidate is killed (SIGKILL to the
 whole group) without losing the warm interpreter.
 
+Zygote pattern: the child for the *next* candidate is forked (and set up: own
+process group, parent-death signal, stdin from /dev/null) right after a reply
+is sent, while the caller is busy with the next proposal. It then waits on a
+private pipe; a request only costs writing the program file and one pipe
+write, and the fork is off the critical path. Each child still evaluates
+exactly one candidate and exits, so candidates stay isolated from each other.
+
 Protocol (one JSON object per line):
   worker -> rust  {"ready": true}  or  {"ready": false, "error": str, "traceback": str}
   rust -> worker  {"id": int, "program": str, "timeout": float,
@@ -17,6 +24,7 @@ Protocol (one JSON object per line):
 Only the standard library is used.
 """
 
+import gc
 import json
 import math
 import numbers
@@ -254,21 +262,49 @@ def set_parent_death_signal():
             pass
 
 
-def child_main(module, request, workdir, program_path):
+def standby_main(module, request_fd, done_fd):
+    """Body of a pre-forked standby child (zygote pattern).
+
+    Everything that does not depend on the candidate (own process group,
+    parent-death signal, default signal handlers, stdin from /dev/null, closing
+    the protocol channel) is done here, before any candidate exists, so it is
+    off the critical path. The child then blocks until the worker sends one
+    request line on its private pipe, evaluates that one candidate and exits.
+    End of file on the pipe (the worker retired it or died) exits at once.
+    When the result is on disk it writes one byte to `done_fd`, so the worker
+    can reply without waiting for this process's teardown.
+    """
     os.setpgid(0, 0)
     set_parent_death_signal()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
-    out_fd = os.open(os.path.join(workdir, "stdout.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    err_fd = os.open(os.path.join(workdir, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(out_fd, 1)
-    os.dup2(err_fd, 2)
+    os.close(devnull)
     try:
         PROTO.close()
     except OSError:
         pass
+    chunks = []
+    while True:
+        chunk = os.read(request_fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(request_fd)
+    if not chunks:
+        os._exit(0)
+    job = json.loads(b"".join(chunks))
+    child_main(module, job["request"], job["workdir"], job["program_path"], done_fd)
+
+
+def child_main(module, request, workdir, program_path, done_fd):
+    out_fd = os.open(os.path.join(workdir, "stdout.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    err_fd = os.open(os.path.join(workdir, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    os.close(out_fd)
+    os.close(err_fd)
     result = run_evaluation(
         module, program_path, bool(request.get("cascade", True)), list(request.get("thresholds") or [])
     )
@@ -282,38 +318,14 @@ def child_main(module, request, workdir, program_path):
         sys.stderr.flush()
     except Exception:
         pass
+    try:
+        os.write(done_fd, b"1")
+    except OSError:
+        pass
     os._exit(0)
 
 
 # ------------------------------------------------------------ worker side
-
-
-def wait_child(pid, timeout):
-    """Wait up to `timeout` seconds; returns the wait status or None on timeout."""
-    deadline = time.monotonic() + timeout
-    pidfd = None
-    if hasattr(os, "pidfd_open"):
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            pidfd = None
-    try:
-        delay = 0.0005
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done == pid:
-                return status
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            if pidfd is not None:
-                select.select([pidfd], [], [], left)
-            else:
-                time.sleep(min(delay, left))
-                delay = min(delay * 2, 0.02)
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
 
 
 def kill_group(pid):
@@ -346,6 +358,181 @@ def describe_status(status):
     return f"candidate exited with status {code} before the evaluator returned (os._exit or a crash)"
 
 
+class Standby:
+    """One pre-forked child waiting for its candidate on a private pipe."""
+
+    def __init__(self, module):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        read_fd, write_fd = os.pipe()
+        done_read, done_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(write_fd)
+                os.close(done_read)
+                standby_main(module, read_fd, done_write)
+            except BaseException:
+                traceback.print_exc()
+            os._exit(70)
+        os.close(read_fd)
+        os.close(done_write)
+        self.done_fd = done_read
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        self.pid = pid
+        self.write_fd = write_fd
+        self.pidfd = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                self.pidfd = os.pidfd_open(pid)
+            except OSError:
+                self.pidfd = None
+        self.reaped = False
+
+    def hand_over(self, job):
+        """Send the job and close the pipe; False when the child is gone."""
+        try:
+            view = memoryview(job)
+            while view:
+                view = view[os.write(self.write_fd, view):]
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(self.write_fd)
+            self.write_fd = None
+
+    def wait_done(self, timeout):
+        """Wait up to `timeout` seconds for the child to report its result or
+        to end. Returns "done" (result written; the child is exiting and is
+        reaped later by `reap`), the wait status of a child that ended
+        without reporting, or None on timeout."""
+        deadline = time.monotonic() + timeout
+        delay = 0.0005
+        watch = [self.done_fd]
+        while True:
+            if watch:
+                try:
+                    ready, _, _ = select.select(watch, [], [], 0)
+                except (OSError, ValueError):
+                    ready = []
+                if ready:
+                    try:
+                        data = os.read(self.done_fd, 1)
+                    except OSError:
+                        data = b""
+                    if data:
+                        return "done"
+                    watch = []  # end of file without a result: only the exit counts now
+            try:
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.reaped = True
+                return 0
+            if done == self.pid:
+                self.reaped = True
+                return status
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            if self.pidfd is not None:
+                select.select(watch + [self.pidfd], [], [], left)
+            elif watch:
+                select.select(watch, [], [], min(delay, left))
+                delay = min(delay * 2, 0.02)
+            else:
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, 0.02)
+
+    def wait(self, timeout):
+        """Wait up to `timeout` seconds (None = for ever); the wait status, or None on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.0005
+        while True:
+            try:
+                done, status = os.waitpid(self.pid, os.WNOHANG if deadline is not None else 0)
+            except ChildProcessError:
+                self.reaped = True
+                return 0
+            if done == self.pid:
+                self.reaped = True
+                return status
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            if self.pidfd is not None:
+                select.select([self.pidfd], [], [], left)
+            else:
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, 0.02)
+
+    def close(self):
+        if self.write_fd is not None:
+            os.close(self.write_fd)
+            self.write_fd = None
+        if self.done_fd is not None:
+            os.close(self.done_fd)
+            self.done_fd = None
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+
+    def retire(self):
+        """Kill and reap an unused or broken standby."""
+        if self.write_fd is not None:
+            os.close(self.write_fd)
+            self.write_fd = None
+        if not self.reaped:
+            kill_group(self.pid)
+            self.wait(None)
+        self.close()
+
+
+class StandbySlot:
+    """Holds the next standby child; refilled after each reply, off the critical path."""
+
+    def __init__(self):
+        self.current = None
+        self.finished = []
+        self.workdirs = []
+
+    def clean_later(self, workdir):
+        """Remove a candidate's folder after the reply is sent."""
+        self.workdirs.append(workdir)
+
+    def finish_later(self, standby):
+        """A child that reported its result and was SIGKILLed with its group:
+        reap it after the reply is sent."""
+        self.finished.append(standby)
+
+    def reap(self):
+        for standby in self.finished:
+            if not standby.reaped:
+                standby.wait(None)
+            standby.close()
+        self.finished = []
+        for workdir in self.workdirs:
+            remove_workdir(workdir)
+        self.workdirs = []
+
+    def take(self, module):
+        standby, self.current = self.current, None
+        if standby is None:
+            standby = Standby(module)
+        return standby
+
+    def refill(self, module):
+        if self.current is None:
+            self.current = Standby(module)
+        self.reap()
+
+
+STANDBY = StandbySlot()
+
+
 def evaluate_request(module, request, scratch, suffix):
     rid = request.get("id", 0)
     workdir = os.path.join(scratch, f"c{rid}")
@@ -359,30 +546,29 @@ def evaluate_request(module, request, scratch, suffix):
     with open(program_path, "w", encoding="utf-8") as f:
         f.write(request.get("program", ""))
     timeout = float(request.get("timeout", 60.0))
-    sys.stdout.flush()
-    sys.stderr.flush()
+    job = json.dumps({"request": request, "workdir": workdir, "program_path": program_path}).encode()
     started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            child_main(module, request, workdir, program_path)
-        except BaseException:
-            traceback.print_exc()
-        os._exit(70)
-    try:
-        os.setpgid(pid, pid)
-    except OSError:
-        pass
+    standby = STANDBY.take(module)
+    if not standby.hand_over(job):
+        # The standby died while it waited (killed from outside): use a fresh one.
+        standby.retire()
+        standby = STANDBY.take(module)
+        if not standby.hand_over(job):
+            standby.retire()
+            raise RuntimeError("cannot hand the candidate to a fresh child process")
+    pid = standby.pid
     send({"id": rid, "started": pid})
-    status = wait_child(pid, timeout)
+    status = standby.wait_done(timeout)
     timed_out = status is None
-    # Always clear the whole group: stray grandchildren must not outlive the candidate.
+    # Always clear the whole group: stray grandchildren must not outlive the
+    # candidate (and a child that reported its result needs no teardown time).
     kill_group(pid)
-    if timed_out:
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
+    if status == "done":
+        STANDBY.finish_later(standby)
+    else:
+        if timed_out:
+            status = standby.wait(None)
+        standby.close()
     elapsed = time.monotonic() - started
     reply = {"id": rid, "scores": {}, "nonfinite": [], "artifacts": {}, "error": None, "timeout": timed_out}
     result_path = os.path.join(workdir, "result.json")
@@ -394,6 +580,8 @@ def evaluate_request(module, request, scratch, suffix):
                 reply.update(json.load(f))
         except (OSError, ValueError) as exc:
             reply["error"] = f"unreadable evaluation result: {exc}"
+    elif status == "done":
+        reply["error"] = "candidate signalled completion but left no evaluation result"
     else:
         reply["error"] = describe_status(status)
     artifacts = reply.setdefault("artifacts", {})
@@ -402,13 +590,17 @@ def evaluate_request(module, request, scratch, suffix):
         if text:
             artifacts[name] = text
     reply["elapsed_secs"] = elapsed
+    STANDBY.clean_later(workdir)
+    return reply
+
+
+def remove_workdir(workdir):
     try:
         for name in os.listdir(workdir):
             os.unlink(os.path.join(workdir, name))
         os.rmdir(workdir)
     except OSError:
         pass
-    return reply
 
 
 def load_evaluator(path, task_dir):
@@ -440,6 +632,15 @@ def main():
         error, text = format_exception(exc)
         send({"ready": False, "error": error, "traceback": text})
         return
+    # Objects that exist now (the evaluator and its imports) are never
+    # collected: a collection in a forked child then does not touch, and so
+    # copy, their memory pages.
+    if hasattr(gc, "freeze"):
+        gc.freeze()
+    try:
+        STANDBY.refill(module)
+    except OSError:
+        pass
     send({"ready": True})
     stdin = sys.stdin.buffer
     while True:
@@ -463,6 +664,12 @@ def main():
                 "timeout": False,
             }
         send(reply)
+        # Fork the next candidate's child now, while the caller works on the
+        # next proposal, instead of after the next request arrives.
+        try:
+            STANDBY.refill(module)
+        except OSError:
+            pass
 
 
 if __name__ == "__main__":

@@ -16,6 +16,13 @@
 //!   with the task's suffix and forks a child in its own process group whose
 //!   stdout/stderr go to capture files; on timeout the whole group is
 //!   SIGKILLed. The worker's own stdout is reserved for the protocol.
+//! - Zygote: each worker keeps one pre-forked standby child (own process
+//!   group, parent-death signal, stdin from /dev/null already set up) waiting
+//!   on a private pipe, and forks the next one right after each reply, so the
+//!   fork is off the critical path. The child reports "result written" on a
+//!   second pipe before it exits; the worker then kills its group and replies
+//!   without waiting for the process teardown, reaping it afterwards. Each
+//!   child still evaluates exactly one candidate.
 //! - A Rust-side backstop (timeout + 5 s) covers a worker that stops
 //!   answering: its process group and the candidate's are killed, the
 //!   candidate is invalid, and a fresh worker is started next time. Dropping
@@ -714,6 +721,155 @@ fn first_line(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const VALUE_EVALUATOR: &str = r#"
+import importlib.util
+
+def evaluate(program_path):
+    spec = importlib.util.spec_from_file_location("cand", program_path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return {"combined_score": mod.value()}
+"#;
+
+    fn value_task() -> (tempfile::TempDir, Task) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("evaluator.py"), VALUE_EVALUATOR).unwrap();
+        std::fs::write(
+            dir.path().join("initial_program.py"),
+            "def value():\n    return 0.25\n",
+        )
+        .unwrap();
+        let task = Task::load(dir.path()).unwrap();
+        (dir, task)
+    }
+
+    fn value_candidate(id: u64, value: f64) -> Candidate {
+        Candidate {
+            id,
+            content: format!("def value():\n    return {value}\n"),
+        }
+    }
+
+    /// Children of `pid` that are alive (not zombies), from /proc.
+    fn live_children(pid: u32) -> Vec<u32> {
+        let path = format!("/proc/{pid}/task/{pid}/children");
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return Vec::new();
+        };
+        text.split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+            .filter(|p| alive(*p))
+            .collect()
+    }
+
+    fn alive(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .unwrap_or("");
+            state != "Z" && state != "X"
+        })
+    }
+
+    /// Waits up to 5 s for `cond`.
+    async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+        for _ in 0..100 {
+            if cond() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        cond()
+    }
+
+    #[tokio::test]
+    async fn standby_child_is_ready_between_candidates_and_each_candidate_gets_a_fresh_one() {
+        if !Path::new("/proc/self/task").exists() {
+            return; // needs Linux /proc to see the worker's children
+        }
+        let (_dir, task) = value_task();
+        let ev = SubprocessEvaluator::new(&task, SubprocessParams::default(), 1);
+        let e = ev.evaluate(&value_candidate(1, 0.5)).await;
+        assert!(e.valid, "{e:?}");
+        assert_eq!(e.scores["combined_score"], 0.5);
+        let worker = ev.worker_pids()[0];
+        // After the reply the worker forks the next candidate's child.
+        assert!(eventually(|| live_children(worker).len() == 1).await);
+        let first = live_children(worker)[0];
+        let e = ev.evaluate(&value_candidate(2, 0.75)).await;
+        assert_eq!(e.scores["combined_score"], 0.75);
+        assert!(
+            eventually(|| !alive(first)).await,
+            "a used child stays alive"
+        );
+        assert!(eventually(|| live_children(worker).iter().all(|p| *p != first)).await);
+        assert!(eventually(|| live_children(worker).len() == 1).await);
+        // A candidate that changes module state cannot affect the next one:
+        // each runs in its own child forked from the clean worker.
+        let e = ev
+            .evaluate(&Candidate {
+                id: 3,
+                content:
+                    "import evaluator\nevaluator.evaluate = None\ndef value():\n    return 0.1\n"
+                        .to_owned(),
+            })
+            .await;
+        assert!(e.valid, "{e:?}");
+        let e = ev.evaluate(&value_candidate(4, 0.3)).await;
+        assert!(e.valid, "{e:?}");
+        assert_eq!(e.scores["combined_score"], 0.3);
+    }
+
+    #[tokio::test]
+    async fn standby_killed_while_idle_is_replaced_and_dies_with_the_evaluator() {
+        if !Path::new("/proc/self/task").exists() {
+            return;
+        }
+        let (_dir, task) = value_task();
+        let ev = SubprocessEvaluator::new(&task, SubprocessParams::default(), 1);
+        assert!(ev.evaluate(&value_candidate(1, 0.5)).await.valid);
+        let worker = ev.worker_pids()[0];
+        assert!(eventually(|| live_children(worker).len() == 1).await);
+        let standby = live_children(worker)[0];
+        kill_groups(&[i64::from(standby)]);
+        assert!(eventually(|| !alive(standby)).await);
+        let e = ev.evaluate(&value_candidate(2, 0.625)).await;
+        assert!(e.valid, "{e:?}");
+        assert_eq!(e.scores["combined_score"], 0.625);
+        assert_eq!(ev.worker_pids(), vec![worker], "the worker itself survives");
+        assert!(eventually(|| live_children(worker).len() == 1).await);
+        let standby = live_children(worker)[0];
+        drop(ev);
+        assert!(
+            eventually(|| !alive(worker)).await,
+            "worker survived the drop"
+        );
+        assert!(
+            eventually(|| !alive(standby)).await,
+            "idle standby child {standby} survived the evaluator"
+        );
+    }
+
+    #[tokio::test]
+    async fn candidate_faking_completion_is_invalid() {
+        // The child's completion pipe is an inherited fd; a candidate that
+        // writes to every fd it finds must not produce a bogus result.
+        let (_dir, task) = value_task();
+        let ev = SubprocessEvaluator::new(&task, SubprocessParams::default(), 1);
+        let program = "import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'1')\n    except OSError:\n        pass\nos._exit(0)\n";
+        let e = ev
+            .evaluate(&Candidate {
+                id: 1,
+                content: program.to_owned(),
+            })
+            .await;
+        assert!(!e.valid, "{e:?}");
+        assert!(e.error.is_some());
+        let e = ev.evaluate(&value_candidate(2, 0.5)).await;
+        assert!(e.valid, "{e:?}");
+    }
 
     fn reply(scores: &[(&str, f64)]) -> Reply {
         Reply {
