@@ -3,7 +3,7 @@
 //! `genomes.jsonl` line), as the archive grows to N genomes. Printed, not
 //! asserted.
 //!
-//! `cargo run --release --example archive_cost [N]` (default N = 10,000).
+//! `cargo bench --bench archive_cost` (N = 10,000; `N=100000 cargo bench --bench archive_cost` for more).
 //! Each genome is shaped like a real one from the benchmark task: program
 //! text, diff, a ~4.5 KB prompt and the model's reply.
 
@@ -56,8 +56,8 @@ fn genome(id: u64) -> Genome {
 }
 
 fn main() {
-    let n: u64 = std::env::args()
-        .nth(1)
+    let n: u64 = std::env::var("N")
+        .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
     let registry = Registry::builtin();
