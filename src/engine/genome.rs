@@ -144,6 +144,17 @@ impl Genome {
         }
     }
 
+    /// A copy without the prompt and the raw response (the bulk of a genome):
+    /// what the population keeps in memory once the full record is archived
+    /// and announced.
+    pub fn without_transcript(&self) -> Self {
+        Self {
+            prompt: None,
+            response: None,
+            ..self.clone()
+        }
+    }
+
     /// Fitness, with invalid genomes ranked below every valid one.
     pub fn fitness_or_min(&self) -> f64 {
         self.fitness().unwrap_or(f64::NEG_INFINITY)

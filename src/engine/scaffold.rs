@@ -314,7 +314,7 @@ impl Scaffold {
             ));
         }
         for g in genomes {
-            self.population.add(Arc::new(g));
+            self.population.add(Arc::new(g.without_transcript()));
         }
         self.policy
             .restore(&checkpoint.policy)
@@ -327,10 +327,13 @@ impl Scaffold {
         Ok(())
     }
 
+    /// Admit a genome: the population keeps it without its transcript (prompt
+    /// and raw response, which the archive and the events carry), so memory
+    /// stays small over long runs.
     fn admit(&mut self, mut genome: Genome, id: GenomeId) -> Arc<Genome> {
         genome.id = id;
         let genome = Arc::new(genome);
-        self.population.add(Arc::clone(&genome));
+        self.population.add(Arc::new(genome.without_transcript()));
         self.policy.observe(&genome);
         genome
     }
