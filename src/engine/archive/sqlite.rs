@@ -284,6 +284,59 @@ pub struct SqliteRecorder {
     conn: Connection,
     path: PathBuf,
     resume: bool,
+    checkpointer: Option<Checkpointer>,
+}
+
+/// Moves SQLite's WAL checkpoints off the loop's critical path: the writer
+/// turns automatic checkpoints off, and this thread runs passive checkpoints
+/// (which never block the writer) from its own connection every half second.
+/// The run's last commit is followed by a full (TRUNCATE) checkpoint.
+struct Checkpointer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    fn start(path: &Path) -> Option<Self> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let path = path.to_path_buf();
+        let thread = std::thread::Builder::new()
+            .name("galapagos-wal".to_owned())
+            .spawn(move || {
+                let Ok(conn) = Connection::open(&path) else {
+                    return;
+                };
+                conn.busy_timeout(std::time::Duration::from_millis(200))
+                    .ok();
+                while !flag.load(Ordering::Relaxed) {
+                    for _ in 0..10 {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        if flag.load(Ordering::Relaxed) {
+                            return;
+                        }
+                    }
+                    // A failed passive checkpoint is retried next time; the WAL stays valid.
+                    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                        .ok();
+                }
+            })
+            .ok()?;
+        Some(Self {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().ok();
+        }
+    }
 }
 
 impl SqliteRecorder {
@@ -294,6 +347,9 @@ impl SqliteRecorder {
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| io(path, e))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| io(path, e))?;
+        // checkpoints run on the Checkpointer thread, not inside our commits
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(|e| io(path, e))?;
         Ok(conn)
     }
@@ -315,10 +371,12 @@ impl SqliteRecorder {
             [SCHEMA_VERSION.to_string()],
         )
         .map_err(|e| io(&path, e))?;
+        let checkpointer = Checkpointer::start(&path);
         Ok(Self {
             conn,
             path,
             resume: false,
+            checkpointer,
         })
     }
 
@@ -328,10 +386,12 @@ impl SqliteRecorder {
         drop(Archive::open(dir)?);
         let path = dir.join(ARCHIVE_FILE);
         let conn = Self::open_rw(&path)?;
+        let checkpointer = Checkpointer::start(&path);
         Ok(Self {
             conn,
             path,
             resume: true,
+            checkpointer,
         })
     }
 
@@ -419,6 +479,7 @@ impl RunRecorder for SqliteRecorder {
             LogLevel::Info,
             &format!("run ended: {}", summary.status.label()),
         );
+        drop(self.checkpointer.take());
         self.conn
             .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
             .map_err(|e| io(&self.path, e))
