@@ -40,25 +40,38 @@ pub fn general_ui(
             field_error_ui(ui, reason);
         }
     };
+    // One labelled integer row: the field, then its error (if any) below it.
+    let int_row = |ui: &mut Ui,
+                   key: &str,
+                   doc: &str,
+                   value: i64,
+                   (min, max): (i64, i64),
+                   set: &mut dyn FnMut(i64)| {
+        let id = row(ui, key, doc);
+        ui.vertical(|ui| {
+            if let Some(n) = int_field(ui, id, value, min, max) {
+                set(n);
+            }
+            error_cell(ui, key);
+        });
+        ui.end_row();
+    };
     egui::Grid::new("general-settings")
         .num_columns(2)
         .spacing([12.0, 8.0])
         .show(ui, |ui| {
-            let id = row(
+            int_row(
                 ui,
                 "max_iterations",
                 "Iterations to run (each selects once)",
-            );
-            ui.vertical(|ui| {
-                let v = i64::try_from(g.max_iterations).unwrap_or(i64::MAX);
-                if let Some(n) = int_field(ui, id, v, 1, 10_000_000) {
+                i64::try_from(g.max_iterations).unwrap_or(i64::MAX),
+                (1, 10_000_000),
+                &mut |n| {
                     let mut next = g.clone();
                     next.max_iterations = u64::try_from(n).unwrap_or(0);
                     commands.push(UiCommand::SetGeneral(next));
-                }
-                error_cell(ui, "max_iterations");
-            });
-            ui.end_row();
+                },
+            );
 
             let id = row(ui, "seed", "Seed of the run's random number generator");
             ui.vertical(|ui| {
@@ -70,35 +83,31 @@ pub fn general_ui(
             });
             ui.end_row();
 
-            let id = row(
+            int_row(
                 ui,
                 "inner_retry_times",
                 "Proposal resamples per iteration on a parse or evaluation failure",
-            );
-            ui.vertical(|ui| {
-                if let Some(n) = int_field(ui, id, i64::from(g.inner_retry_times), 0, 100) {
+                i64::from(g.inner_retry_times),
+                (0, 100),
+                &mut |n| {
                     let mut next = g.clone();
                     next.inner_retry_times = u32::try_from(n.max(0)).unwrap_or(u32::MAX);
                     commands.push(UiCommand::SetGeneral(next));
-                }
-                error_cell(ui, "inner_retry_times");
-            });
-            ui.end_row();
+                },
+            );
 
-            let id = row(
+            int_row(
                 ui,
                 "parallel",
                 "Iterations in flight at once (1 = sequential)",
-            );
-            ui.vertical(|ui| {
-                if let Some(n) = int_field(ui, id, i64::from(g.parallel), 1, 256) {
+                i64::from(g.parallel),
+                (1, 256),
+                &mut |n| {
                     let mut next = g.clone();
                     next.parallel = u32::try_from(n.max(0)).unwrap_or(u32::MAX);
                     commands.push(UiCommand::SetGeneral(next));
-                }
-                error_cell(ui, "parallel");
-            });
-            ui.end_row();
+                },
+            );
 
             let id = row(
                 ui,
