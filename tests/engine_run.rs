@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use galapagos::engine::events::{RunCommand, RunEvent, RunStatus};
 use galapagos::engine::model::default_model;
-use galapagos::engine::worker::{RunRequest, spawn_run};
+use galapagos::engine::worker::spawn_run;
 
 fn fingerprint(g: &galapagos::engine::genome::Genome) -> String {
     format!(
@@ -169,17 +169,7 @@ fn stop_ends_the_run_within_one_iteration_even_while_evaluating() {
     c.general.max_iterations = 100;
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());
-    let handle = spawn_run(
-        RunRequest {
-            card: c,
-            task_dir: task,
-            model: default_model(),
-            run_dir: None,
-            waker: None,
-        },
-        registry,
-    )
-    .unwrap();
+    let handle = spawn_run(request(c, &task, None), registry).unwrap();
     let mut stopped_at = None;
     let (genomes, summary) = collect(handle, |n, h| {
         if n == 1 {
@@ -201,17 +191,7 @@ fn pause_holds_new_iterations_and_resume_continues() {
     c.general.max_iterations = 30;
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());
-    let mut handle = spawn_run(
-        RunRequest {
-            card: c,
-            task_dir: task,
-            model: default_model(),
-            run_dir: None,
-            waker: None,
-        },
-        registry,
-    )
-    .unwrap();
+    let mut handle = spawn_run(request(c, &task, None), registry).unwrap();
     assert!(handle.send(RunCommand::Pause));
     let mut paused = false;
     let mut admitted_after_pause = 0;

@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use galapagos::engine::archive::{ARCHIVE_FILE, Archive, ArchiveError};
 use galapagos::engine::events::RunStatus;
-use galapagos::engine::model::default_model;
-use galapagos::engine::worker::{RunRequest, spawn_resume, spawn_run};
+use galapagos::engine::worker::{spawn_resume, spawn_run};
 
 fn fingerprint(g: &galapagos::engine::genome::Genome) -> String {
     format!(
@@ -155,13 +154,7 @@ fn an_interrupted_and_resumed_run_equals_an_uninterrupted_one() {
 
         let straight = dir.path().join("straight");
         let h = spawn_run(
-            RunRequest {
-                card: c.clone(),
-                task_dir: task.clone(),
-                model: default_model(),
-                run_dir: Some(straight.clone()),
-                waker: None,
-            },
+            request(c.clone(), &task, Some(straight.clone())),
             Arc::clone(&registry),
         )
         .unwrap();
@@ -171,13 +164,7 @@ fn an_interrupted_and_resumed_run_equals_an_uninterrupted_one() {
         // interrupted by Stop after 12 genomes, then resumed
         let broken = dir.path().join("broken");
         let h = spawn_run(
-            RunRequest {
-                card: c.clone(),
-                task_dir: task.clone(),
-                model: default_model(),
-                run_dir: Some(broken.clone()),
-                waker: None,
-            },
+            request(c.clone(), &task, Some(broken.clone())),
             Arc::clone(&registry),
         )
         .unwrap();
@@ -188,13 +175,7 @@ fn an_interrupted_and_resumed_run_equals_an_uninterrupted_one() {
         });
         assert_eq!(sb.status, RunStatus::Stopped);
         let h = spawn_resume(
-            RunRequest {
-                card: c.clone(),
-                task_dir: task.clone(),
-                model: default_model(),
-                run_dir: Some(broken.clone()),
-                waker: None,
-            },
+            request(c.clone(), &task, Some(broken.clone())),
             Arc::clone(&registry),
         )
         .unwrap();
@@ -221,17 +202,7 @@ fn a_corrupt_or_newer_archive_is_a_clear_error_and_is_not_modified() {
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());
     let run = dir.path().join("run");
-    let h = spawn_run(
-        RunRequest {
-            card: c,
-            task_dir: task,
-            model: default_model(),
-            run_dir: Some(run.clone()),
-            waker: None,
-        },
-        Arc::clone(&registry),
-    )
-    .unwrap();
+    let h = spawn_run(request(c, &task, Some(run.clone())), Arc::clone(&registry)).unwrap();
     collect(h, |_, _| {});
     let path = run.join(ARCHIVE_FILE);
     let full = file_bytes(&path);

@@ -235,6 +235,17 @@ pub fn collect(
     }
 }
 
+/// A run request with the offline model and no UI waker.
+pub fn request(card: Card, task: &Path, run_dir: Option<PathBuf>) -> RunRequest {
+    RunRequest {
+        card,
+        task_dir: task.to_path_buf(),
+        model: galapagos::engine::model::default_model(),
+        run_dir,
+        waker: None,
+    }
+}
+
 pub fn stop(handle: &RunHandle) {
     assert!(handle.send(RunCommand::Stop));
 }
