@@ -2,6 +2,8 @@
 //! The headless CLI as a user runs it: bad cards, and real offline runs of
 //! every shipped card on the shipped tasks.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -110,35 +112,7 @@ fn shipped_cards_validate() {
 }
 
 fn run(card: &str, task: &str, out: &Path) -> (f64, f64, String) {
-    let o = galapagos()
-        .args([
-            "run",
-            card,
-            "--task",
-            task,
-            "--iterations",
-            "40",
-            "--quiet",
-            "--out",
-        ])
-        .arg(out)
-        .current_dir(root())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        o.status.success(),
-        "{card} {task}: {stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let grab = |label: &str| -> f64 {
-        let line = stdout
-            .lines()
-            .find(|l| l.starts_with(label))
-            .unwrap_or_else(|| panic!("no {label} in {stdout}"));
-        line.rsplit(' ').next().unwrap().parse().unwrap()
-    };
-    (grab("best:"), grab("initial:"), stdout)
+    common::cli_run(card, task, 40, out)
 }
 
 #[test]

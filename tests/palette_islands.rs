@@ -9,14 +9,12 @@ mod common;
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 use common::{card, collect, registry, stop, temp_task, with_evaluator};
 use galapagos::engine::archive::Archive;
 use galapagos::engine::events::RunStatus;
 use galapagos::engine::genome::{FITNESS_KEY, Genome, GenomeId, GenomeMeta};
-use galapagos::engine::model::default_model;
 use galapagos::engine::params::ParamValue;
 use galapagos::engine::population::{
     InMemoryParams, InMemoryPopulation, IslandParams, IslandPopulation, Population, Query,
@@ -481,10 +479,6 @@ fn the_population_rebuilt_from_its_add_sequence_equals_the_original() {
     assert_eq!(ids(&pop), ids(&again));
 }
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 #[test]
 fn every_island_card_runs_offline_from_the_cli_and_beats_the_initial_program() {
     let out = tempfile::tempdir().unwrap();
@@ -493,35 +487,8 @@ fn every_island_card_runs_offline_from_the_cli_and_beats_the_initial_program() {
         "cards/openevolve.yaml",
         "cards/adaevolve.yaml",
     ] {
-        let o = Command::new(env!("CARGO_BIN_EXE_galapagos"))
-            .args([
-                "run",
-                card,
-                "--task",
-                "assets/tasks/circle_packing",
-                "--iterations",
-                "60",
-                "--quiet",
-                "--out",
-            ])
-            .arg(out.path())
-            .current_dir(root())
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-        assert!(
-            o.status.success(),
-            "{card}: {stdout}\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let grab = |label: &str| -> f64 {
-            let line = stdout
-                .lines()
-                .find(|l| l.starts_with(label))
-                .unwrap_or_else(|| panic!("no {label} in {stdout}"));
-            line.rsplit(' ').next().unwrap().parse().unwrap()
-        };
-        let (best, initial) = (grab("best:"), grab("initial:"));
+        let (best, initial, stdout) =
+            common::cli_run(card, "assets/tasks/circle_packing", 60, out.path());
         assert!(best > initial, "{card}: best {best} <= initial {initial}");
         assert!(stdout.contains("completed"), "{card}: {stdout}");
     }
@@ -559,7 +526,7 @@ fn an_interrupted_and_resumed_island_run_equals_an_uninterrupted_one() {
         let request = |run_dir: &Path| RunRequest {
             card: c.clone(),
             task_dir: task.clone(),
-            model: default_model(),
+            model: common::SlowOffline::model(10),
             run_dir: Some(run_dir.to_path_buf()),
             waker: None,
         };

@@ -298,35 +298,12 @@ fn the_shinka_card_validates_and_beats_the_initial_program_offline() {
         .unwrap();
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
     let out = tempfile::tempdir().unwrap();
-    let o = galapagos()
-        .args([
-            "run",
-            "cards/shinka.yaml",
-            "--task",
-            "assets/tasks/circle_packing",
-            "--iterations",
-            "60",
-            "--quiet",
-            "--out",
-        ])
-        .arg(out.path())
-        .current_dir(root)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        o.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
+    let (best, initial, stdout) = common::cli_run(
+        "cards/shinka.yaml",
+        "assets/tasks/circle_packing",
+        60,
+        out.path(),
     );
-    let grab = |label: &str| -> f64 {
-        let line = stdout
-            .lines()
-            .find(|l| l.starts_with(label))
-            .unwrap_or_else(|| panic!("no {label} in {stdout}"));
-        line.rsplit(' ').next().unwrap().parse().unwrap()
-    };
-    let (best, initial) = (grab("best:"), grab("initial:"));
     assert!(best > initial, "best {best} <= initial {initial}");
     assert!(stdout.contains("completed"), "{stdout}");
     // the run used all three patch types and the offline scratchpad reached

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use galapagos::engine::archive::{ARCHIVE_FILE, Archive, ArchiveError};
 use galapagos::engine::events::RunStatus;
-use galapagos::engine::worker::{spawn_resume, spawn_run};
+use galapagos::engine::worker::{RunRequest, spawn_resume, spawn_run};
 
 fn fingerprint(g: &galapagos::engine::genome::Genome) -> String {
     format!(
@@ -154,7 +154,10 @@ fn an_interrupted_and_resumed_run_equals_an_uninterrupted_one() {
 
         let straight = dir.path().join("straight");
         let h = spawn_run(
-            request(c.clone(), &task, Some(straight.clone())),
+            RunRequest {
+                model: SlowOffline::model(10),
+                ..request(c.clone(), &task, Some(straight.clone()))
+            },
             Arc::clone(&registry),
         )
         .unwrap();
@@ -164,7 +167,10 @@ fn an_interrupted_and_resumed_run_equals_an_uninterrupted_one() {
         // interrupted by Stop after 12 genomes, then resumed
         let broken = dir.path().join("broken");
         let h = spawn_run(
-            request(c.clone(), &task, Some(broken.clone())),
+            RunRequest {
+                model: SlowOffline::model(10),
+                ..request(c.clone(), &task, Some(broken.clone()))
+            },
             Arc::clone(&registry),
         )
         .unwrap();
@@ -175,7 +181,10 @@ fn an_interrupted_and_resumed_run_equals_an_uninterrupted_one() {
         });
         assert_eq!(sb.status, RunStatus::Stopped);
         let h = spawn_resume(
-            request(c.clone(), &task, Some(broken.clone())),
+            RunRequest {
+                model: SlowOffline::model(10),
+                ..request(c.clone(), &task, Some(broken.clone()))
+            },
             Arc::clone(&registry),
         )
         .unwrap();

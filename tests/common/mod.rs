@@ -235,6 +235,34 @@ pub fn collect(
     }
 }
 
+/// The offline model, answering after `delay_ms`: iterations take real time,
+/// so a Stop sent after k genomes lands before the run can finish.
+pub struct SlowOffline {
+    pub delay_ms: u64,
+    inner: galapagos::engine::model::OfflineModel,
+}
+
+impl SlowOffline {
+    pub fn model(delay_ms: u64) -> Arc<dyn LanguageModel> {
+        Arc::new(Self {
+            delay_ms,
+            inner: galapagos::engine::model::OfflineModel::new(),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for SlowOffline {
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        tokio::time::sleep(Duration::from_millis(self.delay_ms)).await;
+        self.inner.complete(request).await
+    }
+
+    fn describe(&self) -> String {
+        "offline model, slowed down for tests".into()
+    }
+}
+
 /// A run request with the offline model and no UI waker.
 pub fn request(card: Card, task: &Path, run_dir: Option<PathBuf>) -> RunRequest {
     RunRequest {
@@ -248,4 +276,38 @@ pub fn request(card: Card, task: &Path, run_dir: Option<PathBuf>) -> RunRequest 
 
 pub fn stop(handle: &RunHandle) {
     assert!(handle.send(RunCommand::Stop));
+}
+
+/// Run `galapagos run CARD --task TASK --iterations N --quiet --out OUT` from
+/// the crate root; assert it succeeded and return (best, initial, stdout).
+pub fn cli_run(card: &str, task: &str, iterations: u32, out: &Path) -> (f64, f64, String) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .args([
+            "run",
+            card,
+            "--task",
+            task,
+            "--iterations",
+            &iterations.to_string(),
+            "--quiet",
+            "--out",
+        ])
+        .arg(out)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{card} {task}: {stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let grab = |label: &str| -> f64 {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} in {stdout}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    (grab("best:"), grab("initial:"), stdout)
 }
