@@ -13,7 +13,9 @@ use rand::seq::{IndexedRandom as _, SliceRandom as _};
 
 use super::{LanguageModel, ModelError, ModelReply, ModelRequest};
 use crate::engine::genome::TokenUsage;
-use crate::engine::proposer::patch::{evolve_regions, marker_kind, normalize_newlines};
+use crate::engine::proposer::patch::{
+    FencedBlock, evolve_regions, marker_kind, normalize_newlines, scan_fences,
+};
 use crate::engine::rng::{SearchRng, seeded};
 
 /// The model name reported on every reply.
@@ -42,7 +44,7 @@ impl OfflineModel {
                 .to_owned();
         };
         let program = &blocks.blocks[program_index];
-        let inspirations: Vec<&Fenced> = blocks
+        let inspirations: Vec<&FencedBlock> = blocks
             .blocks
             .iter()
             .enumerate()
@@ -92,60 +94,27 @@ impl LanguageModel for OfflineModel {
 // ---------------------------------------------------------------------------
 // Finding the program in the prompt
 
-/// A fenced block of the prompt.
-#[derive(Clone, Debug)]
-struct Fenced {
-    tag: String,
-    content: String,
-}
-
-/// Fenced blocks plus where `# Current Program` headings sit among them.
+/// FencedBlock blocks plus where `# Current Program` headings sit among them.
 #[derive(Debug, Default)]
 struct PromptScan {
-    blocks: Vec<Fenced>,
+    blocks: Vec<FencedBlock>,
     /// For each `# Current Program...` heading outside fences: the index of
     /// the next block, and whether the heading is exactly "Current Program".
     headings: Vec<(usize, bool)>,
 }
 
 fn scan_prompt(text: &str) -> PromptScan {
-    let mut scan = PromptScan::default();
-    let mut open: Option<(usize, String, Vec<&str>)> = None;
-    for line in text.split('\n') {
-        let t = line.trim();
-        let ticks = t.chars().take_while(|c| *c == '`').count();
-        match open.as_mut() {
-            None => {
-                if ticks >= 3 && !t[ticks..].contains('`') {
-                    let tag = t[ticks..]
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or("")
-                        .to_ascii_lowercase();
-                    open = Some((ticks, tag, Vec::new()));
-                } else if t.starts_with('#') {
-                    let title = t.trim_start_matches('#').trim().to_ascii_lowercase();
-                    if title.starts_with("current program") {
-                        let exact = title.trim_end_matches(':').trim() == "current program";
-                        scan.headings.push((scan.blocks.len(), exact));
-                    }
-                }
-            }
-            Some((n, _, body)) => {
-                if ticks >= *n && ticks == t.len() {
-                    if let Some((_, tag, body)) = open.take() {
-                        scan.blocks.push(Fenced {
-                            tag,
-                            content: body.join("\n"),
-                        });
-                    }
-                } else {
-                    body.push(line);
-                }
+    let mut headings = Vec::new();
+    let blocks = scan_fences(text, |line, blocks_so_far| {
+        if line.starts_with('#') {
+            let title = line.trim_start_matches('#').trim().to_ascii_lowercase();
+            if title.starts_with("current program") {
+                let exact = title.trim_end_matches(':').trim() == "current program";
+                headings.push((blocks_so_far, exact));
             }
         }
-    }
-    scan
+    });
+    PromptScan { blocks, headings }
 }
 
 fn current_program_index(scan: &PromptScan) -> Option<usize> {
@@ -593,8 +562,8 @@ fn perturb(lit: &Lit, text: &str, rng: &mut SearchRng) -> String {
 
 /// Pick the lines to tune and build their edits.
 fn propose_edits(
-    program: &Fenced,
-    inspirations: &[&Fenced],
+    program: &FencedBlock,
+    inspirations: &[&FencedBlock],
     rng: &mut SearchRng,
 ) -> Option<Vec<Edit>> {
     let syntax = syntax_for(&program.tag);
@@ -689,7 +658,7 @@ fn borrow_options(
     name: &str,
     index: Option<usize>,
     lit: &Lit,
-    inspirations: &[&Fenced],
+    inspirations: &[&FencedBlock],
 ) -> Vec<String> {
     let Some(index) = index else {
         return Vec::new();

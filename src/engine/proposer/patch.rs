@@ -698,7 +698,13 @@ pub struct FencedBlock {
 /// Every closed ```` ``` ```` fenced block of `text`, in order. A fence of
 /// N backticks is closed by a line of at least N backticks.
 pub fn fenced_blocks(text: &str) -> Vec<FencedBlock> {
-    let text = normalize_newlines(text);
+    scan_fences(&normalize_newlines(text), |_, _| {})
+}
+
+/// The fence scanner behind [`fenced_blocks`]: also calls `outside(line,
+/// blocks_so_far)` for every line that is not inside a fence (so a caller can
+/// see headings between blocks). `text` must already use LF line endings.
+pub fn scan_fences(text: &str, mut outside: impl FnMut(&str, usize)) -> Vec<FencedBlock> {
     let mut out = Vec::new();
     let mut open: Option<(usize, String, Vec<&str>)> = None;
     for line in text.split('\n') {
@@ -713,6 +719,8 @@ pub fn fenced_blocks(text: &str) -> Vec<FencedBlock> {
                         .unwrap_or("")
                         .to_ascii_lowercase();
                     open = Some((ticks, tag, Vec::new()));
+                } else {
+                    outside(t, out.len());
                 }
             }
             Some((n, _, body)) => {
