@@ -6,15 +6,17 @@ lines on stdin/stdout. Every candidate runs in a forked child in its own
 process group, so a runaway or crashing candidate is killed (SIGKILL to the
 whole group) without losing the warm interpreter.
 
-Zygote pattern: the child for the *next* candidate is forked (and set up: own
-process group, parent-death signal, stdin from /dev/null) right after a reply
-is sent, while the caller is busy with the next proposal. It then waits on a
-private pipe; a request only costs writing the program file and one pipe
-write, and the fork is off the critical path. Each child still evaluates
-exactly one candidate and exits, so candidates stay isolated from each other.
+Zygote pattern: the child for the *next* candidate is forked and set up
+(own process group, parent-death signal, stdin from /dev/null, its private
+folder and capture files, a warm-up of the import and JSON code paths) right
+after a reply is sent, while the caller is busy with the next proposal. It then
+waits on a private pipe; a request costs one pipe write (the request line is
+forwarded as is), the child writes the program file, evaluates, and sends the
+result back on a second pipe. Each child evaluates exactly one candidate and
+exits, so candidates stay isolated from each other.
 
 Protocol (one JSON object per line):
-  worker -> rust  {"ready": true}  or  {"ready": false, "error": str, "traceback": str}
+  worker -> rust  {"ready": true, "executable": str}  or  {"ready": false, "error": str, "traceback": str}
   rust -> worker  {"id": int, "program": str, "timeout": float,
                    "cascade": bool, "thresholds": [float, ...]}
   worker -> rust  {"id": int, "started": pid}           (the child's process group)
@@ -262,18 +264,64 @@ def set_parent_death_signal():
             pass
 
 
-def standby_main(module, request_fd, done_fd):
+RESULT_HEADER = 8  # bytes of big-endian length before the result JSON
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _warm_evaluate(program_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_galapagos_warm", program_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {"combined_score": float(module.f(0.5)[0]), "count": 3, "valid": True, "note": "warm"}
+
+
+def warm_up(scratch):
+    """Rehearse, in a standby child and before any candidate exists, what a
+    request costs apart from the evaluator's own code: parse a request, write
+    a program file, load it with importlib (as OpenEvolve-style evaluators
+    load the candidate), normalise a result and encode it.
+
+    A forked child pays a copy-on-write page fault the first time it writes
+    each page it shares with its parent, and Python writes wherever it reads
+    (reference counts); paying those faults here keeps them off the critical
+    path. Nothing of the user's runs: the program is the worker's own."""
+    try:
+        request = json.loads(json.dumps({"id": 0, "program": WARM_MODULE, "timeout": 60.0,
+                                         "cascade": True, "thresholds": [0.5, 0.75]}))
+        path = os.path.join(scratch, f"warm_{os.getpid()}.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(request["program"])
+        result = call_stage(_warm_evaluate, path)
+        os.unlink(path)
+        data = json.dumps(result.to_json(), allow_nan=False).encode("utf-8")
+        fd = os.open(os.devnull, os.O_WRONLY)
+        write_all(fd, len(data).to_bytes(RESULT_HEADER, "big") + data)
+        os.close(fd)
+    except Exception:
+        pass
+
+
+def standby_main(module, fds, scratch, suffix):
     """Body of a pre-forked standby child (zygote pattern).
 
     Everything that does not depend on the candidate (own process group,
-    parent-death signal, default signal handlers, stdin from /dev/null, closing
-    the protocol channel) is done here, before any candidate exists, so it is
-    off the critical path. The child then blocks until the worker sends one
-    request line on its private pipe, evaluates that one candidate and exits.
-    End of file on the pipe (the worker retired it or died) exits at once.
-    When the result is on disk it writes one byte to `done_fd`, so the worker
-    can reply without waiting for this process's teardown.
+    parent-death signal, default signal handlers, stdin from /dev/null,
+    stdout/stderr onto the capture pipes, closing the protocol channel, a
+    warm-up) is done here, before any candidate exists, so it is off the
+    critical path. The child then blocks until the worker forwards one request
+    line on its private pipe, writes the program file, evaluates that one
+    candidate, sends the result back on its result pipe (length-prefixed
+    JSON) and exits. End of file on the request pipe (the worker retired it
+    or died) exits at once.
     """
+    request_fd, result_fd, out_fd, err_fd = fds
     os.setpgid(0, 0)
     set_parent_death_signal()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -285,6 +333,11 @@ def standby_main(module, request_fd, done_fd):
         PROTO.close()
     except OSError:
         pass
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    os.close(out_fd)
+    os.close(err_fd)
+    warm_up(scratch)
     chunks = []
     while True:
         chunk = os.read(request_fd, 65536)
@@ -294,32 +347,21 @@ def standby_main(module, request_fd, done_fd):
     os.close(request_fd)
     if not chunks:
         os._exit(0)
-    job = json.loads(b"".join(chunks))
-    child_main(module, job["request"], job["workdir"], job["program_path"], done_fd)
-
-
-def child_main(module, request, workdir, program_path, done_fd):
-    out_fd = os.open(os.path.join(workdir, "stdout.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    err_fd = os.open(os.path.join(workdir, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(out_fd, 1)
-    os.dup2(err_fd, 2)
-    os.close(out_fd)
-    os.close(err_fd)
+    request = json.loads(b"".join(chunks))
+    program_path = os.path.join(scratch, f"candidate_{request.get('id', 0)}{suffix}")
+    with open(program_path, "w", encoding="utf-8") as f:
+        f.write(request.get("program", ""))
     result = run_evaluation(
         module, program_path, bool(request.get("cascade", True)), list(request.get("thresholds") or [])
     )
-    data = json.dumps(result.to_json(), allow_nan=False)
-    tmp = os.path.join(workdir, "result.json.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(data)
-    os.replace(tmp, os.path.join(workdir, "result.json"))
+    data = json.dumps(result.to_json(), allow_nan=False).encode("utf-8")
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except Exception:
         pass
     try:
-        os.write(done_fd, b"1")
+        write_all(result_fd, len(data).to_bytes(RESULT_HEADER, "big") + data)
     except OSError:
         pass
     os._exit(0)
@@ -335,15 +377,51 @@ def kill_group(pid):
         pass
 
 
-def read_capture(path):
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return ""
-    if len(data) > 4 * CAPTURE_LIMIT:
-        data = data[: 2 * CAPTURE_LIMIT] + data[-2 * CAPTURE_LIMIT:]
-    return clip(data.decode("utf-8", errors="replace"), CAPTURE_LIMIT)
+class Capture:
+    """What a candidate wrote to one stream, read from a pipe while it runs.
+    Keeps the first and the last 2 * CAPTURE_LIMIT bytes, so a chatty
+    candidate costs bounded memory; the middle is counted, not kept."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        os.set_blocking(fd, False)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def pump(self):
+        """Read what is there; False at end of file."""
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            room = 2 * CAPTURE_LIMIT - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                extra = len(self.tail) - 2 * CAPTURE_LIMIT
+                if extra > 0:
+                    del self.tail[:extra]
+                    self.dropped += extra
+
+    def text(self):
+        data = bytes(self.head)
+        if self.dropped:
+            data += f"\n... [{self.dropped} bytes omitted] ...\n".encode()
+        data += bytes(self.tail)
+        return clip(data.decode("utf-8", errors="replace"), CAPTURE_LIMIT)
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def describe_status(status):
@@ -358,46 +436,194 @@ def describe_status(status):
     return f"candidate exited with status {code} before the evaluator returned (os._exit or a crash)"
 
 
-class Standby:
-    """One pre-forked child waiting for its candidate on a private pipe."""
+class Zygote:
+    """A fork of the worker, made once the evaluator is imported, whose only
+    job is to fork the standby children.
 
-    def __init__(self, module):
+    Forking write-protects every page of the forking process, and Python
+    writes to most of its pages (reference counts), so a process that forks
+    pays a page fault per page it touches afterwards: about a millisecond per
+    fork here. The zygote does almost nothing between forks, so it pays
+    little, and the worker, which never forks again, pays nothing. The
+    children are the zygote's: it reaps them and reports each exit status.
+
+    Messages on the socket (SOCK_SEQPACKET, one per packet):
+      worker -> zygote  b"F" with the child's four pipe ends (SCM_RIGHTS)
+      zygote -> worker  b"P <pid>"           a child was forked (in request order)
+      zygote -> worker  b"X <pid> <status>"  a child ended (its wait status)
+    """
+
+    def __init__(self, module, scratch, suffix):
+        import socket
+
+        self.sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         sys.stdout.flush()
         sys.stderr.flush()
-        read_fd, write_fd = os.pipe()
-        done_read, done_write = os.pipe()
         pid = os.fork()
         if pid == 0:
             try:
-                os.close(write_fd)
-                os.close(done_read)
-                standby_main(module, read_fd, done_write)
+                self.sock.close()
+                zygote_main(module, child_sock, scratch, suffix)
             except BaseException:
                 traceback.print_exc()
             os._exit(70)
-        os.close(read_fd)
-        os.close(done_write)
-        self.done_fd = done_read
-        try:
-            os.setpgid(pid, pid)
-        except OSError:
-            pass
+        child_sock.close()
         self.pid = pid
-        self.write_fd = write_fd
-        self.pidfd = None
-        if hasattr(os, "pidfd_open"):
-            try:
-                self.pidfd = os.pidfd_open(pid)
-            except OSError:
-                self.pidfd = None
-        self.reaped = False
+        self.fd = self.sock.fileno()
+        self.spawned = []
+        self.statuses = {}
 
-    def hand_over(self, job):
-        """Send the job and close the pipe; False when the child is gone."""
+    def request(self, fds):
+        import socket
+
+        socket.send_fds(self.sock, [b"F"], fds)
+
+    def pump(self, block=False):
+        """Read the messages that are there (or wait for one); False when the zygote is gone."""
+        self.sock.setblocking(block)
         try:
-            view = memoryview(job)
-            while view:
-                view = view[os.write(self.write_fd, view):]
+            while True:
+                try:
+                    msg = self.sock.recv(64)
+                except BlockingIOError:
+                    return True
+                except OSError:
+                    return False
+                if not msg:
+                    return False
+                parts = msg.split()
+                if parts[0] == b"P":
+                    self.spawned.append(int(parts[1]))
+                elif parts[0] == b"X":
+                    self.statuses[int(parts[1])] = int(parts[2])
+                if block:
+                    return True
+        finally:
+            self.sock.setblocking(False)
+
+    def next_pid(self):
+        while not self.spawned:
+            if not self.pump(block=True):
+                raise OSError("the zygote process ended")
+        return self.spawned.pop(0)
+
+    def status(self, pid, timeout):
+        """The wait status of a child that ended, waiting up to `timeout` s; None if unknown."""
+        deadline = time.monotonic() + timeout
+        while pid not in self.statuses:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            select.select([self.fd], [], [], left)
+            if not self.pump():
+                return None
+        return self.statuses.pop(pid)
+
+    def forget(self, pid):
+        self.statuses.pop(pid, None)
+
+
+def zygote_main(module, sock, scratch, suffix):
+    """Fork a standby child per request; report forks and exits."""
+    import socket
+
+    set_parent_death_signal()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Let go of the worker's protocol pipes, so that the worker's end is seen
+    # as soon as the worker itself ends.
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    try:
+        PROTO.close()
+    except OSError:
+        pass
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    fd = sock.fileno()
+    while True:
+        try:
+            ready, _, _ = select.select([fd, wake_r], [], [])
+        except InterruptedError:
+            continue
+        if wake_r in ready:
+            os.read(wake_r, 512)
+            while True:
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                sock.send(f"X {pid} {status}".encode())
+        if fd in ready:
+            try:
+                msg, fds, _, _ = socket.recv_fds(sock, 16, 4)
+            except OSError:
+                os._exit(0)
+            if not msg:
+                os._exit(0)
+            if len(fds) != 4:
+                for f in fds:
+                    os.close(f)
+                continue
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    signal.set_wakeup_fd(-1)
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    for f in (fd, wake_r, wake_w):
+                        os.close(f)
+                    standby_main(module, fds, scratch, suffix)
+                except BaseException:
+                    traceback.print_exc()
+                os._exit(70)
+            try:
+                os.setpgid(pid, pid)  # the child does it too; whichever runs first
+            except OSError:
+                pass
+            for f in fds:
+                os.close(f)
+            sock.send(f"P {pid}".encode())
+
+
+class Standby:
+    """One pre-forked child waiting for its candidate on a private pipe."""
+
+    def __init__(self, zygote):
+        request_r, request_w = os.pipe()
+        result_r, result_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        child_ends = [request_r, result_w, out_w, err_w]
+        try:
+            zygote.request(child_ends)
+        except OSError:
+            for fd in child_ends + [request_w, result_r, out_r, err_r]:
+                os.close(fd)
+            raise
+        for fd in child_ends:
+            os.close(fd)
+        self.zygote = zygote
+        self._pid = None
+        self.write_fd = request_w
+        self.result_fd = result_r
+        self.captures = {"stdout": Capture(out_r), "stderr": Capture(err_r)}
+        self.ended = False
+
+    @property
+    def pid(self):
+        """The child's pid (also its process group), once the zygote said it."""
+        if self._pid is None:
+            self._pid = self.zygote.next_pid()
+        return self._pid
+
+    def hand_over(self, line):
+        """Forward the request line and close the pipe; False when the child is gone."""
+        try:
+            write_all(self.write_fd, line)
             return True
         except OSError:
             return False
@@ -405,202 +631,186 @@ class Standby:
             os.close(self.write_fd)
             self.write_fd = None
 
-    def wait_done(self, timeout):
-        """Wait up to `timeout` seconds for the child to report its result or
-        to end. Returns "done" (result written; the child is exiting and is
-        reaped later by `reap`), the wait status of a child that ended
-        without reporting, or None on timeout."""
-        deadline = time.monotonic() + timeout
-        delay = 0.0005
-        watch = [self.done_fd]
-        while True:
-            if watch:
-                try:
-                    ready, _, _ = select.select(watch, [], [], 0)
-                except (OSError, ValueError):
-                    ready = []
-                if ready:
-                    try:
-                        data = os.read(self.done_fd, 1)
-                    except OSError:
-                        data = b""
-                    if data:
-                        return "done"
-                    watch = []  # end of file without a result: only the exit counts now
-            try:
-                done, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                self.reaped = True
-                return 0
-            if done == self.pid:
-                self.reaped = True
-                return status
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            if self.pidfd is not None:
-                select.select(watch + [self.pidfd], [], [], left)
-            elif watch:
-                select.select(watch, [], [], min(delay, left))
-                delay = min(delay * 2, 0.02)
-            else:
-                time.sleep(min(delay, left))
-                delay = min(delay * 2, 0.02)
+    def wait_result(self, timeout):
+        """Wait up to `timeout` seconds for the child's result, reading its
+        stdout/stderr meanwhile.
 
-    def wait(self, timeout):
-        """Wait up to `timeout` seconds (None = for ever); the wait status, or None on timeout."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        delay = 0.0005
+        Returns ("done", bytes) when the whole result arrived, ("exit",
+        status) when the child ended without a complete result, or
+        ("timeout", None)."""
+        deadline = time.monotonic() + timeout
+        buf = bytearray()
+        need = None
+        result_open = True
+        zygote = self.zygote
+        streams = {c.fd: c for c in self.captures.values()}
         while True:
-            try:
-                done, status = os.waitpid(self.pid, os.WNOHANG if deadline is not None else 0)
-            except ChildProcessError:
-                self.reaped = True
-                return 0
-            if done == self.pid:
-                self.reaped = True
-                return status
+            watch = list(streams) + [zygote.fd]
+            if result_open:
+                watch.append(self.result_fd)
             left = deadline - time.monotonic()
             if left <= 0:
-                return None
-            if self.pidfd is not None:
-                select.select([self.pidfd], [], [], left)
-            else:
-                time.sleep(min(delay, left))
-                delay = min(delay * 2, 0.02)
+                return "timeout", None
+            try:
+                ready, _, _ = select.select(watch, [], [], left)
+            except (OSError, ValueError):
+                ready = []
+            for fd in ready:
+                if fd in streams:
+                    if not streams[fd].pump():
+                        del streams[fd]
+                    continue
+                if fd == zygote.fd:
+                    if not zygote.pump():
+                        return "exit", None
+                    continue
+                try:
+                    chunk = os.read(self.result_fd, 1 << 20)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    result_open = False  # end of file without a whole result: only the exit counts now
+                    continue
+                buf += chunk
+                if need is None and len(buf) >= RESULT_HEADER:
+                    need = RESULT_HEADER + int.from_bytes(buf[:RESULT_HEADER], "big")
+                if need is not None and len(buf) >= need:
+                    return "done", bytes(buf[RESULT_HEADER:need])
+            if self.pid in zygote.statuses:
+                self.ended = True
+                if result_open and self.result_fd in ready:
+                    continue  # read what it wrote before it ended
+                return "exit", zygote.statuses.pop(self.pid)
+
+    def captured(self):
+        """The candidate's stdout/stderr that are not empty (reads what is left)."""
+        out = {}
+        for name, capture in self.captures.items():
+            if capture.fd is not None:
+                capture.pump()
+            text = capture.text()
+            if text:
+                out[name] = text
+        return out
 
     def close(self):
-        if self.write_fd is not None:
-            os.close(self.write_fd)
-            self.write_fd = None
-        if self.done_fd is not None:
-            os.close(self.done_fd)
-            self.done_fd = None
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-            self.pidfd = None
+        for name in ("write_fd", "result_fd"):
+            fd = getattr(self, name)
+            if fd is not None:
+                os.close(fd)
+                setattr(self, name, None)
+        for capture in self.captures.values():
+            capture.close()
 
     def retire(self):
-        """Kill and reap an unused or broken standby."""
+        """Kill an unused or broken standby."""
         if self.write_fd is not None:
             os.close(self.write_fd)
             self.write_fd = None
-        if not self.reaped:
+        try:
             kill_group(self.pid)
-            self.wait(None)
+        except OSError:
+            pass
         self.close()
 
 
 class StandbySlot:
-    """Holds the next standby child; refilled after each reply, off the critical path."""
+    """The standby children of this worker, forked by its zygote.
+
+    Two are kept ready (oldest first): the replacement for the one a request
+    takes is asked for while that candidate evaluates, and has a whole
+    iteration to finish its set-up. The zygote reaps the children."""
+
+    DEPTH = 2
 
     def __init__(self):
-        self.current = None
-        self.finished = []
-        self.workdirs = []
+        self.ready = []
+        self.zygote = None
+        self.programs = []
+        self.scratch = None
+        self.suffix = ".py"
 
-    def clean_later(self, workdir):
-        """Remove a candidate's folder after the reply is sent."""
-        self.workdirs.append(workdir)
+    def configure(self, module, scratch, suffix):
+        self.scratch, self.suffix = scratch, suffix
+        self.zygote = Zygote(module, scratch, suffix)
 
-    def finish_later(self, standby):
-        """A child that reported its result and was SIGKILLed with its group:
-        reap it after the reply is sent."""
-        self.finished.append(standby)
+    def take(self):
+        return self.ready.pop(0) if self.ready else Standby(self.zygote)
 
-    def reap(self):
-        for standby in self.finished:
-            if not standby.reaped:
-                standby.wait(None)
-            standby.close()
-        self.finished = []
-        for workdir in self.workdirs:
-            remove_workdir(workdir)
-        self.workdirs = []
+    def finish(self, standby, rid):
+        """The candidate of `standby` is over and its group SIGKILLed."""
+        standby.close()
+        self.zygote.forget(standby.pid)
+        self.programs.append(os.path.join(self.scratch, f"candidate_{rid}{self.suffix}"))
 
-    def take(self, module):
-        standby, self.current = self.current, None
-        if standby is None:
-            standby = Standby(module)
-        return standby
+    def tidy(self):
+        """Remove finished program files and forget exit reports; False
+        when the zygote is gone (the worker then ends, to be replaced)."""
+        for path in self.programs:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        self.programs = []
+        alive = self.zygote.pump()
+        self.zygote.statuses.clear()
+        return alive
 
-    def refill(self, module):
-        if self.current is None:
-            self.current = Standby(module)
-        self.reap()
+    def refill(self):
+        while len(self.ready) < self.DEPTH:
+            self.ready.append(Standby(self.zygote))
 
 
 STANDBY = StandbySlot()
 
 
-def evaluate_request(module, request, scratch, suffix):
+def evaluate_request(request, line):
     rid = request.get("id", 0)
-    workdir = os.path.join(scratch, f"c{rid}")
-    os.makedirs(workdir, exist_ok=True)
-    for name in ("stdout.txt", "stderr.txt", "result.json", "result.json.tmp"):
-        try:
-            os.unlink(os.path.join(workdir, name))
-        except FileNotFoundError:
-            pass
-    program_path = os.path.join(workdir, f"candidate_{rid}{suffix}")
-    with open(program_path, "w", encoding="utf-8") as f:
-        f.write(request.get("program", ""))
     timeout = float(request.get("timeout", 60.0))
-    job = json.dumps({"request": request, "workdir": workdir, "program_path": program_path}).encode()
     started = time.monotonic()
-    standby = STANDBY.take(module)
-    if not standby.hand_over(job):
-        # The standby died while it waited (killed from outside): use a fresh one.
+    # A standby killed from outside while it waited refuses the hand-over:
+    # try the next one, and in the end a freshly forked one.
+    for _ in range(STANDBY.DEPTH + 1):
+        standby = STANDBY.take()
+        if standby.hand_over(line):
+            break
         standby.retire()
-        standby = STANDBY.take(module)
-        if not standby.hand_over(job):
-            standby.retire()
-            raise RuntimeError("cannot hand the candidate to a fresh child process")
+    else:
+        raise RuntimeError("cannot hand the candidate to a fresh child process")
     pid = standby.pid
     send({"id": rid, "started": pid})
-    status = standby.wait_done(timeout)
-    timed_out = status is None
-    # Always clear the whole group: stray grandchildren must not outlive the
-    # candidate (and a child that reported its result needs no teardown time).
-    kill_group(pid)
-    if status == "done":
-        STANDBY.finish_later(standby)
-    else:
-        if timed_out:
-            status = standby.wait(None)
-        standby.close()
-    elapsed = time.monotonic() - started
-    reply = {"id": rid, "scores": {}, "nonfinite": [], "artifacts": {}, "error": None, "timeout": timed_out}
-    result_path = os.path.join(workdir, "result.json")
-    if timed_out:
-        reply["error"] = f"timeout: evaluation exceeded {timeout:g} s and was killed"
-    elif os.path.exists(result_path):
-        try:
-            with open(result_path, encoding="utf-8") as f:
-                reply.update(json.load(f))
-        except (OSError, ValueError) as exc:
-            reply["error"] = f"unreadable evaluation result: {exc}"
-    elif status == "done":
-        reply["error"] = "candidate signalled completion but left no evaluation result"
-    else:
-        reply["error"] = describe_status(status)
-    artifacts = reply.setdefault("artifacts", {})
-    for name in ("stdout", "stderr"):
-        text = read_capture(os.path.join(workdir, f"{name}.txt"))
-        if text:
-            artifacts[name] = text
-    reply["elapsed_secs"] = elapsed
-    STANDBY.clean_later(workdir)
-    return reply
-
-
-def remove_workdir(workdir):
+    # The candidate is running: ask for the next children meanwhile.
     try:
-        for name in os.listdir(workdir):
-            os.unlink(os.path.join(workdir, name))
-        os.rmdir(workdir)
+        STANDBY.refill()
     except OSError:
         pass
+    outcome, detail = standby.wait_result(timeout)
+    # Always clear the whole group: stray grandchildren must not outlive the
+    # candidate (and a child that sent its result needs no teardown time).
+    kill_group(pid)
+    if outcome == "timeout":
+        STANDBY.zygote.status(pid, 10.0)  # gone before the reply says so
+    elapsed = time.monotonic() - started
+    reply = {"id": rid, "scores": {}, "nonfinite": [], "artifacts": {}, "error": None,
+             "timeout": outcome == "timeout"}
+    if outcome == "timeout":
+        reply["error"] = f"timeout: evaluation exceeded {timeout:g} s and was killed"
+    elif outcome == "done":
+        try:
+            reply.update(json.loads(detail))
+        except ValueError as exc:
+            reply["error"] = f"unreadable evaluation result: {exc}"
+    elif detail is None:
+        reply["error"] = (
+            "evaluation worker died (its zygote, the candidate's parent process, ended); "
+            "the candidate may have killed or crashed it; the worker will be restarted"
+        )
+    else:
+        reply["error"] = describe_status(detail)
+    reply.setdefault("artifacts", {}).update(standby.captured())
+    reply["elapsed_secs"] = elapsed
+    STANDBY.finish(standby, rid)
+    return reply
 
 
 def load_evaluator(path, task_dir):
@@ -617,6 +827,14 @@ def load_evaluator(path, task_dir):
     sys.modules["evaluator"] = module
     spec.loader.exec_module(module)
     return module
+
+
+WARM_MODULE = """X = 1.0
+
+
+def f(x):
+    return [X * x for _ in range(3)]
+"""
 
 
 def main():
@@ -637,11 +855,20 @@ def main():
     # copy, their memory pages.
     if hasattr(gc, "freeze"):
         gc.freeze()
+    if sys.version_info < (3, 9):
+        send({"ready": False, "error": f"Python 3.9 or newer is needed, this is {sys.version.split()[0]}",
+              "traceback": ""})
+        return
     try:
-        STANDBY.refill(module)
+        STANDBY.configure(module, scratch, suffix)
+    except OSError as exc:
+        send({"ready": False, "error": f"cannot start the zygote process: {exc}", "traceback": ""})
+        return
+    try:
+        STANDBY.refill()
     except OSError:
         pass
-    send({"ready": True})
+    send({"ready": True, "executable": sys.executable or ""})
     stdin = sys.stdin.buffer
     while True:
         line = stdin.readline()
@@ -652,7 +879,7 @@ def main():
         except ValueError:
             continue
         try:
-            reply = evaluate_request(module, request, scratch, suffix)
+            reply = evaluate_request(request, line)
         except Exception as exc:
             error, text = format_exception(exc)
             reply = {
@@ -664,12 +891,8 @@ def main():
                 "timeout": False,
             }
         send(reply)
-        # Fork the next candidate's child now, while the caller works on the
-        # next proposal, instead of after the next request arrives.
-        try:
-            STANDBY.refill(module)
-        except OSError:
-            pass
+        if not STANDBY.tidy():
+            return
 
 
 if __name__ == "__main__":

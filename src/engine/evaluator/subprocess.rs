@@ -7,9 +7,10 @@
 //! - At first use a private temp dir receives the worker script
 //!   (`assets/python/galapagos_worker.py`, embedded) and a small `openevolve`
 //!   package (`EvaluationResult` shim) that is put on `PYTHONPATH`, so
-//!   evaluators written for OpenEvolve run unchanged. The interpreter (param
-//!   `python`, default `python3`) is resolved once to its real path through
-//!   `sys.executable`, which skips version-manager shims on every start.
+//!   evaluators written for OpenEvolve run unchanged. The first worker starts
+//!   through the interpreter as named (param `python`, default `python3`) and
+//!   reports its real path (`sys.executable`); later workers start from that
+//!   path, which skips version-manager shims such as pyenv's.
 //! - A pool of workers grows lazily up to `BuildContext.parallel`. Each worker
 //!   imports `evaluator.py` once (cwd = task dir, task dir on `sys.path`) and
 //!   serves JSON-line requests. Per candidate it writes the program to a file
@@ -17,12 +18,14 @@
 //!   stdout/stderr go to capture files; on timeout the whole group is
 //!   SIGKILLed. The worker's own stdout is reserved for the protocol.
 //! - Zygote: each worker keeps one pre-forked standby child (own process
-//!   group, parent-death signal, stdin from /dev/null already set up) waiting
-//!   on a private pipe, and forks the next one right after each reply, so the
-//!   fork is off the critical path. The child reports "result written" on a
-//!   second pipe before it exits; the worker then kills its group and replies
-//!   without waiting for the process teardown, reaping it afterwards. Each
-//!   child still evaluates exactly one candidate.
+//!   group, parent-death signal, stdin from /dev/null, stdout/stderr on
+//!   capture pipes, a warm-up of the import path already done) waiting on a
+//!   private pipe, and forks the next one right after each reply, so the fork
+//!   is off the critical path. The request line is forwarded to the child as
+//!   is; the child writes the program file, evaluates, and sends its result
+//!   back on a second pipe before it exits; the worker then kills its group
+//!   and replies without waiting for the process teardown, reaping it
+//!   afterwards. Each child still evaluates exactly one candidate.
 //! - A Rust-side backstop (timeout + 5 s) covers a worker that stops
 //!   answering: its process group and the candidate's are killed, the
 //!   candidate is invalid, and a fresh worker is started next time. Dropping
@@ -58,8 +61,6 @@ const BACKSTOP_GRACE_SECS: f64 = 5.0;
 /// Time allowed for a worker to start and import `evaluator.py`, on top of
 /// the candidate timeout.
 const STARTUP_GRACE_SECS: f64 = 60.0;
-/// Time allowed to resolve the interpreter path.
-const RESOLVE_SECS: u64 = 30;
 
 /// Parameters of [`SubprocessEvaluator`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -120,6 +121,8 @@ pub struct SubprocessEvaluator {
     next_worker: AtomicU64,
     config: Config,
     setup: OnceCell<Result<Setup, String>>,
+    /// The interpreter's real path, as reported by the first worker.
+    resolved_python: Mutex<Option<PathBuf>>,
 }
 
 #[derive(Clone, Debug)]
@@ -130,10 +133,9 @@ struct Config {
     params: SubprocessParams,
 }
 
-/// The private dir and the resolved interpreter.
+/// The private dir with the worker script and the shim.
 struct Setup {
     dir: tempfile::TempDir,
-    python: PathBuf,
     script: PathBuf,
 }
 
@@ -224,6 +226,7 @@ impl SubprocessEvaluator {
                 params,
             },
             setup: OnceCell::new(),
+            resolved_python: Mutex::new(None),
         }
     }
 
@@ -244,7 +247,7 @@ impl SubprocessEvaluator {
 
     async fn setup(&self) -> Result<&Setup, String> {
         self.setup
-            .get_or_init(|| prepare(&self.config))
+            .get_or_init(|| async { prepare() })
             .await
             .as_ref()
             .map_err(Clone::clone)
@@ -269,7 +272,9 @@ impl SubprocessEvaluator {
         python_path.push(setup.dir.path().to_path_buf());
         let python_path = std::env::join_paths(python_path)
             .map_err(|e| SpawnError::Other(format!("cannot build PYTHONPATH: {e}")))?;
-        let mut cmd = Command::new(&setup.python);
+        let resolved = lock(&self.resolved_python).clone();
+        let python = resolved.unwrap_or_else(|| PathBuf::from(&self.config.params.python));
+        let mut cmd = Command::new(&python);
         cmd.arg(&setup.script)
             .arg(worker_config.to_string())
             .current_dir(&self.config.task_dir)
@@ -282,8 +287,8 @@ impl SubprocessEvaluator {
             .process_group(0);
         let mut child = cmd.spawn().map_err(|e| {
             SpawnError::Other(format!(
-                "cannot start the evaluation worker with {}: {e}",
-                setup.python.display()
+                "cannot run the Python interpreter `{}`: {e} (set the evaluator's `python` parameter)",
+                python.display()
             ))
         })?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
@@ -320,6 +325,9 @@ impl SubprocessEvaluator {
             SpawnError::Other(format!("evaluation worker sent a malformed greeting: {e}"))
         })?;
         if hello.ready {
+            if !hello.executable.is_empty() {
+                lock(&self.resolved_python).get_or_insert_with(|| PathBuf::from(&hello.executable));
+            }
             Ok(worker)
         } else {
             let mut artifacts = BTreeMap::new();
@@ -449,12 +457,27 @@ enum RunError {
     Failed(String),
 }
 
-/// Create the private dir, write the worker and shim, resolve the interpreter.
-async fn prepare(config: &Config) -> Result<Setup, String> {
-    let dir = tempfile::Builder::new()
-        .prefix("galapagos-eval-")
-        .tempdir()
-        .map_err(|e| format!("cannot create a private temp dir for the evaluator: {e}"))?;
+/// Create the private dir and write the worker and shim into it.
+///
+/// Candidates' program files are written there, one per evaluation, so it
+/// goes in RAM (`/dev/shm`) when that exists and `TMPDIR` does not say
+/// otherwise: creating a file there costs a few microseconds against a
+/// tenth of a millisecond or more on a journalled disk. Otherwise the system
+/// temp dir is used.
+fn prepare() -> Result<Setup, String> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("galapagos-eval-");
+    let in_ram = std::env::var_os("TMPDIR")
+        .is_none()
+        .then(|| Path::new("/dev/shm"))
+        .filter(|p| p.is_dir())
+        .and_then(|p| builder.tempdir_in(p).ok());
+    let dir = match in_ram {
+        Some(dir) => dir,
+        None => builder
+            .tempdir()
+            .map_err(|e| format!("cannot create a private temp dir for the evaluator: {e}"))?,
+    };
     let script = dir.path().join("galapagos_worker.py");
     let shim = dir.path().join("openevolve");
     let write = |path: &Path, text: &str| {
@@ -464,45 +487,7 @@ async fn prepare(config: &Config) -> Result<Setup, String> {
     write(&script, WORKER_SCRIPT)?;
     write(&shim.join("__init__.py"), SHIM_INIT)?;
     write(&shim.join("evaluation_result.py"), SHIM_RESULT)?;
-    let python = resolve_python(&config.params.python, &config.task_dir).await?;
-    Ok(Setup {
-        dir,
-        python,
-        script,
-    })
-}
-
-/// The real path of the interpreter (`sys.executable`), resolved once.
-async fn resolve_python(python: &str, cwd: &Path) -> Result<PathBuf, String> {
-    let mut cmd = Command::new(python);
-    cmd.args(["-c", "import sys; sys.stdout.write(sys.executable or '')"])
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let run = tokio::time::timeout(Duration::from_secs(RESOLVE_SECS), cmd.output()).await;
-    match run {
-        Err(_) => Err(format!(
-            "the Python interpreter `{python}` did not start within {RESOLVE_SECS} s"
-        )),
-        Ok(Err(e)) => Err(format!(
-            "cannot run the Python interpreter `{python}`: {e} (set the evaluator's `python` parameter)"
-        )),
-        Ok(Ok(out)) if !out.status.success() => Err(format!(
-            "the Python interpreter `{python}` failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
-        Ok(Ok(out)) => {
-            let exe = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-            Ok(if exe.is_empty() {
-                PathBuf::from(python)
-            } else {
-                PathBuf::from(exe)
-            })
-        }
-    }
+    Ok(Setup { dir, script })
 }
 
 /// One warm worker process.
@@ -591,16 +576,18 @@ impl Worker {
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        let mut groups = Vec::new();
+        // With no candidate running, killing the worker is enough: its
+        // standby child has a parent-death signal and, failing that, sees end
+        // of file on its request pipe and exits. That path starts no process.
         if let Some(pgid) = self.in_flight.take() {
-            groups.push(pgid);
+            let mut groups = vec![pgid];
+            // Only signal the worker's group while the worker is unreaped, so
+            // the id cannot have been reused.
+            if let (Some(pid), Ok(None)) = (self.pid, self.child.try_wait()) {
+                groups.push(i64::from(pid));
+            }
+            kill_groups(&groups);
         }
-        // Only signal the worker's group while the worker is unreaped, so the
-        // id cannot have been reused.
-        if let (Some(pid), Ok(None)) = (self.pid, self.child.try_wait()) {
-            groups.push(i64::from(pid));
-        }
-        kill_groups(&groups);
         let _ = self.child.start_kill();
     }
 }
@@ -637,6 +624,9 @@ struct Request<'a> {
 #[derive(Deserialize)]
 struct Hello {
     ready: bool,
+    /// `sys.executable` of the worker: later workers start from it.
+    #[serde(default)]
+    executable: String,
     #[serde(default)]
     error: String,
     #[serde(default)]
@@ -784,8 +774,24 @@ def evaluate(program_path):
         cond()
     }
 
+    /// The worker's zygote (its one child) and the zygote's live children
+    /// (the standby children waiting for candidates).
+    fn zygote_and_standbys(worker: u32) -> Option<(u32, Vec<u32>)> {
+        let children = live_children(worker);
+        let [zygote] = children.as_slice() else {
+            return None;
+        };
+        Some((*zygote, live_children(*zygote)))
+    }
+
+    fn standbys(worker: u32) -> Vec<u32> {
+        zygote_and_standbys(worker)
+            .map(|(_, s)| s)
+            .unwrap_or_default()
+    }
+
     #[tokio::test]
-    async fn standby_child_is_ready_between_candidates_and_each_candidate_gets_a_fresh_one() {
+    async fn standby_children_are_ready_between_candidates_and_each_candidate_gets_a_fresh_one() {
         if !Path::new("/proc/self/task").exists() {
             return; // needs Linux /proc to see the worker's children
         }
@@ -795,19 +801,18 @@ def evaluate(program_path):
         assert!(e.valid, "{e:?}");
         assert_eq!(e.scores["combined_score"], 0.5);
         let worker = ev.worker_pids()[0];
-        // After the reply the worker forks the next candidate's child.
-        assert!(eventually(|| live_children(worker).len() == 1).await);
-        let first = live_children(worker)[0];
+        // Two standby children wait, forked by the worker's zygote.
+        assert!(eventually(|| standbys(worker).len() == 2).await);
+        let before = standbys(worker);
         let e = ev.evaluate(&value_candidate(2, 0.75)).await;
         assert_eq!(e.scores["combined_score"], 0.75);
         assert!(
-            eventually(|| !alive(first)).await,
-            "a used child stays alive"
+            eventually(|| before.iter().filter(|p| alive(**p)).count() == 1).await,
+            "the child that evaluated must be gone, the other one still waits"
         );
-        assert!(eventually(|| live_children(worker).iter().all(|p| *p != first)).await);
-        assert!(eventually(|| live_children(worker).len() == 1).await);
+        assert!(eventually(|| standbys(worker).len() == 2).await);
         // A candidate that changes module state cannot affect the next one:
-        // each runs in its own child forked from the clean worker.
+        // each runs in its own child forked from the clean zygote.
         let e = ev
             .evaluate(&Candidate {
                 id: 3,
@@ -823,7 +828,7 @@ def evaluate(program_path):
     }
 
     #[tokio::test]
-    async fn standby_killed_while_idle_is_replaced_and_dies_with_the_evaluator() {
+    async fn standbys_killed_while_idle_are_replaced_and_all_die_with_the_evaluator() {
         if !Path::new("/proc/self/task").exists() {
             return;
         }
@@ -831,25 +836,29 @@ def evaluate(program_path):
         let ev = SubprocessEvaluator::new(&task, SubprocessParams::default(), 1);
         assert!(ev.evaluate(&value_candidate(1, 0.5)).await.valid);
         let worker = ev.worker_pids()[0];
-        assert!(eventually(|| live_children(worker).len() == 1).await);
-        let standby = live_children(worker)[0];
-        kill_groups(&[i64::from(standby)]);
-        assert!(eventually(|| !alive(standby)).await);
+        assert!(eventually(|| standbys(worker).len() == 2).await);
+        let killed = standbys(worker);
+        let groups: Vec<i64> = killed.iter().map(|p| i64::from(*p)).collect();
+        kill_groups(&groups);
+        assert!(eventually(|| killed.iter().all(|p| !alive(*p))).await);
         let e = ev.evaluate(&value_candidate(2, 0.625)).await;
         assert!(e.valid, "{e:?}");
         assert_eq!(e.scores["combined_score"], 0.625);
         assert_eq!(ev.worker_pids(), vec![worker], "the worker itself survives");
-        assert!(eventually(|| live_children(worker).len() == 1).await);
-        let standby = live_children(worker)[0];
+        assert!(eventually(|| standbys(worker).len() == 2).await);
+        let (zygote, waiting) = zygote_and_standbys(worker).expect("a zygote");
         drop(ev);
         assert!(
             eventually(|| !alive(worker)).await,
             "worker survived the drop"
         );
-        assert!(
-            eventually(|| !alive(standby)).await,
-            "idle standby child {standby} survived the evaluator"
-        );
+        assert!(eventually(|| !alive(zygote)).await, "zygote survived");
+        for standby in waiting {
+            assert!(
+                eventually(|| !alive(standby)).await,
+                "idle standby child {standby} survived the evaluator"
+            );
+        }
     }
 
     #[tokio::test]
