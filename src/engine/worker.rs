@@ -88,9 +88,11 @@ fn spawn(request: RunRequest, registry: Arc<Registry>, resume: bool) -> std::io:
     let thread = std::thread::Builder::new()
         .name("galapagos-run".to_owned())
         .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("galapagos-io")
+            // One thread: the whole run is one future (P iterations in flight
+            // are a FuturesUnordered inside it), so extra runtime threads
+            // would only add a cross-thread wake-up to every model reply and
+            // evaluator message.
+            let runtime = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
             {

@@ -245,6 +245,17 @@ impl EndpointHandle {
         if is_local_base(api_base) {
             builder = builder.no_proxy();
         }
+        if api_base
+            .trim_start()
+            .to_ascii_lowercase()
+            .starts_with("http://")
+        {
+            // Plain HTTP needs no certificates: skip loading the platform's
+            // trust store (tens of milliseconds at start-up). An HTTPS URL
+            // reached from here (a redirect) then fails to verify rather than
+            // being trusted blindly.
+            builder = builder.tls_certs_only(Vec::<reqwest::Certificate>::new());
+        }
         let client = builder
             .build()
             .map_err(|e| format!("cannot build the HTTP client for {api_base}: {e}"))?;
