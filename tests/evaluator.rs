@@ -362,16 +362,16 @@ async fn cascade_stops_at_stage1_below_threshold() {
 }
 
 #[tokio::test]
-async fn parallel_evaluations_use_up_to_pool_size_workers() {
+async fn parallel_evaluations_share_one_worker_up_to_pool_size_at_once() {
     let evaluator_py = r#"
 import time
 def evaluate(program_path):
+    t0 = time.time()
     time.sleep(0.3)
-    return {"combined_score": float(open(program_path).read())}
+    return {"combined_score": float(open(program_path).read()), "t0": t0, "t1": time.time()}
 "#;
     let (_dir, task) = task_with(evaluator_py, "0\n");
     let ev = evaluator(&task, 10.0);
-    let started = Instant::now();
     let results = futures::future::join_all((0..4u64).map(|i| {
         let ev = &ev;
         async move { ev.evaluate(&cand(i, &format!("{i}"))).await }
@@ -381,12 +381,20 @@ def evaluate(program_path):
         assert!(e.valid, "{e:?}");
         assert_eq!(e.scores["combined_score"], i as f64);
     }
-    assert!(ev.idle_workers() <= 2);
-    // 4 candidates × 0.3 s on 2 workers: ≈0.6 s plus start-up, not 1.2 s.
-    println!(
-        "4 parallel candidates on 2 workers: {:?}",
-        started.elapsed()
-    );
+    assert_eq!(ev.worker_pids().len(), 1, "one warm worker serves them all");
+    // The most candidates running at the same moment: the pool size (2).
+    let most = results
+        .iter()
+        .map(|e| {
+            let t = e.scores["t0"] + 0.15;
+            results
+                .iter()
+                .filter(|o| o.scores["t0"] <= t && t <= o.scores["t1"])
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    assert_eq!(most, 2, "candidates in flight at once");
 }
 
 #[tokio::test]

@@ -631,57 +631,6 @@ class Standby:
             os.close(self.write_fd)
             self.write_fd = None
 
-    def wait_result(self, timeout):
-        """Wait up to `timeout` seconds for the child's result, reading its
-        stdout/stderr meanwhile.
-
-        Returns ("done", bytes) when the whole result arrived, ("exit",
-        status) when the child ended without a complete result, or
-        ("timeout", None)."""
-        deadline = time.monotonic() + timeout
-        buf = bytearray()
-        need = None
-        result_open = True
-        zygote = self.zygote
-        streams = {c.fd: c for c in self.captures.values()}
-        while True:
-            watch = list(streams) + [zygote.fd]
-            if result_open:
-                watch.append(self.result_fd)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return "timeout", None
-            try:
-                ready, _, _ = select.select(watch, [], [], left)
-            except (OSError, ValueError):
-                ready = []
-            for fd in ready:
-                if fd in streams:
-                    if not streams[fd].pump():
-                        del streams[fd]
-                    continue
-                if fd == zygote.fd:
-                    if not zygote.pump():
-                        return "exit", None
-                    continue
-                try:
-                    chunk = os.read(self.result_fd, 1 << 20)
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    result_open = False  # end of file without a whole result: only the exit counts now
-                    continue
-                buf += chunk
-                if need is None and len(buf) >= RESULT_HEADER:
-                    need = RESULT_HEADER + int.from_bytes(buf[:RESULT_HEADER], "big")
-                if need is not None and len(buf) >= need:
-                    return "done", bytes(buf[RESULT_HEADER:need])
-            if self.pid in zygote.statuses:
-                self.ended = True
-                if result_open and self.result_fd in ready:
-                    continue  # read what it wrote before it ended
-                return "exit", zygote.statuses.pop(self.pid)
-
     def captured(self):
         """The candidate's stdout/stderr that are not empty (reads what is left)."""
         out = {}
@@ -717,13 +666,14 @@ class Standby:
 class StandbySlot:
     """The standby children of this worker, forked by its zygote.
 
-    Two are kept ready (oldest first): the replacement for the one a request
-    takes is asked for while that candidate evaluates, and has a whole
-    iteration to finish its set-up. The zygote reaps the children."""
-
-    DEPTH = 2
+    `depth` are kept ready (oldest first; config `standby`, 2 for a single
+    worker, 1 when several share the machine): the replacement for the one a
+    request takes is asked for while that candidate evaluates, and has at
+    least the rest of that evaluation and the next proposal to finish its
+    set-up. The zygote reaps the children."""
 
     def __init__(self):
+        self.depth = 1
         self.ready = []
         self.zygote = None
         self.programs = []
@@ -743,74 +693,213 @@ class StandbySlot:
         self.zygote.forget(standby.pid)
         self.programs.append(os.path.join(self.scratch, f"candidate_{rid}{self.suffix}"))
 
-    def tidy(self):
-        """Remove finished program files and forget exit reports; False
-        when the zygote is gone (the worker then ends, to be replaced)."""
+    def tidy(self, running):
+        """Remove finished program files; forget exit reports of children
+        that are not running (standbys killed while they waited)."""
         for path in self.programs:
             try:
                 os.unlink(path)
             except OSError:
                 pass
         self.programs = []
-        alive = self.zygote.pump()
-        self.zygote.statuses.clear()
-        return alive
+        for pid in [p for p in self.zygote.statuses if p not in running]:
+            del self.zygote.statuses[pid]
 
     def refill(self):
-        while len(self.ready) < self.DEPTH:
+        while len(self.ready) < self.depth:
             self.ready.append(Standby(self.zygote))
 
 
 STANDBY = StandbySlot()
 
 
-def evaluate_request(request, line):
-    rid = request.get("id", 0)
-    timeout = float(request.get("timeout", 60.0))
-    started = time.monotonic()
-    # A standby killed from outside while it waited refuses the hand-over:
-    # try the next one, and in the end a freshly forked one.
-    for _ in range(STANDBY.DEPTH + 1):
-        standby = STANDBY.take()
-        if standby.hand_over(line):
-            break
-        standby.retire()
-    else:
-        raise RuntimeError("cannot hand the candidate to a fresh child process")
-    pid = standby.pid
-    send({"id": rid, "started": pid})
-    # The candidate is running: ask for the next children meanwhile.
-    try:
-        STANDBY.refill()
-    except OSError:
-        pass
-    outcome, detail = standby.wait_result(timeout)
-    # Always clear the whole group: stray grandchildren must not outlive the
-    # candidate (and a child that sent its result needs no teardown time).
-    kill_group(pid)
-    if outcome == "timeout":
-        STANDBY.zygote.status(pid, 10.0)  # gone before the reply says so
-    elapsed = time.monotonic() - started
-    reply = {"id": rid, "scores": {}, "nonfinite": [], "artifacts": {}, "error": None,
-             "timeout": outcome == "timeout"}
-    if outcome == "timeout":
-        reply["error"] = f"timeout: evaluation exceeded {timeout:g} s and was killed"
-    elif outcome == "done":
+class Running:
+    """One candidate in flight: its child, its deadline, its partial result."""
+
+    def __init__(self, rid, standby, timeout):
+        self.rid = rid
+        self.standby = standby
+        self.timeout = timeout
+        self.started = time.monotonic()
+        self.deadline = self.started + timeout
+        self.buf = bytearray()
+        self.need = None
+        self.result_open = True
+        self.drained = False
+        self.streams = {c.fd: c for c in standby.captures.values()}
+        os.set_blocking(standby.result_fd, False)
+
+    def read_result(self):
+        """Read what the child sent; the result bytes once complete, else None."""
         try:
-            reply.update(json.loads(detail))
-        except ValueError as exc:
-            reply["error"] = f"unreadable evaluation result: {exc}"
-    elif detail is None:
-        reply["error"] = (
-            "evaluation worker died (its zygote, the candidate's parent process, ended); "
-            "the candidate may have killed or crashed it; the worker will be restarted"
-        )
-    else:
-        reply["error"] = describe_status(detail)
-    reply.setdefault("artifacts", {}).update(standby.captured())
-    reply["elapsed_secs"] = elapsed
-    STANDBY.finish(standby, rid)
-    return reply
+            chunk = os.read(self.standby.result_fd, 1 << 20)
+        except BlockingIOError:
+            self.drained = True
+            return None
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.result_open = False  # end of file without a whole result: only the exit counts now
+            return None
+        self.buf += chunk
+        if self.need is None and len(self.buf) >= RESULT_HEADER:
+            self.need = RESULT_HEADER + int.from_bytes(self.buf[:RESULT_HEADER], "big")
+        if self.need is not None and len(self.buf) >= self.need:
+            return bytes(self.buf[RESULT_HEADER:self.need])
+        return None
+
+
+def failure_reply(rid, error, text=""):
+    return {"id": rid, "scores": {}, "nonfinite": [], "artifacts": {"traceback": text} if text else {},
+            "error": error, "timeout": False}
+
+
+ZYGOTE_GONE = (
+    "evaluation worker died (its zygote, the candidate's parent process, ended); "
+    "the candidate may have killed or crashed it; the worker will be restarted"
+)
+
+
+class Server:
+    """Serves requests from stdin, any number at once: each candidate runs in
+    its own standby child; replies go out as candidates finish."""
+
+    def __init__(self):
+        self.running = {}
+        self.inbuf = bytearray()
+
+    def start(self, line):
+        try:
+            request = json.loads(line)
+        except ValueError:
+            return
+        rid = request.get("id", 0)
+        if rid in self.running:
+            send(failure_reply(rid, f"worker failure: request id {rid} is already running"))
+            return
+        try:
+            timeout = float(request.get("timeout", 60.0))
+            # A standby killed from outside while it waited refuses the
+            # hand-over: try the next one, and in the end a fresh one.
+            for _ in range(len(STANDBY.ready) + 1):
+                standby = STANDBY.take()
+                if standby.hand_over(line):
+                    break
+                standby.retire()
+            else:
+                raise RuntimeError("cannot hand the candidate to a fresh child process")
+            send({"id": rid, "started": standby.pid})
+            self.running[rid] = Running(rid, standby, timeout)
+        except Exception as exc:
+            error, text = format_exception(exc)
+            send(failure_reply(rid, f"worker failure: {error}", text))
+            return
+        # The candidate is running: ask for the next children meanwhile.
+        try:
+            STANDBY.refill()
+        except OSError:
+            pass
+
+    def finish(self, run, outcome, detail):
+        del self.running[run.rid]
+        pid = run.standby.pid
+        # Always clear the whole group: stray grandchildren must not outlive
+        # the candidate (and a child that sent its result needs no teardown).
+        kill_group(pid)
+        if outcome == "timeout":
+            STANDBY.zygote.status(pid, 10.0)  # gone before the reply says so
+        reply = {"id": run.rid, "scores": {}, "nonfinite": [], "artifacts": {}, "error": None,
+                 "timeout": outcome == "timeout"}
+        if outcome == "timeout":
+            reply["error"] = f"timeout: evaluation exceeded {run.timeout:g} s and was killed"
+        elif outcome == "done":
+            try:
+                reply.update(json.loads(detail))
+            except ValueError as exc:
+                reply["error"] = f"unreadable evaluation result: {exc}"
+        elif detail is None:
+            reply["error"] = ZYGOTE_GONE
+        else:
+            reply["error"] = describe_status(detail)
+        reply.setdefault("artifacts", {}).update(run.standby.captured())
+        reply["elapsed_secs"] = time.monotonic() - run.started
+        STANDBY.finish(run.standby, run.rid)
+        send(reply)
+
+    def read_requests(self, fd):
+        """Start every whole request line on stdin; False at end of file."""
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return True
+        if not chunk:
+            return False
+        self.inbuf += chunk
+        while True:
+            end = self.inbuf.find(b"\n")
+            if end < 0:
+                return True
+            line = bytes(self.inbuf[: end + 1])
+            del self.inbuf[: end + 1]
+            self.start(line)
+
+    def serve(self, stdin_fd):
+        zygote = STANDBY.zygote
+        while True:
+            watch = {stdin_fd: None, zygote.fd: None}
+            for run in self.running.values():
+                for fd in run.streams:
+                    watch[fd] = (run, "stream")
+                if run.result_open:
+                    watch[run.standby.result_fd] = (run, "result")
+            wait = None
+            if self.running:
+                wait = max(0.0, min(r.deadline for r in self.running.values()) - time.monotonic())
+            try:
+                ready, _, _ = select.select(list(watch), [], [], wait)
+            except (OSError, ValueError):
+                ready = []
+            ready = set(ready)
+            for fd in ready:
+                if fd == stdin_fd or fd == zygote.fd:
+                    continue
+                run, kind = watch[fd]
+                if run.rid not in self.running:
+                    continue
+                if kind == "stream":
+                    if not run.streams[fd].pump():
+                        del run.streams[fd]
+                    continue
+                result = run.read_result()
+                if result is not None:
+                    self.finish(run, "done", result)
+            if zygote.fd in ready and not zygote.pump():
+                for run in list(self.running.values()):
+                    self.finish(run, "exit", None)
+                return
+            for run in list(self.running.values()):
+                pid = run.standby.pid
+                if pid in zygote.statuses:
+                    # It ended: whatever it wrote is in the pipe by now.
+                    run.drained = False
+                    result = None
+                    while run.result_open and not run.drained and result is None:
+                        result = run.read_result()
+                    if result is not None:
+                        self.finish(run, "done", result)
+                    else:
+                        self.finish(run, "exit", zygote.statuses.pop(pid))
+                elif time.monotonic() >= run.deadline:
+                    self.finish(run, "timeout", None)
+            if stdin_fd in ready and not self.read_requests(stdin_fd):
+                # The caller is gone: nothing to reply to.
+                for run in self.running.values():
+                    kill_group(run.standby.pid)
+                return
+            if not self.running:
+                STANDBY.tidy(set())
+            else:
+                STANDBY.tidy({r.standby.pid for r in self.running.values()})
 
 
 def load_evaluator(path, task_dir):
@@ -859,6 +948,7 @@ def main():
         send({"ready": False, "error": f"Python 3.9 or newer is needed, this is {sys.version.split()[0]}",
               "traceback": ""})
         return
+    STANDBY.depth = max(1, int(config.get("standby", 2)))
     try:
         STANDBY.configure(module, scratch, suffix)
     except OSError as exc:
@@ -869,30 +959,7 @@ def main():
     except OSError:
         pass
     send({"ready": True, "executable": sys.executable or ""})
-    stdin = sys.stdin.buffer
-    while True:
-        line = stdin.readline()
-        if not line:
-            return
-        try:
-            request = json.loads(line)
-        except ValueError:
-            continue
-        try:
-            reply = evaluate_request(request, line)
-        except Exception as exc:
-            error, text = format_exception(exc)
-            reply = {
-                "id": request.get("id", 0),
-                "scores": {},
-                "nonfinite": [],
-                "artifacts": {"traceback": text},
-                "error": f"worker failure: {error}",
-                "timeout": False,
-            }
-        send(reply)
-        if not STANDBY.tidy():
-            return
+    Server().serve(sys.stdin.fileno())
 
 
 if __name__ == "__main__":

@@ -31,17 +31,17 @@
 //!   candidate is invalid, and a fresh worker is started next time. Dropping
 //!   the evaluator kills every worker and any candidate still running.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::{OnceCell, Semaphore};
+use tokio::sync::{OnceCell, Semaphore, oneshot};
 
 use super::{Candidate, Evaluation, Evaluator};
 use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
@@ -113,12 +113,14 @@ impl Default for SubprocessParams {
 /// stage 3 follows likewise, gated by `cascade_thresholds[1]`. Without stage
 /// functions `evaluate` is used.
 pub struct SubprocessEvaluator {
-    // Field order matters: idle workers are dropped (killed) before the
-    // private dir they run in is removed.
-    idle: Mutex<Vec<Worker>>,
+    /// The warm worker all evaluations share (started at first use, replaced
+    /// when it dies or hangs). Killed in `Drop`, before the private dir goes.
+    worker: tokio::sync::Mutex<Option<Arc<Worker>>>,
+    /// Candidates in flight at once (`BuildContext.parallel`).
     permits: Semaphore,
     import_failure: Mutex<Option<Evaluation>>,
     next_worker: AtomicU64,
+    next_request: AtomicU64,
     config: Config,
     setup: OnceCell<Result<Setup, String>>,
     /// The interpreter's real path, as reported by the first worker.
@@ -215,10 +217,11 @@ impl SubprocessEvaluator {
         };
         params.cascade_thresholds.retain(|t| t.is_finite());
         Self {
-            idle: Mutex::new(Vec::new()),
+            worker: tokio::sync::Mutex::new(None),
             permits: Semaphore::new(pool_size.max(1)),
             import_failure: Mutex::new(None),
             next_worker: AtomicU64::new(0),
+            next_request: AtomicU64::new(0),
             config: Config {
                 evaluator_path: task.evaluator_path.clone(),
                 task_dir: task.dir.clone(),
@@ -235,14 +238,15 @@ impl SubprocessEvaluator {
         &self.config.params
     }
 
-    /// Number of warm workers currently idle in the pool.
-    pub fn idle_workers(&self) -> usize {
-        lock(&self.idle).len()
-    }
-
-    /// Process ids of the idle workers (for diagnostics and tests).
+    /// Process id of the warm worker, when one is running (for diagnostics
+    /// and tests; empty while another task holds the worker slot).
     pub fn worker_pids(&self) -> Vec<u32> {
-        lock(&self.idle).iter().filter_map(|w| w.pid).collect()
+        self.worker
+            .try_lock()
+            .ok()
+            .and_then(|w| w.as_ref().filter(|w| w.alive()).and_then(|w| w.pid))
+            .into_iter()
+            .collect()
     }
 
     async fn setup(&self) -> Result<&Setup, String> {
@@ -257,7 +261,7 @@ impl SubprocessEvaluator {
         lock(&self.import_failure).clone()
     }
 
-    async fn spawn_worker(&self, setup: &Setup) -> Result<Worker, SpawnError> {
+    async fn spawn_worker(&self, setup: &Setup) -> Result<Arc<Worker>, SpawnError> {
         let n = self.next_worker.fetch_add(1, Ordering::Relaxed);
         let scratch = setup.dir.path().join(format!("w{n}"));
         let worker_config = serde_json::json!({
@@ -265,6 +269,9 @@ impl SubprocessEvaluator {
             "task_dir": self.config.task_dir,
             "suffix": self.config.suffix,
             "scratch": scratch,
+            // Standby children kept ready: a candidate that arrives finds a
+            // child already set up; the one taken is replaced meanwhile.
+            "standby": 2,
         });
         let mut python_path = std::env::var_os("PYTHONPATH")
             .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
@@ -296,16 +303,12 @@ impl SubprocessEvaluator {
                 "evaluation worker has no stdin/stdout pipe".to_owned(),
             ));
         };
-        let mut worker = Worker {
-            pid: child.id(),
-            child,
-            stdin,
-            stdout: BufReader::new(stdout),
-            in_flight: None,
-        };
+        let pid = child.id();
+        let mut stdout = BufReader::new(stdout);
         let limit = Duration::from_secs_f64(STARTUP_GRACE_SECS + self.config.params.timeout_secs);
-        let hello = match tokio::time::timeout(limit, worker.read_line()).await {
+        let hello = match tokio::time::timeout(limit, read_line(&mut stdout)).await {
             Err(_) => {
+                kill_worker(&mut child, pid);
                 return Err(SpawnError::Other(format!(
                     "evaluation worker did not finish importing {} within {:.0} s",
                     self.config.evaluator_path.display(),
@@ -313,7 +316,7 @@ impl SubprocessEvaluator {
                 )));
             }
             Ok(Err(e)) => {
-                let status = worker.exit_status().await;
+                let status = exit_status(&mut child).await;
                 return Err(SpawnError::Other(format!(
                     "evaluation worker for {} exited during start-up ({e}{status})",
                     self.config.evaluator_path.display()
@@ -321,20 +324,22 @@ impl SubprocessEvaluator {
             }
             Ok(Ok(line)) => line,
         };
-        let hello: Hello = serde_json::from_str(&hello).map_err(|e| {
-            SpawnError::Other(format!("evaluation worker sent a malformed greeting: {e}"))
-        })?;
-        if hello.ready {
-            if !hello.executable.is_empty() {
-                lock(&self.resolved_python).get_or_insert_with(|| PathBuf::from(&hello.executable));
+        let hello: Hello = match serde_json::from_str(&hello) {
+            Ok(h) => h,
+            Err(e) => {
+                kill_worker(&mut child, pid);
+                return Err(SpawnError::Other(format!(
+                    "evaluation worker sent a malformed greeting: {e}"
+                )));
             }
-            Ok(worker)
-        } else {
+        };
+        if !hello.ready {
+            kill_worker(&mut child, pid);
             let mut artifacts = BTreeMap::new();
             if !hello.traceback.is_empty() {
                 artifacts.insert("traceback".to_owned(), hello.traceback);
             }
-            Err(SpawnError::Import(Evaluation {
+            return Err(SpawnError::Import(Evaluation {
                 valid: false,
                 scores: BTreeMap::new(),
                 artifacts,
@@ -343,27 +348,58 @@ impl SubprocessEvaluator {
                     self.config.evaluator_path.display(),
                     hello.error
                 )),
-            }))
+            }));
+        }
+        if !hello.executable.is_empty() {
+            lock(&self.resolved_python).get_or_insert_with(|| PathBuf::from(&hello.executable));
+        }
+        let worker = Arc::new(Worker {
+            pid,
+            child: Mutex::new(child),
+            stdin: tokio::sync::Mutex::new(stdin),
+            pending: Mutex::new(HashMap::new()),
+            dead: Mutex::new(None),
+        });
+        tokio::spawn(read_replies(Arc::clone(&worker), stdout));
+        Ok(worker)
+    }
+
+    /// The shared worker, started (or replaced, when it died) as needed.
+    async fn current_worker(&self, setup: &Setup) -> Result<Arc<Worker>, SpawnError> {
+        let mut slot = self.worker.lock().await;
+        if let Some(w) = slot.as_ref().filter(|w| w.alive()) {
+            return Ok(Arc::clone(w));
+        }
+        if let Some(old) = slot.take() {
+            old.kill();
+        }
+        let worker = self.spawn_worker(setup).await?;
+        *slot = Some(Arc::clone(&worker));
+        Ok(worker)
+    }
+
+    /// Kill `worker` and forget it, so that the next evaluation starts a new one.
+    async fn retire(&self, worker: &Arc<Worker>) {
+        worker.kill();
+        let mut slot = self.worker.lock().await;
+        if slot.as_ref().is_some_and(|w| Arc::ptr_eq(w, worker)) {
+            *slot = None;
         }
     }
 
-    /// One attempt on one worker. `Retry` means the worker failed before the
-    /// candidate started, so a fresh worker may be tried.
+    /// One attempt on the shared worker. `Retry` means the worker failed
+    /// before the candidate started, so a fresh worker may be tried.
     async fn attempt(&self, setup: &Setup, candidate: &Candidate) -> Attempt {
-        let idle = lock(&self.idle).pop();
-        let mut worker = match idle {
-            Some(w) => w,
-            None => match self.spawn_worker(setup).await {
-                Ok(w) => w,
-                Err(SpawnError::Import(failure)) => {
-                    *lock(&self.import_failure) = Some(failure.clone());
-                    return Attempt::Done(failure);
-                }
-                Err(SpawnError::Other(reason)) => return Attempt::Done(invalid(reason)),
-            },
+        let worker = match self.current_worker(setup).await {
+            Ok(w) => w,
+            Err(SpawnError::Import(failure)) => {
+                *lock(&self.import_failure) = Some(failure.clone());
+                return Attempt::Done(failure);
+            }
+            Err(SpawnError::Other(reason)) => return Attempt::Done(invalid(reason)),
         };
         let request = Request {
-            id: candidate.id,
+            id: self.next_request.fetch_add(1, Ordering::Relaxed),
             program: &candidate.content,
             timeout: self.config.params.timeout_secs,
             cascade: self.config.params.cascade,
@@ -372,16 +408,15 @@ impl SubprocessEvaluator {
         let backstop =
             Duration::from_secs_f64(self.config.params.timeout_secs + BACKSTOP_GRACE_SECS);
         match worker.run(&request, backstop).await {
-            Ok(reply) => {
-                lock(&self.idle).push(worker);
-                Attempt::Done(reply.into_evaluation())
-            }
+            Ok(reply) => Attempt::Done(reply.into_evaluation()),
             Err(RunError::BeforeStart(reason)) => {
-                drop(worker);
+                self.retire(&worker).await;
                 Attempt::Retry(reason)
             }
             Err(RunError::Failed(reason)) => {
-                drop(worker);
+                if !worker.alive() {
+                    self.retire(&worker).await;
+                }
                 Attempt::Done(invalid(reason))
             }
         }
@@ -421,8 +456,18 @@ impl std::fmt::Debug for SubprocessEvaluator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SubprocessEvaluator")
             .field("config", &self.config)
-            .field("idle_workers", &self.idle_workers())
+            .field("worker_pids", &self.worker_pids())
             .finish()
+    }
+}
+
+impl Drop for SubprocessEvaluator {
+    fn drop(&mut self) {
+        // Before the private dir (a field) is removed: the worker, its
+        // zygote and standby children, and every candidate still running.
+        if let Some(worker) = self.worker.get_mut().take() {
+            worker.kill();
+        }
     }
 }
 
@@ -490,106 +535,204 @@ fn prepare() -> Result<Setup, String> {
     Ok(Setup { dir, script })
 }
 
-/// One warm worker process.
+/// The warm worker process, shared by every evaluation in flight: requests
+/// are written to its stdin under a lock, a reader task hands each reply to
+/// the evaluation waiting for its id.
 struct Worker {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
     /// The worker's pid, which is also its process group id.
     pid: Option<u32>,
-    /// Process group of the candidate currently running, if any.
-    in_flight: Option<i64>,
+    child: Mutex<Child>,
+    stdin: tokio::sync::Mutex<ChildStdin>,
+    pending: Mutex<HashMap<u64, Pending>>,
+    /// Why the worker is gone, once it is.
+    dead: Mutex<Option<String>>,
+}
+
+/// An evaluation waiting for its reply.
+struct Pending {
+    tx: oneshot::Sender<Result<Reply, Gone>>,
+    /// Process group of the candidate's child, once the worker said it started.
+    pgid: Option<i64>,
+}
+
+/// The worker ended before it replied.
+struct Gone {
+    reason: String,
+    started: bool,
 }
 
 impl Worker {
-    async fn read_line(&mut self) -> Result<String, String> {
-        let mut line = String::new();
-        match self.stdout.read_line(&mut line).await {
-            Ok(0) => Err("end of output".to_owned()),
-            Ok(_) => Ok(line),
-            Err(e) => Err(format!("read error: {e}")),
+    fn alive(&self) -> bool {
+        lock(&self.dead).is_none()
+    }
+
+    /// Kill the worker (with its zygote and standby children) and every
+    /// candidate it is running.
+    fn kill(&self) {
+        let mut groups: Vec<i64> = lock(&self.pending)
+            .values()
+            .filter_map(|p| p.pgid)
+            .collect();
+        let mut child = lock(&self.child);
+        // Only signal the worker's group while the worker is unreaped, so the
+        // id cannot have been reused.
+        if let (Some(pid), Ok(None)) = (self.pid, child.try_wait()) {
+            groups.push(i64::from(pid));
+        }
+        kill_groups(&groups);
+        let _ = child.start_kill();
+        drop(child);
+        lock(&self.dead).get_or_insert_with(|| "the evaluation worker was stopped".to_owned());
+    }
+
+    /// Fail every evaluation still waiting (the worker ended).
+    fn fail_all(&self, reason: &str) {
+        lock(&self.dead).get_or_insert_with(|| reason.to_owned());
+        let pending: Vec<Pending> = lock(&self.pending).drain().map(|(_, p)| p).collect();
+        for p in pending {
+            let _ = p.tx.send(Err(Gone {
+                reason: reason.to_owned(),
+                started: p.pgid.is_some(),
+            }));
         }
     }
 
-    /// Describe how the worker ended, waiting briefly for it.
-    async fn exit_status(&mut self) -> String {
-        match tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await {
-            Ok(Ok(status)) => format!("; {status}"),
-            _ => String::new(),
-        }
-    }
-
-    async fn run(&mut self, request: &Request<'_>, backstop: Duration) -> Result<Reply, RunError> {
+    async fn run(&self, request: &Request<'_>, backstop: Duration) -> Result<Reply, RunError> {
         let mut line = serde_json::to_string(request)
             .map_err(|e| RunError::Failed(format!("cannot encode the request: {e}")))?;
         line.push('\n');
-        let exchange = async {
-            if let Err(e) = self.stdin.write_all(line.as_bytes()).await {
-                return Err(RunError::BeforeStart(format!(
-                    "cannot send to the evaluation worker: {e}"
-                )));
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut pending = lock(&self.pending);
+            if let Some(reason) = lock(&self.dead).clone() {
+                return Err(RunError::BeforeStart(reason));
             }
-            if let Err(e) = self.stdin.flush().await {
-                return Err(RunError::BeforeStart(format!(
-                    "cannot send to the evaluation worker: {e}"
-                )));
-            }
-            loop {
-                let text = match self.read_line().await {
-                    Ok(t) => t,
-                    Err(e) => {
-                        let status = self.exit_status().await;
-                        let reason = format!("evaluation worker died ({e}{status})");
-                        return Err(if self.in_flight.is_some() {
-                            RunError::Failed(format!(
-                                "{reason}; the candidate may have killed or crashed it"
-                            ))
-                        } else {
-                            RunError::BeforeStart(reason)
-                        });
-                    }
-                };
-                let reply: Reply = serde_json::from_str(&text).map_err(|e| {
-                    RunError::Failed(format!("evaluation worker sent a malformed reply: {e}"))
-                })?;
-                if reply.id != request.id {
-                    continue;
-                }
-                if let Some(pgid) = reply.started {
-                    self.in_flight = Some(pgid);
-                    continue;
-                }
-                self.in_flight = None;
-                return Ok(reply);
+            pending.insert(request.id, Pending { tx, pgid: None });
+        }
+        // Dropped unfinished (the run was stopped): forget the request and
+        // kill its candidate, which would otherwise run on in the worker.
+        let mut guard = CancelGuard {
+            worker: self,
+            id: request.id,
+            armed: true,
+        };
+        let sent = {
+            let mut stdin = self.stdin.lock().await;
+            match stdin.write_all(line.as_bytes()).await {
+                Ok(()) => stdin.flush().await,
+                Err(e) => Err(e),
             }
         };
-        match tokio::time::timeout(backstop, exchange).await {
-            Ok(result) => result,
-            Err(_) => Err(RunError::Failed(format!(
-                "evaluation worker did not answer within {:.1} s (hung or stuck outside Python); \
-                 it was killed and will be restarted",
-                backstop.as_secs_f64()
+        if let Err(e) = sent {
+            guard.armed = false;
+            lock(&self.pending).remove(&request.id);
+            return Err(RunError::BeforeStart(format!(
+                "cannot send to the evaluation worker: {e}"
+            )));
+        }
+        let outcome = tokio::time::timeout(backstop, rx).await;
+        guard.armed = false;
+        match outcome {
+            Ok(Ok(Ok(reply))) => Ok(reply),
+            Ok(Ok(Err(gone))) if gone.started => Err(RunError::Failed(format!(
+                "{}; the candidate may have killed or crashed it",
+                gone.reason
             ))),
+            Ok(Ok(Err(gone))) => Err(RunError::BeforeStart(gone.reason)),
+            Ok(Err(_)) => Err(RunError::BeforeStart(
+                "the evaluation worker went away".to_owned(),
+            )),
+            Err(_) => {
+                let pgid = lock(&self.pending).remove(&request.id).and_then(|p| p.pgid);
+                if let Some(pgid) = pgid {
+                    kill_groups(&[pgid]);
+                }
+                self.kill();
+                Err(RunError::Failed(format!(
+                    "evaluation worker did not answer within {:.1} s (hung or stuck outside Python); \
+                     it was killed and will be restarted",
+                    backstop.as_secs_f64()
+                )))
+            }
         }
     }
 }
 
-impl Drop for Worker {
+/// Cancels a request whose evaluation future is dropped before its reply.
+struct CancelGuard<'a> {
+    worker: &'a Worker,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for CancelGuard<'_> {
     fn drop(&mut self) {
-        // With no candidate running, killing the worker is enough: its
-        // standby child has a parent-death signal and, failing that, sees end
-        // of file on its request pipe and exits. That path starts no process.
-        if let Some(pgid) = self.in_flight.take() {
-            let mut groups = vec![pgid];
-            // Only signal the worker's group while the worker is unreaped, so
-            // the id cannot have been reused.
-            if let (Some(pid), Ok(None)) = (self.pid, self.child.try_wait()) {
-                groups.push(i64::from(pid));
-            }
-            kill_groups(&groups);
+        if self.armed
+            && let Some(pgid) = lock(&self.worker.pending)
+                .remove(&self.id)
+                .and_then(|p| p.pgid)
+        {
+            kill_groups(&[pgid]);
         }
-        let _ = self.child.start_kill();
     }
+}
+
+/// Hand each reply to the evaluation waiting for its id; when the worker's
+/// output ends, fail whatever is still waiting.
+async fn read_replies(worker: Arc<Worker>, mut stdout: BufReader<ChildStdout>) {
+    let end = loop {
+        let text = match read_line(&mut stdout).await {
+            Ok(t) => t,
+            Err(e) => break e,
+        };
+        let Ok(reply) = serde_json::from_str::<Reply>(&text) else {
+            continue; // not for anyone we can name; its evaluation hits the backstop
+        };
+        let mut pending = lock(&worker.pending);
+        if let Some(pgid) = reply.started {
+            if let Some(p) = pending.get_mut(&reply.id) {
+                p.pgid = Some(pgid);
+            }
+            continue;
+        }
+        if let Some(p) = pending.remove(&reply.id) {
+            let _ = p.tx.send(Ok(reply));
+        }
+    };
+    let mut status = String::new();
+    for _ in 0..10 {
+        if let Ok(Some(s)) = lock(&worker.child).try_wait() {
+            status = format!("; {s}");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    worker.fail_all(&format!("evaluation worker died ({end}{status})"));
+}
+
+async fn read_line(stdout: &mut BufReader<ChildStdout>) -> Result<String, String> {
+    let mut line = String::new();
+    match stdout.read_line(&mut line).await {
+        Ok(0) => Err("end of output".to_owned()),
+        Ok(_) => Ok(line),
+        Err(e) => Err(format!("read error: {e}")),
+    }
+}
+
+/// Describe how a worker that is starting ended, waiting briefly for it.
+async fn exit_status(child: &mut Child) -> String {
+    match tokio::time::timeout(Duration::from_millis(500), child.wait()).await {
+        Ok(Ok(status)) => format!("; {status}"),
+        _ => String::new(),
+    }
+}
+
+/// Kill a worker that failed to start (its group, while it is unreaped).
+fn kill_worker(child: &mut Child, pid: Option<u32>) {
+    if let (Some(pid), Ok(None)) = (pid, child.try_wait()) {
+        kill_groups(&[i64::from(pid)]);
+    }
+    let _ = child.start_kill();
 }
 
 /// SIGKILL whole process groups (safe Rust has no `killpg`, so use kill(1)).
