@@ -1,35 +1,38 @@
 //! `SubprocessEvaluator`: runs the task's `evaluator.py` (OpenEvolve format)
-//! in warm Python worker processes, one forked child per candidate, so a
-//! runaway, crashing or misbehaving candidate can always be killed without
-//! paying an interpreter start-up per candidate.
+//! in one warm Python worker, one forked child per candidate, so a runaway,
+//! crashing or misbehaving candidate can always be killed without paying an
+//! interpreter start-up (or an `evaluator.py` import) per candidate.
 //!
 //! How it works:
-//! - At first use a private temp dir receives the worker script
-//!   (`assets/python/galapagos_worker.py`, embedded) and a small `openevolve`
-//!   package (`EvaluationResult` shim) that is put on `PYTHONPATH`, so
-//!   evaluators written for OpenEvolve run unchanged. The first worker starts
-//!   through the interpreter as named (param `python`, default `python3`) and
-//!   reports its real path (`sys.executable`); later workers start from that
-//!   path, which skips version-manager shims such as pyenv's.
-//! - A pool of workers grows lazily up to `BuildContext.parallel`. Each worker
-//!   imports `evaluator.py` once (cwd = task dir, task dir on `sys.path`) and
-//!   serves JSON-line requests. Per candidate it writes the program to a file
-//!   with the task's suffix and forks a child in its own process group whose
-//!   stdout/stderr go to capture files; on timeout the whole group is
-//!   SIGKILLed. The worker's own stdout is reserved for the protocol.
-//! - Zygote: each worker keeps one pre-forked standby child (own process
-//!   group, parent-death signal, stdin from /dev/null, stdout/stderr on
-//!   capture pipes, a warm-up of the import path already done) waiting on a
-//!   private pipe, and forks the next one right after each reply, so the fork
-//!   is off the critical path. The request line is forwarded to the child as
-//!   is; the child writes the program file, evaluates, and sends its result
-//!   back on a second pipe before it exits; the worker then kills its group
-//!   and replies without waiting for the process teardown, reaping it
-//!   afterwards. Each child still evaluates exactly one candidate.
+//! - At first use a private dir (in RAM, `/dev/shm`, when it exists) receives
+//!   the worker script (`assets/python/galapagos_worker.py`, embedded) and a
+//!   small `openevolve` package (`EvaluationResult` shim) that is put on
+//!   `PYTHONPATH`, so evaluators written for OpenEvolve run unchanged. The
+//!   worker starts through the interpreter as named (param `python`, default
+//!   `python3`) and reports its real path (`sys.executable`); a replacement
+//!   worker starts from that path, which skips version-manager shims.
+//! - The worker imports `evaluator.py` once (cwd = task dir, task dir on
+//!   `sys.path`) and serves JSON-line requests, any number at once (up to
+//!   `BuildContext.parallel`, the evaluator's permits): requests carry an id,
+//!   a reader task hands each reply to the evaluation waiting for it. The
+//!   worker's own stdout is reserved for the protocol.
+//! - Zygote: right after the import the worker forks a zygote whose only job
+//!   is to fork standby children (a process that forks pays a page fault for
+//!   every page it writes afterwards; the zygote writes almost nothing, the
+//!   worker never forks again). Two standbys wait at any time, already set up
+//!   (own process group, parent-death signal, stdin from /dev/null,
+//!   stdout/stderr on capture pipes, a rehearsal of the request path). A
+//!   request line is forwarded to one as is; the child writes the program
+//!   file, evaluates, and sends its result back on a pipe; the worker kills
+//!   its group (grandchildren included) and replies at once, and asks the
+//!   zygote for a replacement while the candidate runs. Each child evaluates
+//!   exactly one candidate; at the timeout its whole group is SIGKILLed.
 //! - A Rust-side backstop (timeout + 5 s) covers a worker that stops
-//!   answering: its process group and the candidate's are killed, the
-//!   candidate is invalid, and a fresh worker is started next time. Dropping
-//!   the evaluator kills every worker and any candidate still running.
+//!   answering: its process group and the candidates' are killed, the
+//!   candidates are invalid, and a fresh worker is started next time. An
+//!   evaluation dropped unfinished (a stopped run) kills its candidate;
+//!   dropping the evaluator kills the worker, its zygote and standbys, and
+//!   any candidate still running.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -87,8 +90,8 @@ impl Default for SubprocessParams {
     }
 }
 
-/// Scores candidates with the task's `evaluator.py` in warm, killable Python
-/// workers.
+/// Scores candidates with the task's `evaluator.py` in a warm Python
+/// worker, one killable forked child per candidate.
 ///
 /// Result normalisation (done in the worker): numeric and bool values become
 /// scores (bool → 0/1); strings become artifacts; lists and dicts become
@@ -146,7 +149,7 @@ impl SubprocessEvaluator {
     pub const INFO: ComponentInfo = ComponentInfo {
         kind: "subprocess",
         type_name: "SubprocessEvaluator",
-        summary: "Runs the task's evaluator.py in warm, killable Python workers (fork per candidate)",
+        summary: "Runs the task's evaluator.py in a warm Python worker, one killable forked child per candidate",
         params: &[
             ParamSpec {
                 key: "timeout_secs",
@@ -207,7 +210,7 @@ impl SubprocessEvaluator {
     }
 
     /// Build for a task with explicit parameters and at most `pool_size`
-    /// concurrent workers (at least one). Nothing is started until the first
+    /// candidates evaluated at once (at least one). Nothing is started until the first
     /// evaluation. Out-of-range timeouts are clamped to 0.1..=86400 s.
     pub fn new(task: &Task, mut params: SubprocessParams, pool_size: usize) -> Self {
         params.timeout_secs = if params.timeout_secs.is_finite() {
