@@ -283,3 +283,77 @@ fn a_corrupt_or_newer_archive_is_a_clear_error_and_is_not_modified() {
         "a newer archive is never written to"
     );
 }
+
+/// Stop while the initial program is still being evaluated: the run ends at
+/// once (it does not wait for the evaluation), the candidate is killed, and
+/// nothing half-made is recorded.
+#[test]
+fn stop_during_the_initial_evaluation_does_not_wait_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    let marker = dir.path().join("initial.pid");
+    std::fs::write(
+        task.join("evaluator.py"),
+        format!(
+            "import os, time\n\ndef evaluate(path):\n    open({:?}, 'w').write(str(os.getpid()))\n    time.sleep(60)\n    return {{'combined_score': 1.0}}\n",
+            marker.display().to_string()
+        ),
+    )
+    .unwrap();
+    let registry = registry();
+    let run_dir = dir.path().join("run");
+    let h = spawn_run(
+        request(
+            card("best_of_n.yaml", &registry),
+            &task,
+            Some(run_dir.clone()),
+        ),
+        registry,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !marker.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the initial evaluation never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid: u32 = std::fs::read_to_string(&marker)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let stopped = Instant::now();
+    stop(&h);
+    let (genomes, summary) = collect(h, |_, _| {});
+    assert!(
+        stopped.elapsed() < Duration::from_secs(20),
+        "Stop waited for the 60 s evaluation"
+    );
+    assert_eq!(summary.status, RunStatus::Stopped);
+    assert!(genomes.is_empty());
+    assert_eq!(Archive::open(&run_dir).unwrap().genomes().unwrap().len(), 0);
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+    });
+    assert!(gone, "the initial candidate {pid} survived the Stop");
+    // Resuming it starts over in the same folder.
+    std::fs::write(
+        task.join("evaluator.py"),
+        "def evaluate(path):\n    return {'combined_score': 0.5}\n",
+    )
+    .unwrap();
+    let registry = common::registry();
+    let mut c = card("best_of_n.yaml", &registry);
+    c.general.max_iterations = 3;
+    let h = spawn_resume(request(c, &task, Some(run_dir.clone())), registry).unwrap();
+    let (_, resumed) = collect(h, |_, _| {});
+    assert_eq!(resumed.status, RunStatus::Completed);
+    assert_eq!(resumed.iterations, 3);
+    assert!(Archive::open(&run_dir).unwrap().genomes().unwrap().len() >= 4);
+}

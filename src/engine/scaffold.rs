@@ -475,6 +475,8 @@ impl Scaffold {
             evaluator: Arc::clone(&self.evaluator),
         });
 
+        let mut paused = false;
+        let mut commands_open = true;
         let mut st = LoopState {
             summary: Self::empty_summary(RunStatus::Completed),
             next_id: 0,
@@ -505,46 +507,61 @@ impl Scaffold {
                 )
                 .await;
         } else {
-            // The initial program: genome 0, iteration 0.
+            // The initial program: genome 0, iteration 0. Commands are read
+            // meanwhile: a Stop must not wait for a slow first evaluation
+            // (dropping it kills the candidate).
             let t_eval = Instant::now();
-            let eval = self
-                .evaluator
-                .evaluate(&Candidate {
-                    id: 0,
-                    content: self.task.initial_program.clone(),
-                })
-                .await;
-            let initial = Genome {
-                iteration: 0,
-                valid: eval.valid,
-                scores: eval.scores,
-                artifacts: eval.artifacts,
-                error: eval.error,
+            let evaluator = Arc::clone(&self.evaluator);
+            let candidate = Candidate {
+                id: 0,
                 content: self.task.initial_program.clone(),
-                metadata: GenomeMeta {
-                    patch_type: "initial".to_owned(),
-                    ..GenomeMeta::default()
-                },
-                timings: Timings {
-                    evaluate_ms: ms(t_eval),
-                    ..Timings::default()
-                },
-                ..Genome::default()
             };
-            let (out, _) = self.admit_iteration(vec![initial], &mut st, false).await;
-            st.summary.initial_score = out.first().and_then(|g| g.fitness());
-            if let Some(g) = out.first().filter(|g| !g.valid) {
-                st.stop.get_or_insert(RunStatus::Failed(format!(
-                    "the initial program did not score: {}",
-                    g.error.as_deref().unwrap_or("invalid")
-                )));
+            let mut evaluation = std::pin::pin!(evaluator.evaluate(&candidate));
+            let eval = loop {
+                tokio::select! {
+                    e = &mut evaluation => break Some(e),
+                    cmd = commands.recv(), if commands_open => match cmd {
+                        Some(cmd) => {
+                            self.apply(cmd, &mut paused, &mut st.stop, &events).await;
+                            if st.stop.is_some() {
+                                break None;
+                            }
+                        }
+                        None => commands_open = false,
+                    },
+                }
+            };
+            if let Some(eval) = eval {
+                let initial = Genome {
+                    iteration: 0,
+                    valid: eval.valid,
+                    scores: eval.scores,
+                    artifacts: eval.artifacts,
+                    error: eval.error,
+                    content: self.task.initial_program.clone(),
+                    metadata: GenomeMeta {
+                        patch_type: "initial".to_owned(),
+                        ..GenomeMeta::default()
+                    },
+                    timings: Timings {
+                        evaluate_ms: ms(t_eval),
+                        ..Timings::default()
+                    },
+                    ..Genome::default()
+                };
+                let (out, _) = self.admit_iteration(vec![initial], &mut st, false).await;
+                st.summary.initial_score = out.first().and_then(|g| g.fitness());
+                if let Some(g) = out.first().filter(|g| !g.valid) {
+                    st.stop.get_or_insert(RunStatus::Failed(format!(
+                        "the initial program did not score: {}",
+                        g.error.as_deref().unwrap_or("invalid")
+                    )));
+                }
+                admitted.extend(out);
             }
-            admitted.extend(out);
         }
 
         let mut in_flight = FuturesUnordered::new();
-        let mut paused = false;
-        let mut commands_open = true;
         let parallel = general.parallel.max(1) as usize;
         let attempts = general.inner_retry_times.saturating_add(1);
 

@@ -165,8 +165,15 @@ pub async fn run_request(
             return fail("resume needs a run folder".to_owned()).await;
         };
         let read = Archive::open(dir).and_then(|a| Ok((a.genomes()?, a.checkpoint()?)));
-        let (genomes, checkpoint) = match read {
-            Ok((g, Some(c))) => (g, c),
+        match read {
+            Ok((genomes, Some(checkpoint))) => {
+                if let Err(e) = scaffold.restore(genomes, checkpoint) {
+                    return fail(format!("{}: cannot resume: {e}", dir.display())).await;
+                }
+            }
+            // Stopped before the initial program was scored: nothing to
+            // restore, the run starts over in the same folder.
+            Ok((genomes, None)) if genomes.is_empty() => {}
             Ok((_, None)) => {
                 return fail(format!(
                     "{}: the run has no checkpoint to resume from",
@@ -175,9 +182,6 @@ pub async fn run_request(
                 .await;
             }
             Err(e) => return fail(e.to_string()).await,
-        };
-        if let Err(e) = scaffold.restore(genomes, checkpoint) {
-            return fail(format!("{}: cannot resume: {e}", dir.display())).await;
         }
     }
     let recorder: Option<Box<dyn RunRecorder>> = match request.run_dir.as_deref() {

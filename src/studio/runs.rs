@@ -120,7 +120,8 @@ struct Selected {
     dir: PathBuf,
     /// Iteration budget recorded in the archive.
     budget: u64,
-    /// Iterations done according to the checkpoint (`None`: no checkpoint).
+    /// Iterations done according to the checkpoint (`None`: no checkpoint
+    /// although genomes were recorded; `Some(0)`: nothing recorded yet).
     done: Option<u64>,
     /// Why the archive cannot be read.
     error: Option<String>,
@@ -132,7 +133,14 @@ impl Selected {
             let a = Archive::open(dir).map_err(|e| e.to_string())?;
             let meta = a.meta().map_err(|e| e.to_string())?;
             let ck = a.checkpoint().map_err(|e| e.to_string())?;
-            Ok((meta.max_iterations, ck.map(|c| c.iterations_done)))
+            let done = match ck {
+                Some(c) => Some(c.iterations_done),
+                // Stopped before the initial program was scored: resuming
+                // starts over.
+                None if a.genomes().map_err(|e| e.to_string())?.is_empty() => Some(0),
+                None => None,
+            };
+            Ok((meta.max_iterations, done))
         };
         match read() {
             Ok((budget, done)) => Self {
