@@ -1,19 +1,21 @@
 """Galapagos evaluation worker.
 
-Started once per pool slot by the Rust `SubprocessEvaluator`. It imports the
+Started once per run by the Rust `SubprocessEvaluator`. It imports the
 task's evaluator.py a single time, then serves evaluation requests as JSON
-lines on stdin/stdout. Every candidate runs in a forked child in its own
+lines on stdin/stdout, any number at once (replies go out as candidates
+finish, matched by id). Every candidate runs in a forked child in its own
 process group, so a runaway or crashing candidate is killed (SIGKILL to the
 whole group) without losing the warm interpreter.
 
-Zygote pattern: the child for the *next* candidate is forked and set up
-(own process group, parent-death signal, stdin from /dev/null, its private
-folder and capture files, a warm-up of the import and JSON code paths) right
-after a reply is sent, while the caller is busy with the next proposal. It then
-waits on a private pipe; a request costs one pipe write (the request line is
-forwarded as is), the child writes the program file, evaluates, and sends the
-result back on a second pipe. Each child evaluates exactly one candidate and
-exits, so candidates stay isolated from each other.
+Zygote pattern: right after the import the worker forks a zygote that forks
+every child (see `Zygote`), so the worker itself never forks again. Two
+standby children wait at any time, already set up (own process group,
+parent-death signal, stdin from /dev/null, stdout/stderr on capture pipes, a
+rehearsal of the request path). A request costs one pipe write (the request
+line is forwarded as is); the child writes the program file, evaluates, and
+sends the result back on a second pipe; its replacement is asked for while it
+runs. Each child evaluates exactly one candidate and exits, so candidates stay
+isolated from each other.
 
 Protocol (one JSON object per line):
   worker -> rust  {"ready": true, "executable": str}  or  {"ready": false, "error": str, "traceback": str}
@@ -611,7 +613,6 @@ class Standby:
         self.write_fd = request_w
         self.result_fd = result_r
         self.captures = {"stdout": Capture(out_r), "stderr": Capture(err_r)}
-        self.ended = False
 
     @property
     def pid(self):
