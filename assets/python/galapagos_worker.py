@@ -14,8 +14,17 @@ parent-death signal, stdin from /dev/null, stdout/stderr on capture pipes, a
 rehearsal of the request path). A request costs one pipe write (the request
 line is forwarded as is); the child writes the program file, evaluates, and
 sends the result back on a second pipe; its replacement is asked for while it
-runs. Each child evaluates exactly one candidate and exits, so candidates stay
-isolated from each other.
+runs. By default each child evaluates exactly one candidate and exits, so
+candidates stay isolated from each other. With `reuse` K > 1 (the evaluator's
+`candidates_per_process`) a child serves up to K candidates one after
+another, like a pool worker of OpenEvolve, but still killable: a candidate
+that overruns or crashes takes only its own child with it. After each
+candidate the child puts back what candidates commonly change (working
+directory, sys.path, argv, environment, standard streams, recursion limit,
+random state, warning filters, signal handlers and timers), and it retires
+instead of serving again when the candidate left threads or processes
+behind, replaced anything in builtins, evaluator.py's globals or a module
+evaluator.py uses, or grew the process by more than RSS_GROWTH_LIMIT.
 
 Protocol (one JSON object per line):
   worker -> rust  {"ready": true, "executable": str}  or  {"ready": false, "error": str, "traceback": str}
@@ -23,7 +32,9 @@ Protocol (one JSON object per line):
                    "cascade": bool, "thresholds": [float, ...]}
   worker -> rust  {"id": int, "started": pid}           (the child's process group)
   worker -> rust  {"id": int, "scores": {str: float}, "nonfinite": [str],
-                   "artifacts": {str: str}, "error": str | null, "timeout": bool}
+                   "artifacts": {str: str}, "error": str | null, "timeout": bool,
+                   "elapsed_secs": float, "reused": int}
+  ("reused": how many candidates the child had served before this one.)
 
 Only the standard library is used.
 """
@@ -40,6 +51,7 @@ import time
 import traceback
 
 CAPTURE_LIMIT = 20_000
+RSS_GROWTH_LIMIT = 512 << 20  # bytes a reused child may grow before it retires
 ARTIFACT_LIMIT = 100_000
 WORKER_FILE = os.path.abspath(__file__)
 
@@ -310,7 +322,146 @@ def warm_up(scratch):
         pass
 
 
-def standby_main(module, fds, scratch, suffix):
+_MISSING = object()
+
+
+def rss_bytes():
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class CandidateState:
+    """What a reused child puts back after each candidate (`restore`), and
+    the checks that then decide whether it may serve again (`dirty`).
+
+    Captured once, after the warm-up and before the first candidate, so every
+    candidate starts from the state a fresh child would have (the `random`
+    module is reseeded, as it is in a forked child; numpy's global generator
+    is put back, as a fork copies it)."""
+
+    SIGNALS = tuple(
+        getattr(signal, name) for name in ("SIGALRM", "SIGTERM", "SIGINT", "SIGUSR1", "SIGUSR2", "SIGHUP")
+        if hasattr(signal, name)
+    )
+
+    def __init__(self, module, scratch):
+        import builtins
+        import types
+
+        self.scratch = scratch
+        self.cwd = os.getcwd()
+        self.path = list(sys.path)
+        self.argv = list(sys.argv)
+        self.environ = dict(os.environ)
+        self.recursion = sys.getrecursionlimit()
+        self.streams = (sys.stdin, sys.stdout, sys.stderr)
+        self.module_names = set(sys.modules)
+        self.signals = {s: signal.getsignal(s) for s in self.SIGNALS}
+        self.np_random = None
+        np = sys.modules.get("numpy")
+        if np is not None:
+            try:
+                self.np_random = np.random.get_state()
+            except Exception:
+                self.np_random = None
+        warnings = sys.modules.get("warnings")
+        self.warnings = list(warnings.filters) if warnings is not None else None
+        # Identity snapshots: a replaced (monkeypatched) or deleted name shows.
+        seen = set()
+        self.watched = []
+        for m in [builtins, module] + [v for v in vars(module).values() if isinstance(v, types.ModuleType)]:
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            live = vars(m)
+            self.watched.append((getattr(m, "__name__", "?"), live, dict(live)))
+        self.rss = rss_bytes()
+
+    def restore(self):
+        if os.getcwd() != self.cwd:
+            os.chdir(self.cwd)
+        sys.path[:] = self.path
+        sys.argv[:] = self.argv
+        if os.environ != self.environ:
+            os.environ.clear()
+            os.environ.update(self.environ)
+        sys.setrecursionlimit(self.recursion)
+        sys.stdin, sys.stdout, sys.stderr = self.streams
+        rnd = sys.modules.get("random")
+        if rnd is not None:
+            rnd.seed()  # fresh entropy, as the random module does in a forked child
+        if self.np_random is not None:
+            try:
+                sys.modules["numpy"].random.set_state(self.np_random)
+            except Exception:
+                pass
+        if self.warnings is not None:
+            sys.modules["warnings"].filters[:] = self.warnings
+        if hasattr(signal, "setitimer"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        for sig, handler in self.signals.items():
+            if signal.getsignal(sig) is not handler and handler is not None:
+                signal.signal(sig, handler)
+
+    def dirty(self, result):
+        """Why this child must not serve another candidate, or None."""
+        for name, live, snapshot in self.watched:
+            for key, value in snapshot.items():
+                if live.get(key, _MISSING) is not value:
+                    return f"{name}.{key} was replaced or deleted"
+        threading = sys.modules.get("threading")
+        if threading is not None and threading.active_count() > 1:
+            return "threads are still running"
+        try:
+            while True:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+                if pid == 0:
+                    return "child processes are still running"
+        except ChildProcessError:
+            pass
+        if result.error and ("MemoryError" in result.error or "RecursionError" in result.error):
+            return result.error
+        if len(sys.modules) != len(self.module_names):
+            # Candidate modules an evaluator registered would pile up; library
+            # imports stay (importing them again would cost every candidate).
+            for key in set(sys.modules) - self.module_names:
+                path = getattr(sys.modules.get(key), "__file__", None) or ""
+                if path.startswith(self.scratch):
+                    del sys.modules[key]
+            self.module_names = set(sys.modules)
+        if rss_bytes() - self.rss > RSS_GROWTH_LIMIT:
+            return "memory grew by more than 512 MiB"
+        return None
+
+
+class LineReader:
+    """Request lines from a pipe (a request is one JSON line)."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.buf = bytearray()
+
+    def next_line(self):
+        """The next line, or None at end of file."""
+        while True:
+            end = self.buf.find(b"\n")
+            if end >= 0:
+                line = bytes(self.buf[: end + 1])
+                del self.buf[: end + 1]
+                return line
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                if self.buf:
+                    line, self.buf = bytes(self.buf), bytearray()
+                    return line
+                return None
+            self.buf += chunk
+
+
+def standby_main(module, fds, scratch, suffix, reuse=1):
     """Body of a pre-forked standby child (zygote pattern).
 
     Everything that does not depend on the candidate (own process group,
@@ -318,14 +469,22 @@ def standby_main(module, fds, scratch, suffix):
     stdout/stderr onto the capture pipes, closing the protocol channel, a
     warm-up) is done here, before any candidate exists, so it is off the
     critical path. The child then blocks until the worker forwards one request
-    line on its private pipe, writes the program file, evaluates that one
-    candidate, sends the result back on its result pipe (length-prefixed
-    JSON) and exits. End of file on the request pipe (the worker retired it
-    or died) exits at once.
+    line on its private pipe, writes the program file, evaluates that
+    candidate, and sends the result back on its result pipe (length-prefixed
+    JSON, with "reusable": whether it will serve another). With `reuse` 1 it
+    then exits; otherwise it waits for the next line, up to `reuse`
+    candidates. End of file on the request pipe (the worker retired it or
+    died) exits at once.
     """
     request_fd, result_fd, out_fd, err_fd = fds
     os.setpgid(0, 0)
     set_parent_death_signal()
+    if reuse > 1 and LIBC is not None:
+        # Orphaned grandchildren come back to this child, so `dirty` sees them.
+        try:
+            LIBC.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        except Exception:
+            pass
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -340,33 +499,39 @@ def standby_main(module, fds, scratch, suffix):
     os.close(out_fd)
     os.close(err_fd)
     warm_up(scratch)
-    chunks = []
+    state = CandidateState(module, scratch) if reuse > 1 else None
+    reader = LineReader(request_fd)
+    served = 0
     while True:
-        chunk = os.read(request_fd, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(request_fd)
-    if not chunks:
-        os._exit(0)
-    request = json.loads(b"".join(chunks))
-    program_path = os.path.join(scratch, f"candidate_{request.get('id', 0)}{suffix}")
-    with open(program_path, "w", encoding="utf-8") as f:
-        f.write(request.get("program", ""))
-    result = run_evaluation(
-        module, program_path, bool(request.get("cascade", True)), list(request.get("thresholds") or [])
-    )
-    data = json.dumps(result.to_json(), allow_nan=False).encode("utf-8")
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except Exception:
-        pass
-    try:
-        write_all(result_fd, len(data).to_bytes(RESULT_HEADER, "big") + data)
-    except OSError:
-        pass
-    os._exit(0)
+        line = reader.next_line()
+        if line is None:
+            os._exit(0)
+        request = json.loads(line)
+        program_path = os.path.join(scratch, f"candidate_{request.get('id', 0)}{suffix}")
+        with open(program_path, "w", encoding="utf-8") as f:
+            f.write(request.get("program", ""))
+        result = run_evaluation(
+            module, program_path, bool(request.get("cascade", True)), list(request.get("thresholds") or [])
+        )
+        served += 1
+        keep = False
+        if state is not None and served < reuse:
+            state.restore()
+            keep = state.dirty(result) is None
+        payload = result.to_json()
+        payload["reusable"] = keep
+        data = json.dumps(payload, allow_nan=False).encode("utf-8")
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:
+            pass
+        try:
+            write_all(result_fd, len(data).to_bytes(RESULT_HEADER, "big") + data)
+        except OSError:
+            os._exit(0)
+        if not keep:
+            os._exit(0)
 
 
 # ------------------------------------------------------------ worker side
@@ -413,6 +578,11 @@ class Capture:
                     del self.tail[:extra]
                     self.dropped += extra
 
+    def reset(self):
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
     def text(self):
         data = bytes(self.head)
         if self.dropped:
@@ -455,7 +625,7 @@ class Zygote:
       zygote -> worker  b"X <pid> <status>"  a child ended (its wait status)
     """
 
-    def __init__(self, module, scratch, suffix):
+    def __init__(self, module, scratch, suffix, reuse=1):
         import socket
 
         self.sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -465,7 +635,7 @@ class Zygote:
         if pid == 0:
             try:
                 self.sock.close()
-                zygote_main(module, child_sock, scratch, suffix)
+                zygote_main(module, child_sock, scratch, suffix, reuse)
             except BaseException:
                 traceback.print_exc()
             os._exit(70)
@@ -525,7 +695,7 @@ class Zygote:
         self.statuses.pop(pid, None)
 
 
-def zygote_main(module, sock, scratch, suffix):
+def zygote_main(module, sock, scratch, suffix, reuse):
     """Fork a standby child per request; report forks and exits."""
     import socket
 
@@ -578,7 +748,7 @@ def zygote_main(module, sock, scratch, suffix):
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                     for f in (fd, wake_r, wake_w):
                         os.close(f)
-                    standby_main(module, fds, scratch, suffix)
+                    standby_main(module, fds, scratch, suffix, reuse)
                 except BaseException:
                     traceback.print_exc()
                 os._exit(70)
@@ -613,6 +783,7 @@ class Standby:
         self.write_fd = request_w
         self.result_fd = result_r
         self.captures = {"stdout": Capture(out_r), "stderr": Capture(err_r)}
+        self.served = 0  # candidates handed to this child so far
 
     @property
     def pid(self):
@@ -621,16 +792,19 @@ class Standby:
             self._pid = self.zygote.next_pid()
         return self._pid
 
-    def hand_over(self, line):
-        """Forward the request line and close the pipe; False when the child is gone."""
+    def hand_over(self, line, keep_open=False):
+        """Forward the request line (and close the pipe unless the child may
+        serve again); False when the child is gone."""
+        ok = True
         try:
             write_all(self.write_fd, line)
-            return True
+            self.served += 1
         except OSError:
-            return False
-        finally:
+            ok = False
+        if not (ok and keep_open):
             os.close(self.write_fd)
             self.write_fd = None
+        return ok
 
     def captured(self):
         """The candidate's stdout/stderr that are not empty (reads what is left)."""
@@ -642,6 +816,11 @@ class Standby:
             if text:
                 out[name] = text
         return out
+
+    def reset_captures(self):
+        """Start the next candidate's captures (a reused child)."""
+        for capture in self.captures.values():
+            capture.reset()
 
     def close(self):
         for name in ("write_fd", "result_fd"):
@@ -676,17 +855,33 @@ class StandbySlot:
     def __init__(self):
         self.depth = 1
         self.ready = []
+        self.idle = []  # reused children between candidates (most recent last)
+        self.reuse = 1
         self.zygote = None
         self.programs = []
         self.scratch = None
         self.suffix = ".py"
 
-    def configure(self, module, scratch, suffix):
-        self.scratch, self.suffix = scratch, suffix
-        self.zygote = Zygote(module, scratch, suffix)
+    def configure(self, module, scratch, suffix, reuse=1):
+        self.scratch, self.suffix, self.reuse = scratch, suffix, reuse
+        self.zygote = Zygote(module, scratch, suffix, reuse)
 
     def take(self):
+        """The child for the next candidate: the reused child that served
+        last (its pages are the warmest), else the oldest standby, else a new one."""
+        if self.idle:
+            return self.idle.pop()
         return self.ready.pop(0) if self.ready else Standby(self.zygote)
+
+    def candidates(self):
+        """How many children `take` can offer before it forks a new one."""
+        return len(self.idle) + len(self.ready)
+
+    def park(self, standby, rid):
+        """The candidate of a reused child is over and the child waits for the next."""
+        standby.reset_captures()
+        self.idle.append(standby)
+        self.programs.append(os.path.join(self.scratch, f"candidate_{rid}{self.suffix}"))
 
     def finish(self, standby, rid):
         """The candidate of `standby` is over and its group SIGKILLed."""
@@ -705,6 +900,10 @@ class StandbySlot:
         self.programs = []
         for pid in [p for p in self.zygote.statuses if p not in running]:
             del self.zygote.statuses[pid]
+            # A reused child that died while it waited (killed from outside).
+            for standby in [c for c in self.idle if c._pid == pid]:
+                self.idle.remove(standby)
+                standby.close()
 
     def refill(self):
         while len(self.ready) < self.depth:
@@ -782,9 +981,9 @@ class Server:
             timeout = float(request.get("timeout", 60.0))
             # A standby killed from outside while it waited refuses the
             # hand-over: try the next one, and in the end a fresh one.
-            for _ in range(len(STANDBY.ready) + 1):
+            for _ in range(STANDBY.candidates() + 1):
                 standby = STANDBY.take()
-                if standby.hand_over(line):
+                if standby.hand_over(line, keep_open=STANDBY.reuse > 1):
                     break
                 standby.retire()
             else:
@@ -804,27 +1003,30 @@ class Server:
     def finish(self, run, outcome, detail):
         del self.running[run.rid]
         pid = run.standby.pid
-        # Always clear the whole group: stray grandchildren must not outlive
-        # the candidate (and a child that sent its result needs no teardown).
-        kill_group(pid)
-        if outcome == "timeout":
-            STANDBY.zygote.status(pid, 10.0)  # gone before the reply says so
         reply = {"id": run.rid, "scores": {}, "nonfinite": [], "artifacts": {}, "error": None,
                  "timeout": outcome == "timeout"}
-        if outcome == "timeout":
-            reply["error"] = f"timeout: evaluation exceeded {run.timeout:g} s and was killed"
-        elif outcome == "done":
+        if outcome == "done":
             try:
                 reply.update(json.loads(detail))
             except ValueError as exc:
                 reply["error"] = f"unreadable evaluation result: {exc}"
-        elif detail is None:
-            reply["error"] = ZYGOTE_GONE
-        else:
-            reply["error"] = describe_status(detail)
+        reusable = reply.pop("reusable", False) is True and run.standby.write_fd is not None
+        if not reusable:
+            # Clear the whole group: stray grandchildren must not outlive the
+            # candidate (and a child that sent its result needs no teardown).
+            kill_group(pid)
+        if outcome == "timeout":
+            STANDBY.zygote.status(pid, 10.0)  # gone before the reply says so
+            reply["error"] = f"timeout: evaluation exceeded {run.timeout:g} s and was killed"
+        elif outcome == "exit":
+            reply["error"] = ZYGOTE_GONE if detail is None else describe_status(detail)
         reply.setdefault("artifacts", {}).update(run.standby.captured())
         reply["elapsed_secs"] = time.monotonic() - run.started
-        STANDBY.finish(run.standby, run.rid)
+        reply["reused"] = run.standby.served - 1
+        if reusable:
+            STANDBY.park(run.standby, run.rid)
+        else:
+            STANDBY.finish(run.standby, run.rid)
         send(reply)
 
     def read_requests(self, fd):
@@ -896,6 +1098,8 @@ class Server:
                 # The caller is gone: nothing to reply to.
                 for run in self.running.values():
                     kill_group(run.standby.pid)
+                for standby in STANDBY.idle:
+                    standby.retire()
                 return
             if not self.running:
                 STANDBY.tidy(set())
@@ -950,8 +1154,9 @@ def main():
               "traceback": ""})
         return
     STANDBY.depth = max(1, int(config.get("standby", 2)))
+    reuse = max(1, int(config.get("reuse", 1)))
     try:
-        STANDBY.configure(module, scratch, suffix)
+        STANDBY.configure(module, scratch, suffix, reuse)
     except OSError as exc:
         send({"ready": False, "error": f"cannot start the zygote process: {exc}", "traceback": ""})
         return

@@ -61,6 +61,8 @@ const SHIM_RESULT: &str = include_str!("../../../assets/python/openevolve/evalua
 /// Extra time the Rust side waits beyond the candidate timeout before it
 /// declares the worker itself hung.
 const BACKSTOP_GRACE_SECS: f64 = 5.0;
+/// Upper bound of the `candidates_per_process` parameter.
+const MAX_CANDIDATES_PER_PROCESS: u32 = 1_000_000;
 /// Time allowed for a worker to start and import `evaluator.py`, on top of
 /// the candidate timeout.
 const STARTUP_GRACE_SECS: f64 = 60.0;
@@ -77,6 +79,11 @@ pub struct SubprocessParams {
     pub cascade_thresholds: Vec<f64>,
     /// The Python interpreter (name on PATH or a path).
     pub python: String,
+    /// Candidates one evaluation process serves in turn before it is
+    /// replaced: 1 (default) forks a fresh child per candidate; more reuses a
+    /// child, which is faster for cheap evaluators but shares process state
+    /// between candidates (see the worker's `CandidateState`).
+    pub candidates_per_process: u32,
 }
 
 impl Default for SubprocessParams {
@@ -86,6 +93,7 @@ impl Default for SubprocessParams {
             cascade: true,
             cascade_thresholds: vec![0.5, 0.75, 0.9],
             python: "python3".to_owned(),
+            candidates_per_process: 1,
         }
     }
 }
@@ -181,6 +189,18 @@ impl SubprocessEvaluator {
                 ty: ParamType::Text,
                 default: DefaultValue::Str("python3"),
             },
+            ParamSpec {
+                key: "candidates_per_process",
+                doc: "Candidates one evaluation process serves before it is replaced. 1: a fresh process per \
+                      candidate (full isolation). More: faster for cheap evaluators; state candidates commonly \
+                      change is reset between them and a process that was tampered with is retired, but \
+                      candidates share one interpreter. A timeout or crash still kills only that candidate",
+                ty: ParamType::Int {
+                    min: 1,
+                    max: MAX_CANDIDATES_PER_PROCESS as i64,
+                },
+                default: DefaultValue::Int(1),
+            },
         ],
     };
 
@@ -198,6 +218,15 @@ impl SubprocessEvaluator {
             return Err(ParamError {
                 key: "cascade_thresholds".to_owned(),
                 reason: "every threshold must be a finite number".to_owned(),
+            });
+        }
+        if !(1..=MAX_CANDIDATES_PER_PROCESS).contains(&p.candidates_per_process) {
+            return Err(ParamError {
+                key: "candidates_per_process".to_owned(),
+                reason: format!(
+                    "must be between 1 and {MAX_CANDIDATES_PER_PROCESS}, got {}",
+                    p.candidates_per_process
+                ),
             });
         }
         if p.python.trim().is_empty() {
@@ -219,6 +248,9 @@ impl SubprocessEvaluator {
             60.0
         };
         params.cascade_thresholds.retain(|t| t.is_finite());
+        params.candidates_per_process = params
+            .candidates_per_process
+            .clamp(1, MAX_CANDIDATES_PER_PROCESS);
         Self {
             worker: tokio::sync::Mutex::new(None),
             permits: Semaphore::new(pool_size.max(1)),
@@ -267,14 +299,17 @@ impl SubprocessEvaluator {
     async fn spawn_worker(&self, setup: &Setup) -> Result<Arc<Worker>, SpawnError> {
         let n = self.next_worker.fetch_add(1, Ordering::Relaxed);
         let scratch = setup.dir.path().join(format!("w{n}"));
+        let reuse = self.config.params.candidates_per_process;
         let worker_config = serde_json::json!({
             "evaluator": self.config.evaluator_path,
             "task_dir": self.config.task_dir,
             "suffix": self.config.suffix,
             "scratch": scratch,
             // Standby children kept ready: a candidate that arrives finds a
-            // child already set up; the one taken is replaced meanwhile.
-            "standby": 2,
+            // child already set up; the one taken is replaced meanwhile. Reused
+            // children need one only when a child retires.
+            "standby": if reuse > 1 { 1 } else { 2 },
+            "reuse": reuse,
         });
         let mut python_path = std::env::var_os("PYTHONPATH")
             .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
