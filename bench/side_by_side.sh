@@ -2,12 +2,25 @@
 # Galapagos vs OpenEvolve, side by side: same task, same fake OpenAI-compatible
 # server, same N (iterations), P (iterations in flight) and L (model latency).
 #
-# Usage:   bench/side_by_side.sh                       # default grid, ~25 min on 2 cores
+# Galapagos runs in two evaluation modes (the evaluator's
+# `candidates_per_process`):
+#   galapagos        1    a fresh forked child per candidate (the default: full isolation)
+#   galapagos-reuse  REUSE (100)  a child serves up to 100 candidates in turn, like
+#                    OpenEvolve's pool workers, which evaluate in-process; still killed at
+#                    the timeout, and state is put back between candidates
+# The last line compares OpenEvolve with galapagos-reuse (the like-for-like
+# isolation model); the line above it with the default mode.
+# Both tools get an explicit interpreter: OpenEvolve runs from its venv, and
+# galapagos's evaluator gets `python:` set to the python3 on PATH as resolved
+# once here, so neither pays a version manager's shim (pyenv: ~90 ms) per run.
+#
+# Usage:   bench/side_by_side.sh                       # default grid, ~30 min on 2 cores
 #          N=100 PS=1 LS=0 GAL_ONLY_NS= CHECK_P8= bench/side_by_side.sh   # quick
 # Env knobs (defaults):
 #   NS="100 1000" (or N=...)  PS="1 4"  LS="0 200"   the paired grid
 #   GAL_ONLY_NS="10000"  GAL_ONLY_PS="1 4"  GAL_ONLY_LS="0"   galapagos alone (empty to skip)
 #   CHECK_P8="8:200:400"     galapagos alone at P:L:N, reported as % of the ideal P/L (empty to skip)
+#   MODES="galapagos galapagos-reuse"   which galapagos modes run   REUSE=100
 #   CARD=cards/best_of_n.yaml   GALAPAGOS=<release binary>   (built with cargo build --release if missing)
 #   VENV=$BENCH_DIR/oe-venv  (OpenEvolve 0.4.0 is pip-installed there when missing)
 #   SKIP_OPENEVOLVE=1        galapagos only
@@ -36,6 +49,8 @@ PORT=${PORT:-18380}
 SEED=${SEED:-0}
 RUN_TIMEOUT=${RUN_TIMEOUT:-900}
 SKIP_OPENEVOLVE=${SKIP_OPENEVOLVE:-0}
+MODES=${MODES:-"galapagos galapagos-reuse"}
+REUSE=${REUSE:-100}
 PY=python3
 
 die() { echo "side_by_side: $*" >&2; exit 1; }
@@ -65,6 +80,33 @@ if [ "$SKIP_OPENEVOLVE" != 1 ] && [ ! -x "$VENV/bin/openevolve-run" ]; then
   timeout 120 $PY -m venv "$VENV" || die "cannot create a venv at $VENV"
   timeout 900 "$VENV/bin/pip" install -q "openevolve==0.4.0" || die "pip install openevolve failed"
 fi
+
+# One card per galapagos mode: the evaluator's `python` and `candidates_per_process` set.
+PYEXE=$($PY -c 'import sys; print(sys.executable)') || die "cannot run $PY"
+write_card() { # MODE OUT
+  local per=1
+  [ "$1" = galapagos-reuse ] && per=$REUSE
+  $PY - "$CARD" "$2" "$PYEXE" "$per" <<'EOF' || die "cannot write a card for $1 from $CARD"
+import sys
+src, out, python, per = sys.argv[1:]
+lines, inside = [], False
+for line in open(src, encoding="utf-8").read().splitlines():
+    if not line.startswith(" "):
+        inside = line.startswith("evaluator:")
+        lines.append(line)
+        if inside:
+            lines += [f"  python: {python}", f"  candidates_per_process: {per}"]
+        continue
+    if inside and line.strip().split(":")[0] in ("python", "candidates_per_process"):
+        continue
+    lines.append(line)
+open(out, "w", encoding="utf-8").write("\n".join(lines) + "\n")
+EOF
+}
+for mode in $MODES; do
+  case "$mode" in galapagos|galapagos-reuse) ;; *) die "unknown mode $mode (galapagos, galapagos-reuse)";; esac
+  write_card "$mode" "$BENCH_DIR/card-$mode.yaml"
+done
 
 RESULTS="$BENCH_DIR/results.tsv"
 printf 'tool\tN\tP\tL_ms\trc\twall_s\titer_per_s\tovh_ms_per_iter\tpeak_tree_rss_MiB\tllm_requests\tllm_max_in_flight\n' > "$RESULTS"
@@ -136,8 +178,8 @@ run_one() { # TOOL N P L
   start_fake "$l" "$d"
   local t0 t1 pid
   t0=$(date +%s.%N)
-  if [ "$tool" = galapagos ]; then
-    XDG_CONFIG_HOME="$d/xdg" timeout -k 5 "$RUN_TIMEOUT" "$GALAPAGOS" run "$CARD" --task "$TASK" \
+  if [ "$tool" != openevolve ]; then
+    XDG_CONFIG_HOME="$d/xdg" timeout -k 5 "$RUN_TIMEOUT" "$GALAPAGOS" run "$BENCH_DIR/card-$tool.yaml" --task "$TASK" \
         --iterations "$n" --parallel "$p" --seed "$SEED" \
         --api-base "http://127.0.0.1:$PORT/v1" --model fake --api-key-env GALAPAGOS_BENCH_NO_KEY \
         --quiet --out "$d/runs" > "$d/run.log" 2>&1 &
@@ -170,33 +212,35 @@ print("\t".join(str(x) for x in (tool, n, p, int(l), rc, f"{wall:.2f}", f"{n / w
                                  rss.get("peak_tree_mib", ""), llm.get("requests", ""),
                                  llm.get("max_in_flight", ""))))
 EOF
-  tail -n 1 "$RESULTS" | awk -F'\t' '{printf "%-10s N=%-5s P=%s L=%-3sms rc=%s wall %7ss  %8s it/s  overhead %7s ms/iter  peak RSS %6s MiB  (LLM requests %s, max in flight %s)\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11}'
+  tail -n 1 "$RESULTS" | awk -F'\t' '{printf "%-15s N=%-5s P=%s L=%-3sms rc=%s wall %7ss  %8s it/s  overhead %7s ms/iter  peak RSS %6s MiB  (LLM requests %s, max in flight %s)\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11}'
   [ "$rc" = 0 ] || echo "  !! $tool exited with $rc: see $d/run.log" >&2
 }
 
-echo "galapagos: $GALAPAGOS ($CARD); task: $TASK; fake server: $FAKE; nproc=$(nproc)"
+echo "galapagos: $GALAPAGOS ($CARD; modes: $MODES; python: $PYEXE); task: $TASK; fake server: $FAKE; nproc=$(nproc)"
 [ "$SKIP_OPENEVOLVE" = 1 ] || echo "openevolve: $("$VENV/bin/python" -c 'import openevolve;print(openevolve.__version__)' 2>/dev/null) in $VENV"
 
 for n in $NS; do for l in $LS; do for p in $PS; do
-  run_one galapagos "$n" "$p" "$l"
+  for mode in $MODES; do run_one "$mode" "$n" "$p" "$l"; done
   [ "$SKIP_OPENEVOLVE" = 1 ] || run_one openevolve "$n" "$p" "$l"
 done; done; done
 for n in $GAL_ONLY_NS; do for l in $GAL_ONLY_LS; do for p in $GAL_ONLY_PS; do
-  run_one galapagos "$n" "$p" "$l"
+  for mode in $MODES; do run_one "$mode" "$n" "$p" "$l"; done
 done; done; done
 if [ -n "$CHECK_P8" ]; then
   IFS=: read -r cp cl cn <<< "$CHECK_P8"
-  run_one galapagos "$cn" "$cp" "$cl"
+  for mode in $MODES; do run_one "$mode" "$cn" "$cp" "$cl"; done
 fi
 
 # ---------------------------------------------------------------- summary
-$PY - "$RESULTS" "${CHECK_P8:-}" <<'EOF'
+$PY - "$RESULTS" "${CHECK_P8:-}" "$MODES" <<'EOF'
 import csv, math, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 check = sys.argv[2]
+modes = sys.argv[3].split()
+# The headline (last line) is the like-for-like mode when it ran.
+modes.sort(key=lambda m: m == "galapagos-reuse")
 def key(r):
     return (int(r["N"]), int(r["P"]), int(r["L_ms"]))
-gal = {key(r): r for r in rows if r["tool"] == "galapagos"}
 oe = {key(r): r for r in rows if r["tool"] == "openevolve"}
 print()
 print("| tool | N | P | L ms | wall s | iter/s | overhead ms/iter | peak RSS tree MiB |")
@@ -205,46 +249,56 @@ for r in rows:
     print(f"| {r['tool']} | {r['N']} | {r['P']} | {r['L_ms']} | {r['wall_s']} | {r['iter_per_s']} | "
           f"{r['ovh_ms_per_iter']} | {r['peak_tree_rss_MiB']} |")
 FLOOR = 0.05  # ms: below this an overhead is measurement noise; keeps ratios finite
-ratios = []
-if oe:
-    print()
-    print("| N | P | L ms | overhead openevolve/galapagos | iter/s galapagos/openevolve | RSS openevolve/galapagos |")
-    print("|---|---|---|---|---|---|")
-    for k in sorted(gal):
-        if k not in oe:
-            continue
-        g, o = gal[k], oe[k]
-        if g["rc"] != "0" or o["rc"] != "0":
-            print(f"| {k[0]} | {k[1]} | {k[2]} | (a run failed) | | |")
-            continue
-        ro = max(float(o["ovh_ms_per_iter"]), FLOOR) / max(float(g["ovh_ms_per_iter"]), FLOOR)
-        ri = float(g["iter_per_s"]) / float(o["iter_per_s"])
-        try:
-            rm = float(o["peak_tree_rss_MiB"]) / float(g["peak_tree_rss_MiB"])
-            rm = f"{rm:.2f}"
-        except (ValueError, ZeroDivisionError):
-            rm = ""
-        ratios.append(ro)
-        print(f"| {k[0]} | {k[1]} | {k[2]} | {ro:.1f} | {ri:.2f} | {rm} |")
-by_n = {}
-for (n, p, l), r in gal.items():
-    if l == 0 and r["rc"] == "0":
-        by_n.setdefault(p, {})[n] = float(r["ovh_ms_per_iter"])
-for p, m in sorted(by_n.items()):
-    if len(m) > 1:
-        lo, hi = min(m), max(m)
-        print(f"galapagos flatness P={p} L=0: overhead {m[lo]:.2f} ms at N={lo} -> {m[hi]:.2f} ms at N={hi} "
-              f"({m[hi] / max(m[lo], FLOOR):.2f}x)")
-if check:
-    cp, cl, cn = (int(x) for x in check.split(":"))
-    r = gal.get((cn, cp, cl))
-    if r and r["rc"] == "0" and cl > 0:
-        ideal = cp / (cl / 1000.0)
-        print(f"galapagos P={cp} L={cl}ms N={cn}: {float(r['iter_per_s']):.2f} iter/s = "
-              f"{100 * float(r['iter_per_s']) / ideal:.1f}% of P/L = {ideal:.0f} iter/s")
-if ratios:
-    gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-    print(f"overhead ratio openevolve/galapagos: {gm:.1f}")
-else:
-    print("overhead ratio openevolve/galapagos: n/a (no paired runs)")
+headline = []
+for mode in modes:
+    gal = {key(r): r for r in rows if r["tool"] == mode}
+    ratios = []
+    if oe:
+        print()
+        print(f"| N | P | L ms | overhead openevolve/{mode} | iter/s {mode}/openevolve | RSS openevolve/{mode} |")
+        print("|---|---|---|---|---|---|")
+        for k in sorted(gal):
+            if k not in oe:
+                continue
+            g, o = gal[k], oe[k]
+            if g["rc"] != "0" or o["rc"] != "0":
+                print(f"| {k[0]} | {k[1]} | {k[2]} | (a run failed) | | |")
+                continue
+            ro = max(float(o["ovh_ms_per_iter"]), FLOOR) / max(float(g["ovh_ms_per_iter"]), FLOOR)
+            ri = float(g["iter_per_s"]) / float(o["iter_per_s"])
+            try:
+                rm = float(o["peak_tree_rss_MiB"]) / float(g["peak_tree_rss_MiB"])
+                rm = f"{rm:.2f}"
+            except (ValueError, ZeroDivisionError):
+                rm = ""
+            ratios.append((k, ro))
+            print(f"| {k[0]} | {k[1]} | {k[2]} | {ro:.1f} | {ri:.2f} | {rm} |")
+    by_n = {}
+    for (n, p, l), r in gal.items():
+        if l == 0 and r["rc"] == "0":
+            by_n.setdefault(p, {})[n] = float(r["ovh_ms_per_iter"])
+    for p, m in sorted(by_n.items()):
+        if len(m) > 1:
+            lo, hi = min(m), max(m)
+            print(f"{mode} flatness P={p} L=0: overhead {m[lo]:.2f} ms at N={lo} -> {m[hi]:.2f} ms at N={hi} "
+                  f"({m[hi] / max(m[lo], FLOOR):.2f}x)")
+    if check:
+        cp, cl, cn = (int(x) for x in check.split(":"))
+        r = gal.get((cn, cp, cl))
+        if r and r["rc"] == "0" and cl > 0:
+            ideal = cp / (cl / 1000.0)
+            print(f"{mode} P={cp} L={cl}ms N={cn}: {float(r['iter_per_s']):.2f} iter/s = "
+                  f"{100 * float(r['iter_per_s']) / ideal:.1f}% of P/L = {ideal:.0f} iter/s")
+    if ratios:
+        gm = math.exp(sum(math.log(x) for _, x in ratios) / len(ratios))
+        at100 = [x for k, x in ratios if k[0] == 100]
+        worst = f"; worst at N=100: {min(at100):.1f}" if at100 else ""
+        headline.append(f"overhead ratio openevolve/{mode} (geometric mean of {len(ratios)} cells{worst}): {gm:.1f}")
+        last = f"overhead ratio openevolve/galapagos: {gm:.1f}"
+    else:
+        last = "overhead ratio openevolve/galapagos: n/a (no paired runs)"
+print()
+for line in headline:
+    print(line)
+print(last)
 EOF
