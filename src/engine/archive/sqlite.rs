@@ -291,16 +291,19 @@ pub struct SqliteRecorder {
 /// turns automatic checkpoints off, and this thread runs passive checkpoints
 /// (which never block the writer) from its own connection every half second.
 /// The run's last commit is followed by a full (TRUNCATE) checkpoint.
+/// Dropping it stops the thread at once (its sender is dropped, which wakes
+/// the thread's wait), so a run's shutdown does not wait out a tick.
 struct Checkpointer {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: Option<std::sync::mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Checkpointer {
+    const INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
     fn start(path: &Path) -> Option<Self> {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let flag = std::sync::Arc::clone(&stop);
+        use std::sync::mpsc::RecvTimeoutError;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let path = path.to_path_buf();
         let thread = std::thread::Builder::new()
             .name("galapagos-wal".to_owned())
@@ -310,13 +313,7 @@ impl Checkpointer {
                 };
                 conn.busy_timeout(std::time::Duration::from_millis(200))
                     .ok();
-                while !flag.load(Ordering::Relaxed) {
-                    for _ in 0..10 {
-                        std::thread::sleep(std::time::Duration::from_millis(50));
-                        if flag.load(Ordering::Relaxed) {
-                            return;
-                        }
-                    }
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(Self::INTERVAL) {
                     // A failed passive checkpoint is retried next time; the WAL stays valid.
                     conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
                         .ok();
@@ -324,7 +321,7 @@ impl Checkpointer {
             })
             .ok()?;
         Some(Self {
-            stop,
+            stop: Some(stop),
             thread: Some(thread),
         })
     }
@@ -332,7 +329,7 @@ impl Checkpointer {
 
 impl Drop for Checkpointer {
     fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(self.stop.take());
         if let Some(t) = self.thread.take() {
             t.join().ok();
         }

@@ -773,24 +773,16 @@ fn kill_worker(child: &mut Child, pid: Option<u32>) {
     let _ = child.start_kill();
 }
 
-/// SIGKILL whole process groups (safe Rust has no `killpg`, so use kill(1)).
+/// SIGKILL whole process groups (`killpg`; groups already gone are skipped).
 fn kill_groups(groups: &[i64]) {
-    let targets: Vec<String> = groups
-        .iter()
-        .filter(|g| **g > 1)
-        .map(|g| format!("-{g}"))
-        .collect();
-    if targets.is_empty() {
-        return;
+    for group in groups.iter().filter(|g| **g > 1) {
+        if let Some(pid) = i32::try_from(*group)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
     }
-    let _ = std::process::Command::new("kill")
-        .arg("-KILL")
-        .arg("--")
-        .args(&targets)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
 }
 
 #[derive(Serialize)]
