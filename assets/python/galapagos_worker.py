@@ -48,7 +48,6 @@ import select
 import signal
 import sys
 import time
-import traceback
 
 CAPTURE_LIMIT = 20_000
 RSS_GROWTH_LIMIT = 512 << 20  # bytes a reused child may grow before it retires
@@ -82,6 +81,8 @@ def clip(text, limit):
 
 def format_exception(exc):
     """Traceback without the worker's own frames, plus the one-line error."""
+    import traceback  # imported by the zygote at its start, so children have it
+
     te = traceback.TracebackException.from_exception(exc)
     te.stack = traceback.StackSummary.from_list(
         [f for f in te.stack if os.path.abspath(f.filename) != WORKER_FILE]
@@ -266,7 +267,9 @@ def _load_libc():
         return None
 
 
-LIBC = _load_libc() if sys.platform.startswith("linux") else None
+# Loaded by the zygote at its start (children inherit it); the worker itself
+# needs neither ctypes nor traceback until something fails.
+LIBC = None
 
 
 def set_parent_death_signal():
@@ -504,7 +507,10 @@ def standby_main(module, fds, scratch, suffix, reuse=1):
     os.dup2(err_fd, 2)
     os.close(out_fd)
     os.close(err_fd)
-    warm_up(scratch)
+    # The warm-up only pays off when it runs before the candidate arrives; a
+    # candidate already waiting (the run's first one) would just wait for it.
+    if not select.select([request_fd], [], [], 0)[0]:
+        warm_up(scratch)
     state = CandidateState(module, scratch) if reuse > 1 else None
     reader = LineReader(request_fd)
     served = 0
@@ -643,6 +649,8 @@ class Zygote:
                 self.sock.close()
                 zygote_main(module, child_sock, scratch, suffix, reuse)
             except BaseException:
+                import traceback
+
                 traceback.print_exc()
             os._exit(70)
         child_sock.close()
@@ -704,7 +712,11 @@ class Zygote:
 def zygote_main(module, sock, scratch, suffix, reuse):
     """Fork a standby child per request; report forks and exits."""
     import socket
+    import traceback  # noqa: F401  (for the children: format_exception)
 
+    global LIBC
+    if sys.platform.startswith("linux"):
+        LIBC = _load_libc()
     set_parent_death_signal()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Let go of the worker's protocol pipes, so that the worker's end is seen
@@ -756,6 +768,8 @@ def zygote_main(module, sock, scratch, suffix, reuse):
                         os.close(f)
                     standby_main(module, fds, scratch, suffix, reuse)
                 except BaseException:
+                    import traceback
+
                     traceback.print_exc()
                 os._exit(70)
             try:
