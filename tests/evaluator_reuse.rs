@@ -116,10 +116,16 @@ async fn state_a_candidate_changed_is_put_back_before_the_next() {
     let dirty = eval(&ev, 2, messy).await;
     let next = eval(&ev, 3, "print('visible')\ndef value():\n    return 0.75\n").await;
     assert_eq!(pid(&first), pid(&dirty));
-    assert_eq!(pid(&dirty), pid(&next), "putting state back must not retire the process");
+    assert_eq!(
+        pid(&dirty),
+        pid(&next),
+        "putting state back must not retire the process"
+    );
     let task_dir = dir.path().canonicalize().expect("task dir");
     assert_eq!(
-        std::path::Path::new(&next.artifacts["cwd"]).canonicalize().expect("cwd"),
+        std::path::Path::new(&next.artifacts["cwd"])
+            .canonicalize()
+            .expect("cwd"),
         task_dir
     );
     assert_eq!(next.artifacts["env"], "unset");
@@ -183,10 +189,18 @@ async fn tampering_or_leftovers_retire_the_process() {
         let before = pid(&eval(&ev, id, PLAIN).await);
         id += 1;
         let culprit = eval(&ev, id, program).await;
-        assert_eq!(pid(&culprit), before, "{what}: the culprit runs in the warm process");
+        assert_eq!(
+            pid(&culprit),
+            before,
+            "{what}: the culprit runs in the warm process"
+        );
         id += 1;
         let after = eval(&ev, id, PLAIN).await;
-        assert_ne!(pid(&after), before, "{what}: the tampered process served again");
+        assert_ne!(
+            pid(&after),
+            before,
+            "{what}: the tampered process served again"
+        );
         assert_eq!(after.scores["abs_ok"], 1.0, "{what}");
         assert_eq!(after.scores["limit"], 7.0, "{what}");
         assert!(after.scores["rand"] > 0.0, "{what}");
