@@ -32,6 +32,7 @@ def evaluate(program_path):
         "limit": LIMIT,
         "path0": sys.path[0],
     }
+    print("probe", flush=True)
     spec = importlib.util.spec_from_file_location("cand", program_path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -159,6 +160,14 @@ async fn tampering_or_leftovers_retire_the_process() {
             "import random\nrandom.random = lambda: 0.0\ndef value():\n    return 0.5\n",
         ),
         (
+            "stdout closed",
+            "import os\nos.close(1)\ndef value():\n    return 0.5\n",
+        ),
+        (
+            "stderr redirected",
+            "import os\nos.dup2(os.open(os.devnull, os.O_WRONLY), 2)\ndef value():\n    return 0.5\n",
+        ),
+        (
             "thread",
             "import threading, time\n\
              threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n\
@@ -204,6 +213,10 @@ async fn tampering_or_leftovers_retire_the_process() {
         assert_eq!(after.scores["abs_ok"], 1.0, "{what}");
         assert_eq!(after.scores["limit"], 7.0, "{what}");
         assert!(after.scores["rand"] > 0.0, "{what}");
+        assert!(
+            after.artifacts.get("stdout").is_some_and(|o| o.contains("probe")),
+            "{what}: {after:?}"
+        );
     }
 }
 

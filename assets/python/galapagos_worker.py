@@ -23,8 +23,9 @@ candidate the child puts back what candidates commonly change (working
 directory, sys.path, argv, environment, standard streams, recursion limit,
 random state, warning filters, signal handlers and timers), and it retires
 instead of serving again when the candidate left threads or processes
-behind, replaced anything in builtins, evaluator.py's globals or a module
-evaluator.py uses, or grew the process by more than RSS_GROWTH_LIMIT.
+behind, closed or redirected a standard stream, replaced anything in
+builtins, evaluator.py's globals or a module evaluator.py uses, or grew the
+process by more than RSS_GROWTH_LIMIT.
 
 Protocol (one JSON object per line):
   worker -> rust  {"ready": true, "executable": str}  or  {"ready": false, "error": str, "traceback": str}
@@ -352,11 +353,14 @@ class CandidateState:
         if hasattr(signal, name)
     )
 
-    def __init__(self, module, scratch):
+    def __init__(self, module, scratch, fds=()):
         import builtins
         import types
 
         self.scratch = scratch
+        # The standard streams and the child's own pipes, by identity: a
+        # candidate that closed or redirected one would break the next.
+        self.fds = {fd: self.identity(fd) for fd in (0, 1, 2, *fds)}
         self.cwd = os.getcwd()
         self.path = list(sys.path)
         self.argv = list(sys.argv)
@@ -415,8 +419,19 @@ class CandidateState:
             if signal.getsignal(sig) is not handler and handler is not None:
                 signal.signal(sig, handler)
 
+    @staticmethod
+    def identity(fd):
+        try:
+            st = os.fstat(fd)
+            return (st.st_dev, st.st_ino)
+        except OSError:
+            return None
+
     def dirty(self, result):
         """Why this child must not serve another candidate, or None."""
+        for fd, ident in self.fds.items():
+            if self.identity(fd) != ident:
+                return f"file descriptor {fd} was closed or replaced"
         for name, live, snapshot in self.watched:
             for key, value in snapshot.items():
                 if live.get(key, _MISSING) is not value:
@@ -511,7 +526,7 @@ def standby_main(module, fds, scratch, suffix, reuse=1):
     # candidate already waiting (the run's first one) would just wait for it.
     if not select.select([request_fd], [], [], 0)[0]:
         warm_up(scratch)
-    state = CandidateState(module, scratch) if reuse > 1 else None
+    state = CandidateState(module, scratch, (request_fd, result_fd)) if reuse > 1 else None
     reader = LineReader(request_fd)
     served = 0
     while True:
