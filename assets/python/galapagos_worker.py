@@ -82,7 +82,7 @@ def clip(text, limit):
 
 def format_exception(exc):
     """Traceback without the worker's own frames, plus the one-line error."""
-    import traceback  # imported by the zygote at its start, so children have it
+    import traceback  # the zygote imports it after its first fork, so children have it
 
     te = traceback.TracebackException.from_exception(exc)
     te.stack = traceback.StackSummary.from_list(
@@ -727,7 +727,6 @@ class Zygote:
 def zygote_main(module, sock, scratch, suffix, reuse):
     """Fork a standby child per request; report forks and exits."""
     import socket
-    import traceback  # noqa: F401  (for the children: format_exception)
 
     global LIBC
     if sys.platform.startswith("linux"):
@@ -794,6 +793,10 @@ def zygote_main(module, sock, scratch, suffix, reuse):
             for f in fds:
                 os.close(f)
             sock.send(f"P {pid}".encode())
+            if "traceback" not in sys.modules:
+                # After the first fork, so the run's first candidate does not
+                # wait for it; later children inherit it (format_exception).
+                import traceback  # noqa: F401
 
 
 class Standby:
