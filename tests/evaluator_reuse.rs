@@ -214,7 +214,10 @@ async fn tampering_or_leftovers_retire_the_process() {
         assert_eq!(after.scores["limit"], 7.0, "{what}");
         assert!(after.scores["rand"] > 0.0, "{what}");
         assert!(
-            after.artifacts.get("stdout").is_some_and(|o| o.contains("probe")),
+            after
+                .artifacts
+                .get("stdout")
+                .is_some_and(|o| o.contains("probe")),
             "{what}: {after:?}"
         );
     }

@@ -25,8 +25,12 @@
 //!   request line is forwarded to one as is; the child writes the program
 //!   file, evaluates, and sends its result back on a pipe; the worker kills
 //!   its group (grandchildren included) and replies at once, and asks the
-//!   zygote for a replacement while the candidate runs. Each child evaluates
-//!   exactly one candidate; at the timeout its whole group is SIGKILLed.
+//!   zygote for a replacement while the candidate runs. By default each child
+//!   evaluates exactly one candidate; with `candidates_per_process` K > 1 a
+//!   child serves up to K in turn (it puts back the process state candidates
+//!   commonly change, and retires early when a candidate tampered with it or
+//!   left threads or processes behind). At the timeout the child's whole
+//!   group is SIGKILLed either way.
 //! - A Rust-side backstop (timeout + 5 s) covers a worker that stops
 //!   answering: its process group and the candidates' are killed, the
 //!   candidates are invalid, and a fresh worker is started next time. An
