@@ -1,5 +1,5 @@
 //! Opening a large recorded run in the studio (not a timed test): writes an
-//! archive of 100,000 genomes of about 2 KB each with the engine's
+//! archive of 100,000 synthetic genomes (`common::genome`, about 2 KB each) with the engine's
 //! `SqliteRecorder` (batches of 1,000 per transaction, as a run would commit
 //! them), then times the three steps of "open this run read-only":
 //! `Archive::open` + `genomes()` (plus meta, checkpoint and log), building the
@@ -9,79 +9,20 @@
 //! `cargo bench --bench archive_open` (GENOMES=N to change the size).
 //! Target: under 2 s in total at 100,000 genomes.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use galapagos::engine::archive::{Archive, Checkpoint, RunRecorder, SqliteRecorder};
 use galapagos::engine::card::Card;
 use galapagos::engine::events::{RunInfo, RunStatus, RunSummary};
-use galapagos::engine::genome::{FITNESS_KEY, Genome, GenomeMeta, Prompt, TokenUsage};
+use galapagos::engine::genome::{Genome, TokenUsage};
 use galapagos::engine::rng::seeded;
 use galapagos::studio::run::{RunHistory, RunView};
 
+mod common;
+
 const SCREEN: egui::Vec2 = egui::vec2(1600.0, 1000.0);
 const BATCH: u64 = 1_000;
-
-fn program(i: u64) -> String {
-    let mut s = String::from("# EVOLVE-BLOCK-START\nimport math\n\n");
-    for k in 0..36 {
-        s.push_str(&format!(
-            "C{k} = {:.6}  # tuned constant {k}\n",
-            ((i * 31 + k * 7) % 97) as f64 / 13.0
-        ));
-    }
-    s.push_str("# EVOLVE-BLOCK-END\n\n\ndef run():\n    return [C0, C1, C2, C3]\n");
-    s
-}
-
-/// A deterministic genome of about 2 KB as JSON.
-fn genome(i: u64) -> Genome {
-    let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) ^ 0xD1B5_4A32_D192_ED03;
-    let valid = i == 0 || !h.is_multiple_of(10);
-    let parent = if i == 0 { None } else { Some(h % i) };
-    let mut scores = BTreeMap::new();
-    if valid {
-        let base = (i as f64 + 10.0).ln() / 12.0;
-        scores.insert(FITNESS_KEY.to_owned(), base + (h % 1000) as f64 / 4000.0);
-        scores.insert("mse".to_owned(), (h % 777) as f64 / 100.0);
-    }
-    Genome {
-        id: i,
-        parent_id: parent,
-        inspiration_ids: Vec::new(),
-        iteration: i,
-        attempt: 0,
-        valid,
-        scores,
-        diff: parent
-            .map(|p| format!("--- parent\n+++ child\n@@ -4,1 +4,1 @@\n-C0 = {p}\n+C0 = {i}\n")),
-        content: program(i),
-        error: (!valid).then(|| "Traceback: ZeroDivisionError: division by zero".to_owned()),
-        artifacts: BTreeMap::from([("stdout".to_owned(), format!("ran candidate {i}\n"))]),
-        metadata: GenomeMeta {
-            generation: 0,
-            depth: (i % 17) as u32,
-            island: None,
-            model: Some("offline".to_owned()),
-            patch_type: "diff".to_owned(),
-            features: BTreeMap::new(),
-        },
-        prompt: parent.map(|_| Prompt {
-            system: "You are an expert programmer improving a program.".to_owned(),
-            user: format!("Improve program {i}. Keep the EVOLVE-BLOCK markers."),
-        }),
-        response: parent.map(|_| {
-            "Raise C0.\n<<<<<<< SEARCH\nC0 = 1\n=======\nC0 = 2\n>>>>>>> REPLACE\n".to_owned()
-        }),
-        timings: Default::default(),
-        usage: Some(TokenUsage {
-            prompt_tokens: 800,
-            completion_tokens: 120,
-            cost_usd: None,
-        }),
-    }
-}
 
 fn write_archive(dir: &std::path::Path, n: u64) -> Result<u64, String> {
     let mut rec = SqliteRecorder::create(dir).map_err(|e| e.to_string())?;
@@ -102,7 +43,7 @@ fn write_archive(dir: &std::path::Path, n: u64) -> Result<u64, String> {
     let mut next = 0u64;
     while next < n {
         let end = (next + BATCH).min(n);
-        let batch: Vec<Arc<Genome>> = (next..end).map(|i| Arc::new(genome(i))).collect();
+        let batch: Vec<Arc<Genome>> = (next..end).map(|i| Arc::new(common::genome(i))).collect();
         for g in &batch {
             bytes += serde_json::to_string(&**g).map_or(0, |s| s.len() as u64);
         }

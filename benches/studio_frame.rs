@@ -1,85 +1,24 @@
 //! Studio frame benchmark (not a timed test): CPU time of one frame of the run
 //! view (toolbar, fitness plot, archive table, inspector on a selected genome,
 //! status bar; layout plus tessellation, no GPU) with 1,000, 10,000 and
-//! 100,000 synthetic genomes loaded. Three cases per size: the first frame
+//! 100,000 synthetic genomes (`common::genome`) loaded. Three cases per size: the first frame
 //! (caches built), steady frames with the pointer moving over the plot, and
 //! "live" frames where one genome is admitted before each frame.
 //!
 //! `cargo bench --bench studio_frame` (FRAMES=N to change the sample size).
 //! Target: under 8 ms per frame at 100,000 genomes.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use galapagos::engine::events::{RunEvent, RunInfo};
-use galapagos::engine::genome::{FITNESS_KEY, Genome, GenomeMeta, Prompt, TokenUsage};
-use galapagos::engine::scaffold::unified_diff;
+use galapagos::engine::genome::Genome;
 use galapagos::engine::selection::PolicyStatus;
 use galapagos::studio::run::RunView;
 
+mod common;
+
 const SCREEN: egui::Vec2 = egui::vec2(1600.0, 1000.0);
-
-fn program(i: u64) -> String {
-    let mut s = String::from("# EVOLVE-BLOCK-START\nimport math\n\n");
-    for k in 0..12 {
-        s.push_str(&format!(
-            "C{k} = {:.4}\n",
-            ((i * 31 + k * 7) % 97) as f64 / 13.0
-        ));
-    }
-    s.push_str("# EVOLVE-BLOCK-END\n\n\ndef run():\n    return [C0, C1, C2, C3]\n");
-    s
-}
-
-/// A deterministic pseudo-random genome stream (splitmix-style hash).
-fn genome(i: u64) -> Genome {
-    let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) ^ 0xD1B5_4A32_D192_ED03;
-    let valid = i == 0 || !h.is_multiple_of(10);
-    let parent = if i == 0 { None } else { Some(h % i) };
-    let content = program(i);
-    let mut scores = BTreeMap::new();
-    if valid {
-        let base = (i as f64 + 10.0).ln() / 12.0;
-        let noise = (h % 1000) as f64 / 4000.0;
-        scores.insert(FITNESS_KEY.to_owned(), base + noise);
-        scores.insert("mse".to_owned(), 1.0 / (base + noise + 0.1));
-        scores.insert("runtime_s".to_owned(), (h % 500) as f64 / 100.0);
-    }
-    Genome {
-        id: i,
-        parent_id: parent,
-        inspiration_ids: parent.map(|p| vec![p / 2]).unwrap_or_default(),
-        iteration: i,
-        attempt: 0,
-        valid,
-        scores,
-        diff: parent.map(|p| unified_diff(&program(p), &content)),
-        content,
-        error: (!valid).then(|| "Traceback: ZeroDivisionError".to_owned()),
-        artifacts: BTreeMap::from([("stdout".to_owned(), format!("ran candidate {i}\n"))]),
-        metadata: GenomeMeta {
-            generation: 0,
-            depth: (i % 17) as u32,
-            island: None,
-            model: Some("offline".to_owned()),
-            patch_type: "diff".to_owned(),
-            features: BTreeMap::new(),
-        },
-        prompt: parent.map(|_| Prompt {
-            system: "You are an expert programmer.".to_owned(),
-            user: format!("Improve program {i}."),
-        }),
-        response: parent
-            .map(|_| "<<<<<<< SEARCH\nC0 = 1\n=======\nC0 = 2\n>>>>>>> REPLACE\n".to_owned()),
-        timings: Default::default(),
-        usage: Some(TokenUsage {
-            prompt_tokens: 800,
-            completion_tokens: 120,
-            cost_usd: None,
-        }),
-    }
-}
 
 fn admitted(g: Genome, best: &mut (u64, f64)) -> RunEvent {
     if let Some(f) = g.fitness()
@@ -171,7 +110,7 @@ fn main() {
             run_dir: None,
         }));
         for i in 0..n {
-            view.apply_event(admitted(genome(i), &mut best));
+            view.apply_event(admitted(common::genome(i), &mut best));
         }
         view.select(Some(best.0));
         let mut b = Bench {
@@ -196,7 +135,8 @@ fn main() {
         let mut next = n;
         let live: Vec<Duration> = (0..frames)
             .map(|k| {
-                b.view.apply_event(admitted(genome(next), &mut best));
+                b.view
+                    .apply_event(admitted(common::genome(next), &mut best));
                 next += 1;
                 b.frame(egui::pos2(100.0 + (k % 100) as f32 * 12.0, 200.0))
             })
