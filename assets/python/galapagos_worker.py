@@ -635,6 +635,10 @@ def describe_status(status):
     return f"candidate exited with status {code} before the evaluator returned (os._exit or a crash)"
 
 
+class ZygoteGone(OSError):
+    """The zygote ended (a candidate may have killed its parent)."""
+
+
 class Zygote:
     """A fork of the worker, made once the evaluator is imported, whose only
     job is to fork the standby children.
@@ -705,7 +709,7 @@ class Zygote:
     def next_pid(self):
         while not self.spawned:
             if not self.pump(block=True):
-                raise OSError("the zygote process ended")
+                raise ZygoteGone("the zygote process ended")
         return self.spawned.pop(0)
 
     def status(self, pid, timeout):
@@ -1028,6 +1032,12 @@ class Server:
                 raise RuntimeError("cannot hand the candidate to a fresh child process")
             send({"id": rid, "started": standby.pid})
             self.running[rid] = Running(rid, standby, timeout)
+        except ZygoteGone:
+            # The candidate killed the zygote before it could even say the
+            # child's pid (a candidate runs at once when nothing else waits).
+            # The serve loop sees the zygote's end next and the worker exits.
+            send(failure_reply(rid, ZYGOTE_GONE))
+            return
         except Exception as exc:
             error, text = format_exception(exc)
             send(failure_reply(rid, f"worker failure: {error}", text))
