@@ -67,6 +67,19 @@ def _protocol_channel():
 PROTO = _protocol_channel()
 
 
+def release_protocol():
+    """In a forked process: stdin from /dev/null and the protocol channel
+    closed, so it holds none of the worker's pipes (the run sees the worker's
+    end as soon as the worker itself ends)."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    try:
+        PROTO.close()
+    except OSError:
+        pass
+
+
 def send(obj):
     PROTO.write(json.dumps(obj, allow_nan=False) + "\n")
     PROTO.flush()
@@ -511,13 +524,7 @@ def standby_main(module, fds, scratch, suffix, reuse=1):
             pass
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    try:
-        PROTO.close()
-    except OSError:
-        pass
+    release_protocol()
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
     os.close(out_fd)
@@ -737,15 +744,7 @@ def zygote_main(module, sock, scratch, suffix, reuse):
         LIBC = _load_libc()
     set_parent_death_signal()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Let go of the worker's protocol pipes, so that the worker's end is seen
-    # as soon as the worker itself ends.
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    try:
-        PROTO.close()
-    except OSError:
-        pass
+    release_protocol()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
