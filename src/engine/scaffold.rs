@@ -64,6 +64,23 @@ struct LoopState {
     recorder: Option<Box<dyn RunRecorder>>,
     record_error: Option<String>,
     model_failures_in_a_row: u32,
+    /// `record_iteration` calls made so far.
+    recorded: u64,
+    /// How many of them the recorder has written, when it writes after the
+    /// call returns (`None`: written when it returns).
+    durable: Option<tokio::sync::watch::Receiver<u64>>,
+    /// Admission events waiting for their record (call number, event).
+    held: std::collections::VecDeque<(u64, RunEvent)>,
+}
+
+/// Wait until the recorder has written more (`Err`: it never will).
+async fn written(
+    durable: Option<&mut tokio::sync::watch::Receiver<u64>>,
+) -> Result<(), tokio::sync::watch::error::RecvError> {
+    match durable {
+        Some(rx) => rx.changed().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The unified diff from `old` to `new` (3 lines of context).
@@ -338,13 +355,10 @@ impl Scaffold {
         genome
     }
 
-    /// Send `GenomeAdmitted` for what was admitted (and already recorded).
-    async fn announce(
-        &self,
-        admitted: &mut Vec<Arc<Genome>>,
-        iterations_done: u64,
-        events: &EventSink,
-    ) {
+    /// Build the `GenomeAdmitted` events for what was admitted (it is handed
+    /// to the recorder) and hold them until the recorder has written it: the
+    /// batch waits for `record_iteration` call number `st.recorded`.
+    fn stage(&self, admitted: &mut Vec<Arc<Genome>>, st: &mut LoopState) {
         if admitted.is_empty() {
             return;
         }
@@ -353,17 +367,39 @@ impl Scaffold {
             best.as_ref().map(|b| b.id),
             best.as_ref().and_then(|b| b.fitness()),
         );
+        let iterations_done = st.summary.iterations;
         for genome in admitted.drain(..) {
-            events
-                .send(RunEvent::GenomeAdmitted {
+            st.held.push_back((
+                st.recorded,
+                RunEvent::GenomeAdmitted {
                     genome,
                     best_id,
                     best_score,
                     iterations_done,
                     policy: self.policy.status(),
                     active: self.active_ids(),
-                })
-                .await;
+                },
+            ));
+        }
+    }
+
+    /// Send the held events whose genomes are on disk (all of them when the
+    /// recorder writes before `record_iteration` returns, or when `all`): a
+    /// genome a user saw admitted survives a `kill -9`.
+    async fn release(
+        held: &mut std::collections::VecDeque<(u64, RunEvent)>,
+        durable: Option<&tokio::sync::watch::Receiver<u64>>,
+        events: &EventSink,
+        all: bool,
+    ) {
+        let written = match (durable, all) {
+            (Some(rx), false) => *rx.borrow(),
+            _ => u64::MAX,
+        };
+        while held.front().is_some_and(|(seq, _)| *seq <= written) {
+            if let Some((_, event)) = held.pop_front() {
+                events.send(event).await;
+            }
         }
     }
 
@@ -413,6 +449,7 @@ impl Scaffold {
                 valid: st.summary.valid,
                 invalid: st.summary.invalid,
             };
+            st.recorded += 1;
             if let Err(e) = r.record_iteration(&out, &checkpoint) {
                 st.record_error = Some(e.to_string());
                 st.stop
@@ -428,7 +465,8 @@ impl Scaffold {
 
     /// Run to the end. Events go to `events`; commands are read from
     /// `commands` between steps and while waiting; every admitted iteration
-    /// is recorded before the next one is counted.
+    /// goes to the recorder (genomes and checkpoint together) when it is
+    /// counted, and the recorder has written them all when this returns.
     #[expect(clippy::too_many_lines, reason = "the loop reads best as one piece")]
     pub async fn run(
         mut self,
@@ -482,9 +520,12 @@ impl Scaffold {
             next_id: 0,
             last_iteration: 0,
             stop: None,
+            durable: recorder.as_ref().and_then(|r| r.progress()),
             recorder,
             record_error: None,
             model_failures_in_a_row: 0,
+            recorded: 0,
+            held: std::collections::VecDeque::new(),
         };
         let mut admitted: Vec<Arc<Genome>> = Vec::new();
 
@@ -566,9 +607,9 @@ impl Scaffold {
         let attempts = general.inner_retry_times.saturating_add(1);
 
         loop {
-            // Announce whatever was admitted (it is already recorded).
-            self.announce(&mut admitted, st.summary.iterations, &events)
-                .await;
+            // Announce whatever was admitted, once it is on disk.
+            self.stage(&mut admitted, &mut st);
+            Self::release(&mut st.held, st.durable.as_ref(), &events, false).await;
             if let Some(e) = st.record_error.take() {
                 events
                     .log(
@@ -656,11 +697,19 @@ impl Scaffold {
                 in_flight.push(run_iteration(Arc::clone(&shared), job));
             }
 
+            let waiting_for_disk = !st.held.is_empty() && st.durable.is_some();
             if in_flight.is_empty() {
                 if paused && st.stop.is_none() && commands_open {
-                    match commands.recv().await {
-                        Some(cmd) => self.apply(cmd, &mut paused, &mut st.stop, &events).await,
-                        None => commands_open = false,
+                    tokio::select! {
+                        cmd = commands.recv() => match cmd {
+                            Some(cmd) => self.apply(cmd, &mut paused, &mut st.stop, &events).await,
+                            None => commands_open = false,
+                        },
+                        written = written(st.durable.as_mut()), if waiting_for_disk => {
+                            if written.is_err() {
+                                st.durable = None;
+                            }
+                        }
                     }
                     continue;
                 }
@@ -672,6 +721,13 @@ impl Scaffold {
                     Some(cmd) => self.apply(cmd, &mut paused, &mut st.stop, &events).await,
                     None => commands_open = false,
                 },
+                written = written(st.durable.as_mut()), if waiting_for_disk => {
+                    if written.is_err() {
+                        // The writer is gone; its error reaches the loop
+                        // through record_iteration or finish.
+                        st.durable = None;
+                    }
+                }
                 Some(outcome) = in_flight.next() => {
                     st.summary.iterations += 1;
                     if let Some(msg) = outcome.fatal {
@@ -700,8 +756,7 @@ impl Scaffold {
             }
         }
         drop(in_flight);
-        self.announce(&mut admitted, st.summary.iterations, &events)
-            .await;
+        self.stage(&mut admitted, &mut st);
         let best = self.population.best();
 
         let mut summary = st.summary;
@@ -721,6 +776,8 @@ impl Scaffold {
                 )
                 .await;
         }
+        // Everything is written now (or cannot be): announce the rest.
+        Self::release(&mut st.held, None, &events, true).await;
         events.send(RunEvent::Finished(summary.clone())).await;
         summary
     }

@@ -3,12 +3,13 @@
 //!   snapshot, task path, seed, model description — never secrets), every
 //!   genome with every field the inspector shows, an event log, and the
 //!   checkpoint the loop needs to resume. Each iteration's genomes and the
-//!   checkpoint are committed in one transaction before the next iteration
-//!   is counted.
+//!   checkpoint are committed in one transaction, on a writer thread of
+//!   their own (see `background`), so the loop does not wait for the disk.
 //! - `genomes.jsonl` — every genome as one JSON object per line (a plain,
 //!   greppable export written alongside).
 //! - `card.yaml`, `summary.json` — the card as run, and the final tally.
 
+mod background;
 mod jsonl;
 mod sqlite;
 
@@ -22,6 +23,7 @@ use crate::engine::events::{LogLevel, RunInfo, RunSummary};
 use crate::engine::genome::{Genome, TokenUsage};
 use crate::engine::rng::SearchRng;
 
+pub use background::BackgroundRecorder;
 pub use jsonl::{JsonlRecorder, read_genomes};
 pub use sqlite::{
     ARCHIVE_FILE, Archive, ArchiveContents, RunListing, RunMeta, SCHEMA_VERSION, SqliteRecorder,
@@ -68,8 +70,10 @@ pub struct Checkpoint {
     pub invalid: u64,
 }
 
-/// Where a run's record goes. `record_iteration` must have made the genomes
-/// and checkpoint durable when it returns `Ok`.
+/// Where a run's record goes. `record_iteration` of a plain recorder has made
+/// the genomes and checkpoint durable when it returns `Ok`; a
+/// [`BackgroundRecorder`] has queued them, and has written everything queued
+/// when `finish` returns.
 pub trait RunRecorder: Send {
     fn begin(&mut self, info: &RunInfo, card: &Card, task_dir: &Path) -> Result<(), ArchiveError>;
     fn record_iteration(
@@ -79,6 +83,12 @@ pub trait RunRecorder: Send {
     ) -> Result<(), ArchiveError>;
     fn log(&mut self, _level: LogLevel, _message: &str) {}
     fn finish(&mut self, summary: &RunSummary) -> Result<(), ArchiveError>;
+    /// For a recorder that writes after `record_iteration` returns: how many
+    /// of its calls have been written (or failed) so far. `None` (the
+    /// default): each is written when the call returns.
+    fn progress(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
 }
 
 /// Several recorders as one (archive + JSON lines).
@@ -112,7 +122,8 @@ impl RunRecorder for Recorders {
     }
 }
 
-/// The standard recorder for a run folder: `archive.sqlite` + `genomes.jsonl`.
+/// The standard recorder for a run folder: `archive.sqlite` + `genomes.jsonl`,
+/// written on a thread of their own ([`BackgroundRecorder`]).
 /// `resume` appends to an existing run instead of starting one.
 pub fn open_run_folder(dir: &Path, resume: bool) -> Result<Box<dyn RunRecorder>, ArchiveError> {
     let sqlite = if resume {
@@ -120,10 +131,11 @@ pub fn open_run_folder(dir: &Path, resume: bool) -> Result<Box<dyn RunRecorder>,
     } else {
         SqliteRecorder::create(dir)?
     };
-    Ok(Box::new(Recorders(vec![
+    let both = Recorders(vec![
         Box::new(sqlite),
         Box::new(JsonlRecorder::new(dir, resume)),
-    ])))
+    ]);
+    Ok(Box::new(BackgroundRecorder::spawn(Box::new(both), dir)?))
 }
 
 pub(crate) fn unix_now() -> u64 {
