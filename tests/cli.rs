@@ -207,3 +207,76 @@ fn export_then_import_round_trips_a_card_through_the_cli() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
 }
+
+/// The evaluation worker's code sits in the user's cache dir, where Python
+/// keeps its bytecode from one run to the next; candidates still write no
+/// bytecode, and a cache dir that cannot be written only costs the caching.
+#[test]
+fn the_worker_bytecode_is_cached_between_runs_and_an_unwritable_cache_still_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A copy of a shipped task, to see what lands in it.
+    let task = tmp.path().join("task");
+    std::fs::create_dir(&task).unwrap();
+    for f in ["evaluator.py", "initial_program.py"] {
+        std::fs::copy(
+            root().join("assets/tasks/circle_packing").join(f),
+            task.join(f),
+        )
+        .unwrap();
+    }
+    let run = |cache: &Path, out: &str| {
+        let o = galapagos()
+            .args([
+                "run",
+                "cards/best_of_n.yaml",
+                "--iterations",
+                "3",
+                "--quiet",
+                "--task",
+            ])
+            .arg(&task)
+            .arg("--out")
+            .arg(tmp.path().join(out))
+            .env("XDG_CACHE_HOME", cache)
+            .current_dir(root())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let cache = tmp.path().join("cache");
+    run(&cache, "a");
+    let code_dirs: Vec<_> = std::fs::read_dir(cache.join("galapagos"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(code_dirs.len(), 1, "{code_dirs:?}");
+    let code = &code_dirs[0];
+    assert!(code.join("galapagos_worker.py").is_file());
+    let pyc: Vec<_> = std::fs::read_dir(code.join("__pycache__"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        pyc.iter()
+            .any(|n| n.starts_with("galapagos_worker.") && n.ends_with(".pyc")),
+        "{pyc:?}"
+    );
+    let mtime = |p: &Path| std::fs::metadata(p).unwrap().modified().unwrap();
+    let before = mtime(&code.join("galapagos_worker.py"));
+    run(&cache, "b");
+    assert_eq!(
+        mtime(&code.join("galapagos_worker.py")),
+        before,
+        "an unchanged worker is not rewritten (its bytecode stays valid)"
+    );
+    assert!(
+        !task.join("__pycache__").exists(),
+        "candidates wrote bytecode"
+    );
+    // A file, not a dir: nothing can be created under it.
+    let blocked = tmp.path().join("not-a-dir");
+    std::fs::write(&blocked, "x").unwrap();
+    run(&blocked, "c");
+}
