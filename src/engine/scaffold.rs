@@ -302,6 +302,14 @@ impl Scaffold {
         })
     }
 
+    /// Get the evaluator ready for the first evaluation (see
+    /// [`Evaluator::warm_up`]); the future owns what it needs, so it can run
+    /// as a task of its own while the run opens its record.
+    pub fn warm_up(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let evaluator = Arc::clone(&self.evaluator);
+        async move { evaluator.warm_up().await }
+    }
+
     /// The card this scaffold was built from.
     pub fn card(&self) -> &Card {
         &self.card

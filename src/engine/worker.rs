@@ -184,6 +184,12 @@ pub async fn run_request(
             Err(e) => return fail(e.to_string()).await,
         }
     }
+    // The evaluator starts (an interpreter, the task's import: tens of ms)
+    // while the run folder is opened. A detached task: a run that ends early
+    // drops it with the runtime, which kills what it started.
+    drop(tokio::spawn(scaffold.warm_up()));
+    // Let it start the process before this thread blocks on the disk.
+    tokio::task::yield_now().await;
     let recorder: Option<Box<dyn RunRecorder>> = match request.run_dir.as_deref() {
         Some(d) => match open_run_folder(d, resume) {
             Ok(r) => Some(r),

@@ -40,4 +40,9 @@ pub trait Evaluator: Send + Sync {
     fn timeout_secs(&self) -> Option<f64> {
         None
     }
+
+    /// Get ready for the first `evaluate` (start a process, import the task's
+    /// code) while the run sets up its record, so that start-up overlaps.
+    /// Optional; a failure here is reported by the first `evaluate`.
+    async fn warm_up(&self) {}
 }

@@ -134,6 +134,8 @@ pub struct SubprocessEvaluator {
     /// Candidates in flight at once (`BuildContext.parallel`).
     permits: Semaphore,
     import_failure: Mutex<Option<Evaluation>>,
+    /// Why `warm_up` could not start the worker, for the next evaluation.
+    warm_failure: Mutex<Option<String>>,
     next_worker: AtomicU64,
     next_request: AtomicU64,
     config: Config,
@@ -276,6 +278,7 @@ impl SubprocessEvaluator {
             worker: tokio::sync::Mutex::new(None),
             permits: Semaphore::new(pool_size.max(1)),
             import_failure: Mutex::new(None),
+            warm_failure: Mutex::new(None),
             next_worker: AtomicU64::new(0),
             next_request: AtomicU64::new(0),
             config: Config {
@@ -450,6 +453,9 @@ impl SubprocessEvaluator {
     /// One attempt on the shared worker. `Retry` means the worker failed
     /// before the candidate started, so a fresh worker may be tried.
     async fn attempt(&self, setup: &Setup, candidate: &Candidate) -> Attempt {
+        if let Some(reason) = lock(&self.warm_failure).take() {
+            return Attempt::Done(invalid(reason));
+        }
         let worker = match self.current_worker(setup).await {
             Ok(w) => w,
             Err(SpawnError::Import(failure)) => {
@@ -509,6 +515,25 @@ impl Evaluator for SubprocessEvaluator {
 
     fn timeout_secs(&self) -> Option<f64> {
         Some(self.config.params.timeout_secs)
+    }
+
+    /// Start the worker (interpreter start and `evaluator.py` import, tens of
+    /// milliseconds). An import failure is kept for the first evaluation to
+    /// report; any other failure is met again, and reported, by it.
+    async fn warm_up(&self) {
+        let Ok(setup) = self.setup().await else {
+            return;
+        };
+        if self.cached_import_failure().is_some() {
+            return;
+        }
+        match self.current_worker(setup).await {
+            Ok(_) => {}
+            Err(SpawnError::Import(failure)) => *lock(&self.import_failure) = Some(failure),
+            // Said once, by the next evaluation, rather than met twice (a
+            // hanging import would otherwise cost its whole limit again).
+            Err(SpawnError::Other(reason)) => *lock(&self.warm_failure) = Some(reason),
+        }
     }
 }
 
