@@ -588,3 +588,70 @@ async fn hung_worker_hits_the_backstop_and_is_replaced() {
         .await;
     assert!(after.valid, "{after:?}");
 }
+
+/// Appends a line to `imports.log` (in the task dir, the worker's cwd) each
+/// time a worker imports it, so a test can count worker starts.
+const COUNTED_EVALUATOR: &str = r#"
+with open("imports.log", "a") as f:
+    f.write("import\n")
+FAIL = False
+if FAIL:
+    raise RuntimeError("broken on purpose")
+
+def evaluate(program_path):
+    return {"combined_score": 0.5}
+"#;
+
+fn imports(dir: &tempfile::TempDir) -> usize {
+    std::fs::read_to_string(dir.path().join("imports.log"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn warm_up_starts_the_worker_that_the_first_evaluations_use() {
+    let (dir, task) = task_with(COUNTED_EVALUATOR, "x = 1\n");
+    let ev = evaluator(&task, 10.0);
+    ev.warm_up().await;
+    assert_eq!(imports(&dir), 1, "warm-up imported the evaluator");
+    assert_eq!(ev.worker_pids().len(), 1, "and left a worker running");
+    for id in 0..3 {
+        let e = ev.evaluate(&cand(id, "x = 2\n")).await;
+        assert!(e.valid, "{e:?}");
+    }
+    assert_eq!(imports(&dir), 1, "the evaluations used the warm worker");
+}
+
+#[tokio::test]
+async fn a_failed_warm_up_is_reported_by_the_first_evaluation_without_a_second_try() {
+    let broken = COUNTED_EVALUATOR.replace("FAIL = False", "FAIL = True");
+    let (dir, task) = task_with(&broken, "x = 1\n");
+    let ev = evaluator(&task, 10.0);
+    ev.warm_up().await;
+    for id in 0..2 {
+        let e = ev.evaluate(&cand(id, "x = 2\n")).await;
+        let err = e.error.unwrap_or_default();
+        assert!(err.contains("cannot import the task evaluator"), "{err}");
+        assert!(err.contains("broken on purpose"), "{err}");
+    }
+    assert_eq!(imports(&dir), 1, "an import failure is not retried");
+
+    let (_dir, task) = task_with(COUNTED_EVALUATOR, "x = 1\n");
+    let ev = SubprocessEvaluator::new(
+        &task,
+        SubprocessParams {
+            python: "/nonexistent/python9".to_owned(),
+            ..SubprocessParams::default()
+        },
+        1,
+    );
+    ev.warm_up().await;
+    for id in 0..2 {
+        let e = ev.evaluate(&cand(id, "x = 2\n")).await;
+        assert!(!e.valid);
+        assert!(
+            e.error.unwrap_or_default().contains("/nonexistent/python9"),
+            "each evaluation names the interpreter"
+        );
+    }
+}
