@@ -498,7 +498,7 @@ class LineReader:
             self.buf += chunk
 
 
-def standby_main(module, fds, scratch, suffix, reuse=1):
+def standby_main(module, fds, scratch, suffix, reuse=1, warm=True):
     """Body of a pre-forked standby child (zygote pattern).
 
     Everything that does not depend on the candidate (own process group,
@@ -530,8 +530,9 @@ def standby_main(module, fds, scratch, suffix, reuse=1):
     os.close(out_fd)
     os.close(err_fd)
     # The warm-up only pays off when it runs before the candidate arrives; a
-    # candidate already waiting (the run's first one) would just wait for it.
-    if not select.select([request_fd], [], [], 0)[0]:
+    # candidate already waiting would just wait for it. The run's first child
+    # (`warm` False) is forked just before its candidate is sent: it skips it.
+    if warm and not select.select([request_fd], [], [], 0)[0]:
         warm_up(scratch)
     state = CandidateState(module, scratch, (request_fd, result_fd)) if reuse > 1 else None
     reader = LineReader(request_fd)
@@ -659,6 +660,7 @@ class Zygote:
 
     Messages on the socket (SOCK_SEQPACKET, one per packet):
       worker -> zygote  b"F" with the child's four pipe ends (SCM_RIGHTS)
+                        (b"C": the same, for a child that skips the warm-up)
       zygote -> worker  b"P <pid>"           a child was forked (in request order)
       zygote -> worker  b"X <pid> <status>"  a child ended (its wait status)
     """
@@ -685,10 +687,10 @@ class Zygote:
         self.spawned = []
         self.statuses = {}
 
-    def request(self, fds):
+    def request(self, fds, warm=True):
         import socket
 
-        socket.send_fds(self.sock, [b"F"], fds)
+        socket.send_fds(self.sock, [b"F" if warm else b"C"], fds)
 
     def pump(self, block=False):
         """Read the messages that are there (or wait for one); False when the zygote is gone."""
@@ -783,7 +785,7 @@ def zygote_main(module, sock, scratch, suffix, reuse):
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                     for f in (fd, wake_r, wake_w):
                         os.close(f)
-                    standby_main(module, fds, scratch, suffix, reuse)
+                    standby_main(module, fds, scratch, suffix, reuse, warm=msg[:1] != b"C")
                 except BaseException:
                     import traceback
 
@@ -805,14 +807,14 @@ def zygote_main(module, sock, scratch, suffix, reuse):
 class Standby:
     """One pre-forked child waiting for its candidate on a private pipe."""
 
-    def __init__(self, zygote):
+    def __init__(self, zygote, warm=True):
         request_r, request_w = os.pipe()
         result_r, result_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         child_ends = [request_r, result_w, out_w, err_w]
         try:
-            zygote.request(child_ends)
+            zygote.request(child_ends, warm)
         except OSError:
             for fd in child_ends + [request_w, result_r, out_r, err_r]:
                 os.close(fd)
@@ -1208,6 +1210,9 @@ def main():
         send({"ready": False, "error": f"cannot start the zygote process: {exc}", "traceback": ""})
         return
     try:
+        # The run sends its first candidate (the initial program) as soon as
+        # the worker is ready: that child has no time to warm up.
+        STANDBY.ready.append(Standby(STANDBY.zygote, warm=False))
         STANDBY.refill()
     except OSError:
         pass

@@ -4,13 +4,18 @@
 //! interpreter start-up (or an `evaluator.py` import) per candidate.
 //!
 //! How it works:
-//! - At first use a private dir (in RAM, `/dev/shm`, when it exists) receives
-//!   the worker script (`assets/python/galapagos_worker.py`, embedded) and a
-//!   small `openevolve` package (`EvaluationResult` shim) that is put on
-//!   `PYTHONPATH`, so evaluators written for OpenEvolve run unchanged. The
+//! - The worker's code (`assets/python/galapagos_worker.py`, embedded) and a
+//!   small `openevolve` package (`EvaluationResult` shim) are written, when
+//!   missing, to a code dir in the user's cache dir named by their hash, which
+//!   is put on `PYTHONPATH` (so evaluators written for OpenEvolve run
+//!   unchanged). The worker is imported as a module there, so Python keeps its
+//!   bytecode from one run to the next; when the cache dir cannot be written,
+//!   the private dir below holds the code instead. Candidates' program files
+//!   go in a private per-run dir (in RAM, `/dev/shm`, when it exists). The
 //!   worker starts through the interpreter as named (param `python`, default
 //!   `python3`) and reports its real path (`sys.executable`); a replacement
-//!   worker starts from that path, which skips version-manager shims.
+//!   worker starts from that path, which skips version-manager shims. The run
+//!   starts it (`warm_up`) while it opens its record.
 //! - The worker imports `evaluator.py` once (cwd = task dir, task dir on
 //!   `sys.path`) and serves JSON-line requests, any number at once (up to
 //!   `BuildContext.parallel`, the evaluator's permits): requests carry an id,
@@ -55,7 +60,7 @@ use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, Param
 use crate::engine::registry::{BuildContext, ComponentInfo};
 use crate::engine::task::Task;
 
-/// The worker script, written into the private dir at first use.
+/// The worker's code, written into the code dir (see [`code_dir`]) when missing.
 const WORKER_SCRIPT: &str = include_str!("../../../assets/python/galapagos_worker.py");
 /// `openevolve/__init__.py` of the compatibility shim.
 const SHIM_INIT: &str = include_str!("../../../assets/python/openevolve/__init__.py");
