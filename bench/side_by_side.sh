@@ -21,6 +21,8 @@
 #   GAL_ONLY_NS="10000"  GAL_ONLY_PS="1 4"  GAL_ONLY_LS="0"   galapagos alone (empty to skip)
 #   CHECK_P8="8:200:400"     galapagos alone at P:L:N, reported as % of the ideal P/L (empty to skip)
 #   MODES="galapagos galapagos-reuse"   which galapagos modes run   REUSE=100
+#   REPEATS=1                every paired cell runs this many times (the tools take
+#                            turns); the tables and ratios use each cell's median
 #   CARD=cards/best_of_n.yaml   GALAPAGOS=<release binary>   (built with cargo build --release if missing)
 #   VENV=$BENCH_DIR/oe-venv  (OpenEvolve 0.4.0 is pip-installed there when missing)
 #   SKIP_OPENEVOLVE=1        galapagos only
@@ -51,6 +53,7 @@ RUN_TIMEOUT=${RUN_TIMEOUT:-900}
 SKIP_OPENEVOLVE=${SKIP_OPENEVOLVE:-0}
 MODES=${MODES:-"galapagos galapagos-reuse"}
 REUSE=${REUSE:-100}
+REPEATS=${REPEATS:-1}
 PY=python3
 
 die() { echo "side_by_side: $*" >&2; exit 1; }
@@ -219,10 +222,10 @@ EOF
 echo "galapagos: $GALAPAGOS ($CARD; modes: $MODES; python: $PYEXE); task: $TASK; fake server: $FAKE; nproc=$(nproc)"
 [ "$SKIP_OPENEVOLVE" = 1 ] || echo "openevolve: $("$VENV/bin/python" -c 'import openevolve;print(openevolve.__version__)' 2>/dev/null) in $VENV"
 
-for n in $NS; do for l in $LS; do for p in $PS; do
+for n in $NS; do for l in $LS; do for p in $PS; do for _ in $(seq 1 "$REPEATS"); do
   for mode in $MODES; do run_one "$mode" "$n" "$p" "$l"; done
   [ "$SKIP_OPENEVOLVE" = 1 ] || run_one openevolve "$n" "$p" "$l"
-done; done; done
+done; done; done; done
 for n in $GAL_ONLY_NS; do for l in $GAL_ONLY_LS; do for p in $GAL_ONLY_PS; do
   for mode in $MODES; do run_one "$mode" "$n" "$p" "$l"; done
 done; done; done
@@ -241,17 +244,48 @@ modes = sys.argv[3].split()
 modes.sort(key=lambda m: m == "galapagos-reuse")
 def key(r):
     return (int(r["N"]), int(r["P"]), int(r["L_ms"]))
-oe = {key(r): r for r in rows if r["tool"] == "openevolve"}
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+def cells(tool):
+    """One row per cell: the median of its successful runs (rc "0"), else a failed run."""
+    groups = {}
+    for r in rows:
+        if r["tool"] == tool:
+            groups.setdefault(key(r), []).append(r)
+    out = {}
+    for k, runs in groups.items():
+        ok = [r for r in runs if r["rc"] == "0"]
+        if not ok:
+            out[k] = runs[0]
+            continue
+        m = dict(ok[0])
+        for field in ("wall_s", "iter_per_s", "ovh_ms_per_iter", "peak_tree_rss_MiB"):
+            try:
+                m[field] = f"{median([float(r[field]) for r in ok]):.2f}"
+            except ValueError:
+                pass
+        m["runs"] = len(ok)
+        out[k] = m
+    return out
+oe = cells("openevolve")
 print()
-print("| tool | N | P | L ms | wall s | iter/s | overhead ms/iter | peak RSS tree MiB |")
-print("|---|---|---|---|---|---|---|---|")
-for r in rows:
-    print(f"| {r['tool']} | {r['N']} | {r['P']} | {r['L_ms']} | {r['wall_s']} | {r['iter_per_s']} | "
-          f"{r['ovh_ms_per_iter']} | {r['peak_tree_rss_MiB']} |")
+repeated = len(rows) != len({(r["tool"], key(r)) for r in rows})
+print("| tool | N | P | L ms | wall s | iter/s | overhead ms/iter | peak RSS tree MiB |" + (" runs |" if repeated else ""))
+print("|---|---|---|---|---|---|---|---|" + ("---|" if repeated else ""))
+tools = list(dict.fromkeys(r["tool"] for r in rows))
+by_tool = {t: cells(t) for t in tools}
+for k in dict.fromkeys(key(r) for r in rows):
+    for t in tools:
+        r = by_tool[t].get(k)
+        if r is None:
+            continue
+        print(f"| {r['tool']} | {r['N']} | {r['P']} | {r['L_ms']} | {r['wall_s']} | {r['iter_per_s']} | "
+              f"{r['ovh_ms_per_iter']} | {r['peak_tree_rss_MiB']} |" + (f" {r.get('runs', 0)} |" if repeated else ""))
 FLOOR = 0.05  # ms: below this an overhead is measurement noise; keeps ratios finite
 headline = []
 for mode in modes:
-    gal = {key(r): r for r in rows if r["tool"] == mode}
+    gal = cells(mode)
     ratios = []
     if oe:
         print()
