@@ -8,9 +8,8 @@ process group, so a runaway or crashing candidate is killed (SIGKILL to the
 whole group) without losing the warm interpreter.
 
 Zygote pattern: right after the import the worker forks a zygote that forks
-every child (see `Zygote`), so the worker itself never forks again.
-Standby children (as many as candidates may run at once, see `StandbySlot`)
-wait already set up (own process group,
+every child (see `Zygote`), so the worker itself never forks again. Two
+standby children wait at any time, already set up (own process group,
 parent-death signal, stdin from /dev/null, stdout/stderr on capture pipes, a
 rehearsal of the request path). A request costs one pipe write (the request
 line is forwarded as is); the child writes the program file, evaluates, and
@@ -890,13 +889,11 @@ class Standby:
 class StandbySlot:
     """The standby children of this worker, forked by its zygote.
 
-    `depth` are kept ready (oldest first; config `standby`: with a fresh
-    child per candidate, as many as the run evaluates at once, 2 to 8; with
-    reused children, 1): the replacement for the one a request takes is asked
-    for while that candidate evaluates, and has at least the rest of that
-    evaluation and the next proposal to finish its set-up. At start, config
-    `initial` children are forked (the first one skips its warm-up). The
-    zygote reaps the children."""
+    `depth` are kept ready (oldest first; config `standby`, 2 for a single
+    worker, 1 when several share the machine): the replacement for the one a
+    request takes is asked for while that candidate evaluates, and has at
+    least the rest of that evaluation and the next proposal to finish its
+    set-up. The zygote reaps the children."""
 
     def __init__(self):
         self.depth = 1
@@ -1214,12 +1211,9 @@ def main():
         return
     try:
         # The run sends its first candidate (the initial program) as soon as
-        # the worker is ready: that child has no time to warm up. The others
-        # (config `initial`: as many as the run may evaluate at once) warm up
-        # while it runs, for the first candidates that arrive together.
+        # the worker is ready: that child has no time to warm up.
         STANDBY.ready.append(Standby(STANDBY.zygote, warm=False))
-        for _ in range(max(STANDBY.depth, int(config.get("initial", 1))) - 1):
-            STANDBY.ready.append(Standby(STANDBY.zygote))
+        STANDBY.refill()
     except OSError:
         pass
     send({"ready": True, "executable": sys.executable or ""})

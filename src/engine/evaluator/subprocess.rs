@@ -24,8 +24,7 @@
 //! - Zygote: right after the import the worker forks a zygote whose only job
 //!   is to fork standby children (a process that forks pays a page fault for
 //!   every page it writes afterwards; the zygote writes almost nothing, the
-//!   worker never forks again). Standbys wait (as many as candidates may run at
-//!   once, 2 to 8; one with reused children), already set up
+//!   worker never forks again). Two standbys wait at any time, already set up
 //!   (own process group, parent-death signal, stdin from /dev/null,
 //!   stdout/stderr on capture pipes, a rehearsal of the request path). A
 //!   request line is forwarded to one as is; the child writes the program
@@ -76,8 +75,6 @@ const MAX_CANDIDATES_PER_PROCESS: u32 = 1_000_000;
 /// Time allowed for a worker to start and import `evaluator.py`, on top of
 /// the candidate timeout.
 const STARTUP_GRACE_SECS: f64 = 60.0;
-/// At most this many standby children wait at once (each is a process).
-const MAX_STANDBY: usize = 8;
 
 /// Parameters of [`SubprocessEvaluator`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -158,8 +155,6 @@ struct Config {
     task_dir: PathBuf,
     suffix: String,
     params: SubprocessParams,
-    /// Candidates that may be evaluated at once.
-    pool: usize,
 }
 
 /// Where the worker's code and the candidates' files are.
@@ -296,7 +291,6 @@ impl SubprocessEvaluator {
                 task_dir: task.dir.clone(),
                 suffix: task.suffix.clone(),
                 params,
-                pool: pool_size.max(1),
             },
             setup: OnceCell::new(),
             resolved_python: Mutex::new(None),
@@ -335,21 +329,15 @@ impl SubprocessEvaluator {
         let n = self.next_worker.fetch_add(1, Ordering::Relaxed);
         let scratch = setup.dir.path().join(format!("w{n}"));
         let reuse = self.config.params.candidates_per_process;
-        let pool = self.config.pool;
         let worker_config = serde_json::json!({
             "evaluator": self.config.evaluator_path,
             "task_dir": self.config.task_dir,
             "suffix": self.config.suffix,
             "scratch": scratch,
             // Standby children kept ready: a candidate that arrives finds a
-            // child already set up; the one taken is replaced meanwhile. With
-            // a fresh child per candidate, up to `pool` candidates arrive
-            // together (as many as may run at once); reused children need one
-            // only when a child retires.
-            "standby": if reuse > 1 { 1 } else { pool.clamp(2, MAX_STANDBY) },
-            // Forked at start, before the worker says it is ready: the run's
-            // first `pool` candidates then find a child each.
-            "initial": pool.min(MAX_STANDBY),
+            // child already set up; the one taken is replaced meanwhile. Reused
+            // children need one only when a child retires.
+            "standby": if reuse > 1 { 1 } else { 2 },
             "reuse": reuse,
         });
         let mut python_path = std::env::var_os("PYTHONPATH")
@@ -1104,34 +1092,6 @@ def evaluate(program_path):
         let e = ev.evaluate(&value_candidate(4, 0.3)).await;
         assert!(e.valid, "{e:?}");
         assert_eq!(e.scores["combined_score"], 0.3);
-    }
-
-    #[tokio::test]
-    async fn as_many_standbys_wait_as_candidates_may_run_at_once() {
-        if !Path::new("/proc/self/task").exists() {
-            return;
-        }
-        let (_dir, task) = value_task();
-        let ev = Arc::new(SubprocessEvaluator::new(
-            &task,
-            SubprocessParams::default(),
-            4,
-        ));
-        let e = ev.evaluate(&value_candidate(1, 0.5)).await;
-        assert!(e.valid, "{e:?}");
-        let worker = ev.worker_pids()[0];
-        assert!(eventually(|| standbys(worker).len() == 4).await);
-        // Four candidates at once each find a child, and the four are
-        // replaced afterwards.
-        let before = standbys(worker);
-        let all = futures::future::join_all((0..4).map(|i| {
-            let ev = Arc::clone(&ev);
-            async move { ev.evaluate(&value_candidate(10 + i, 0.25)).await }
-        }))
-        .await;
-        assert!(all.iter().all(|e| e.valid), "{all:?}");
-        assert!(eventually(|| before.iter().all(|p| !alive(*p))).await);
-        assert!(eventually(|| standbys(worker).len() == 4).await);
     }
 
     #[tokio::test]
