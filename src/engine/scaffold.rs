@@ -73,12 +73,16 @@ struct LoopState {
     held: std::collections::VecDeque<(u64, RunEvent)>,
 }
 
-/// Wait until the recorder has written more (`Err`: it never will).
-async fn written(
-    durable: Option<&mut tokio::sync::watch::Receiver<u64>>,
-) -> Result<(), tokio::sync::watch::error::RecvError> {
+/// Wait until the recorder has written more. When its writer is gone, forget
+/// the counter (the held events then go out at once; the writer's error
+/// reaches the loop through `record_iteration` or `finish`).
+async fn written(durable: &mut Option<tokio::sync::watch::Receiver<u64>>) {
     match durable {
-        Some(rx) => rx.changed().await,
+        Some(rx) => {
+            if rx.changed().await.is_err() {
+                *durable = None;
+            }
+        }
         None => std::future::pending().await,
     }
 }
@@ -713,11 +717,7 @@ impl Scaffold {
                             Some(cmd) => self.apply(cmd, &mut paused, &mut st.stop, &events).await,
                             None => commands_open = false,
                         },
-                        written = written(st.durable.as_mut()), if waiting_for_disk => {
-                            if written.is_err() {
-                                st.durable = None;
-                            }
-                        }
+                        () = written(&mut st.durable), if waiting_for_disk => {}
                     }
                     continue;
                 }
@@ -729,13 +729,7 @@ impl Scaffold {
                     Some(cmd) => self.apply(cmd, &mut paused, &mut st.stop, &events).await,
                     None => commands_open = false,
                 },
-                written = written(st.durable.as_mut()), if waiting_for_disk => {
-                    if written.is_err() {
-                        // The writer is gone; its error reaches the loop
-                        // through record_iteration or finish.
-                        st.durable = None;
-                    }
-                }
+                () = written(&mut st.durable), if waiting_for_disk => {}
                 Some(outcome) = in_flight.next() => {
                     st.summary.iterations += 1;
                     if let Some(msg) = outcome.fatal {

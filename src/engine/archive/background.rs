@@ -257,6 +257,18 @@ mod tests {
         }
     }
 
+    /// A background recorder over a `Probe` (failing from iteration
+    /// `fail_from`), and the probe's log.
+    fn probed(fail_from: Option<u64>) -> (Arc<Mutex<Vec<String>>>, BackgroundRecorder) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let probe = Probe {
+            log: Arc::clone(&log),
+            fail_from,
+        };
+        let r = BackgroundRecorder::spawn(Box::new(probe), Path::new("probe")).unwrap();
+        (log, r)
+    }
+
     fn checkpoint(done: u64) -> Checkpoint {
         Checkpoint {
             iterations_done: done,
@@ -300,12 +312,7 @@ mod tests {
 
     #[test]
     fn everything_queued_is_written_in_order_before_finish_returns() {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let probe = Probe {
-            log: Arc::clone(&log),
-            fail_from: None,
-        };
-        let mut r = BackgroundRecorder::spawn(Box::new(probe), Path::new("probe")).unwrap();
+        let (log, mut r) = probed(None);
         let (info, card) = info();
         r.begin(&info, &card, Path::new(".")).unwrap();
         for i in 1..=20 {
@@ -333,12 +340,7 @@ mod tests {
 
     #[test]
     fn a_failed_write_reaches_the_loop_and_finish() {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let probe = Probe {
-            log: Arc::clone(&log),
-            fail_from: Some(3),
-        };
-        let mut r = BackgroundRecorder::spawn(Box::new(probe), Path::new("probe")).unwrap();
+        let (_, mut r) = probed(Some(3));
         let mut reported = None;
         for i in 1..=200 {
             if let Err(e) = r.record_iteration(&[genome(i)], &checkpoint(i)) {
@@ -351,14 +353,7 @@ mod tests {
         assert!(at > 3, "reported before it happened: {at}");
         assert!(message.contains("disk full at 3"), "{message}");
         // A failure not yet seen by the loop is what finish reports.
-        let mut r2 = BackgroundRecorder::spawn(
-            Box::new(Probe {
-                log: Arc::new(Mutex::new(Vec::new())),
-                fail_from: Some(1),
-            }),
-            Path::new("probe"),
-        )
-        .unwrap();
+        let (_, mut r2) = probed(Some(1));
         r2.record_iteration(&[genome(1)], &checkpoint(1)).unwrap();
         let end = r2.finish(&RunSummary::empty(
             crate::engine::events::RunStatus::Completed,
@@ -368,12 +363,7 @@ mod tests {
 
     #[test]
     fn progress_counts_iterations_once_written() {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let probe = Probe {
-            log: Arc::clone(&log),
-            fail_from: None,
-        };
-        let mut r = BackgroundRecorder::spawn(Box::new(probe), Path::new("probe")).unwrap();
+        let (log, mut r) = probed(None);
         let progress = r
             .progress()
             .expect("a background recorder reports progress");
@@ -398,12 +388,7 @@ mod tests {
 
     #[test]
     fn dropping_without_finish_still_writes_the_queue() {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let probe = Probe {
-            log: Arc::clone(&log),
-            fail_from: None,
-        };
-        let mut r = BackgroundRecorder::spawn(Box::new(probe), Path::new("probe")).unwrap();
+        let (log, mut r) = probed(None);
         for i in 1..=5 {
             r.record_iteration(&[genome(i)], &checkpoint(i)).unwrap();
         }
