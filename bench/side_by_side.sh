@@ -179,6 +179,11 @@ run_one() { # TOOL N P L
   local d="$BENCH_DIR/${tool}_n${n}_p${p}_l${l}"
   rm -rf "$d"; mkdir -p "$d"
   start_fake "$l" "$d"
+  # The RSS sampler starts (and pays its own interpreter start) before the
+  # clock does; it gets the PID to follow once the tool is launched.
+  coproc RSS { $PY "$BENCH/tree_rss.py" - "$d/rss.json"; }
+  local rsspid=$RSS_PID rss_in=${RSS[1]} ready=
+  read -r -t 30 ready <&"${RSS[0]}" || die "the RSS sampler did not start"
   local t0 t1 pid
   t0=$(date +%s.%N)
   if [ "$tool" != openevolve ]; then
@@ -192,8 +197,7 @@ run_one() { # TOOL N P L
         --config "$d/config.yaml" --iterations "$n" --output "$d/oe_out" > "$d/run.log" 2>&1 &
   fi
   pid=$!
-  $PY "$BENCH/tree_rss.py" "$pid" "$d/rss.json" &
-  local rsspid=$!
+  echo "$pid" >&"$rss_in"
   wait "$pid"; local rc=$?
   t1=$(date +%s.%N)
   wait "$rsspid"

@@ -2,15 +2,34 @@
 """Peak resident memory of a whole process tree (stdlib only, Linux /proc).
 
   python3 bench/tree_rss.py PID OUT.json [INTERVAL_MS]
+  python3 bench/tree_rss.py - OUT.json [INTERVAL_MS]    (PID read from stdin)
 
 Every INTERVAL_MS (default 25) it sums VmRSS over PID and all its descendants,
 until PID is gone, then writes {"peak_tree_mib", "peak_single_mib", "max_procs",
 "samples"} to OUT.json. Used by bench/side_by_side.sh.
+
+With PID `-` it prints "ready" once started and then reads the PID from its
+standard input: a benchmark starts the sampler before the command it measures,
+so the sampler's own interpreter start (~30 ms of CPU here) does not compete
+with the measured command's start on a small machine.
 """
 import json
 import os
 import sys
 import time
+
+
+PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def read(path):
+    """A small /proc file in one system call (no file object: the sampler
+    runs beside the measured command and should cost it as little as it can)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
 
 
 def parents():
@@ -20,24 +39,20 @@ def parents():
         if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as f:
-                stat = f.read()
+            stat = read(f"/proc/{name}/stat")
             # the command name may contain spaces and parentheses: split after the last ')'
-            table[int(name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+            table[int(name)] = int(stat[stat.rindex(b")") + 2:].split()[1])
         except (OSError, ValueError, IndexError):
             continue
     return table
 
 
 def rss_kib(pid):
+    """VmRSS (resident pages, from statm)."""
     try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
+        return int(read(f"/proc/{pid}/statm").split()[1]) * PAGE_KIB
     except (OSError, ValueError, IndexError):
-        pass
-    return 0
+        return 0
 
 
 def tree(root):
@@ -53,7 +68,14 @@ def tree(root):
 
 
 def main():
-    root = int(sys.argv[1])
+    if sys.argv[1] == "-":
+        print("ready", flush=True)
+        line = sys.stdin.readline().strip()
+        if not line.isdigit():
+            return
+        root = int(line)
+    else:
+        root = int(sys.argv[1])
     out = sys.argv[2]
     interval = (float(sys.argv[3]) if len(sys.argv) > 3 else 25.0) / 1000.0
     peak_tree = peak_one = max_procs = samples = 0
