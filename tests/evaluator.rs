@@ -558,13 +558,17 @@ def evaluate(program_path):
 }
 
 #[tokio::test]
-async fn hung_worker_hits_the_backstop_and_is_replaced() {
-    // The candidate freezes its worker (SIGSTOP), so the worker cannot enforce
-    // the timeout; the Rust-side backstop (timeout + 5 s) must kill both.
+async fn a_frozen_zygote_still_times_out_and_its_worker_is_replaced() {
+    // The candidate freezes its parent, the zygote that forks every child
+    // (SIGSTOP), then hangs. The run enforces the timeout itself, so the
+    // candidate still dies at 1 s. No new child can be forked afterwards:
+    // once the spares are used, the wait for one hits the backstop
+    // (timeout + 5 s), the worker is killed (its frozen zygote with it) and a
+    // fresh one evaluates the candidate.
     let (dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
-    let marker = dir.path().join("pid.txt");
+    let marker = dir.path().join("pids.txt");
     let program = format!(
-        "import os, signal, time\nopen({:?}, 'w').write(str(os.getpid()))\n\
+        "import os, signal, time\nopen({:?}, 'w').write(f'{{os.getpid()}} {{os.getppid()}}')\n\
          os.kill(os.getppid(), signal.SIGSTOP)\ndef value():\n    time.sleep(120)\n",
         marker.display().to_string()
     );
@@ -574,19 +578,35 @@ async fn hung_worker_hits_the_backstop_and_is_replaced() {
     let wall = started.elapsed();
     assert!(!e.valid);
     let err = e.error.unwrap_or_default();
-    assert!(err.contains("did not answer"), "{err}");
-    assert!(wall < Duration::from_secs(9), "took {wall:?}");
-    let pid: u32 = std::fs::read_to_string(&marker)
-        .expect("candidate started")
-        .trim()
-        .parse()
-        .expect("pid");
+    assert!(err.starts_with("timeout"), "{err}");
+    assert!(wall < Duration::from_secs(4), "took {wall:?}");
+    let pids = std::fs::read_to_string(&marker).expect("candidate started");
+    let [pid, zygote]: [u32; 2] = pids
+        .split_whitespace()
+        .map(|p| p.parse().expect("pid"))
+        .collect::<Vec<_>>()
+        .try_into()
+        .expect("two pids");
+    assert!(!process_alive(pid), "candidate {pid} survived its timeout");
+    let worker = ev.worker_pids();
+    let started = Instant::now();
+    for id in 2..6 {
+        let e = ev
+            .evaluate(&cand(id, "def value():\n    return 0.5\n"))
+            .await;
+        assert!(e.valid, "{e:?}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_ne!(ev.worker_pids(), worker, "the worker was replaced");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!process_alive(pid), "candidate {pid} survived the backstop");
-    let after = ev
-        .evaluate(&cand(2, "def value():\n    return 0.5\n"))
-        .await;
-    assert!(after.valid, "{after:?}");
+    assert!(
+        !process_alive(zygote),
+        "the frozen zygote {zygote} survived"
+    );
 }
 
 /// Appends a line to `imports.log` (in the task dir, the worker's cwd) each

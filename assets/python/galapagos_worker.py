@@ -1,25 +1,26 @@
 """Galapagos evaluation worker.
 
 Started once per run by the Rust `SubprocessEvaluator`. It imports the
-task's evaluator.py a single time, then serves evaluation requests as JSON
-lines on stdin/stdout, any number at once (replies go out as candidates
-finish, matched by id). Every candidate runs in a forked child in its own
-process group, so a runaway or crashing candidate is killed (SIGKILL to the
-whole group) without losing the warm interpreter.
+task's evaluator.py a single time and then only forks: every candidate runs
+in a forked child in its own process group, so a runaway or crashing
+candidate is killed (SIGKILL to the whole group) without losing the warm
+interpreter.
 
 Zygote pattern: right after the import the worker forks a zygote that forks
-every child (see `Zygote`), so the worker itself never forks again. Two
-standby children wait at any time, already set up (own process group,
-parent-death signal, stdin from /dev/null, stdout/stderr on capture pipes, a
-rehearsal of the request path). A request costs one pipe write (the request
-line is forwarded as is); the child writes the program file, evaluates, and
-sends the result back on a second pipe; its replacement is asked for while it
-runs. By default each child evaluates exactly one candidate and exits, so
-candidates stay isolated from each other. With `reuse` K > 1 (the evaluator's
-`candidates_per_process`) a child serves up to K candidates one after
-another, like a pool worker of OpenEvolve, but still killable: a candidate
-that overruns or crashes takes only its own child with it. After each
-candidate the child puts back what candidates commonly change (working
+every child (see `Zygote`), so the worker itself never forks again. Standby
+children are set up before any candidate exists (own process group,
+parent-death signal, stdin from /dev/null, a rehearsal of the request path)
+and connect to the run directly: one connection to the run's lane socket
+carries requests in and results out, and hands the run the read ends of the
+child's stdout and stderr pipes (see `standby_main`). The run hands a request to
+a ready child itself, reads its result and its output, and kills its group
+at the timeout or when it is done, so neither a request nor a result passes
+through the worker. By default each child evaluates exactly one candidate,
+so candidates stay isolated from each other. With `reuse` K > 1 (the
+evaluator's `candidates_per_process`) a child serves up to K candidates one
+after another, like a pool worker of OpenEvolve, but still killable: a
+candidate that overruns or crashes takes only its own child with it. After
+each candidate the child puts back what candidates commonly change (working
 directory, sys.path, argv, environment, standard streams, recursion limit,
 random state, warning filters, signal handlers and timers), and it retires
 instead of serving again when the candidate left threads or processes
@@ -27,15 +28,19 @@ behind, closed or redirected a standard stream, replaced anything in
 builtins, evaluator.py's globals or a module evaluator.py uses, or grew the
 process by more than RSS_GROWTH_LIMIT.
 
-Protocol (one JSON object per line):
-  worker -> rust  {"ready": true, "executable": str}  or  {"ready": false, "error": str, "traceback": str}
-  rust -> worker  {"id": int, "program": str, "timeout": float,
-                   "cascade": bool, "thresholds": [float, ...]}
-  worker -> rust  {"id": int, "started": pid}           (the child's process group)
-  worker -> rust  {"id": int, "scores": {str: float}, "nonfinite": [str],
-                   "artifacts": {str: str}, "error": str | null, "timeout": bool,
-                   "elapsed_secs": float, "reused": int}
-  ("reused": how many candidates the child had served before this one.)
+Protocol with the run, on the worker's stdin/stdout (one JSON object per line):
+  worker -> rust  {"ready": true, "executable": str, "zygote": pid}
+                  or {"ready": false, "error": str, "traceback": str}
+  rust -> worker  {"fork": n}            fork n more standby children
+  rust -> worker  {"status": pid}        how did that child end?
+  worker -> rust  {"exited": pid, "status": int}   its wait status (once known)
+Each child's lane (a connection to the run's socket whose first line,
+b"lane", comes with the read ends of its stdout and stderr pipes, SCM_RIGHTS):
+  rust -> child   {"id": int, "program": str, "timeout": float,
+                   "cascade": bool, "thresholds": [float, ...]}   one line
+  child -> rust   8-byte big-endian length, then {"scores": {str: float},
+                  "nonfinite": [str], "artifacts": {str: str},
+                  "error": str | null, "reusable": bool}
 
 Only the standard library is used.
 """
@@ -50,7 +55,6 @@ import signal
 import sys
 import time
 
-CAPTURE_LIMIT = 20_000
 RSS_GROWTH_LIMIT = 512 << 20  # bytes a reused child may grow before it retires
 ARTIFACT_LIMIT = 100_000
 WORKER_FILE = os.path.abspath(__file__)
@@ -498,22 +502,42 @@ class LineReader:
             self.buf += chunk
 
 
-def standby_main(module, fds, scratch, suffix, reuse=1, warm=True):
+def connect_lane(path, kind, fds=()):
+    """Connect to the run's lane socket and say what this is (with `fds`
+    passed along); the connection's fd."""
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+        socket.send_fds(sock, [kind + b"\n"], list(fds))
+    except BaseException:
+        sock.close()
+        raise
+    return sock.detach()
+
+
+def standby_main(module, lanes, scratch, suffix, reuse=1, warm=True):
     """Body of a pre-forked standby child (zygote pattern).
 
     Everything that does not depend on the candidate (own process group,
     parent-death signal, default signal handlers, stdin from /dev/null,
-    stdout/stderr onto the capture pipes, closing the protocol channel, a
-    warm-up) is done here, before any candidate exists, so it is off the
-    critical path. The child then blocks until the worker forwards one request
-    line on its private pipe, writes the program file, evaluates that
-    candidate, and sends the result back on its result pipe (length-prefixed
-    JSON, with "reusable": whether it will serve another). With `reuse` 1 it
-    then exits; otherwise it waits for the next line, up to `reuse`
-    candidates. End of file on the request pipe (the worker retired it or
-    died) exits at once.
+    closing the protocol channel, the connections to the run, a warm-up) is
+    done here, before any candidate exists, so it is off the critical path.
+
+    The child talks to the run directly: one connection to the run's lane
+    socket (`lanes`) carries requests in (one JSON line each) and results out
+    (length-prefixed JSON, with "reusable": whether it will serve another),
+    and passes the run the read ends of two pipes that are the child's
+    stdout and stderr (fds 1 and 2), so what a candidate prints reaches the
+    run even if it crashes. The run knows the child by the connection's peer
+    pid; it enforces the timeout and kills the child's group itself.
+
+    With `reuse` 1 the child serves one candidate and then waits for the run
+    to kill its group (with any grandchildren); otherwise it waits for the
+    next line, up to `reuse` candidates. End of file on the lane (the run
+    closed it, or is gone) exits at once.
     """
-    request_fd, result_fd, out_fd, err_fd = fds
     os.setpgid(0, 0)
     set_parent_death_signal()
     if reuse > 1 and LIBC is not None:
@@ -525,17 +549,24 @@ def standby_main(module, fds, scratch, suffix, reuse=1, warm=True):
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     release_protocol()
-    os.dup2(out_fd, 1)
-    os.dup2(err_fd, 2)
-    os.close(out_fd)
-    os.close(err_fd)
+    # stdout and stderr become pipes whose read ends go to the run with the
+    # lane, so what a candidate prints reaches the run even if it crashes.
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    lane = connect_lane(lanes, b"lane", (out_r, err_r))
+    for fd in (out_r, err_r):
+        os.close(fd)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    os.close(out_w)
+    os.close(err_w)
     # The warm-up only pays off when it runs before the candidate arrives; a
     # candidate already waiting would just wait for it. The run's first child
     # (`warm` False) is forked just before its candidate is sent: it skips it.
-    if warm and not select.select([request_fd], [], [], 0)[0]:
+    if warm and not select.select([lane], [], [], 0)[0]:
         warm_up(scratch)
-    state = CandidateState(module, scratch, (request_fd, result_fd)) if reuse > 1 else None
-    reader = LineReader(request_fd)
+    state = CandidateState(module, scratch, (lane,)) if reuse > 1 else None
+    reader = LineReader(lane)
     served = 0
     while True:
         line = reader.next_line()
@@ -548,6 +579,10 @@ def standby_main(module, fds, scratch, suffix, reuse=1, warm=True):
         result = run_evaluation(
             module, program_path, bool(request.get("cascade", True)), list(request.get("thresholds") or [])
         )
+        try:
+            os.unlink(program_path)
+        except OSError:
+            pass
         served += 1
         keep = False
         if state is not None and served < reuse:
@@ -562,89 +597,21 @@ def standby_main(module, fds, scratch, suffix, reuse=1, warm=True):
         except Exception:
             pass
         try:
-            write_all(result_fd, len(data).to_bytes(RESULT_HEADER, "big") + data)
+            write_all(lane, len(data).to_bytes(RESULT_HEADER, "big") + data)
         except OSError:
             os._exit(0)
         if not keep:
+            # The run kills this child's whole group (grandchildren too) now;
+            # wait for that, or for the run to close the lane.
+            try:
+                while os.read(lane, 65536):
+                    pass
+            except OSError:
+                pass
             os._exit(0)
 
 
 # ------------------------------------------------------------ worker side
-
-
-def kill_group(pid):
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-class Capture:
-    """What a candidate wrote to one stream, read from a pipe while it runs.
-    Keeps the first and the last 2 * CAPTURE_LIMIT bytes, so a chatty
-    candidate costs bounded memory; the middle is counted, not kept."""
-
-    def __init__(self, fd):
-        self.fd = fd
-        os.set_blocking(fd, False)
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.dropped = 0
-
-    def pump(self):
-        """Read what is there; False at end of file."""
-        while True:
-            try:
-                chunk = os.read(self.fd, 65536)
-            except BlockingIOError:
-                return True
-            except OSError:
-                return False
-            if not chunk:
-                return False
-            room = 2 * CAPTURE_LIMIT - len(self.head)
-            if room > 0:
-                self.head += chunk[:room]
-                chunk = chunk[room:]
-            if chunk:
-                self.tail += chunk
-                extra = len(self.tail) - 2 * CAPTURE_LIMIT
-                if extra > 0:
-                    del self.tail[:extra]
-                    self.dropped += extra
-
-    def reset(self):
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.dropped = 0
-
-    def text(self):
-        data = bytes(self.head)
-        if self.dropped:
-            data += f"\n... [{self.dropped} bytes omitted] ...\n".encode()
-        data += bytes(self.tail)
-        return clip(data.decode("utf-8", errors="replace"), CAPTURE_LIMIT)
-
-    def close(self):
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-def describe_status(status):
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        return f"candidate crashed: killed by {name} (signal {sig})"
-    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
-    return f"candidate exited with status {code} before the evaluator returned (os._exit or a crash)"
-
-
-class ZygoteGone(OSError):
-    """The zygote ended (a candidate may have killed its parent)."""
 
 
 class Zygote:
@@ -659,13 +626,12 @@ class Zygote:
     children are the zygote's: it reaps them and reports each exit status.
 
     Messages on the socket (SOCK_SEQPACKET, one per packet):
-      worker -> zygote  b"F" with the child's four pipe ends (SCM_RIGHTS)
-                        (b"C": the same, for a child that skips the warm-up)
-      zygote -> worker  b"P <pid>"           a child was forked (in request order)
+      worker -> zygote  b"F"                 fork a standby child
+                        (b"C": one that skips the warm-up)
       zygote -> worker  b"X <pid> <status>"  a child ended (its wait status)
     """
 
-    def __init__(self, module, scratch, suffix, reuse=1):
+    def __init__(self, module, lanes, scratch, suffix, reuse=1):
         import socket
 
         self.sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -675,7 +641,7 @@ class Zygote:
         if pid == 0:
             try:
                 self.sock.close()
-                zygote_main(module, child_sock, scratch, suffix, reuse)
+                zygote_main(module, child_sock, lanes, scratch, suffix, reuse)
             except BaseException:
                 import traceback
 
@@ -684,63 +650,35 @@ class Zygote:
         child_sock.close()
         self.pid = pid
         self.fd = self.sock.fileno()
-        self.spawned = []
-        self.statuses = {}
+        self.sock.setblocking(False)
 
-    def request(self, fds, warm=True):
-        import socket
-
-        socket.send_fds(self.sock, [b"F" if warm else b"C"], fds)
-
-    def pump(self, block=False):
-        """Read the messages that are there (or wait for one); False when the zygote is gone."""
-        self.sock.setblocking(block)
+    def fork(self, warm=True):
+        self.sock.setblocking(True)
         try:
-            while True:
-                try:
-                    msg = self.sock.recv(64)
-                except BlockingIOError:
-                    return True
-                except OSError:
-                    return False
-                if not msg:
-                    return False
-                parts = msg.split()
-                if parts[0] == b"P":
-                    self.spawned.append(int(parts[1]))
-                elif parts[0] == b"X":
-                    self.statuses[int(parts[1])] = int(parts[2])
-                if block:
-                    return True
+            self.sock.send(b"F" if warm else b"C")
         finally:
             self.sock.setblocking(False)
 
-    def next_pid(self):
-        while not self.spawned:
-            if not self.pump(block=True):
-                raise ZygoteGone("the zygote process ended")
-        return self.spawned.pop(0)
-
-    def status(self, pid, timeout):
-        """The wait status of a child that ended, waiting up to `timeout` s; None if unknown."""
-        deadline = time.monotonic() + timeout
-        while pid not in self.statuses:
-            left = deadline - time.monotonic()
-            if left <= 0:
+    def exits(self):
+        """(pid, status) of the children that ended, as reported so far; None
+        when the zygote is gone."""
+        out = []
+        while True:
+            try:
+                msg = self.sock.recv(64)
+            except BlockingIOError:
+                return out
+            except OSError:
                 return None
-            select.select([self.fd], [], [], left)
-            if not self.pump():
+            if not msg:
                 return None
-        return self.statuses.pop(pid)
+            parts = msg.split()
+            if parts[0] == b"X" and len(parts) == 3:
+                out.append((int(parts[1]), int(parts[2])))
 
-    def forget(self, pid):
-        self.statuses.pop(pid, None)
 
-
-def zygote_main(module, sock, scratch, suffix, reuse):
-    """Fork a standby child per request; report forks and exits."""
-    import socket
-
+def zygote_main(module, sock, lanes, scratch, suffix, reuse):
+    """Fork a standby child per request; report exits."""
     global LIBC
     if sys.platform.startswith("linux"):
         LIBC = _load_libc()
@@ -769,15 +707,11 @@ def zygote_main(module, sock, scratch, suffix, reuse):
                 sock.send(f"X {pid} {status}".encode())
         if fd in ready:
             try:
-                msg, fds, _, _ = socket.recv_fds(sock, 16, 4)
+                msg = sock.recv(16)
             except OSError:
                 os._exit(0)
             if not msg:
                 os._exit(0)
-            if len(fds) != 4:
-                for f in fds:
-                    os.close(f)
-                continue
             pid = os.fork()
             if pid == 0:
                 try:
@@ -785,7 +719,7 @@ def zygote_main(module, sock, scratch, suffix, reuse):
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                     for f in (fd, wake_r, wake_w):
                         os.close(f)
-                    standby_main(module, fds, scratch, suffix, reuse, warm=msg[:1] != b"C")
+                    standby_main(module, lanes, scratch, suffix, reuse, warm=msg[:1] != b"C")
                 except BaseException:
                     import traceback
 
@@ -795,365 +729,71 @@ def zygote_main(module, sock, scratch, suffix, reuse):
                 os.setpgid(pid, pid)  # the child does it too; whichever runs first
             except OSError:
                 pass
-            for f in fds:
-                os.close(f)
-            sock.send(f"P {pid}".encode())
             if "traceback" not in sys.modules:
                 # After the first fork, so the run's first candidate does not
                 # wait for it; later children inherit it (format_exception).
                 import traceback  # noqa: F401
 
 
-class Standby:
-    """One pre-forked child waiting for its candidate on a private pipe."""
+STATUS_MEMORY = 4096  # exit statuses kept for the run to ask about
 
-    def __init__(self, zygote, warm=True):
-        request_r, request_w = os.pipe()
-        result_r, result_w = os.pipe()
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        child_ends = [request_r, result_w, out_w, err_w]
+
+def serve(zygote, stdin_fd):
+    """The worker's loop: fork standby children when the run asks
+    (`{"fork": n}`), and tell it how a child ended (`{"status": pid}` ->
+    `{"exited": pid, "status": s}`, at once or when the zygote reports it).
+    Returns when the run closes stdin or the zygote is gone."""
+    statuses = {}  # pid -> wait status, the most recent STATUS_MEMORY
+    asked = set()
+    inbuf = bytearray()
+    while True:
         try:
-            zygote.request(child_ends, warm)
-        except OSError:
-            for fd in child_ends + [request_w, result_r, out_r, err_r]:
-                os.close(fd)
-            raise
-        for fd in child_ends:
-            os.close(fd)
-        self.zygote = zygote
-        self._pid = None
-        self.write_fd = request_w
-        self.result_fd = result_r
-        self.captures = {"stdout": Capture(out_r), "stderr": Capture(err_r)}
-        self.served = 0  # candidates handed to this child so far
-
-    @property
-    def pid(self):
-        """The child's pid (also its process group), once the zygote said it."""
-        if self._pid is None:
-            self._pid = self.zygote.next_pid()
-        return self._pid
-
-    def hand_over(self, line, keep_open=False):
-        """Forward the request line (and close the pipe unless the child may
-        serve again); False when the child is gone."""
-        ok = True
-        try:
-            write_all(self.write_fd, line)
-            self.served += 1
-        except OSError:
-            ok = False
-        if not (ok and keep_open):
-            os.close(self.write_fd)
-            self.write_fd = None
-        return ok
-
-    def captured(self):
-        """The candidate's stdout/stderr that are not empty (reads what is left)."""
-        out = {}
-        for name, capture in self.captures.items():
-            if capture.fd is not None:
-                capture.pump()
-            text = capture.text()
-            if text:
-                out[name] = text
-        return out
-
-    def reset_captures(self):
-        """Start the next candidate's captures (a reused child)."""
-        for capture in self.captures.values():
-            capture.reset()
-
-    def close(self):
-        for name in ("write_fd", "result_fd"):
-            fd = getattr(self, name)
-            if fd is not None:
-                os.close(fd)
-                setattr(self, name, None)
-        for capture in self.captures.values():
-            capture.close()
-
-    def retire(self):
-        """Kill an unused or broken standby."""
-        if self.write_fd is not None:
-            os.close(self.write_fd)
-            self.write_fd = None
-        try:
-            kill_group(self.pid)
-        except OSError:
-            pass
-        self.close()
-
-
-class StandbySlot:
-    """The standby children of this worker, forked by its zygote.
-
-    `depth` are kept ready (oldest first; config `standby`, 2 for a single
-    worker, 1 when several share the machine): the replacement for the one a
-    request takes is asked for while that candidate evaluates, and has at
-    least the rest of that evaluation and the next proposal to finish its
-    set-up. The zygote reaps the children."""
-
-    def __init__(self):
-        self.depth = 1
-        self.ready = []
-        self.idle = []  # reused children between candidates (most recent last)
-        self.reuse = 1
-        self.zygote = None
-        self.programs = []
-        self.scratch = None
-        self.suffix = ".py"
-
-    def configure(self, module, scratch, suffix, reuse=1):
-        self.scratch, self.suffix, self.reuse = scratch, suffix, reuse
-        self.zygote = Zygote(module, scratch, suffix, reuse)
-
-    def take(self):
-        """The child for the next candidate: the reused child that served
-        last (its pages are the warmest), else the oldest standby, else a new one."""
-        if self.idle:
-            return self.idle.pop()
-        return self.ready.pop(0) if self.ready else Standby(self.zygote)
-
-    def candidates(self):
-        """How many children `take` can offer before it forks a new one."""
-        return len(self.idle) + len(self.ready)
-
-    def park(self, standby, rid):
-        """The candidate of a reused child is over and the child waits for the next."""
-        standby.reset_captures()
-        self.idle.append(standby)
-        self.programs.append(os.path.join(self.scratch, f"candidate_{rid}{self.suffix}"))
-
-    def finish(self, standby, rid):
-        """The candidate of `standby` is over and its group SIGKILLed."""
-        standby.close()
-        self.zygote.forget(standby.pid)
-        self.programs.append(os.path.join(self.scratch, f"candidate_{rid}{self.suffix}"))
-
-    def tidy(self, running):
-        """Remove finished program files; forget exit reports of children
-        that are not running (standbys killed while they waited)."""
-        for path in self.programs:
+            ready, _, _ = select.select([stdin_fd, zygote.fd], [], [])
+        except InterruptedError:
+            continue
+        if zygote.fd in ready:
+            ended = zygote.exits()
+            if ended is None:
+                return
+            for pid, status in ended:
+                if pid in asked:
+                    asked.discard(pid)
+                    send({"exited": pid, "status": status})
+                statuses[pid] = status
+                if len(statuses) > STATUS_MEMORY:
+                    del statuses[next(iter(statuses))]
+        if stdin_fd in ready:
             try:
-                os.unlink(path)
-            except OSError:
-                pass
-        self.programs = []
-        for pid in [p for p in self.zygote.statuses if p not in running]:
-            del self.zygote.statuses[pid]
-            # A reused child that died while it waited (killed from outside).
-            for standby in [c for c in self.idle if c._pid == pid]:
-                self.idle.remove(standby)
-                standby.close()
-
-    def refill(self):
-        while len(self.ready) < self.depth:
-            self.ready.append(Standby(self.zygote))
-
-
-STANDBY = StandbySlot()
-
-
-class Running:
-    """One candidate in flight: its child, its deadline, its partial result."""
-
-    def __init__(self, rid, standby, timeout):
-        self.rid = rid
-        self.standby = standby
-        self.timeout = timeout
-        self.started = time.monotonic()
-        self.deadline = self.started + timeout
-        self.buf = bytearray()
-        self.need = None
-        self.result_open = True
-        self.drained = False
-        self.streams = {c.fd: c for c in standby.captures.values()}
-        os.set_blocking(standby.result_fd, False)
-
-    def read_result(self):
-        """Read what the child sent; the result bytes once complete, else None."""
-        try:
-            chunk = os.read(self.standby.result_fd, 1 << 20)
-        except BlockingIOError:
-            self.drained = True
-            return None
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self.result_open = False  # end of file without a whole result: only the exit counts now
-            return None
-        self.buf += chunk
-        if self.need is None and len(self.buf) >= RESULT_HEADER:
-            self.need = RESULT_HEADER + int.from_bytes(self.buf[:RESULT_HEADER], "big")
-        if self.need is not None and len(self.buf) >= self.need:
-            return bytes(self.buf[RESULT_HEADER:self.need])
-        return None
-
-
-def failure_reply(rid, error, text=""):
-    return {"id": rid, "scores": {}, "nonfinite": [], "artifacts": {"traceback": text} if text else {},
-            "error": error, "timeout": False}
-
-
-ZYGOTE_GONE = (
-    "evaluation worker died (its zygote, the candidate's parent process, ended); "
-    "the candidate may have killed or crashed it; the worker will be restarted"
-)
-
-
-class Server:
-    """Serves requests from stdin, any number at once: each candidate runs in
-    its own standby child; replies go out as candidates finish."""
-
-    def __init__(self):
-        self.running = {}
-        self.inbuf = bytearray()
-
-    def start(self, line):
-        try:
-            request = json.loads(line)
-        except ValueError:
-            return
-        rid = request.get("id", 0)
-        if rid in self.running:
-            send(failure_reply(rid, f"worker failure: request id {rid} is already running"))
-            return
-        try:
-            timeout = float(request.get("timeout", 60.0))
-            # A standby killed from outside while it waited refuses the
-            # hand-over: try the next one, and in the end a fresh one.
-            for _ in range(STANDBY.candidates() + 1):
-                standby = STANDBY.take()
-                if standby.hand_over(line, keep_open=STANDBY.reuse > 1):
+                chunk = os.read(stdin_fd, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return
+            inbuf += chunk
+            while True:
+                end = inbuf.find(b"\n")
+                if end < 0:
                     break
-                standby.retire()
-            else:
-                raise RuntimeError("cannot hand the candidate to a fresh child process")
-            send({"id": rid, "started": standby.pid})
-            self.running[rid] = Running(rid, standby, timeout)
-        except ZygoteGone:
-            # The candidate killed the zygote before it could even say the
-            # child's pid (a candidate runs at once when nothing else waits).
-            # The serve loop sees the zygote's end next and the worker exits.
-            send(failure_reply(rid, ZYGOTE_GONE))
-            return
-        except Exception as exc:
-            error, text = format_exception(exc)
-            send(failure_reply(rid, f"worker failure: {error}", text))
-            return
-        # The candidate is running: ask for the next children meanwhile.
-        try:
-            STANDBY.refill()
-        except OSError:
-            pass
-
-    def finish(self, run, outcome, detail):
-        del self.running[run.rid]
-        pid = run.standby.pid
-        reply = {"id": run.rid, "scores": {}, "nonfinite": [], "artifacts": {}, "error": None,
-                 "timeout": outcome == "timeout"}
-        if outcome == "done":
-            try:
-                reply.update(json.loads(detail))
-            except ValueError as exc:
-                reply["error"] = f"unreadable evaluation result: {exc}"
-        reusable = reply.pop("reusable", False) is True and run.standby.write_fd is not None
-        if not reusable:
-            # Clear the whole group: stray grandchildren must not outlive the
-            # candidate (and a child that sent its result needs no teardown).
-            kill_group(pid)
-        if outcome == "timeout":
-            STANDBY.zygote.status(pid, 10.0)  # gone before the reply says so
-            reply["error"] = f"timeout: evaluation exceeded {run.timeout:g} s and was killed"
-        elif outcome == "exit":
-            reply["error"] = ZYGOTE_GONE if detail is None else describe_status(detail)
-        reply.setdefault("artifacts", {}).update(run.standby.captured())
-        reply["elapsed_secs"] = time.monotonic() - run.started
-        reply["reused"] = run.standby.served - 1
-        if reusable:
-            STANDBY.park(run.standby, run.rid)
-        else:
-            STANDBY.finish(run.standby, run.rid)
-        send(reply)
-
-    def read_requests(self, fd):
-        """Start every whole request line on stdin; False at end of file."""
-        try:
-            chunk = os.read(fd, 1 << 20)
-        except BlockingIOError:
-            return True
-        if not chunk:
-            return False
-        self.inbuf += chunk
-        while True:
-            end = self.inbuf.find(b"\n")
-            if end < 0:
-                return True
-            line = bytes(self.inbuf[: end + 1])
-            del self.inbuf[: end + 1]
-            self.start(line)
-
-    def serve(self, stdin_fd):
-        zygote = STANDBY.zygote
-        while True:
-            watch = {stdin_fd: None, zygote.fd: None}
-            for run in self.running.values():
-                for fd in run.streams:
-                    watch[fd] = (run, "stream")
-                if run.result_open:
-                    watch[run.standby.result_fd] = (run, "result")
-            wait = None
-            if self.running:
-                wait = max(0.0, min(r.deadline for r in self.running.values()) - time.monotonic())
-            try:
-                ready, _, _ = select.select(list(watch), [], [], wait)
-            except (OSError, ValueError):
-                ready = []
-            ready = set(ready)
-            for fd in ready:
-                if fd == stdin_fd or fd == zygote.fd:
+                line = bytes(inbuf[:end])
+                del inbuf[: end + 1]
+                try:
+                    message = json.loads(line)
+                except ValueError:
                     continue
-                run, kind = watch[fd]
-                if run.rid not in self.running:
+                if not isinstance(message, dict):
                     continue
-                if kind == "stream":
-                    if not run.streams[fd].pump():
-                        del run.streams[fd]
-                    continue
-                result = run.read_result()
-                if result is not None:
-                    self.finish(run, "done", result)
-            if zygote.fd in ready and not zygote.pump():
-                for run in list(self.running.values()):
-                    self.finish(run, "exit", None)
-                return
-            for run in list(self.running.values()):
-                pid = run.standby.pid
-                if pid in zygote.statuses:
-                    # It ended: whatever it wrote is in the pipe by now.
-                    run.drained = False
-                    result = None
-                    while run.result_open and not run.drained and result is None:
-                        result = run.read_result()
-                    if result is not None:
-                        self.finish(run, "done", result)
+                if "fork" in message:
+                    for _ in range(max(0, min(int(message["fork"]), 64))):
+                        try:
+                            zygote.fork()
+                        except OSError:
+                            return
+                if "status" in message:
+                    pid = int(message["status"])
+                    if pid in statuses:
+                        send({"exited": pid, "status": statuses[pid]})
                     else:
-                        self.finish(run, "exit", zygote.statuses.pop(pid))
-                elif time.monotonic() >= run.deadline:
-                    self.finish(run, "timeout", None)
-            if stdin_fd in ready and not self.read_requests(stdin_fd):
-                # The caller is gone: nothing to reply to.
-                for run in self.running.values():
-                    kill_group(run.standby.pid)
-                for standby in STANDBY.idle:
-                    standby.retire()
-                return
-            if not self.running:
-                STANDBY.tidy(set())
-            else:
-                STANDBY.tidy({r.standby.pid for r in self.running.values()})
+                        asked.add(pid)
 
 
 def load_evaluator(path, task_dir):
@@ -1186,6 +826,7 @@ def main():
     task_dir = config["task_dir"]
     suffix = config.get("suffix", ".py")
     scratch = config["scratch"]
+    lanes = config["lanes"]
     os.makedirs(scratch, exist_ok=True)
     try:
         module = load_evaluator(evaluator_path, task_dir)
@@ -1202,22 +843,27 @@ def main():
         send({"ready": False, "error": f"Python 3.9 or newer is needed, this is {sys.version.split()[0]}",
               "traceback": ""})
         return
-    STANDBY.depth = max(1, int(config.get("standby", 2)))
+    try:
+        # The children connect to the run's lane socket: fail here, clearly,
+        # rather than in every child.
+        os.close(connect_lane(lanes, b"probe"))
+    except OSError as exc:
+        send({"ready": False, "error": f"cannot connect to the run's socket {lanes}: {exc}", "traceback": ""})
+        return
+    standby = max(1, int(config.get("standby", 2)))
     reuse = max(1, int(config.get("reuse", 1)))
     try:
-        STANDBY.configure(module, scratch, suffix, reuse)
+        zygote = Zygote(module, lanes, scratch, suffix, reuse)
+        # The run sends its first candidate (the initial program) as soon as
+        # a child is there: that child has no time to warm up.
+        zygote.fork(warm=False)
+        for _ in range(standby - 1):
+            zygote.fork()
     except OSError as exc:
         send({"ready": False, "error": f"cannot start the zygote process: {exc}", "traceback": ""})
         return
-    try:
-        # The run sends its first candidate (the initial program) as soon as
-        # the worker is ready: that child has no time to warm up.
-        STANDBY.ready.append(Standby(STANDBY.zygote, warm=False))
-        STANDBY.refill()
-    except OSError:
-        pass
-    send({"ready": True, "executable": sys.executable or ""})
-    Server().serve(sys.stdin.fileno())
+    send({"ready": True, "executable": sys.executable or "", "zygote": zygote.pid})
+    serve(zygote, sys.stdin.fileno())
 
 
 if __name__ == "__main__":

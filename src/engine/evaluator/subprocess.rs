@@ -17,33 +17,38 @@
 //!   worker starts from that path, which skips version-manager shims. The run
 //!   starts it (`warm_up`) while it opens its record.
 //! - The worker imports `evaluator.py` once (cwd = task dir, task dir on
-//!   `sys.path`) and serves JSON-line requests, any number at once (up to
-//!   `BuildContext.parallel`, the evaluator's permits): requests carry an id,
-//!   a reader task hands each reply to the evaluation waiting for it. The
-//!   worker's own stdout is reserved for the protocol.
-//! - Zygote: right after the import the worker forks a zygote whose only job
-//!   is to fork standby children (a process that forks pays a page fault for
-//!   every page it writes afterwards; the zygote writes almost nothing, the
-//!   worker never forks again). Two standbys wait at any time, already set up
-//!   (own process group, parent-death signal, stdin from /dev/null,
-//!   stdout/stderr on capture pipes, a rehearsal of the request path). A
-//!   request line is forwarded to one as is; the child writes the program
-//!   file, evaluates, and sends its result back on a pipe; the worker kills
-//!   its group (grandchildren included) and replies at once, and asks the
-//!   zygote for a replacement while the candidate runs. By default each child
+//!   `sys.path`), then only forks. Right after the import it forks a zygote
+//!   whose only job is to fork standby children (a process that forks pays a
+//!   page fault for every page it writes afterwards; the zygote writes almost
+//!   nothing, the worker never forks again). Standbys are set up before a
+//!   candidate exists (own process group, parent-death signal, stdin from
+//!   /dev/null, a rehearsal of the request path) and connect to this run's
+//!   lane socket (in the private dir): one connection per child carries
+//!   requests in and results out, and passes the read ends of the child's
+//!   stdout and stderr pipes (`SCM_RIGHTS`). A connection is kept only when
+//!   its peer (by `SO_PEERCRED`) is a child of the zygote.
+//! - An evaluation takes a ready child (the reused one that served last, else
+//!   the oldest fresh one; the worker is asked to fork replacements, two
+//!   spares by default), writes the request on its lane and waits for the
+//!   result while it reads the child's output (head and tail kept, ~20 KB
+//!   each). The worker is not on that path: one process hand-over each way.
+//!   The run enforces the timeout itself, by killing the child's whole
+//!   process group (grandchildren included); a child that served its last
+//!   candidate is killed the same way. A child that ends without a result
+//!   (a crash, `os._exit`) is described from its wait status, which the
+//!   zygote reaps and the worker reports when asked. By default each child
 //!   evaluates exactly one candidate; with `candidates_per_process` K > 1 a
 //!   child serves up to K in turn (it puts back the process state candidates
 //!   commonly change, and retires early when a candidate tampered with it or
-//!   left threads or processes behind). At the timeout the child's whole
-//!   group is SIGKILLed either way.
-//! - A Rust-side backstop (timeout + 5 s) covers a worker that stops
-//!   answering: its process group and the candidates' are killed, the
-//!   candidates are invalid, and a fresh worker is started next time. An
-//!   evaluation dropped unfinished (a stopped run) kills its candidate;
-//!   dropping the evaluator kills the worker, its zygote and standbys, and
-//!   any candidate still running.
+//!   left threads or processes behind).
+//! - A backstop (timeout + 5 s) covers a worker that stops supplying
+//!   children (hung, or its zygote frozen): it is killed with its zygote and
+//!   children, and the candidate goes to a fresh worker. An evaluation
+//!   dropped unfinished (a stopped run) kills its candidate; dropping the
+//!   evaluator kills the worker, its zygote, every child the run knows of,
+//!   and any candidate still running.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,9 +56,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use std::os::fd::OwnedFd;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::pipe;
+use tokio::net::{UnixListener, UnixStream};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::{OnceCell, Semaphore, oneshot};
+use tokio::sync::{OnceCell, Semaphore};
 
 use super::{Candidate, Evaluation, Evaluator};
 use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
@@ -329,15 +337,19 @@ impl SubprocessEvaluator {
         let n = self.next_worker.fetch_add(1, Ordering::Relaxed);
         let scratch = setup.dir.path().join(format!("w{n}"));
         let reuse = self.config.params.candidates_per_process;
+        // Standby children kept ready: a candidate that arrives finds a child
+        // already set up; the one taken is replaced meanwhile. Reused children
+        // need one only when a child retires.
+        let depth = if reuse > 1 { 1 } else { 2 };
+        let (listener, socket_path, socket_dir) =
+            bind_lanes(&scratch).map_err(SpawnError::Other)?;
         let worker_config = serde_json::json!({
             "evaluator": self.config.evaluator_path,
             "task_dir": self.config.task_dir,
             "suffix": self.config.suffix,
             "scratch": scratch,
-            // Standby children kept ready: a candidate that arrives finds a
-            // child already set up; the one taken is replaced meanwhile. Reused
-            // children need one only when a child retires.
-            "standby": if reuse > 1 { 1 } else { 2 },
+            "lanes": socket_path,
+            "standby": depth,
             "reuse": reuse,
         });
         let mut python_path = std::env::var_os("PYTHONPATH")
@@ -421,14 +433,29 @@ impl SubprocessEvaluator {
         if !hello.executable.is_empty() {
             lock(&self.resolved_python).get_or_insert_with(|| PathBuf::from(&hello.executable));
         }
+        let (commands, lines) = tokio::sync::mpsc::unbounded_channel();
         let worker = Arc::new(Worker {
             pid,
+            zygote: hello.zygote,
             child: Mutex::new(child),
-            stdin: tokio::sync::Mutex::new(stdin),
-            pending: Mutex::new(HashMap::new()),
+            commands,
             dead: Mutex::new(None),
+            pool: Mutex::new(LanePool {
+                // The worker forks `depth` children as it starts.
+                requested: depth,
+                ..LanePool::default()
+            }),
+            depth,
+            statuses: Mutex::new(HashMap::new()),
+            events: tokio::sync::watch::channel(0).0,
+            running: Mutex::new(HashSet::new()),
+            accept: Mutex::new(None),
+            _socket_dir: socket_dir,
         });
+        tokio::spawn(write_commands(stdin, lines));
         tokio::spawn(read_replies(Arc::clone(&worker), stdout));
+        let accept = tokio::spawn(accept_lanes(listener, Arc::downgrade(&worker)));
+        *lock(&worker.accept) = Some(accept.abort_handle());
         Ok(worker)
     }
 
@@ -592,6 +619,29 @@ enum RunError {
     Failed(String),
 }
 
+/// The lane socket the evaluation children of one worker connect to:
+/// `<scratch>/lanes`, in the private (owner-only) dir, or a new owner-only
+/// dir under /tmp when that path is too long for a socket address.
+fn bind_lanes(
+    scratch: &Path,
+) -> Result<(UnixListener, PathBuf, Option<tempfile::TempDir>), String> {
+    std::fs::create_dir_all(scratch)
+        .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
+    let mut path = scratch.join("lanes");
+    let mut dir = None;
+    if path.as_os_str().len() > 100 {
+        let short = tempfile::Builder::new()
+            .prefix("galapagos-")
+            .tempdir_in("/tmp")
+            .map_err(|e| format!("cannot create a socket dir in /tmp: {e}"))?;
+        path = short.path().join("lanes");
+        dir = Some(short);
+    }
+    let listener = UnixListener::bind(&path)
+        .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+    Ok((listener, path, dir))
+}
+
 /// Create the private dir, and find (or write) the worker's code.
 ///
 /// Candidates' program files are written in the private dir, one per
@@ -667,44 +717,119 @@ fn write_code(code: &Path, fresh: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// The warm worker process, shared by every evaluation in flight: requests
-/// are written to its stdin under a lock, a reader task hands each reply to
-/// the evaluation waiting for its id.
+/// The warm worker process and the evaluation children it forks.
+///
+/// The worker (Python) only forks standby children through its zygote (when
+/// asked, `{"fork": n}`) and tells how a child ended (`{"status": pid}` ->
+/// `{"exited": pid, "status": s}`). Each child connects to this worker's lane
+/// socket (its lane for requests and results, with the read ends of its
+/// stdout and stderr pipes), so a candidate goes from the run to its child
+/// and its result straight back: the worker is not on that path. The run takes a ready
+/// lane, writes the request, reads the result and the captures, and enforces
+/// the timeout by killing the child's process group itself.
 struct Worker {
     /// The worker's pid, which is also its process group id.
     pid: Option<u32>,
+    /// The zygote's pid: a lane is accepted only from one of its children.
+    zygote: Option<u32>,
     child: Mutex<Child>,
-    stdin: tokio::sync::Mutex<ChildStdin>,
-    pending: Mutex<HashMap<u64, Pending>>,
+    /// Lines for the worker's stdin (written by a task, so asking for forks
+    /// never waits).
+    commands: tokio::sync::mpsc::UnboundedSender<String>,
     /// Why the worker is gone, once it is.
     dead: Mutex<Option<String>>,
+    pool: Mutex<LanePool>,
+    /// Standby children kept ready beyond those evaluations are waiting for.
+    depth: usize,
+    /// Exit statuses the worker reported, by pid (removed when read).
+    statuses: Mutex<HashMap<u32, i32>>,
+    /// Bumped whenever a lane arrives or returns, a status arrives or the
+    /// worker dies: waiters re-check their condition.
+    events: tokio::sync::watch::Sender<u64>,
+    /// Children running a candidate (killed with the worker).
+    running: Mutex<HashSet<u32>>,
+    /// The task accepting lane connections.
+    accept: Mutex<Option<tokio::task::AbortHandle>>,
+    /// Holds the lane socket's dir when the private dir's path was too long
+    /// for a socket address.
+    _socket_dir: Option<tempfile::TempDir>,
 }
 
-/// An evaluation waiting for its reply.
-struct Pending {
-    tx: oneshot::Sender<Result<Reply, Gone>>,
-    /// Process group of the candidate's child, once the worker said it started.
-    pgid: Option<i64>,
+/// One evaluation child: `stream` carries requests in and results out;
+/// `stdout`/`stderr` are the read ends of the pipes that are its fds 1 and 2.
+struct Lane {
+    pid: u32,
+    stream: UnixStream,
+    stdout: pipe::Receiver,
+    stderr: pipe::Receiver,
+    /// Candidates this child has served.
+    served: u32,
 }
 
-/// The worker ended before it replied.
-struct Gone {
-    reason: String,
-    started: bool,
+#[derive(Default)]
+struct LanePool {
+    /// Children that never served, oldest first.
+    fresh: VecDeque<Lane>,
+    /// Reused children between candidates, the most recent last (warmest).
+    idle: Vec<Lane>,
+    /// Forks asked of the worker whose lanes have not arrived yet.
+    requested: usize,
+    /// Evaluations waiting for a lane.
+    waiting: usize,
 }
+
+/// Bytes of big-endian length before a result's JSON.
+const RESULT_HEADER: usize = 8;
+/// How a candidate's child ended before it sent a whole result.
+const ZYGOTE_GONE: &str = "evaluation worker died (its zygote, the candidate's parent process, ended); \
+     the candidate may have killed or crashed it; the worker will be restarted";
+/// Largest result a child may send (its artifacts are clipped far below this).
+const MAX_RESULT_BYTES: u64 = 64 << 20;
+/// How long the run waits for a killed child's lane to close, and for the
+/// worker to report how a child ended.
+const REAP_WAIT: Duration = Duration::from_secs(2);
 
 impl Worker {
     fn alive(&self) -> bool {
         lock(&self.dead).is_none()
     }
 
-    /// Kill the worker (with its zygote and standby children) and every
-    /// candidate it is running.
+    fn bump(&self) {
+        self.events.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    fn send(&self, message: &serde_json::Value) {
+        let _ = self.commands.send(format!("{message}\n"));
+    }
+
+    /// Ask for forks so that ready children (arrived or on their way) cover
+    /// the waiting evaluations plus `depth` spares.
+    fn ensure_supply(&self) {
+        let need = {
+            let mut pool = lock(&self.pool);
+            let have = pool.fresh.len() + pool.requested;
+            let want = self.depth + pool.waiting;
+            let need = want.saturating_sub(have);
+            pool.requested += need;
+            need
+        };
+        if need > 0 {
+            self.send(&serde_json::json!({ "fork": need }));
+        }
+    }
+
+    /// Kill the worker (with its zygote), every child it forked that the run
+    /// knows of, and every candidate running.
     fn kill(&self) {
-        let mut groups: Vec<i64> = lock(&self.pending)
-            .values()
-            .filter_map(|p| p.pgid)
-            .collect();
+        if let Some(accept) = lock(&self.accept).take() {
+            accept.abort();
+        }
+        let mut groups: Vec<i64> = lock(&self.running).iter().map(|p| i64::from(*p)).collect();
+        {
+            let mut pool = lock(&self.pool);
+            groups.extend(pool.fresh.drain(..).map(|l| i64::from(l.pid)));
+            groups.extend(pool.idle.drain(..).map(|l| i64::from(l.pid)));
+        }
         let mut child = lock(&self.child);
         // Only signal the worker's group while the worker is unreaped, so the
         // id cannot have been reused.
@@ -715,120 +840,585 @@ impl Worker {
         let _ = child.start_kill();
         drop(child);
         lock(&self.dead).get_or_insert_with(|| "the evaluation worker was stopped".to_owned());
+        self.bump();
     }
 
-    /// Fail every evaluation still waiting (the worker ended).
-    fn fail_all(&self, reason: &str) {
-        lock(&self.dead).get_or_insert_with(|| reason.to_owned());
-        let pending: Vec<Pending> = lock(&self.pending).drain().map(|(_, p)| p).collect();
-        for p in pending {
-            let _ = p.tx.send(Err(Gone {
-                reason: reason.to_owned(),
-                started: p.pgid.is_some(),
-            }));
+    /// The worker ended: nothing more arrives from it.
+    fn mark_dead(&self, reason: String) {
+        lock(&self.dead).get_or_insert(reason);
+        self.bump();
+    }
+
+    /// A child is ready: its lane and its output pipes arrived.
+    fn add_lane(&self, lane: Lane) {
+        let mut pool = lock(&self.pool);
+        pool.fresh.push_back(lane);
+        pool.requested = pool.requested.saturating_sub(1);
+        drop(pool);
+        self.bump();
+    }
+
+    /// Is `pid` a child of this worker's zygote? (Without /proc: accepted.)
+    fn forked_by_zygote(&self, pid: u32) -> bool {
+        let Some(zygote) = self.zygote else {
+            return true;
+        };
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => {
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                    .and_then(|ppid| ppid.parse::<u32>().ok())
+                    == Some(zygote)
+            }
+            Err(_) => !Path::new("/proc/self/stat").exists(),
         }
     }
 
-    async fn run(&self, request: &Request<'_>, backstop: Duration) -> Result<Reply, RunError> {
-        let mut line = serde_json::to_string(request)
-            .map_err(|e| RunError::Failed(format!("cannot encode the request: {e}")))?;
-        line.push('\n');
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut pending = lock(&self.pending);
+    /// A ready child for the next candidate: the reused child that served
+    /// last, else the oldest fresh one, else the first to arrive within
+    /// `limit` (forks are asked for as needed).
+    async fn take_lane(&self, limit: Duration) -> Result<Lane, RunError> {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut events = self.events.subscribe();
+        let mut waiting = WaitingGuard {
+            worker: self,
+            counted: false,
+        };
+        loop {
             if let Some(reason) = lock(&self.dead).clone() {
                 return Err(RunError::BeforeStart(reason));
             }
-            pending.insert(request.id, Pending { tx, pgid: None });
-        }
-        // Dropped unfinished (the run was stopped): forget the request and
-        // kill its candidate, which would otherwise run on in the worker.
-        let mut guard = CancelGuard {
-            worker: self,
-            id: request.id,
-            armed: true,
-        };
-        let sent = {
-            let mut stdin = self.stdin.lock().await;
-            match stdin.write_all(line.as_bytes()).await {
-                Ok(()) => stdin.flush().await,
-                Err(e) => Err(e),
-            }
-        };
-        if let Err(e) = sent {
-            guard.armed = false;
-            lock(&self.pending).remove(&request.id);
-            return Err(RunError::BeforeStart(format!(
-                "cannot send to the evaluation worker: {e}"
-            )));
-        }
-        let outcome = tokio::time::timeout(backstop, rx).await;
-        guard.armed = false;
-        match outcome {
-            Ok(Ok(Ok(reply))) => Ok(reply),
-            Ok(Ok(Err(gone))) if gone.started => Err(RunError::Failed(format!(
-                "{}; the candidate may have killed or crashed it",
-                gone.reason
-            ))),
-            Ok(Ok(Err(gone))) => Err(RunError::BeforeStart(gone.reason)),
-            Ok(Err(_)) => Err(RunError::BeforeStart(
-                "the evaluation worker went away".to_owned(),
-            )),
-            Err(_) => {
-                let pgid = lock(&self.pending).remove(&request.id).and_then(|p| p.pgid);
-                if let Some(pgid) = pgid {
-                    kill_groups(&[pgid]);
+            let taken = {
+                let mut pool = lock(&self.pool);
+                let lane = pool.idle.pop().or_else(|| pool.fresh.pop_front());
+                if lane.is_none() && !waiting.counted {
+                    pool.waiting += 1;
+                    waiting.counted = true;
                 }
-                self.kill();
-                Err(RunError::Failed(format!(
-                    "evaluation worker did not answer within {:.1} s (hung or stuck outside Python); \
-                     it was killed and will be restarted",
-                    backstop.as_secs_f64()
-                )))
+                lane
+            };
+            if let Some(lane) = taken {
+                drop(waiting);
+                if lane.served == 0 {
+                    self.ensure_supply(); // its replacement forks meanwhile
+                }
+                return Ok(lane);
             }
+            self.ensure_supply();
+            match tokio::time::timeout_at(deadline, events.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => {
+                    return Err(RunError::BeforeStart(
+                        "the evaluation worker went away".to_owned(),
+                    ));
+                }
+                Err(_) => {
+                    drop(waiting);
+                    self.kill();
+                    return Err(RunError::BeforeStart(format!(
+                        "evaluation worker did not answer within {:.1} s (no evaluation process became \
+                         ready; hung or stuck outside Python); it was killed and will be restarted",
+                        limit.as_secs_f64()
+                    )));
+                }
+            }
+        }
+    }
+
+    /// How the child `pid` ended (its wait status, reported by the worker),
+    /// waiting up to `limit`; `Err` with the reason when the worker is gone.
+    async fn exit_status(&self, pid: u32, limit: Duration) -> Result<Option<i32>, String> {
+        let mut events = self.events.subscribe();
+        self.send(&serde_json::json!({ "status": pid }));
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            if let Some(status) = lock(&self.statuses).remove(&pid) {
+                return Ok(Some(status));
+            }
+            if let Some(reason) = lock(&self.dead).clone() {
+                return Err(reason);
+            }
+            match tokio::time::timeout_at(deadline, events.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    /// Evaluate one candidate in a child of this worker.
+    async fn run(&self, request: &Request<'_>, lane_limit: Duration) -> Result<Reply, RunError> {
+        let mut line = serde_json::to_vec(request)
+            .map_err(|e| RunError::Failed(format!("cannot encode the request: {e}")))?;
+        line.push(b'\n');
+        let limit = Duration::from_secs_f64(request.timeout);
+        // A child killed from outside while it waited refuses the request
+        // (its lane is closed): the next one gets it.
+        let (mut lane, guard, deadline) = loop {
+            let mut lane = self.take_lane(lane_limit).await?;
+            let guard = RunningGuard::new(self, lane.pid);
+            let deadline = tokio::time::Instant::now() + limit;
+            match tokio::time::timeout_at(deadline, lane.stream.write_all(&line)).await {
+                Ok(Ok(())) => break (lane, guard, deadline),
+                Ok(Err(_)) => {} // gone: the guard kills what is left of it
+                Err(_) => {
+                    let mut guard = guard;
+                    guard.finish();
+                    wait_closed(&mut lane).await;
+                    return Ok(timeout_reply(request.timeout));
+                }
+            }
+        };
+        let mut guard = guard;
+        let mut out = Capture::default();
+        let mut err = Capture::default();
+        let (mut out_open, mut err_open) = (true, true);
+        let mut frame: Vec<u8> = Vec::with_capacity(4096);
+        let mut need: Option<usize> = None;
+        let ended = loop {
+            if let Some(n) = need
+                && frame.len() >= n
+            {
+                break Ended::Result;
+            }
+            tokio::select! {
+                biased;
+                r = lane.stdout.readable(), if out_open => {
+                    out_open = r.is_ok() && out.pump(&lane.stdout);
+                }
+                r = lane.stderr.readable(), if err_open => {
+                    err_open = r.is_ok() && err.pump(&lane.stderr);
+                }
+                r = lane.stream.read_buf(&mut frame) => match r {
+                    Ok(0) | Err(_) => break Ended::Closed,
+                    Ok(_) => {
+                        if need.is_none() && frame.len() >= RESULT_HEADER {
+                            let mut header = [0u8; RESULT_HEADER];
+                            header.copy_from_slice(&frame[..RESULT_HEADER]);
+                            let len = u64::from_be_bytes(header);
+                            if len > MAX_RESULT_BYTES {
+                                break Ended::Malformed;
+                            }
+                            need = usize::try_from(len).ok().map(|l| l + RESULT_HEADER);
+                        }
+                    }
+                },
+                () = tokio::time::sleep_until(deadline) => break Ended::Timeout,
+            }
+        };
+        let pid = lane.pid;
+        let mut reply = match ended {
+            Ended::Result => {
+                let end = need.unwrap_or(frame.len()).min(frame.len());
+                match serde_json::from_slice::<Reply>(&frame[RESULT_HEADER..end]) {
+                    Ok(reply) => reply,
+                    Err(e) => Reply {
+                        error: Some(format!("unreadable evaluation result: {e}")),
+                        ..Reply::default()
+                    },
+                }
+            }
+            Ended::Malformed => Reply {
+                error: Some("unreadable evaluation result: too large".to_owned()),
+                ..Reply::default()
+            },
+            Ended::Timeout => {
+                guard.finish();
+                wait_closed(&mut lane).await;
+                let mut reply = timeout_reply(request.timeout);
+                out.drain(&lane.stdout);
+                err.drain(&lane.stderr);
+                out.attach(&mut reply, "stdout");
+                err.attach(&mut reply, "stderr");
+                return Ok(reply);
+            }
+            Ended::Closed => {
+                guard.finish();
+                out.drain(&lane.stdout);
+                err.drain(&lane.stderr);
+                let error = match self.exit_status(pid, REAP_WAIT).await {
+                    Ok(Some(status)) => describe_status(status),
+                    Ok(None) => {
+                        "candidate ended before the evaluator returned (how is unknown)".to_owned()
+                    }
+                    // Its parent, the zygote, ended (the candidate may have
+                    // killed it), and the worker with it.
+                    Err(_) => return Err(RunError::Failed(ZYGOTE_GONE.to_owned())),
+                };
+                let mut reply = Reply {
+                    error: Some(error),
+                    ..Reply::default()
+                };
+                out.attach(&mut reply, "stdout");
+                err.attach(&mut reply, "stderr");
+                return Ok(reply);
+            }
+        };
+        // Everything the candidate printed was flushed before its result.
+        out.drain(&lane.stdout);
+        err.drain(&lane.stderr);
+        out.attach(&mut reply, "stdout");
+        err.attach(&mut reply, "stderr");
+        lane.served += 1;
+        if reply.reusable && matches!(ended, Ended::Result) {
+            guard.release();
+            lock(&self.pool).idle.push(lane);
+            self.bump();
+        } else {
+            // Clear the whole group: stray grandchildren must not outlive
+            // the candidate.
+            guard.finish();
+        }
+        Ok(reply)
+    }
+}
+
+/// How waiting for a candidate's result ended.
+enum Ended {
+    Result,
+    Malformed,
+    Timeout,
+    Closed,
+}
+
+/// After its group was killed: wait (briefly) for the child's lane to
+/// close, so the child is gone before the reply says so.
+async fn wait_closed(lane: &mut Lane) {
+    let mut sink = Vec::new();
+    let _ = tokio::time::timeout(REAP_WAIT, async {
+        loop {
+            sink.clear();
+            match lane.stream.read_buf(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+}
+
+/// The reply for a candidate killed at its timeout.
+fn timeout_reply(timeout: f64) -> Reply {
+    Reply {
+        error: Some(format!(
+            "timeout: evaluation exceeded {timeout} s and was killed"
+        )),
+        timeout: true,
+        ..Reply::default()
+    }
+}
+
+/// Counts an evaluation among those waiting for a lane while it waits.
+struct WaitingGuard<'a> {
+    worker: &'a Worker,
+    counted: bool,
+}
+
+impl Drop for WaitingGuard<'_> {
+    fn drop(&mut self) {
+        if self.counted {
+            let mut pool = lock(&self.worker.pool);
+            pool.waiting = pool.waiting.saturating_sub(1);
         }
     }
 }
 
-/// Cancels a request whose evaluation future is dropped before its reply.
-struct CancelGuard<'a> {
+/// A child running a candidate: its group is killed when the evaluation is
+/// dropped unfinished (a stopped run), unless it was handed back.
+struct RunningGuard<'a> {
     worker: &'a Worker,
-    id: u64,
+    pid: u32,
     armed: bool,
 }
 
-impl Drop for CancelGuard<'_> {
+impl<'a> RunningGuard<'a> {
+    fn new(worker: &'a Worker, pid: u32) -> Self {
+        lock(&worker.running).insert(pid);
+        Self {
+            worker,
+            pid,
+            armed: true,
+        }
+    }
+
+    /// The child stays (a reused child between candidates).
+    fn release(&mut self) {
+        lock(&self.worker.running).remove(&self.pid);
+        self.armed = false;
+    }
+
+    /// Kill the child's group now.
+    fn finish(&mut self) {
+        if self.armed {
+            kill_groups(&[i64::from(self.pid)]);
+        }
+        self.release();
+    }
+}
+
+impl Drop for RunningGuard<'_> {
     fn drop(&mut self) {
-        if self.armed
-            && let Some(pgid) = lock(&self.worker.pending)
-                .remove(&self.id)
-                .and_then(|p| p.pgid)
-        {
-            kill_groups(&[pgid]);
+        self.finish();
+    }
+}
+
+/// What a candidate wrote to one stream: the first and the last
+/// 2 * `CAPTURE_LIMIT` bytes (a chatty candidate costs bounded memory; the
+/// middle is counted, not kept).
+#[derive(Default)]
+struct Capture {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    dropped: usize,
+}
+
+/// Characters of each captured stream kept in the artifacts.
+const CAPTURE_LIMIT: usize = 20_000;
+
+impl Capture {
+    /// Read what is there after `readable` (tokio then waits for new data);
+    /// false at end of file.
+    fn pump(&mut self, stream: &pipe::Receiver) -> bool {
+        let mut buf = [0u8; 65536];
+        loop {
+            match stream.try_read(&mut buf) {
+                Ok(0) => return false,
+                Ok(n) => self.push(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Read everything there is now, without waiting. Direct reads, not
+    /// tokio's cached readiness: this must see bytes that arrived just
+    /// before the result (the stream is not waited on afterwards).
+    fn drain(&mut self, stream: &pipe::Receiver) {
+        let mut buf = [0u8; 65536];
+        loop {
+            match rustix::io::read(stream, &mut buf) {
+                Ok(0) => return,
+                Ok(n) => self.push(&buf[..n]),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn push(&mut self, mut chunk: &[u8]) {
+        let room = (2 * CAPTURE_LIMIT).saturating_sub(self.head.len());
+        if room > 0 {
+            let take = room.min(chunk.len());
+            self.head.extend_from_slice(&chunk[..take]);
+            chunk = &chunk[take..];
+        }
+        self.tail.extend(chunk);
+        let extra = self.tail.len().saturating_sub(2 * CAPTURE_LIMIT);
+        if extra > 0 {
+            self.tail.drain(..extra);
+            self.dropped += extra;
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut data = self.head.clone();
+        if self.dropped > 0 {
+            data.extend_from_slice(
+                format!("\n... [{} bytes omitted] ...\n", self.dropped).as_bytes(),
+            );
+        }
+        data.extend(self.tail.iter());
+        clip(&String::from_utf8_lossy(&data), CAPTURE_LIMIT)
+    }
+
+    /// Add the captured text as the artifact `name` unless it is empty.
+    fn attach(&self, reply: &mut Reply, name: &str) {
+        if !self.head.is_empty() || self.dropped > 0 {
+            reply.artifacts.insert(name.to_owned(), self.text());
         }
     }
 }
 
-/// Hand each reply to the evaluation waiting for its id; when the worker's
-/// output ends, fail whatever is still waiting.
+/// At most `limit` characters: the first and last halves around a marker.
+fn clip(text: &str, limit: usize) -> String {
+    let count = text.chars().count();
+    if count <= limit {
+        return text.to_owned();
+    }
+    let half = limit / 2;
+    let head: String = text.chars().take(half).collect();
+    let tail: String = text.chars().skip(count - half).collect();
+    format!(
+        "{head}\n... [{} characters omitted] ...\n{tail}",
+        count - 2 * half
+    )
+}
+
+/// A wait status as the reason a candidate is invalid.
+fn describe_status(status: i32) -> String {
+    use std::os::unix::process::ExitStatusExt as _;
+    let s = std::process::ExitStatus::from_raw(status);
+    if let Some(sig) = s.signal() {
+        return format!(
+            "candidate crashed: killed by {} (signal {sig})",
+            signal_name(sig)
+        );
+    }
+    let code = s.code().unwrap_or(status);
+    format!(
+        "candidate exited with status {code} before the evaluator returned (os._exit or a crash)"
+    )
+}
+
+fn signal_name(sig: i32) -> String {
+    const NAMES: [&str; 31] = [
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    usize::try_from(sig)
+        .ok()
+        .and_then(|s| s.checked_sub(1))
+        .and_then(|i| NAMES.get(i))
+        .map_or_else(|| format!("signal {sig}"), |n| (*n).to_owned())
+}
+
+/// Accept lane connections until the worker goes. A child's first line
+/// (`lane`) comes with the read ends of its stdout and stderr pipes; a
+/// connection is kept only when its peer is a child of the zygote.
+async fn accept_lanes(listener: UnixListener, worker: std::sync::Weak<Worker>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let worker = worker.clone();
+        tokio::spawn(async move {
+            let Some(pid) = stream
+                .peer_cred()
+                .ok()
+                .and_then(|c| c.pid())
+                .and_then(|p| u32::try_from(p).ok())
+            else {
+                return;
+            };
+            let Ok(Some((kind, mut fds))) =
+                tokio::time::timeout(Duration::from_secs(10), read_hello(&stream)).await
+            else {
+                return;
+            };
+            let Some(worker) = worker.upgrade() else {
+                return;
+            };
+            if kind != "lane" || fds.len() != 2 || !worker.forked_by_zygote(pid) {
+                return;
+            }
+            let (Some(err), Some(out)) = (fds.pop(), fds.pop()) else {
+                return;
+            };
+            let (Ok(stdout), Ok(stderr)) = (
+                pipe::Receiver::from_owned_fd(out),
+                pipe::Receiver::from_owned_fd(err),
+            ) else {
+                return;
+            };
+            worker.add_lane(Lane {
+                pid,
+                stream,
+                stdout,
+                stderr,
+                served: 0,
+            });
+        });
+    }
+}
+
+/// The first line of a lane connection (at most 16 bytes, read one at a
+/// time so nothing after it is consumed) and the fds that came with it.
+async fn read_hello(stream: &UnixStream) -> Option<(String, Vec<OwnedFd>)> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    let mut line = Vec::new();
+    let mut fds = Vec::new();
+    loop {
+        stream.readable().await.ok()?;
+        let mut byte = [0u8; 1];
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let got = stream.try_io(tokio::io::Interest::READABLE, || {
+            rustix::net::recvmsg(
+                stream,
+                &mut [std::io::IoSliceMut::new(&mut byte)],
+                &mut control,
+                RecvFlags::CMSG_CLOEXEC,
+            )
+            .map(|m| m.bytes)
+            .map_err(std::io::Error::from)
+        });
+        for message in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(received) = message {
+                fds.extend(received);
+            }
+        }
+        match got {
+            Ok(0) => return None,
+            Ok(_) if byte[0] == b'\n' => return String::from_utf8(line).ok().map(|l| (l, fds)),
+            Ok(_) if line.len() < 16 => line.push(byte[0]),
+            Ok(_) => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Write queued lines to the worker's stdin.
+async fn write_commands(
+    mut stdin: ChildStdin,
+    mut lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
+    while let Some(line) = lines.recv().await {
+        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Keep the exit statuses the worker reports; when its output ends, mark it dead.
 async fn read_replies(worker: Arc<Worker>, mut stdout: BufReader<ChildStdout>) {
     let end = loop {
         let text = match read_line(&mut stdout).await {
             Ok(t) => t,
             Err(e) => break e,
         };
-        let Ok(reply) = serde_json::from_str::<Reply>(&text) else {
-            continue; // not for anyone we can name; its evaluation hits the backstop
-        };
-        let mut pending = lock(&worker.pending);
-        if let Some(pgid) = reply.started {
-            if let Some(p) = pending.get_mut(&reply.id) {
-                p.pgid = Some(pgid);
-            }
-            continue;
-        }
-        if let Some(p) = pending.remove(&reply.id) {
-            let _ = p.tx.send(Ok(reply));
+        if let Ok(exited) = serde_json::from_str::<Exited>(&text) {
+            lock(&worker.statuses).insert(exited.exited, exited.status);
+            worker.bump();
         }
     };
     let mut status = String::new();
@@ -839,7 +1429,14 @@ async fn read_replies(worker: Arc<Worker>, mut stdout: BufReader<ChildStdout>) {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    worker.fail_all(&format!("evaluation worker died ({end}{status})"));
+    worker.mark_dead(format!("evaluation worker died ({end}{status})"));
+}
+
+/// The worker's report of how a child ended.
+#[derive(Deserialize)]
+struct Exited {
+    exited: u32,
+    status: i32,
 }
 
 async fn read_line(stdout: &mut BufReader<ChildStdout>) -> Result<String, String> {
@@ -898,15 +1495,15 @@ struct Hello {
     error: String,
     #[serde(default)]
     traceback: String,
+    /// The zygote's pid (lanes are accepted from its children only).
+    #[serde(default)]
+    zygote: Option<u32>,
 }
 
-/// A worker message about one request: either `started` or the result.
+/// A candidate's result, as its child sent it (or as the run made it up for
+/// a timeout or a crash).
 #[derive(Debug, Default, Deserialize)]
 struct Reply {
-    #[serde(default)]
-    id: u64,
-    #[serde(default)]
-    started: Option<i64>,
     #[serde(default)]
     scores: BTreeMap<String, f64>,
     #[serde(default)]
@@ -917,6 +1514,9 @@ struct Reply {
     error: Option<String>,
     #[serde(default)]
     timeout: bool,
+    /// The child will serve another candidate.
+    #[serde(default)]
+    reusable: bool,
 }
 
 impl Reply {
