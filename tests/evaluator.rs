@@ -95,6 +95,43 @@ async fn busy_loop_is_killed_at_timeout_and_worker_survives() {
 }
 
 #[tokio::test]
+async fn chatty_candidates_keep_bounded_output_and_still_time_out() {
+    let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+    let ev = evaluator(&task, 1.0);
+    // 2 MB of output, then a score: the head and the tail are kept.
+    let e = ev
+        .evaluate(&cand(
+            1,
+            "import sys\nprint('first line')\nfor i in range(20000):\n    print('x' * 99)\n\
+             print('last line')\nsys.stderr.write('e' * 300000)\ndef value():\n    return 0.5\n",
+        ))
+        .await;
+    assert!(e.valid, "{e:?}");
+    let out = &e.artifacts["stdout"];
+    assert!(out.starts_with("first line"), "{}", &out[..40]);
+    assert!(out.trim_end().ends_with("last line"));
+    assert!(out.contains("omitted"), "the middle is dropped");
+    assert!(out.len() < 25_000, "stdout kept {} bytes", out.len());
+    assert!(e.artifacts["stderr"].len() < 25_000);
+    // Printing without pause never starves the timeout.
+    let started = Instant::now();
+    let e = ev
+        .evaluate(&cand(
+            2,
+            "def value():\n    while True:\n        print('spam' * 50, flush=True)\n",
+        ))
+        .await;
+    assert!(!e.valid);
+    assert!(e.error.unwrap_or_default().starts_with("timeout"));
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(e.artifacts["stdout"].contains("spam"));
+}
+
+#[tokio::test]
 async fn busy_loop_in_grandchild_process_is_killed_too() {
     // The candidate spawns a sleeping subprocess; the process-group kill must
     // take it down with the candidate.

@@ -802,13 +802,14 @@ impl Worker {
         let _ = self.commands.send(format!("{message}\n"));
     }
 
-    /// Ask for forks so that ready children (arrived or on their way) cover
-    /// the waiting evaluations plus `depth` spares.
-    fn ensure_supply(&self) {
+    /// Ask for forks so that fresh children (arrived or on their way) cover
+    /// the waiting evaluations, plus `depth` spares when `spares` (after a
+    /// fresh child was taken: its replacement forks while it evaluates).
+    fn ensure_supply(&self, spares: bool) {
         let need = {
             let mut pool = lock(&self.pool);
             let have = pool.fresh.len() + pool.requested;
-            let want = self.depth + pool.waiting;
+            let want = pool.waiting + if spares { self.depth } else { 0 };
             let need = want.saturating_sub(have);
             pool.requested += need;
             need
@@ -900,11 +901,11 @@ impl Worker {
             if let Some(lane) = taken {
                 drop(waiting);
                 if lane.served == 0 {
-                    self.ensure_supply(); // its replacement forks meanwhile
+                    self.ensure_supply(true); // its replacement forks meanwhile
                 }
                 return Ok(lane);
             }
-            self.ensure_supply();
+            self.ensure_supply(false);
             match tokio::time::timeout_at(deadline, events.changed()).await {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) => {
@@ -974,14 +975,19 @@ impl Worker {
         let (mut out_open, mut err_open) = (true, true);
         let mut frame: Vec<u8> = Vec::with_capacity(4096);
         let mut need: Option<usize> = None;
+        let timer = tokio::time::sleep_until(deadline);
+        tokio::pin!(timer);
         let ended = loop {
             if let Some(n) = need
                 && frame.len() >= n
             {
                 break Ended::Result;
             }
+            // The deadline first: a candidate that prints without pause
+            // must not starve it.
             tokio::select! {
                 biased;
+                () = &mut timer => break Ended::Timeout,
                 r = lane.stdout.readable(), if out_open => {
                     out_open = r.is_ok() && out.pump(&lane.stdout);
                 }
@@ -1002,7 +1008,6 @@ impl Worker {
                         }
                     }
                 },
-                () = tokio::time::sleep_until(deadline) => break Ended::Timeout,
             }
         };
         let pid = lane.pid;
@@ -1081,7 +1086,8 @@ enum Ended {
 }
 
 /// After its group was killed: wait (briefly) for the child's lane to
-/// close, so the child is gone before the reply says so.
+/// close and the child to have exited, so it is gone before the reply says
+/// so.
 async fn wait_closed(lane: &mut Lane) {
     let mut sink = Vec::new();
     let _ = tokio::time::timeout(REAP_WAIT, async {
@@ -1092,8 +1098,24 @@ async fn wait_closed(lane: &mut Lane) {
                 Ok(_) => {}
             }
         }
+        // The lane closes as the child starts to exit; its exit ends a
+        // moment later (then it is a zombie until the zygote reaps it).
+        while process_running(lane.pid) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
     })
     .await;
+}
+
+/// Is `pid` a process that has not exited (from /proc; false without it)?
+fn process_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .unwrap_or("");
+        state != "Z" && state != "X"
+    })
 }
 
 /// The reply for a candidate killed at its timeout.
@@ -1657,6 +1679,14 @@ def evaluate(program_path):
             .unwrap_or_default()
     }
 
+    /// A candidate whose score is the pid of the process evaluating it.
+    fn pid_candidate(id: u64) -> Candidate {
+        Candidate {
+            id,
+            content: "import os\ndef value():\n    return os.getpid()\n".to_owned(),
+        }
+    }
+
     #[tokio::test]
     async fn standby_children_are_ready_between_candidates_and_each_candidate_gets_a_fresh_one() {
         if !Path::new("/proc/self/task").exists() {
@@ -1664,18 +1694,28 @@ def evaluate(program_path):
         }
         let (_dir, task) = value_task();
         let ev = SubprocessEvaluator::new(&task, SubprocessParams::default(), 1);
-        let e = ev.evaluate(&value_candidate(1, 0.5)).await;
+        let e = ev.evaluate(&pid_candidate(1)).await;
         assert!(e.valid, "{e:?}");
-        assert_eq!(e.scores["combined_score"], 0.5);
+        let first = e.scores["combined_score"] as u32;
         let worker = ev.worker_pids()[0];
+        assert!(
+            eventually(|| !alive(first)).await,
+            "the child that evaluated is killed"
+        );
         // Two standby children wait, forked by the worker's zygote.
         assert!(eventually(|| standbys(worker).len() == 2).await);
         let before = standbys(worker);
-        let e = ev.evaluate(&value_candidate(2, 0.75)).await;
-        assert_eq!(e.scores["combined_score"], 0.75);
+        let e = ev.evaluate(&pid_candidate(2)).await;
+        let second = e.scores["combined_score"] as u32;
+        assert!(before.contains(&second), "a waiting child took it");
         assert!(
-            eventually(|| before.iter().filter(|p| alive(**p)).count() == 1).await,
-            "the child that evaluated must be gone, the other one still waits"
+            eventually(|| !alive(second)).await,
+            "the child that evaluated must be gone"
+        );
+        assert_eq!(
+            before.iter().filter(|p| alive(**p)).count(),
+            1,
+            "the other one still waits"
         );
         assert!(eventually(|| standbys(worker).len() == 2).await);
         // A candidate that changes module state cannot affect the next one:
