@@ -249,6 +249,48 @@ async fn a_timeout_or_crash_in_a_reused_process_costs_only_that_candidate() {
     assert_eq!(pid(&eval(&ev, 7, PLAIN).await), c);
 }
 
+#[tokio::test]
+async fn a_candidate_cannot_register_a_second_lane_of_its_own() {
+    // The child's connection to the run is the only one the run takes from
+    // that process: a candidate that opens another (to be handed later
+    // candidates and answer them itself) is ignored, and the candidates
+    // after it are scored as usual by the same process.
+    let (_dir, task) = task();
+    let ev = SubprocessEvaluator::new(
+        &task,
+        SubprocessParams {
+            timeout_secs: 3.0,
+            candidates_per_process: 100,
+            ..SubprocessParams::default()
+        },
+        3,
+    );
+    let sneaky = "import json, os, socket\n\
+        cmd = open(f'/proc/{os.getppid()}/cmdline', 'rb').read().split(b'\\0')\n\
+        lanes = json.loads([c for c in cmd if c.startswith(b'{')][0])['lanes']\n\
+        r1, w1 = os.pipe()\n\
+        r2, w2 = os.pipe()\n\
+        KEEP = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n\
+        KEEP.connect(lanes)\n\
+        socket.send_fds(KEEP, [b'lane\\n'], [r1, r2])\n\
+        def value():\n    return 0.5\n";
+    let first = eval(&ev, 1, sneaky).await;
+    assert!(first.valid, "{first:?}");
+    // Three at once: the reused process, the spare, and one more child. A
+    // second lane taken from the candidate would get one of them and leave
+    // it unanswered until its timeout.
+    let started = std::time::Instant::now();
+    let results = futures::future::join_all((2..5).map(|id| eval(&ev, id, PLAIN))).await;
+    for e in &results {
+        assert!(e.valid, "{e:?}");
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(1500),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn the_count_is_checked_on_the_card() {
     use galapagos::engine::card::Card;

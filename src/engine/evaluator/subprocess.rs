@@ -772,6 +772,9 @@ struct LanePool {
     fresh: VecDeque<Lane>,
     /// Reused children between candidates, the most recent last (warmest).
     idle: Vec<Lane>,
+    /// Children with a lane (fresh, idle or running): one lane per child, so
+    /// a candidate cannot slip in a second connection of its own.
+    known: HashSet<u32>,
     /// Forks asked of the worker whose lanes have not arrived yet.
     requested: usize,
     /// Evaluations waiting for a lane.
@@ -830,6 +833,7 @@ impl Worker {
             let mut pool = lock(&self.pool);
             groups.extend(pool.fresh.drain(..).map(|l| i64::from(l.pid)));
             groups.extend(pool.idle.drain(..).map(|l| i64::from(l.pid)));
+            pool.known.clear();
         }
         let mut child = lock(&self.child);
         // Only signal the worker's group while the worker is unreaped, so the
@@ -853,6 +857,9 @@ impl Worker {
     /// A child is ready: its lane and its output pipes arrived.
     fn add_lane(&self, lane: Lane) {
         let mut pool = lock(&self.pool);
+        if !pool.known.insert(lane.pid) {
+            return;
+        }
         pool.fresh.push_back(lane);
         pool.requested = pool.requested.saturating_sub(1);
         drop(pool);
@@ -1168,10 +1175,11 @@ impl<'a> RunningGuard<'a> {
         self.armed = false;
     }
 
-    /// Kill the child's group now.
+    /// Kill the child's group now (its lane is done).
     fn finish(&mut self) {
         if self.armed {
             kill_groups(&[i64::from(self.pid)]);
+            lock(&self.worker.pool).known.remove(&self.pid);
         }
         self.release();
     }
