@@ -1651,13 +1651,7 @@ def evaluate(program_path):
     }
 
     fn alive(pid: u32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-            let state = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next())
-                .unwrap_or("");
-            state != "Z" && state != "X"
-        })
+        process_running(pid)
     }
 
     /// Waits up to 5 s for `cond`.
