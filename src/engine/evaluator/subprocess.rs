@@ -871,14 +871,9 @@ impl Worker {
         let Some(zygote) = self.zygote else {
             return true;
         };
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Ok(stat) => {
-                stat.rsplit_once(')')
-                    .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-                    .and_then(|ppid| ppid.parse::<u32>().ok())
-                    == Some(zygote)
-            }
-            Err(_) => !Path::new("/proc/self/stat").exists(),
+        match proc_stat(pid) {
+            Some(fields) => fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(zygote),
+            None => !Path::new("/proc/self/stat").exists(),
         }
     }
 
@@ -1036,17 +1031,10 @@ impl Worker {
             Ended::Timeout => {
                 guard.finish();
                 wait_closed(&mut lane).await;
-                let mut reply = timeout_reply(request.timeout);
-                out.drain(&lane.stdout);
-                err.drain(&lane.stderr);
-                out.attach(&mut reply, "stdout");
-                err.attach(&mut reply, "stderr");
-                return Ok(reply);
+                timeout_reply(request.timeout)
             }
             Ended::Closed => {
                 guard.finish();
-                out.drain(&lane.stdout);
-                err.drain(&lane.stderr);
                 let error = match self.exit_status(pid, REAP_WAIT).await {
                     Ok(Some(status)) => describe_status(status),
                     Ok(None) => {
@@ -1056,22 +1044,20 @@ impl Worker {
                     // killed it), and the worker with it.
                     Err(_) => return Err(RunError::Failed(ZYGOTE_GONE.to_owned())),
                 };
-                let mut reply = Reply {
+                Reply {
                     error: Some(error),
                     ..Reply::default()
-                };
-                out.attach(&mut reply, "stdout");
-                err.attach(&mut reply, "stderr");
-                return Ok(reply);
+                }
             }
         };
-        // Everything the candidate printed was flushed before its result.
+        // Everything the candidate printed before its result (or before it
+        // was killed) is in the pipes by now.
         out.drain(&lane.stdout);
         err.drain(&lane.stderr);
         out.attach(&mut reply, "stdout");
         err.attach(&mut reply, "stderr");
         lane.served += 1;
-        if reply.reusable && matches!(ended, Ended::Result) {
+        if reply.reusable {
             guard.release();
             lock(&self.pool).idle.push(lane);
             self.bump();
@@ -1114,15 +1100,18 @@ async fn wait_closed(lane: &mut Lane) {
     .await;
 }
 
+/// The fields of `/proc/<pid>/stat` after the command name (state, ppid, …);
+/// None when the process (or /proc) is not there.
+fn proc_stat(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: split after the last ')'.
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
 /// Is `pid` a process that has not exited (from /proc; false without it)?
 fn process_running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        let state = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .unwrap_or("");
-        state != "Z" && state != "X"
-    })
+    proc_stat(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z" && state != "X"))
 }
 
 /// The reply for a candidate killed at its timeout.
