@@ -10,9 +10,15 @@
 #                    the timeout, and state is put back between candidates
 # The last line compares OpenEvolve with galapagos-reuse (the like-for-like
 # isolation model); the line above it with the default mode.
-# Both tools get an explicit interpreter: OpenEvolve runs from its venv, and
-# galapagos's evaluator gets `python:` set to the python3 on PATH as resolved
-# once here, so neither pays a version manager's shim (pyenv: ~90 ms) per run.
+# Both tools evaluate the task under the same interpreter: OpenEvolve runs
+# (and evaluates in-process) from its venv, and galapagos's evaluator gets
+# `python:` set to that venv's python. A venv does not load the base
+# interpreter's site-packages `.pth` files, which can cost tens of ms per
+# interpreter start (this sandbox's base python imports certifi from one:
+# ~25 ms), so giving galapagos the base python would charge it a start-up cost
+# OpenEvolve does not pay. With SKIP_OPENEVOLVE=1 and no venv, galapagos gets
+# the python3 on PATH as resolved once here (never a version manager's shim,
+# which costs ~90 ms per start with pyenv). PYEXE=... overrides either.
 #
 # Usage:   bench/side_by_side.sh                       # default grid, ~30 min on 2 cores
 #          N=100 PS=1 LS=0 GAL_ONLY_NS= CHECK_P8= bench/side_by_side.sh   # quick
@@ -85,7 +91,14 @@ if [ "$SKIP_OPENEVOLVE" != 1 ] && [ ! -x "$VENV/bin/openevolve-run" ]; then
 fi
 
 # One card per galapagos mode: the evaluator's `python` and `candidates_per_process` set.
-PYEXE=$($PY -c 'import sys; print(sys.executable)') || die "cannot run $PY"
+if [ -z "${PYEXE:-}" ]; then
+  if [ -x "$VENV/bin/python" ]; then
+    PYEXE="$VENV/bin/python"
+  else
+    PYEXE=$($PY -c 'import sys; print(sys.executable)') || die "cannot run $PY"
+  fi
+fi
+"$PYEXE" -c 'import sys; assert sys.version_info >= (3, 9)' 2> /dev/null || die "evaluator interpreter $PYEXE does not run (Python >= 3.9 needed)"
 write_card() { # MODE OUT
   local per=1
   [ "$1" = galapagos-reuse ] && per=$REUSE
