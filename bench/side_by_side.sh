@@ -32,6 +32,7 @@
 #   CARD=cards/best_of_n.yaml   GALAPAGOS=<release binary>   (built with cargo build --release if missing)
 #   VENV=$BENCH_DIR/oe-venv  (OpenEvolve 0.4.0 is pip-installed there when missing)
 #   SKIP_OPENEVOLVE=1        galapagos only
+#   PYEXE=<python>           galapagos's evaluator interpreter (default: $VENV/bin/python, see above)
 #   BENCH_DIR=/tmp/galapagos-bench   PORT=18380   SEED=0   RUN_TIMEOUT=900 (s, per run)
 #   SHARED=../shared/bench   (fake_llm.py and task_quadratic come from there when present)
 #
