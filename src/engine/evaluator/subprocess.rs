@@ -335,6 +335,12 @@ impl SubprocessEvaluator {
 
     async fn spawn_worker(&self, setup: &Setup) -> Result<Arc<Worker>, SpawnError> {
         let n = self.next_worker.fetch_add(1, Ordering::Relaxed);
+        if n > 0 {
+            // A replacement: the shared code dir may have been pruned by a
+            // newer build meanwhile (see `mark_used_and_prune`).
+            let fresh = !setup.code.is_dir();
+            write_code(&setup.code, fresh).map_err(SpawnError::Other)?;
+        }
         let scratch = setup.dir.path().join(format!("w{n}"));
         let reuse = self.config.params.candidates_per_process;
         // Standby children kept ready: a candidate that arrives finds a child
@@ -664,7 +670,10 @@ fn prepare() -> Result<Setup, String> {
             .map_err(|e| format!("cannot create a private temp dir for the evaluator: {e}"))?,
     };
     let code = match code_dir() {
-        Some(code) if write_code(&code, false).is_ok() => code,
+        Some(code) if write_code(&code, false).is_ok() => {
+            mark_used_and_prune(&code, STALE_CODE_DIR);
+            code
+        }
         _ => {
             let code = dir.path().to_path_buf();
             write_code(&code, true)?;
@@ -691,6 +700,42 @@ fn code_dir() -> Option<PathBuf> {
     CODE.hash(&mut h);
     directories::ProjectDirs::from("org", "galapagos", "galapagos")
         .map(|d| d.cache_dir().join(format!("worker-{:016x}", h.finish())))
+}
+
+/// Code dirs of other galapagos builds unused for this long are removed when
+/// a run starts; each run marks its own dir used.
+const STALE_CODE_DIR: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
+/// Mark the code dir `code` used now (its modification time), then remove
+/// the other `worker-*` dirs beside it that were not used for longer than
+/// `stale`: every galapagos build leaves one (~140 KB). Best effort: a dir
+/// that cannot be read or removed is left. A run of an old build that lasts
+/// longer than `stale` does not depend on its dir staying: a replacement
+/// worker rewrites the code first (see `spawn_worker`).
+fn mark_used_and_prune(code: &Path, stale: Duration) {
+    let now = std::time::SystemTime::now();
+    if let Ok(dir) = std::fs::File::open(code) {
+        let _ = dir.set_modified(now);
+    }
+    let Some(Ok(entries)) = code.parent().map(std::fs::read_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path == code || !entry.file_name().to_string_lossy().starts_with("worker-") {
+            continue;
+        }
+        // `DirEntry::metadata` does not follow symlinks: only real dirs go.
+        let unused_for = entry
+            .metadata()
+            .ok()
+            .filter(std::fs::Metadata::is_dir)
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| now.duration_since(t).ok());
+        if unused_for.is_some_and(|age| age > stale) {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
 }
 
 /// Make `code` hold exactly the worker's code. A file is (re)written only when
@@ -1782,6 +1827,78 @@ def evaluate(program_path):
         Reply {
             scores: scores.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
             ..Reply::default()
+        }
+    }
+
+    #[test]
+    fn code_dirs_of_other_builds_unused_for_long_are_pruned() {
+        let cache = tempfile::tempdir().unwrap();
+        let day = Duration::from_secs(24 * 60 * 60);
+        let now = std::time::SystemTime::now();
+        let make = |name: &str, age: Duration| {
+            let dir = cache.path().join(name);
+            std::fs::create_dir_all(dir.join("openevolve")).unwrap();
+            std::fs::write(dir.join("galapagos_worker.py"), "x").unwrap();
+            std::fs::File::open(&dir)
+                .unwrap()
+                .set_modified(now - age)
+                .unwrap();
+            dir
+        };
+        let current = make("worker-current", 90 * day);
+        let old = make("worker-old", 31 * day);
+        let recent = make("worker-recent", 29 * day);
+        let not_ours = make("other-old", 90 * day);
+        let file = cache.path().join("worker-file");
+        std::fs::write(&file, "x").unwrap();
+        std::fs::File::open(&file)
+            .unwrap()
+            .set_modified(now - 90 * day)
+            .unwrap();
+
+        mark_used_and_prune(&current, 30 * day);
+
+        assert!(!old.exists(), "a build's dir unused for 31 days is removed");
+        assert!(recent.is_dir() && not_ours.is_dir() && file.is_file());
+        assert!(
+            current.join("galapagos_worker.py").is_file(),
+            "the current dir stays"
+        );
+        let age = now
+            .duration_since(std::fs::metadata(&current).unwrap().modified().unwrap())
+            .unwrap_or_default();
+        assert!(age < day, "the current dir is marked used: {age:?}");
+    }
+
+    #[tokio::test]
+    async fn a_replacement_worker_rewrites_a_pruned_code_dir() {
+        let (_dir, task) = value_task();
+        let ev = SubprocessEvaluator::new(&task, SubprocessParams::default(), 1);
+        let cache = tempfile::tempdir().unwrap();
+        let code = cache.path().join("worker-test");
+        write_code(&code, true).unwrap();
+        let private = tempfile::tempdir().unwrap();
+        assert!(
+            ev.setup
+                .set(Ok(Setup {
+                    dir: private,
+                    code: code.clone()
+                }))
+                .is_ok()
+        );
+        assert!(ev.evaluate(&value_candidate(1, 0.5)).await.valid);
+        let worker = ev.worker_pids()[0];
+        // A newer build pruned the dir while this run went on; then the
+        // worker died.
+        std::fs::remove_dir_all(&code).unwrap();
+        kill_groups(&[i64::from(worker)]);
+        assert!(eventually(|| !alive(worker)).await);
+        let e = ev.evaluate(&value_candidate(2, 0.75)).await;
+        assert!(e.valid, "{e:?}");
+        assert_eq!(e.scores["combined_score"], 0.75);
+        assert_ne!(ev.worker_pids(), vec![worker], "a new worker served");
+        for (name, text) in CODE {
+            assert_eq!(std::fs::read_to_string(code.join(name)).unwrap(), text);
         }
     }
 
