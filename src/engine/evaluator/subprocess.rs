@@ -338,8 +338,7 @@ impl SubprocessEvaluator {
         if n > 0 {
             // A replacement: the shared code dir may have been pruned by a
             // newer build meanwhile (see `mark_used_and_prune`).
-            let fresh = !setup.code.is_dir();
-            write_code(&setup.code, fresh).map_err(SpawnError::Other)?;
+            write_code(&setup.code).map_err(SpawnError::Other)?;
         }
         let scratch = setup.dir.path().join(format!("w{n}"));
         let reuse = self.config.params.candidates_per_process;
@@ -670,13 +669,13 @@ fn prepare() -> Result<Setup, String> {
             .map_err(|e| format!("cannot create a private temp dir for the evaluator: {e}"))?,
     };
     let code = match code_dir() {
-        Some(code) if write_code(&code, false).is_ok() => {
+        Some(code) if write_code(&code).is_ok() => {
             mark_used_and_prune(&code, STALE_CODE_DIR);
             code
         }
         _ => {
             let code = dir.path().to_path_buf();
-            write_code(&code, true)?;
+            write_code(&code)?;
             code
         }
     };
@@ -741,12 +740,12 @@ fn mark_used_and_prune(code: &Path, stale: Duration) {
 /// Make `code` hold exactly the worker's code. A file is (re)written only when
 /// missing or different, through a temporary file and a rename, so runs
 /// starting at once never see half a file and an unchanged file keeps the
-/// modification time its cached bytecode was checked against. `fresh`: the
-/// dir is new and empty (skip reading).
-fn write_code(code: &Path, fresh: bool) -> Result<(), String> {
+/// modification time its cached bytecode was checked against. A missing dir
+/// is created (a new private dir, or a code dir pruned meanwhile).
+fn write_code(code: &Path) -> Result<(), String> {
     for (name, text) in CODE {
         let path = code.join(name);
-        if !fresh && std::fs::read(&path).is_ok_and(|b| b == text.as_bytes()) {
+        if std::fs::read(&path).is_ok_and(|b| b == text.as_bytes()) {
             continue;
         }
         let parent = path.parent().unwrap_or(code);
@@ -1876,7 +1875,7 @@ def evaluate(program_path):
         let ev = SubprocessEvaluator::new(&task, SubprocessParams::default(), 1);
         let cache = tempfile::tempdir().unwrap();
         let code = cache.path().join("worker-test");
-        write_code(&code, true).unwrap();
+        write_code(&code).unwrap();
         let private = tempfile::tempdir().unwrap();
         assert!(
             ev.setup
