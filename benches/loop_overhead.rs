@@ -11,15 +11,31 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use galapagos::engine::card::Card;
+use galapagos::engine::component::{BuildContext, Component, ComponentInfo, NoParams};
 use galapagos::engine::evaluator::{Candidate, Evaluation, Evaluator};
 use galapagos::engine::events::RunEvent;
-use galapagos::engine::registry::{ComponentInfo, Entry, Registry};
+use galapagos::engine::params::ParamError;
+use galapagos::engine::registry::{Entry, Registry};
 use galapagos::engine::worker::{RunRequest, spawn_run};
 
 /// Scores `NAME = <number>` lines against hidden targets: microseconds of work.
 /// Records the instant each evaluation starts: with one iteration in flight,
 /// consecutive starts are exactly one iteration apart.
 struct TrivialEvaluator;
+
+impl Component for TrivialEvaluator {
+    type Slot = dyn Evaluator;
+    type Params = NoParams;
+    const INFO: ComponentInfo = ComponentInfo {
+        kind: "bench_trivial",
+        type_name: "TrivialEvaluator",
+        summary: "bench only",
+        params: &[],
+    };
+    fn build(_: NoParams, _: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self)
+    }
+}
 
 static STARTS: std::sync::Mutex<Vec<Instant>> = std::sync::Mutex::new(Vec::new());
 
@@ -59,15 +75,8 @@ const PROGRAM: &str = "# EVOLVE-BLOCK-START\nA = 1.0\nB = 0.0\nC = 0.0\nSHIFT = 
 
 fn registry() -> Registry {
     let mut r = Registry::builtin();
-    r.evaluators.push(Entry {
-        info: ComponentInfo {
-            kind: "bench_trivial",
-            type_name: "TrivialEvaluator",
-            summary: "bench only",
-            params: &[],
-        },
-        build: |_, _| Ok(Box::new(TrivialEvaluator)),
-    });
+    r.register(Entry::of::<TrivialEvaluator>())
+        .expect("bench_trivial is not a built-in kind");
     r
 }
 

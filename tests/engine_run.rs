@@ -165,7 +165,7 @@ fn a_broken_task_folder_is_a_clear_error() {
 #[test]
 fn stop_ends_the_run_within_one_iteration_even_while_evaluating() {
     let registry = registry();
-    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "slow_trivial");
+    let mut c = with_slow_evaluator(card("best_of_n.yaml", &registry), 3000);
     c.general.max_iterations = 100;
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());

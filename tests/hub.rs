@@ -12,11 +12,12 @@ use flate2::Compression;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use galapagos::engine::card::{Card, LlmSettings, ModelSpec};
+use galapagos::engine::component::Slot;
 use galapagos::engine::hub::{
     HubError, MAX_ARCHIVE_BYTES, export_bundle, export_bundle_checked, import_bundle, render_readme,
 };
 use galapagos::engine::params::ParamValue;
-use galapagos::engine::registry::{Registry, Slot};
+use galapagos::engine::registry::Registry;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -61,7 +62,7 @@ fn archive_entries(path: &Path) -> Vec<(String, Vec<u8>)> {
 fn config_keys(card: &Card, registry: &Registry) -> Vec<String> {
     let mut keys = Vec::new();
     for slot in Slot::ALL {
-        let info = registry.info(slot, &card.slot(slot).kind).unwrap();
+        let info = registry.entry(slot, &card.slot(slot).kind).unwrap().info;
         for p in info.params {
             keys.push(format!("{}.{}", slot.key(), p.key));
         }
@@ -116,7 +117,7 @@ fn export_of_every_shipped_card_writes_folder_readme_and_archive() {
         // Components table: the six slots with this card's implementations.
         assert!(readme.contains("| Slot | Implementation | Role |"));
         for slot in Slot::ALL {
-            let info = registry.info(slot, &card.slot(slot).kind).unwrap();
+            let info = registry.entry(slot, &card.slot(slot).kind).unwrap().info;
             let row = format!(
                 "| {} | `{}` (`{}`) | {}",
                 slot.title(),

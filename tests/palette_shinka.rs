@@ -16,14 +16,17 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{PROGRAM, ScriptedModel, TrivialEvaluator, card, temp_task};
+use common::{PROGRAM, ScriptedModel, card, temp_task};
 use galapagos::engine::card::SlotSpec;
+use galapagos::engine::component::{BuildContext, Component, ComponentInfo, NoParams};
 use galapagos::engine::evaluator::{Candidate, Evaluation, Evaluator};
 use galapagos::engine::events::{RunEvent, RunStatus};
 use galapagos::engine::genome::Genome;
 use galapagos::engine::model::{LanguageModel, ModelError, ModelReply, ModelRequest, OfflineModel};
+use galapagos::engine::params::ParamError;
 use galapagos::engine::params::ParamValue;
-use galapagos::engine::registry::{ComponentInfo, Entry, Registry};
+use galapagos::engine::registry::{Entry, Registry};
+use galapagos::engine::testing::TrivialEvaluator;
 use galapagos::engine::worker::{RunRequest, spawn_resume, spawn_run};
 
 /// Evaluations of anything but the initial program (the `counting` evaluator).
@@ -31,6 +34,20 @@ static CHILD_EVALUATIONS: AtomicUsize = AtomicUsize::new(0);
 
 /// The trivial evaluator, counting the candidates it scores.
 struct CountingEvaluator;
+
+impl Component for CountingEvaluator {
+    type Slot = dyn Evaluator;
+    type Params = NoParams;
+    const INFO: ComponentInfo = ComponentInfo {
+        kind: "counting",
+        type_name: "CountingEvaluator",
+        summary: "test double",
+        params: &[],
+    };
+    fn build(_: NoParams, _: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self)
+    }
+}
 
 #[async_trait::async_trait]
 impl Evaluator for CountingEvaluator {
@@ -44,15 +61,7 @@ impl Evaluator for CountingEvaluator {
 
 fn registry() -> Arc<Registry> {
     let mut r = Arc::try_unwrap(common::registry()).ok().unwrap();
-    r.evaluators.push(Entry {
-        info: ComponentInfo {
-            kind: "counting",
-            type_name: "CountingEvaluator",
-            summary: "test double",
-            params: &[],
-        },
-        build: |_, _| Ok(Box::new(CountingEvaluator)),
-    });
+    r.register(Entry::of::<CountingEvaluator>()).unwrap();
     Arc::new(r)
 }
 

@@ -9,23 +9,31 @@ use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT as _, Queryable as _};
 use galapagos::engine::card::{Card, SlotSpec};
-use galapagos::engine::params::{DefaultValue, ParamError, ParamSpec, ParamType, ParamValue};
-use galapagos::engine::registry::{ComponentInfo, Entry, Registry};
+use galapagos::engine::component::{BuildContext, Component, ComponentInfo, NoParams};
+use galapagos::engine::evaluator::SubprocessEvaluator;
+use galapagos::engine::genome::Genome;
+use galapagos::engine::memory::NullMemory;
+use galapagos::engine::params::{ParamError, ParamSpec, ParamType, ParamValue};
+use galapagos::engine::population::{GenomeStore, Population};
+use galapagos::engine::prompt::DefaultPromptBuilder;
+use galapagos::engine::proposer::DiffProposer;
+use galapagos::engine::registry::{Entry, Registry};
+use galapagos::engine::rng::SearchRng;
+use galapagos::engine::selection::{Selection, SelectionError, SelectionPolicy};
 use galapagos::studio::App;
 use galapagos::studio::state::{Document, State};
+use serde::{Deserialize, Serialize};
 
 const K: &[ParamSpec] = &[
     ParamSpec {
         key: "k",
         doc: "how many of the best to draw from",
         ty: ParamType::Int { min: 1, max: 100 },
-        default: DefaultValue::Int(5),
     },
     ParamSpec {
         key: "mode",
         doc: "how to pick among them",
         ty: ParamType::Choice(&["best", "uniform"]),
-        default: DefaultValue::Str("best"),
     },
 ];
 
@@ -33,48 +41,110 @@ const N: &[ParamSpec] = &[ParamSpec {
     key: "n",
     doc: "completions per parent",
     ty: ParamType::Int { min: 1, max: 64 },
-    default: DefaultValue::Int(4),
 }];
 
-fn info(
-    kind: &'static str,
-    type_name: &'static str,
-    params: &'static [ParamSpec],
-) -> ComponentInfo {
-    ComponentInfo {
-        kind,
-        type_name,
-        summary: "test component",
-        params,
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct KParams {
+    k: u64,
+    mode: String,
+}
+
+impl Default for KParams {
+    fn default() -> Self {
+        Self {
+            k: 5,
+            mode: "best".into(),
+        }
     }
 }
 
-fn unbuildable<T: ?Sized>(info: ComponentInfo) -> Entry<T> {
-    Entry {
-        info,
-        build: |_, _| {
-            Err(ParamError {
-                key: String::new(),
-                reason: "test entry".into(),
-            })
-        },
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct NParams {
+    n: u64,
+}
+
+impl Default for NParams {
+    fn default() -> Self {
+        Self { n: 4 }
     }
 }
 
-/// A registry whose entries only describe themselves (the editor never
-/// builds components).
+/// Editor-only components: they describe themselves; the editor never
+/// builds them.
+macro_rules! editor_only {
+    ($name:ident, $slot:ty, $params:ty, $kind:literal, $table:expr) => {
+        impl Component for $name {
+            type Slot = $slot;
+            type Params = $params;
+            const INFO: ComponentInfo = ComponentInfo {
+                kind: $kind,
+                type_name: stringify!($name),
+                summary: "test component",
+                params: $table,
+            };
+            fn build(_: $params, _: &BuildContext<'_>) -> Result<Self, ParamError> {
+                Err(ParamError {
+                    key: String::new(),
+                    reason: "test entry".into(),
+                })
+            }
+        }
+    };
+}
+
+struct FlatPopulation(GenomeStore);
+struct BestOfNPolicy;
+struct TopKPolicy;
+
+editor_only!(FlatPopulation, dyn Population, NoParams, "flat", &[]);
+editor_only!(BestOfNPolicy, dyn SelectionPolicy, NParams, "best_of_n", N);
+editor_only!(TopKPolicy, dyn SelectionPolicy, KParams, "top_k", K);
+
+impl Population for FlatPopulation {
+    fn add(&mut self, _: Arc<Genome>) {}
+    fn store(&self) -> &GenomeStore {
+        &self.0
+    }
+}
+
+impl SelectionPolicy for BestOfNPolicy {
+    fn select(
+        &mut self,
+        _: &dyn Population,
+        _: &mut SearchRng,
+    ) -> Result<Selection, SelectionError> {
+        Err(SelectionError::Empty)
+    }
+}
+
+impl SelectionPolicy for TopKPolicy {
+    fn select(
+        &mut self,
+        _: &dyn Population,
+        _: &mut SearchRng,
+    ) -> Result<Selection, SelectionError> {
+        Err(SelectionError::Empty)
+    }
+}
+
+/// A registry of editor-only components plus the built-in prompt builder,
+/// proposer, evaluator and memory.
 fn registry() -> Registry {
-    Registry {
-        populations: vec![unbuildable(info("flat", "FlatPopulation", &[]))],
-        selection_policies: vec![
-            unbuildable(info("best_of_n", "BestOfNPolicy", N)),
-            unbuildable(info("top_k", "TopKPolicy", K)),
-        ],
-        prompt_builders: vec![unbuildable(info("default", "DefaultPromptBuilder", &[]))],
-        proposers: vec![unbuildable(info("diff", "DiffProposer", &[]))],
-        evaluators: vec![unbuildable(info("subprocess", "SubprocessEvaluator", &[]))],
-        memories: vec![unbuildable(info("none", "NullMemory", &[]))],
+    let mut r = Registry::empty();
+    for entry in [
+        Entry::of::<FlatPopulation>(),
+        Entry::of::<BestOfNPolicy>(),
+        Entry::of::<TopKPolicy>(),
+        Entry::of::<DefaultPromptBuilder>(),
+        Entry::of::<DiffProposer>(),
+        Entry::of::<SubprocessEvaluator>(),
+        Entry::of::<NullMemory>(),
+    ] {
+        r.register(entry).unwrap();
     }
+    r
 }
 
 fn valid_card() -> Card {

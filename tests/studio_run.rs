@@ -7,15 +7,14 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{PROGRAM, card, with_evaluator};
+use common::{PROGRAM, card, with_slow_evaluator};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
 use galapagos::engine::card::Card;
-use galapagos::engine::evaluator::{Candidate, Evaluation, Evaluator};
 use galapagos::engine::events::RunStatus;
 use galapagos::engine::genome::FITNESS_KEY;
 use galapagos::engine::model::default_model;
-use galapagos::engine::registry::{ComponentInfo, Entry, Registry};
+use galapagos::engine::registry::Registry;
 use galapagos::studio::run::RunView;
 use galapagos::studio::run::inspector::delta_text;
 
@@ -169,38 +168,10 @@ fn a_finished_run_shows_the_best_genome_diff_scores_with_deltas_and_prompt() {
     assert_eq!(h.state().selected(), Some(parent.id));
 }
 
-/// Sleeps for every candidate except the initial program, then scores 1.
-struct SleepyEvaluator;
-
-#[async_trait::async_trait]
-impl Evaluator for SleepyEvaluator {
-    async fn evaluate(&self, candidate: &Candidate) -> Evaluation {
-        if candidate.id > 0 {
-            tokio::time::sleep(Duration::from_secs(5)).await;
-        }
-        let mut e = Evaluation {
-            valid: true,
-            ..Evaluation::default()
-        };
-        e.scores.insert(FITNESS_KEY.to_owned(), 1.0);
-        e
-    }
-}
-
 #[test]
 fn stop_ends_the_run_within_one_iteration_and_frames_keep_coming_while_the_evaluator_sleeps() {
-    let mut registry = Registry::builtin();
-    registry.evaluators.push(Entry {
-        info: ComponentInfo {
-            kind: "sleepy",
-            type_name: "SleepyEvaluator",
-            summary: "test double",
-            params: &[],
-        },
-        build: |_, _| Ok(Box::new(SleepyEvaluator)),
-    });
-    let registry = Arc::new(registry);
-    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "sleepy");
+    let registry = galapagos::engine::testing::registry();
+    let mut c = with_slow_evaluator(card("best_of_n.yaml", &registry), 5000);
     c.general.max_iterations = 50;
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());

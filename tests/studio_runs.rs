@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{TrivialEvaluator, card, collect, temp_task, with_evaluator};
+use common::{card, collect, temp_task, with_evaluator, with_slow_evaluator};
 use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT as _, Queryable as _};
@@ -22,24 +22,18 @@ use galapagos::engine::card::Card;
 use galapagos::engine::events::RunStatus;
 use galapagos::engine::model::default_model;
 use galapagos::engine::model::settings::load_settings_from;
-use galapagos::engine::registry::{ComponentInfo, Entry, Registry};
+use galapagos::engine::registry::Registry;
 use galapagos::engine::worker::{RunRequest, spawn_run};
 use galapagos::studio::App;
 use galapagos::studio::state::{State, Tab};
 
-/// The test registry plus `paced`: the in-process evaluator taking 40 ms.
 fn registry() -> Arc<Registry> {
-    let mut r = Arc::try_unwrap(common::registry()).unwrap_or_else(|_| unreachable!());
-    r.evaluators.push(Entry {
-        info: ComponentInfo {
-            kind: "paced",
-            type_name: "TrivialEvaluator",
-            summary: "test double",
-            params: &[],
-        },
-        build: |_, _| Ok(Box::new(TrivialEvaluator { sleep_ms: 40 })),
-    });
-    Arc::new(r)
+    common::registry()
+}
+
+/// `card` with the in-process evaluator taking 40 ms per child.
+fn paced(card: Card) -> Card {
+    with_slow_evaluator(card, 40)
 }
 
 /// Record a run of `card` into `dir`; stop it after `stop_after` admitted
@@ -235,7 +229,7 @@ fn a_stopped_run_resumes_live_to_its_budget_without_duplicates() {
     let task = temp_task(tmp.path());
     let runs = tmp.path().join("runs");
     let dir = runs.join("stopped-run");
-    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "paced");
+    let mut c = paced(card("best_of_n.yaml", &registry));
     c.general.max_iterations = 24;
     assert_eq!(
         record(c, &task, &dir, &registry, Some(4)),
@@ -410,7 +404,7 @@ fn screenshots() {
         ("best_of_n-quad-b", 9, 40, None),
         ("beam-quad-c", 3, 40, Some(12)),
     ] {
-        let mut c = with_evaluator(card("best_of_n.yaml", &registry), "paced");
+        let mut c = paced(card("best_of_n.yaml", &registry));
         c.general.max_iterations = n;
         c.seed = seed;
         record(c, &task, &runs.join(name), &registry, stop);

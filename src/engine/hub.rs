@@ -22,8 +22,9 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 
 use crate::engine::card::{Card, CardErrors};
+use crate::engine::component::{ComponentInfo, Slot};
 use crate::engine::params::ParamValue;
-use crate::engine::registry::{ComponentInfo, Registry, Slot};
+use crate::engine::registry::Registry;
 
 /// File name of the card inside a bundle.
 pub const CARD_FILE: &str = "card.yaml";
@@ -98,10 +99,10 @@ fn block(text: &str) -> Option<&str> {
 /// `TypeName` (`kind`) of a slot, or the bare kind when it is not registered.
 fn implementation(slot: Slot, card: &Card, registry: &Registry) -> (String, Option<ComponentInfo>) {
     let kind = &card.slot(slot).kind;
-    match registry.info(slot, kind) {
-        Ok(info) => (
-            format!("`{}` (`{}`)", info.type_name, info.kind),
-            Some(info),
+    match registry.entry(slot, kind) {
+        Ok(entry) => (
+            format!("`{}` (`{}`)", entry.info.type_name, entry.info.kind),
+            Some(entry.info),
         ),
         Err(_) => (format!("`{kind}` (not registered here)"), None),
     }
@@ -109,8 +110,8 @@ fn implementation(slot: Slot, card: &Card, registry: &Registry) -> (String, Opti
 
 fn kind_phrase(slot: Slot, card: &Card, registry: &Registry) -> String {
     let kind = &card.slot(slot).kind;
-    match registry.info(slot, kind) {
-        Ok(info) => format!("`{}` (`{}`)", info.kind, info.type_name),
+    match registry.entry(slot, kind) {
+        Ok(entry) => format!("`{}` (`{}`)", entry.info.kind, entry.info.type_name),
         Err(_) => format!("`{kind}`"),
     }
 }
@@ -269,16 +270,17 @@ fn configuration_lines(card: &Card, registry: &Registry) -> Vec<String> {
     let mut lines = Vec::new();
     for slot in Slot::ALL {
         let spec = card.slot(slot);
-        match registry.info(slot, &spec.kind) {
-            Ok(info) => {
+        match registry.entry(slot, &spec.kind) {
+            Ok(entry) => {
+                let info = entry.info;
                 for p in info.params {
                     lines.push(format!(
                         "- `{}.{}` ({}) — {}; value: {}",
                         slot.key(),
                         p.key,
-                        show(&p.default.to_value()),
+                        entry.default_of(p.key).map_or_else(String::new, show),
                         cell(p.doc).trim_end_matches('.'),
-                        show(&spec.params.value_or_default(p))
+                        show(&entry.value_or_default(&spec.params, p.key))
                     ));
                 }
                 for (key, value) in &spec.params.0 {

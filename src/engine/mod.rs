@@ -5,6 +5,7 @@
 
 pub mod archive;
 pub mod card;
+pub mod component;
 pub mod evaluator;
 pub mod events;
 pub mod genome;
@@ -20,4 +21,5 @@ pub mod rng;
 pub mod scaffold;
 pub mod selection;
 pub mod task;
+pub mod testing;
 pub mod worker;

@@ -2,9 +2,10 @@
 //! widgets and the card loader validates against, plus the neutral value type
 //! a card stores them as.
 //!
-//! Each implementation declares its parameters once as a `&'static [ParamSpec]`
-//! table and reads them through a typed `serde` struct (see
-//! [`ParamMap::decode`]); a unit test per implementation checks the two agree.
+//! Each implementation declares its parameters' types, ranges and docs once as
+//! a `&'static [ParamSpec]` table and their defaults once, as its typed
+//! `serde` struct's `Default` (see [`crate::engine::component::Component`]);
+//! the registry test checks the two agree.
 
 use std::collections::BTreeMap;
 
@@ -44,6 +45,23 @@ impl ParamValue {
                 format!("[{}]", inner.join(", "))
             }
         }
+    }
+
+    /// The value of a JSON scalar or list (`None` for an object).
+    pub fn from_json(value: &serde_json::Value) -> Option<Self> {
+        Some(match value {
+            serde_json::Value::Null => Self::Null,
+            serde_json::Value::Bool(b) => Self::Bool(*b),
+            serde_json::Value::Number(n) => match n.as_i64() {
+                Some(i) => Self::Int(i),
+                None => Self::Float(n.as_f64()?),
+            },
+            serde_json::Value::String(s) => Self::Str(s.clone()),
+            serde_json::Value::Array(items) => {
+                Self::List(items.iter().map(Self::from_json).collect::<Option<_>>()?)
+            }
+            serde_json::Value::Object(_) => return None,
+        })
     }
 
     fn to_json(&self) -> serde_json::Value {
@@ -98,44 +116,13 @@ pub enum ParamType {
     TextList,
 }
 
-/// One parameter of a component.
+/// One parameter of a component (its default is the component's
+/// `Params::default()`, see [`crate::engine::component::Component`]).
 #[derive(Clone, Copy, Debug)]
 pub struct ParamSpec {
     pub key: &'static str,
     pub doc: &'static str,
     pub ty: ParamType,
-    /// Default, as the YAML literal a card would hold (`5`, `0.3`, `null`, `best`).
-    pub default: DefaultValue,
-}
-
-/// A compile-time default value.
-#[derive(Clone, Copy, Debug)]
-pub enum DefaultValue {
-    Null,
-    Bool(bool),
-    Int(i64),
-    Float(f64),
-    Str(&'static str),
-    FloatList(&'static [f64]),
-    TextList(&'static [&'static str]),
-}
-
-impl DefaultValue {
-    pub fn to_value(self) -> ParamValue {
-        match self {
-            Self::Null => ParamValue::Null,
-            Self::Bool(b) => ParamValue::Bool(b),
-            Self::Int(i) => ParamValue::Int(i),
-            Self::Float(f) => ParamValue::Float(f),
-            Self::Str(s) => ParamValue::Str(s.to_owned()),
-            Self::FloatList(v) => {
-                ParamValue::List(v.iter().map(|f| ParamValue::Float(*f)).collect())
-            }
-            Self::TextList(v) => {
-                ParamValue::List(v.iter().map(|s| ParamValue::Str((*s).to_owned())).collect())
-            }
-        }
-    }
 }
 
 /// Why a parameter value is rejected.
@@ -159,14 +146,6 @@ impl ParamMap {
 
     pub fn set(&mut self, key: &str, value: ParamValue) {
         self.0.insert(key.to_owned(), value);
-    }
-
-    /// Value of `key`, or the spec's default.
-    pub fn value_or_default(&self, spec: &ParamSpec) -> ParamValue {
-        self.0
-            .get(spec.key)
-            .cloned()
-            .unwrap_or_else(|| spec.default.to_value())
     }
 
     /// Check every value against the schema: unknown keys, types, ranges.
@@ -290,29 +269,6 @@ pub fn type_name(ty: ParamType) -> String {
     }
 }
 
-/// Test helper: the keys a typed params struct serialises must equal the
-/// spec table's keys.
-#[cfg(test)]
-pub fn assert_specs_match<T: Default + Serialize>(specs: &[ParamSpec]) {
-    let value = serde_json::to_value(T::default()).expect("params serialise");
-    let mut keys: Vec<String> = value
-        .as_object()
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default();
-    keys.sort();
-    let mut spec_keys: Vec<String> = specs.iter().map(|s| s.key.to_owned()).collect();
-    spec_keys.sort();
-    assert_eq!(keys, spec_keys, "typed params and spec table disagree");
-    // every default in the table is accepted by its own type
-    for spec in specs {
-        assert!(
-            check_value(spec.ty, &spec.default.to_value()).is_ok(),
-            "default of {} fails its own type",
-            spec.key
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,13 +278,11 @@ mod tests {
             key: "n",
             doc: "count",
             ty: ParamType::Int { min: 1, max: 100 },
-            default: DefaultValue::Int(5),
         },
         ParamSpec {
             key: "mode",
             doc: "mode",
             ty: ParamType::Choice(&["a", "b"]),
-            default: DefaultValue::Str("a"),
         },
     ];
 
@@ -372,6 +326,5 @@ mod tests {
                 mode: String::new()
             }
         );
-        assert_specs_match::<P>(SPECS);
     }
 }

@@ -1,341 +1,432 @@
-//! The registry: card `kind` names → implementations, one table per slot,
-//! filled explicitly in [`Registry::builtin`]. An unknown kind is an error
-//! that lists the known kinds of that slot.
+//! The registry: a table of every implementation, one `Entry::of::<T>()` line
+//! per component, filled explicitly in [`Registry::builtin`] and nowhere
+//! else. From a component's [`Component`] impl an entry derives its defaults
+//! (`Params::default()`), how a card's block is checked into typed parameters
+//! and how the component is built from them. An unknown kind is an error that
+//! lists the known kinds of that slot.
 
-use std::fmt;
+use std::any::Any;
 use std::sync::Arc;
 
-use crate::engine::evaluator::{Evaluator, SubprocessEvaluator};
-use crate::engine::memory::{Memory, NullMemory, ScratchpadMemory};
-use crate::engine::model::LanguageModel;
-use crate::engine::params::{ParamError, ParamMap, ParamSpec};
-use crate::engine::population::{BeamPopulation, InMemoryPopulation, IslandPopulation, Population};
-use crate::engine::prompt::{DefaultPromptBuilder, PromptBuilder};
-use crate::engine::proposer::{CrossoverProposer, DiffProposer, Proposer};
+use crate::engine::component::{
+    BuildContext, Component, ComponentInfo, Fills, RegistryError, Slot, SlotTrait,
+};
+use crate::engine::evaluator::SubprocessEvaluator;
+use crate::engine::memory::{NullMemory, ScratchpadMemory};
+use crate::engine::params::{ParamError, ParamMap, ParamValue};
+use crate::engine::population::{BeamPopulation, InMemoryPopulation, IslandPopulation};
+use crate::engine::prompt::DefaultPromptBuilder;
+use crate::engine::proposer::{CrossoverProposer, DiffProposer};
 use crate::engine::selection::{
     BeamSelectionPolicy, BestOfNAttemptsPolicy, BestOfNPolicy, ExploreExploitPolicy,
-    IdentityPolicy, SelectionPolicy, TopKPolicy, UCBBanditPolicy, WeightedParentPolicy,
+    IdentityPolicy, TopKPolicy, UCBBanditPolicy, WeightedParentPolicy,
 };
-use crate::engine::task::Task;
 
-/// The six slots of a scaffold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Slot {
-    Population,
-    SelectionPolicy,
-    PromptBuilder,
-    Proposer,
-    Evaluator,
-    Memory,
-}
-
-impl Slot {
-    /// All slots in loop order.
-    pub const ALL: [Self; 6] = [
-        Self::Population,
-        Self::SelectionPolicy,
-        Self::PromptBuilder,
-        Self::Proposer,
-        Self::Evaluator,
-        Self::Memory,
-    ];
-
-    /// The card key (`selection_policy`).
-    pub fn key(self) -> &'static str {
-        match self {
-            Self::Population => "population",
-            Self::SelectionPolicy => "selection_policy",
-            Self::PromptBuilder => "prompt_builder",
-            Self::Proposer => "proposer",
-            Self::Evaluator => "evaluator",
-            Self::Memory => "memory",
-        }
-    }
-
-    /// The display name (`SelectionPolicy`).
-    pub fn title(self) -> &'static str {
-        match self {
-            Self::Population => "Population",
-            Self::SelectionPolicy => "SelectionPolicy",
-            Self::PromptBuilder => "PromptBuilder",
-            Self::Proposer => "Proposer",
-            Self::Evaluator => "Evaluator",
-            Self::Memory => "Memory",
-        }
-    }
-
-    /// What the slot does, in one line (seed 004).
-    pub fn role(self) -> &'static str {
-        match self {
-            Self::Population => "The candidate store: holds genomes, answers add / query / best",
-            Self::SelectionPolicy => {
-                "Decides which parents and inspirations to draw, adapts over time"
-            }
-            Self::PromptBuilder => "Formats the selected genomes and memory into the model input",
-            Self::Proposer => "The variation operator: turns a prompt into a new candidate",
-            Self::Evaluator => "Scores each candidate with the task's own evaluator",
-            Self::Memory => "Cross-candidate knowledge read by prompts, written after evaluation",
-        }
-    }
-}
-
-impl fmt::Display for Slot {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.key())
-    }
-}
-
-/// Static description of one implementation.
-#[derive(Clone, Copy, Debug)]
-pub struct ComponentInfo {
-    /// The card `kind` (`best_of_n`).
-    pub kind: &'static str,
-    /// The Rust type name shown in the studio (`BestOfNPolicy`).
-    pub type_name: &'static str,
-    /// One-line description for the palette.
-    pub summary: &'static str,
-    /// Parameter schema.
-    pub params: &'static [ParamSpec],
-}
-
-/// What factories may use while building a component.
-#[derive(Clone)]
-pub struct BuildContext<'a> {
-    pub task: &'a Task,
-    pub model: Arc<dyn LanguageModel>,
-    /// `general.parallel`: how many iterations may be in flight at once
-    /// (an evaluator sizes its worker pool by it).
-    pub parallel: usize,
-}
-
-/// A factory: validated params → component.
-pub type Factory<T> = fn(&ParamMap, &BuildContext<'_>) -> Result<Box<T>, ParamError>;
+/// A component's decoded `Params`, type-erased so one table holds every kind.
+type TypedParams = Arc<dyn Any + Send + Sync>;
+/// Checked parameters → the component, boxed as its slot trait object
+/// (`Box<dyn Population>`), itself boxed as `Any`.
+type BuildFn =
+    fn(&(dyn Any + Send + Sync), &BuildContext<'_>) -> Result<Box<dyn Any + Send>, ParamError>;
+type CheckFn = fn(&ParamMap) -> Result<TypedParams, Vec<ParamError>>;
+type EffectiveFn = fn(&ParamMap) -> Result<ParamMap, ParamError>;
 
 /// One registered implementation.
-pub struct Entry<T: ?Sized> {
+pub struct Entry {
+    /// The slot it fills.
+    pub slot: Slot,
     pub info: ComponentInfo,
-    pub build: Factory<T>,
+    /// Every parameter's default, from the component's `Params::default()`.
+    pub defaults: ParamMap,
+    check: CheckFn,
+    effective: EffectiveFn,
+    build: BuildFn,
 }
 
-/// Why a slot could not be built.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum RegistryError {
-    #[error("unknown {slot} kind `{kind}`; available: {}", available.join(", "))]
-    UnknownKind {
-        slot: Slot,
-        kind: String,
-        available: Vec<&'static str>,
-    },
-    #[error("{slot}.{}", .error)]
-    Param { slot: Slot, error: ParamError },
-}
-
-/// Every implementation, per slot.
-pub struct Registry {
-    pub populations: Vec<Entry<dyn Population>>,
-    pub selection_policies: Vec<Entry<dyn SelectionPolicy>>,
-    pub prompt_builders: Vec<Entry<dyn PromptBuilder>>,
-    pub proposers: Vec<Entry<dyn Proposer>>,
-    pub evaluators: Vec<Entry<dyn Evaluator>>,
-    pub memories: Vec<Entry<dyn Memory>>,
-}
-
-fn find<'r, T: ?Sized>(
-    entries: &'r [Entry<T>],
-    slot: Slot,
-    kind: &str,
-) -> Result<&'r Entry<T>, RegistryError> {
-    entries
-        .iter()
-        .find(|e| e.info.kind == kind)
-        .ok_or_else(|| RegistryError::UnknownKind {
-            slot,
-            kind: kind.to_owned(),
-            available: entries.iter().map(|e| e.info.kind).collect(),
-        })
-}
-
-fn build<T: ?Sized>(
-    entries: &[Entry<T>],
-    slot: Slot,
-    kind: &str,
-    params: &ParamMap,
-    ctx: &BuildContext<'_>,
-) -> Result<Box<T>, RegistryError> {
-    let entry = find(entries, slot, kind)?;
-    if let Some(error) = params.validate(entry.info.params).into_iter().next() {
-        return Err(RegistryError::Param { slot, error });
+impl Entry {
+    /// The entry of component `T`.
+    pub fn of<T>() -> Self
+    where
+        T: Component + Fills<T::Slot>,
+    {
+        Self {
+            slot: <T::Slot as SlotTrait>::SLOT,
+            info: T::INFO,
+            defaults: defaults_of::<T::Params>(),
+            check: check_params::<T>,
+            effective: effective_params::<T::Params>,
+            build: build_component::<T>,
+        }
     }
-    (entry.build)(params, ctx).map_err(|error| RegistryError::Param { slot, error })
+
+    /// The default of `key` (`None` for a key the component does not take).
+    pub fn default_of(&self, key: &str) -> Option<&ParamValue> {
+        self.defaults.get(key)
+    }
+
+    /// The value of `key` in `params`, or its default.
+    pub fn value_or_default(&self, params: &ParamMap, key: &str) -> ParamValue {
+        params
+            .get(key)
+            .or_else(|| self.default_of(key))
+            .cloned()
+            .unwrap_or(ParamValue::Null)
+    }
+
+    /// The parameters the component runs with for this card block: every
+    /// key, omitted ones at their default (the block decoded into `Params`
+    /// and written back).
+    pub fn effective(&self, params: &ParamMap) -> Result<ParamMap, ParamError> {
+        (self.effective)(params)
+    }
+
+    /// Check a card block's parameters against the table (unknown keys,
+    /// types, ranges: every problem), decode them and run the component's own
+    /// cross-parameter check. The result builds the component without further
+    /// checks.
+    pub fn check(&self, params: &ParamMap) -> Result<Configured, Vec<ParamError>> {
+        Ok(Configured {
+            slot: self.slot,
+            kind: self.info.kind,
+            params: (self.check)(params)?,
+            build: self.build,
+        })
+    }
+}
+
+/// `Params::default()` as a parameter map.
+fn defaults_of<P: serde::Serialize + Default>() -> ParamMap {
+    to_param_map(&P::default())
+}
+
+/// Typed parameters as a parameter map (empty when they do not serialise to a
+/// map of plain values; the registry test catches that).
+fn to_param_map<P: serde::Serialize>(params: &P) -> ParamMap {
+    let mut map = ParamMap::default();
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(params) {
+        for (key, value) in &fields {
+            if let Some(v) = ParamValue::from_json(value) {
+                map.set(key, v);
+            }
+        }
+    }
+    map
+}
+
+fn effective_params<P>(params: &ParamMap) -> Result<ParamMap, ParamError>
+where
+    P: serde::Serialize + serde::de::DeserializeOwned,
+{
+    let typed: P = params.decode()?;
+    Ok(to_param_map(&typed))
+}
+
+fn check_params<T: Component>(params: &ParamMap) -> Result<TypedParams, Vec<ParamError>> {
+    let errors = params.validate(T::INFO.params);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let typed: T::Params = params.decode().map_err(|e| vec![e])?;
+    T::check(&typed).map_err(|e| vec![e])?;
+    Ok(Arc::new(typed))
+}
+
+fn build_component<T>(
+    params: &(dyn Any + Send + Sync),
+    ctx: &BuildContext<'_>,
+) -> Result<Box<dyn Any + Send>, ParamError>
+where
+    T: Component + Fills<T::Slot>,
+{
+    let params = params
+        .downcast_ref::<T::Params>()
+        .ok_or_else(|| ParamError {
+            key: String::new(),
+            reason: format!(
+                "parameters of another component given to `{}`",
+                T::INFO.kind
+            ),
+        })?
+        .clone();
+    let built: Box<T::Slot> = T::build(params, ctx)?.boxed();
+    Ok(Box::new(built))
+}
+
+/// One slot's implementation with its parameters checked and decoded: what a
+/// run builds the component from.
+#[derive(Clone)]
+pub struct Configured {
+    pub slot: Slot,
+    pub kind: &'static str,
+    params: TypedParams,
+    build: BuildFn,
+}
+
+impl std::fmt::Debug for Configured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Configured")
+            .field("slot", &self.slot)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Configured {
+    /// Build the component as its slot trait object (`S` must be the slot's
+    /// trait object, e.g. `dyn Population`).
+    pub fn build<S: ?Sized + SlotTrait>(
+        &self,
+        ctx: &BuildContext<'_>,
+    ) -> Result<Box<S>, RegistryError> {
+        let slot = self.slot;
+        let built = (self.build)(&*self.params, ctx)
+            .map_err(|error| RegistryError::Param { slot, error })?;
+        built
+            .downcast::<Box<S>>()
+            .map(|b| *b)
+            .map_err(|_| RegistryError::Param {
+                slot,
+                error: ParamError {
+                    key: String::new(),
+                    reason: format!("`{}` does not fill the {} slot", self.kind, S::SLOT),
+                },
+            })
+    }
+}
+
+/// Every implementation, as a table.
+pub struct Registry {
+    entries: Vec<Entry>,
 }
 
 impl Registry {
     /// The built-in implementations, registered explicitly here and nowhere else.
     pub fn builtin() -> Self {
         Self {
-            populations: vec![
-                Entry {
-                    info: InMemoryPopulation::INFO,
-                    build: |p, c| Ok(Box::new(InMemoryPopulation::from_params(p, c)?)),
-                },
-                Entry {
-                    info: BeamPopulation::INFO,
-                    build: |p, c| Ok(Box::new(BeamPopulation::from_params(p, c)?)),
-                },
-                Entry {
-                    info: IslandPopulation::INFO,
-                    build: |p, c| Ok(Box::new(IslandPopulation::from_params(p, c)?)),
-                },
-            ],
-            selection_policies: vec![
-                Entry {
-                    info: BestOfNPolicy::INFO,
-                    build: |p, c| Ok(Box::new(BestOfNPolicy::from_params(p, c)?)),
-                },
-                Entry {
-                    info: BestOfNAttemptsPolicy::INFO,
-                    build: |p, c| Ok(Box::new(BestOfNAttemptsPolicy::from_params(p, c)?)),
-                },
-                Entry {
-                    info: BeamSelectionPolicy::INFO,
-                    build: |p, c| Ok(Box::new(BeamSelectionPolicy::from_params(p, c)?)),
-                },
-                Entry {
-                    info: TopKPolicy::INFO,
-                    build: |p, c| Ok(Box::new(TopKPolicy::from_params(p, c)?)),
-                },
-                Entry {
-                    info: ExploreExploitPolicy::INFO,
-                    build: |p, c| Ok(Box::new(ExploreExploitPolicy::from_params(p, c)?)),
-                },
-                Entry {
-                    info: UCBBanditPolicy::INFO,
-                    build: |p, c| Ok(Box::new(UCBBanditPolicy::from_params(p, c)?)),
-                },
-                Entry {
-                    info: IdentityPolicy::INFO,
-                    build: |p, c| Ok(Box::new(IdentityPolicy::from_params(p, c)?)),
-                },
-                Entry {
-                    info: WeightedParentPolicy::INFO,
-                    build: |p, c| Ok(Box::new(WeightedParentPolicy::from_params(p, c)?)),
-                },
-            ],
-            prompt_builders: vec![Entry {
-                info: DefaultPromptBuilder::INFO,
-                build: |p, c| Ok(Box::new(DefaultPromptBuilder::from_params(p, c)?)),
-            }],
-            proposers: vec![
-                Entry {
-                    info: DiffProposer::INFO,
-                    build: |p, c| Ok(Box::new(DiffProposer::from_params(p, c)?)),
-                },
-                Entry {
-                    info: CrossoverProposer::INFO,
-                    build: |p, c| Ok(Box::new(CrossoverProposer::from_params(p, c)?)),
-                },
-            ],
-            evaluators: vec![Entry {
-                info: SubprocessEvaluator::INFO,
-                build: |p, c| Ok(Box::new(SubprocessEvaluator::from_params(p, c)?)),
-            }],
-            memories: vec![
-                Entry {
-                    info: NullMemory::INFO,
-                    build: |_, _| Ok(Box::new(NullMemory)),
-                },
-                Entry {
-                    info: ScratchpadMemory::INFO,
-                    build: |p, c| Ok(Box::new(ScratchpadMemory::from_params(p, c)?)),
-                },
+            entries: vec![
+                Entry::of::<InMemoryPopulation>(),
+                Entry::of::<BeamPopulation>(),
+                Entry::of::<IslandPopulation>(),
+                Entry::of::<BestOfNPolicy>(),
+                Entry::of::<BestOfNAttemptsPolicy>(),
+                Entry::of::<BeamSelectionPolicy>(),
+                Entry::of::<TopKPolicy>(),
+                Entry::of::<ExploreExploitPolicy>(),
+                Entry::of::<UCBBanditPolicy>(),
+                Entry::of::<IdentityPolicy>(),
+                Entry::of::<WeightedParentPolicy>(),
+                Entry::of::<DefaultPromptBuilder>(),
+                Entry::of::<DiffProposer>(),
+                Entry::of::<CrossoverProposer>(),
+                Entry::of::<SubprocessEvaluator>(),
+                Entry::of::<NullMemory>(),
+                Entry::of::<ScratchpadMemory>(),
             ],
         }
     }
 
-    /// Infos of one slot's implementations, in registration order.
-    pub fn infos(&self, slot: Slot) -> Vec<ComponentInfo> {
-        fn infos<T: ?Sized>(e: &[Entry<T>]) -> Vec<ComponentInfo> {
-            e.iter().map(|e| e.info).collect()
-        }
-        match slot {
-            Slot::Population => infos(&self.populations),
-            Slot::SelectionPolicy => infos(&self.selection_policies),
-            Slot::PromptBuilder => infos(&self.prompt_builders),
-            Slot::Proposer => infos(&self.proposers),
-            Slot::Evaluator => infos(&self.evaluators),
-            Slot::Memory => infos(&self.memories),
+    /// A registry with nothing in it (fill it with [`Registry::register`]).
+    pub fn empty() -> Self {
+        Self {
+            entries: Vec::new(),
         }
     }
 
-    /// The info of `kind` in `slot`, or the unknown-kind error.
-    pub fn info(&self, slot: Slot, kind: &str) -> Result<ComponentInfo, RegistryError> {
-        self.infos(slot)
-            .into_iter()
-            .find(|i| i.kind == kind)
+    /// Add an implementation (e.g. a test double); a kind already registered
+    /// in the same slot is refused.
+    pub fn register(&mut self, entry: Entry) -> Result<(), RegistryError> {
+        if self
+            .entries
+            .iter()
+            .any(|e| e.slot == entry.slot && e.info.kind == entry.info.kind)
+        {
+            return Err(RegistryError::DuplicateKind {
+                slot: entry.slot,
+                kind: entry.info.kind,
+            });
+        }
+        self.entries.push(entry);
+        Ok(())
+    }
+
+    /// Every entry, in registration order.
+    pub fn all(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// One slot's entries, in registration order.
+    pub fn entries(&self, slot: Slot) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(move |e| e.slot == slot)
+    }
+
+    /// The entry of `kind` in `slot`, or the unknown-kind error.
+    pub fn entry(&self, slot: Slot, kind: &str) -> Result<&Entry, RegistryError> {
+        self.entries(slot)
+            .find(|e| e.info.kind == kind)
             .ok_or_else(|| RegistryError::UnknownKind {
                 slot,
                 kind: kind.to_owned(),
-                available: self.infos(slot).iter().map(|i| i.kind).collect(),
+                available: self.entries(slot).map(|e| e.info.kind).collect(),
             })
     }
 
-    pub fn population(
+    /// Look `kind` up in `S`'s slot, check `params` and build it.
+    pub fn build<S: ?Sized + SlotTrait>(
         &self,
         kind: &str,
-        p: &ParamMap,
+        params: &ParamMap,
         ctx: &BuildContext<'_>,
-    ) -> Result<Box<dyn Population>, RegistryError> {
-        build(&self.populations, Slot::Population, kind, p, ctx)
+    ) -> Result<Box<S>, RegistryError> {
+        let slot = S::SLOT;
+        let configured =
+            self.entry(slot, kind)?
+                .check(params)
+                .map_err(|errors| RegistryError::Param {
+                    slot,
+                    error: errors.into_iter().next().unwrap_or_else(|| ParamError {
+                        key: String::new(),
+                        reason: "invalid parameters".to_owned(),
+                    }),
+                })?;
+        configured.build(ctx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::engine::card::{Card, SlotSpec};
+    use crate::engine::params::{ParamSpec, ParamType, check_value};
+
+    /// A range is well formed: `min <= max`, both finite for floats.
+    fn sane_range(spec: &ParamSpec) -> bool {
+        match spec.ty {
+            ParamType::Int { min, max } | ParamType::OptionalInt { min, max } => min <= max,
+            ParamType::Float { min, max }
+            | ParamType::OptionalFloat { min, max }
+            | ParamType::FloatList { min, max } => min.is_finite() && max.is_finite() && min <= max,
+            ParamType::Choice(options) => !options.is_empty(),
+            ParamType::Bool | ParamType::Text | ParamType::TextList => true,
+        }
     }
 
-    pub fn selection_policy(
-        &self,
-        kind: &str,
-        p: &ParamMap,
-        ctx: &BuildContext<'_>,
-    ) -> Result<Box<dyn SelectionPolicy>, RegistryError> {
-        build(
-            &self.selection_policies,
-            Slot::SelectionPolicy,
-            kind,
-            p,
-            ctx,
-        )
+    /// The whole table: for every entry, its keys, defaults and ranges agree
+    /// with its typed parameters; kinds are unique per slot; and every kind
+    /// round-trips through a card.
+    #[test]
+    fn every_entry_agrees_with_its_params_and_round_trips_through_a_card() {
+        let registry = Registry::builtin();
+        let mut kinds = BTreeSet::new();
+        for entry in registry.all() {
+            let info = entry.info;
+            let name = format!("{}.{}", entry.slot, info.kind);
+            assert!(
+                kinds.insert((entry.slot, info.kind)),
+                "{name}: kind registered twice"
+            );
+            assert!(
+                !info.kind.is_empty()
+                    && info
+                        .kind
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                "{name}: a kind is snake_case"
+            );
+            assert!(
+                !info.type_name.is_empty() && !info.summary.trim().is_empty(),
+                "{name}"
+            );
+
+            // keys: the table's keys are exactly the typed struct's fields
+            let table: BTreeSet<&str> = info.params.iter().map(|p| p.key).collect();
+            assert_eq!(
+                table.len(),
+                info.params.len(),
+                "{name}: a key is listed twice"
+            );
+            let typed: BTreeSet<&str> = entry.defaults.0.keys().map(String::as_str).collect();
+            assert_eq!(
+                table, typed,
+                "{name}: the table's keys differ from Params' fields"
+            );
+
+            for spec in info.params {
+                assert!(
+                    sane_range(spec),
+                    "{name}.{}: bad range {:?}",
+                    spec.key,
+                    spec.ty
+                );
+                assert!(!spec.doc.trim().is_empty(), "{name}.{}: no doc", spec.key);
+                let default = entry
+                    .default_of(spec.key)
+                    .cloned()
+                    .unwrap_or(ParamValue::Null);
+                assert!(
+                    check_value(spec.ty, &default).is_ok(),
+                    "{name}.{}: the default {} is outside its own type/range",
+                    spec.key,
+                    default.display()
+                );
+            }
+
+            // defaults: a block that omits every key runs with exactly the
+            // defaults the table shows (`Params::default()`), and writing
+            // them out explicitly changes nothing
+            assert_eq!(
+                entry.effective(&ParamMap::default()),
+                Ok(entry.defaults.clone()),
+                "{name}: an omitted key does not decode to Params::default()"
+            );
+            assert_eq!(
+                entry.effective(&entry.defaults),
+                Ok(entry.defaults.clone()),
+                "{name}: the defaults written out do not decode to themselves"
+            );
+
+            // a card with this kind (defaults written out) loads, checks and
+            // writes back unchanged
+            let mut card = Card::new_default("registry_test");
+            *card.slot_mut(entry.slot) = SlotSpec {
+                kind: info.kind.to_owned(),
+                params: entry.defaults.clone(),
+            };
+            let yaml = card.to_yaml();
+            let back = Card::from_yaml(&yaml, "registry_test.yaml", &registry)
+                .unwrap_or_else(|e| panic!("{name}: {e}\n{yaml}"));
+            assert_eq!(back, card, "{name}: the card did not round-trip");
+            assert_eq!(
+                Card::from_yaml(&back.to_yaml(), "again", &registry),
+                Ok(card)
+            );
+        }
+        for slot in Slot::ALL {
+            assert!(
+                registry.entries(slot).next().is_some(),
+                "{slot}: nothing registered"
+            );
+        }
     }
 
-    pub fn prompt_builder(
-        &self,
-        kind: &str,
-        p: &ParamMap,
-        ctx: &BuildContext<'_>,
-    ) -> Result<Box<dyn PromptBuilder>, RegistryError> {
-        build(&self.prompt_builders, Slot::PromptBuilder, kind, p, ctx)
-    }
-
-    pub fn proposer(
-        &self,
-        kind: &str,
-        p: &ParamMap,
-        ctx: &BuildContext<'_>,
-    ) -> Result<Box<dyn Proposer>, RegistryError> {
-        build(&self.proposers, Slot::Proposer, kind, p, ctx)
-    }
-
-    pub fn evaluator(
-        &self,
-        kind: &str,
-        p: &ParamMap,
-        ctx: &BuildContext<'_>,
-    ) -> Result<Box<dyn Evaluator>, RegistryError> {
-        build(&self.evaluators, Slot::Evaluator, kind, p, ctx)
-    }
-
-    pub fn memory(
-        &self,
-        kind: &str,
-        p: &ParamMap,
-        ctx: &BuildContext<'_>,
-    ) -> Result<Box<dyn Memory>, RegistryError> {
-        build(&self.memories, Slot::Memory, kind, p, ctx)
+    #[test]
+    fn a_repeated_kind_is_refused_and_an_unknown_one_lists_the_known() {
+        let mut registry = Registry::builtin();
+        assert_eq!(
+            registry.register(Entry::of::<BestOfNPolicy>()),
+            Err(RegistryError::DuplicateKind {
+                slot: Slot::SelectionPolicy,
+                kind: "best_of_n",
+            })
+        );
+        let e = registry
+            .entry(Slot::Memory, "notes")
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("unknown memory kind `notes`; available: none, scratchpad")
+        );
     }
 }

@@ -17,6 +17,7 @@ use rand::Rng as _;
 
 use crate::engine::archive::{Checkpoint, RunRecorder};
 use crate::engine::card::Card;
+use crate::engine::component::{BuildContext, RegistryError};
 use crate::engine::evaluator::{Candidate, Evaluator};
 use crate::engine::events::{
     EventSink, LogLevel, RunCommand, RunEvent, RunInfo, RunStatus, RunSummary,
@@ -27,7 +28,7 @@ use crate::engine::model::LanguageModel;
 use crate::engine::population::{Population, Query, Structure};
 use crate::engine::prompt::{FailedAttempt, PromptBuilder, PromptContext, TaskBrief};
 use crate::engine::proposer::{ProposalError, ProposalRequest, Proposer};
-use crate::engine::registry::{BuildContext, Registry, RegistryError};
+use crate::engine::registry::Registry;
 use crate::engine::rng::{SearchRng, seeded};
 use crate::engine::selection::SelectionPolicy;
 use crate::engine::task::Task;
@@ -274,23 +275,22 @@ impl Scaffold {
             model: Arc::clone(&model),
             parallel: card.general.parallel.max(1) as usize,
         };
-        let population =
-            registry.population(&card.population.kind, &card.population.params, &ctx)?;
-        let policy = registry.selection_policy(
+        let population = registry.build(&card.population.kind, &card.population.params, &ctx)?;
+        let policy = registry.build(
             &card.selection_policy.kind,
             &card.selection_policy.params,
             &ctx,
         )?;
-        let prompt_builder: Arc<dyn PromptBuilder> = Arc::from(registry.prompt_builder(
+        let prompt_builder: Arc<dyn PromptBuilder> = Arc::from(registry.build(
             &card.prompt_builder.kind,
             &card.prompt_builder.params,
             &ctx,
         )?);
         let proposer: Arc<dyn Proposer> =
-            Arc::from(registry.proposer(&card.proposer.kind, &card.proposer.params, &ctx)?);
+            Arc::from(registry.build(&card.proposer.kind, &card.proposer.params, &ctx)?);
         let evaluator: Arc<dyn Evaluator> =
-            Arc::from(registry.evaluator(&card.evaluator.kind, &card.evaluator.params, &ctx)?);
-        let memory = registry.memory(&card.memory.kind, &card.memory.params, &ctx)?;
+            Arc::from(registry.build(&card.evaluator.kind, &card.evaluator.params, &ctx)?);
+        let memory = registry.build(&card.memory.kind, &card.memory.params, &ctx)?;
         Ok(Self {
             card: card.clone(),
             task,

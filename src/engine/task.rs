@@ -119,8 +119,7 @@ impl Task {
             if cfg.is_file()
                 && let Ok(text) = read(&cfg)
             {
-                description =
-                    crate::engine::card::openevolve_system_message(&text).unwrap_or_default();
+                description = openevolve_system_message(&text).unwrap_or_default();
             }
         }
         let name = dir
@@ -151,4 +150,14 @@ impl Task {
             timeout_secs,
         }
     }
+}
+
+/// The `prompt.system_message` of an OpenEvolve `config.yaml`, if any.
+pub fn openevolve_system_message(text: &str) -> Option<String> {
+    let value: serde_yaml::Value = serde_yaml::from_str(text).ok()?;
+    value
+        .get("prompt")?
+        .get("system_message")?
+        .as_str()
+        .map(str::to_owned)
 }

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use egui::{Key, KeyboardShortcut, Modifiers, RichText, Ui};
 
 use crate::engine::card::{Card, CardErrors};
+use crate::engine::component::Slot;
 use crate::engine::model::{LanguageModel, ModelOverrides, ModelSettings};
-use crate::engine::registry::{Registry, Slot};
+use crate::engine::registry::Registry;
 use crate::engine::worker::RunRequest;
 use crate::studio::command::{Commands, UiCommand, apply_card_edit};
 use crate::studio::editor::canvas::canvas_ui;

@@ -6,8 +6,9 @@
 use std::path::PathBuf;
 
 use crate::engine::card::{Card, General};
+use crate::engine::component::Slot;
 use crate::engine::params::ParamValue;
-use crate::engine::registry::{Registry, Slot};
+use crate::engine::registry::Registry;
 use crate::studio::state::Tab;
 use crate::studio::theme::ThemeChoice;
 
@@ -219,46 +220,47 @@ pub fn apply_card_edit(
     registry: &Registry,
 ) -> Option<(String, Card)> {
     let mut next = card.clone();
-    let key = match command {
-        UiCommand::SetKind { slot, kind } => {
-            let spec = next.slot_mut(*slot);
-            if spec.kind == *kind {
-                return None;
+    let key =
+        match command {
+            UiCommand::SetKind { slot, kind } => {
+                let spec = next.slot_mut(*slot);
+                if spec.kind == *kind {
+                    return None;
+                }
+                spec.kind.clone_from(kind);
+                // keep only the parameters the new kind declares with a valid value
+                match registry.entry(*slot, kind) {
+                    Ok(entry) => spec.params.0.retain(|k, v| {
+                        entry.info.params.iter().any(|p| {
+                            p.key == k && crate::engine::params::check_value(p.ty, v).is_ok()
+                        })
+                    }),
+                    Err(_) => spec.params.0.clear(),
+                }
+                format!("{}.kind", slot.key())
             }
-            spec.kind.clone_from(kind);
-            // keep only the parameters the new kind declares with a valid value
-            match registry.info(*slot, kind) {
-                Ok(info) => spec.params.0.retain(|k, v| {
-                    info.params
-                        .iter()
-                        .any(|p| p.key == k && crate::engine::params::check_value(p.ty, v).is_ok())
-                }),
-                Err(_) => spec.params.0.clear(),
+            UiCommand::SetParam { slot, key, value } => {
+                next.slot_mut(*slot).params.set(key, value.clone());
+                format!("{}.{key}", slot.key())
             }
-            format!("{}.kind", slot.key())
-        }
-        UiCommand::SetParam { slot, key, value } => {
-            next.slot_mut(*slot).params.set(key, value.clone());
-            format!("{}.{key}", slot.key())
-        }
-        UiCommand::ResetParam { slot, key } => {
-            next.slot_mut(*slot).params.0.remove(key);
-            format!("{}.{key}#reset", slot.key())
-        }
-        UiCommand::SetGeneral(general) => {
-            next.general = general.clone();
-            "general".to_owned()
-        }
-        UiCommand::SetSeed(seed) => {
-            next.seed = *seed;
-            "seed".to_owned()
-        }
-        UiCommand::SetMeta(meta) => {
-            (**meta).clone().write_to(&mut next);
-            "meta".to_owned()
-        }
-        _ => return None,
-    };
+            UiCommand::ResetParam { slot, key } => {
+                next.slot_mut(*slot).params.0.remove(key);
+                format!("{}.{key}#reset", slot.key())
+            }
+            UiCommand::SetGeneral(general) => {
+                next.general = general.clone();
+                "general".to_owned()
+            }
+            UiCommand::SetSeed(seed) => {
+                next.seed = *seed;
+                "seed".to_owned()
+            }
+            UiCommand::SetMeta(meta) => {
+                (**meta).clone().write_to(&mut next);
+                "meta".to_owned()
+            }
+            _ => return None,
+        };
     Some((key, next))
 }
 

@@ -4,7 +4,7 @@
 use egui::{Color32, CornerRadius, Stroke};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::registry::Slot;
+use crate::engine::component::Slot;
 
 /// The theme a person picked (persisted).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,65 +5,19 @@
     reason = "test helpers: a panic here is a failed test"
 )]
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use galapagos::engine::card::{Card, SlotSpec};
-use galapagos::engine::evaluator::{Candidate, Evaluation, Evaluator};
 use galapagos::engine::events::{RunCommand, RunEvent, RunSummary};
 use galapagos::engine::genome::{Genome, TokenUsage};
 use galapagos::engine::model::{LanguageModel, ModelError, ModelReply, ModelRequest};
-use galapagos::engine::registry::{ComponentInfo, Entry, Registry};
+use galapagos::engine::registry::Registry;
 use galapagos::engine::worker::{RunHandle, RunRequest, spawn_run};
 
 pub const PROGRAM: &str = "# EVOLVE-BLOCK-START\nA = 1.0\nB = 0.0\nC = 0.0\nSHIFT = 0.0\n# EVOLVE-BLOCK-END\n\n\ndef run():\n    return [A, B, C, SHIFT]\n";
-
-/// In-process evaluator: scores `NAME = number` lines against targets.
-/// `sleep_ms` makes it slow; content containing `CRASH` is invalid.
-pub struct TrivialEvaluator {
-    pub sleep_ms: u64,
-}
-
-#[async_trait::async_trait]
-impl Evaluator for TrivialEvaluator {
-    async fn evaluate(&self, candidate: &Candidate) -> Evaluation {
-        if self.sleep_ms > 0 {
-            tokio::time::sleep(Duration::from_millis(self.sleep_ms)).await;
-        }
-        if candidate.content.contains("CRASH") {
-            return Evaluation {
-                valid: false,
-                error: Some("candidate crashed".into()),
-                ..Evaluation::default()
-            };
-        }
-        let targets = [2.5, -1.25, 0.75, 0.0];
-        let values: Vec<f64> = candidate
-            .content
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .filter_map(|(_, v)| v.trim().parse::<f64>().ok())
-            .collect();
-        let mse: f64 = targets
-            .iter()
-            .zip(values.iter().chain(std::iter::repeat(&0.0)))
-            .map(|(t, v)| (t - v).powi(2))
-            .sum::<f64>()
-            / 4.0;
-        let mut scores = BTreeMap::new();
-        scores.insert("combined_score".to_owned(), 1.0 / (1.0 + mse));
-        scores.insert("mse".to_owned(), mse);
-        Evaluation {
-            valid: true,
-            scores,
-            artifacts: BTreeMap::new(),
-            error: None,
-        }
-    }
-}
 
 /// A model that answers from a script, in order; then repeats the last entry.
 /// `Err(msg)` entries starting with `FATAL` are fatal errors.
@@ -121,28 +75,9 @@ impl LanguageModel for ScriptedModel {
     }
 }
 
-/// A registry with the test evaluators added (`trivial`, `slow_trivial`).
+/// The built-in registry plus the `trivial` test evaluator.
 pub fn registry() -> Arc<Registry> {
-    let mut r = Registry::builtin();
-    r.evaluators.push(Entry {
-        info: ComponentInfo {
-            kind: "trivial",
-            type_name: "TrivialEvaluator",
-            summary: "test double",
-            params: &[],
-        },
-        build: |_, _| Ok(Box::new(TrivialEvaluator { sleep_ms: 0 })),
-    });
-    r.evaluators.push(Entry {
-        info: ComponentInfo {
-            kind: "slow_trivial",
-            type_name: "TrivialEvaluator",
-            summary: "test double",
-            params: &[],
-        },
-        build: |_, _| Ok(Box::new(TrivialEvaluator { sleep_ms: 3000 })),
-    });
-    Arc::new(r)
+    galapagos::engine::testing::registry()
 }
 
 /// A temp task folder with the quadratic program and a Python evaluator.
@@ -184,6 +119,16 @@ pub fn card(file: &str, registry: &Registry) -> Card {
 
 pub fn with_evaluator(mut card: Card, kind: &str) -> Card {
     card.evaluator = SlotSpec::new(kind);
+    card
+}
+
+/// `card` with the `trivial` evaluator waiting `sleep_ms` before each child.
+pub fn with_slow_evaluator(mut card: Card, sleep_ms: i64) -> Card {
+    card.evaluator = SlotSpec::new("trivial");
+    card.evaluator.params.set(
+        "sleep_ms",
+        galapagos::engine::params::ParamValue::Int(sleep_ms),
+    );
     card
 }
 

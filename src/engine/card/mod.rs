@@ -3,7 +3,8 @@
 //!
 //! Loading is strict: unknown fields, unknown kinds, wrong types and values
 //! out of range are all errors, each naming `file:line:col`, the field path and
-//! the reason. serde_yaml is used only inside this module.
+//! the reason. serde_yaml is used only here and in `task.rs` (to read an
+//! OpenEvolve `config.yaml`).
 
 mod spans;
 
@@ -12,8 +13,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::component::Slot;
 use crate::engine::params::ParamMap;
-use crate::engine::registry::{Registry, Slot};
+use crate::engine::registry::Registry;
 
 pub use spans::Spans;
 
@@ -336,17 +338,21 @@ impl Card {
         }
         for slot in Slot::ALL {
             let spec = self.slot(slot);
-            match registry.info(slot, &spec.kind) {
+            match registry.entry(slot, &spec.kind) {
                 Err(e) => out.push(Problem::new(
                     &format!("{}.kind", slot.key()),
                     &e.to_string(),
                 )),
-                Ok(info) => {
-                    for e in spec.params.validate(info.params) {
-                        out.push(Problem::new(
-                            &format!("{}.{}", slot.key(), e.key),
-                            &e.reason,
-                        ));
+                Ok(entry) => {
+                    if let Err(errors) = entry.check(&spec.params) {
+                        for e in errors {
+                            let field = if e.key.is_empty() {
+                                slot.key().to_owned()
+                            } else {
+                                format!("{}.{}", slot.key(), e.key)
+                            };
+                            out.push(Problem::new(&field, &e.reason));
+                        }
                     }
                 }
             }
@@ -477,13 +483,3 @@ impl fmt::Display for CardErrors {
 }
 
 impl std::error::Error for CardErrors {}
-
-/// The `prompt.system_message` of an OpenEvolve `config.yaml`, if any.
-pub fn openevolve_system_message(text: &str) -> Option<String> {
-    let value: serde_yaml::Value = serde_yaml::from_str(text).ok()?;
-    value
-        .get("prompt")?
-        .get("system_message")?
-        .as_str()
-        .map(str::to_owned)
-}

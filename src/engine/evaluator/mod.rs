@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 mod subprocess;
 
+use crate::engine::component::{Fills, Slot, SlotTrait};
 pub use subprocess::{SubprocessEvaluator, SubprocessParams};
 
 /// A candidate to score.
@@ -45,4 +46,14 @@ pub trait Evaluator: Send + Sync {
     /// code) while the run sets up its record, so that start-up overlaps.
     /// Optional; a failure here is reported by the first `evaluate`.
     async fn warm_up(&self) {}
+}
+
+impl SlotTrait for dyn Evaluator {
+    const SLOT: Slot = Slot::Evaluator;
+}
+
+impl<T: Evaluator + 'static> Fills<dyn Evaluator> for T {
+    fn boxed(self) -> Box<dyn Evaluator> {
+        Box::new(self)
+    }
 }

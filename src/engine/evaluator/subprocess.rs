@@ -64,8 +64,8 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{OnceCell, Semaphore};
 
 use super::{Candidate, Evaluation, Evaluator};
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
-use crate::engine::registry::{BuildContext, ComponentInfo};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::task::Task;
 
 /// The worker's code, written into the code dir (see [`code_dir`]) when missing.
@@ -188,9 +188,11 @@ sys.dont_write_bytecode = True
 galapagos_worker.main()
 ";
 
-impl SubprocessEvaluator {
-    /// Component description for the registry.
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for SubprocessEvaluator {
+    type Slot = dyn Evaluator;
+    type Params = SubprocessParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "subprocess",
         type_name: "SubprocessEvaluator",
         summary: "Runs the task's evaluator.py in a warm Python worker, one killable forked child per candidate",
@@ -202,13 +204,11 @@ impl SubprocessEvaluator {
                     min: 0.1,
                     max: 86400.0,
                 },
-                default: DefaultValue::Float(60.0),
             },
             ParamSpec {
                 key: "cascade",
                 doc: "Staged evaluation: run evaluate_stage1/2/3 when evaluator.py defines evaluate_stage1",
                 ty: ParamType::Bool,
-                default: DefaultValue::Bool(true),
             },
             ParamSpec {
                 key: "cascade_thresholds",
@@ -217,13 +217,11 @@ impl SubprocessEvaluator {
                     min: -1e12,
                     max: 1e12,
                 },
-                default: DefaultValue::FloatList(&[0.5, 0.75, 0.9]),
             },
             ParamSpec {
                 key: "python",
                 doc: "Python interpreter used to run evaluator.py (a name on PATH or a path)",
                 ty: ParamType::Text,
-                default: DefaultValue::Str("python3"),
             },
             ParamSpec {
                 key: "candidates_per_process",
@@ -235,45 +233,29 @@ impl SubprocessEvaluator {
                     min: 1,
                     max: MAX_CANDIDATES_PER_PROCESS as i64,
                 },
-                default: DefaultValue::Int(1),
             },
         ],
     };
 
-    /// Build from card parameters; uses the task's evaluator path, folder and
-    /// program suffix, and sizes the pool by `ctx.parallel`.
-    pub fn from_params(params: &ParamMap, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        let p: SubprocessParams = params.decode()?;
-        if !(p.timeout_secs.is_finite() && (0.1..=86400.0).contains(&p.timeout_secs)) {
-            return Err(ParamError {
-                key: "timeout_secs".to_owned(),
-                reason: format!("must be between 0.1 and 86400, got {}", p.timeout_secs),
-            });
-        }
-        if p.cascade_thresholds.iter().any(|t| !t.is_finite()) {
-            return Err(ParamError {
-                key: "cascade_thresholds".to_owned(),
-                reason: "every threshold must be a finite number".to_owned(),
-            });
-        }
-        if !(1..=MAX_CANDIDATES_PER_PROCESS).contains(&p.candidates_per_process) {
-            return Err(ParamError {
-                key: "candidates_per_process".to_owned(),
-                reason: format!(
-                    "must be between 1 and {MAX_CANDIDATES_PER_PROCESS}, got {}",
-                    p.candidates_per_process
-                ),
-            });
-        }
-        if p.python.trim().is_empty() {
+    /// Ranges are the table's; an interpreter must be named.
+    fn check(params: &SubprocessParams) -> Result<(), ParamError> {
+        if params.python.trim().is_empty() {
             return Err(ParamError {
                 key: "python".to_owned(),
                 reason: "must name an interpreter".to_owned(),
             });
         }
-        Ok(Self::new(ctx.task, p, ctx.parallel))
+        Ok(())
     }
 
+    /// Uses the task's evaluator path, folder and program suffix, and sizes
+    /// the pool by `ctx.parallel`.
+    fn build(params: SubprocessParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(ctx.task, params, ctx.parallel))
+    }
+}
+
+impl SubprocessEvaluator {
     /// Build for a task with explicit parameters and at most `pool_size`
     /// candidates evaluated at once (at least one). Nothing is started until the first
     /// evaluation. Out-of-range timeouts are clamped to 0.1..=86400 s.
@@ -1899,15 +1881,6 @@ def evaluate(program_path):
         for (name, text) in CODE {
             assert_eq!(std::fs::read_to_string(code.join(name)).unwrap(), text);
         }
-    }
-
-    #[test]
-    fn specs_match_params() {
-        crate::engine::params::assert_specs_match::<SubprocessParams>(
-            SubprocessEvaluator::INFO.params,
-        );
-        let decoded: SubprocessParams = ParamMap::default().decode().expect("defaults decode");
-        assert_eq!(decoded, SubprocessParams::default());
     }
 
     #[test]

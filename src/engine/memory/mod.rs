@@ -9,6 +9,7 @@ use std::sync::Arc;
 pub use null::NullMemory;
 pub use scratchpad::{ScratchpadMemory, ScratchpadParams};
 
+use crate::engine::component::{Fills, Slot, SlotTrait};
 use crate::engine::genome::Genome;
 use crate::engine::population::Population;
 
@@ -54,5 +55,15 @@ pub trait Memory: Send + Sync {
     /// Restore what [`Memory::checkpoint`] saved.
     fn restore(&mut self, _state: &serde_json::Value) -> Result<(), String> {
         Ok(())
+    }
+}
+
+impl SlotTrait for dyn Memory {
+    const SLOT: Slot = Slot::Memory;
+}
+
+impl<T: Memory + 'static> Fills<dyn Memory> for T {
+    fn boxed(self) -> Box<dyn Memory> {
+        Box::new(self)
     }
 }

@@ -1,19 +1,27 @@
 //! `NullMemory`: keeps nothing (the default; plain evolutionary loops).
 
 use super::{Knowledge, Memory};
-use crate::engine::registry::ComponentInfo;
+use crate::engine::component::{BuildContext, Component, ComponentInfo, NoParams};
+use crate::engine::params::ParamError;
 
 /// Keeps no cross-candidate knowledge.
 #[derive(Debug, Default)]
 pub struct NullMemory;
 
-impl NullMemory {
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for NullMemory {
+    type Slot = dyn Memory;
+    type Params = NoParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "none",
         type_name: "NullMemory",
         summary: "Keeps no cross-candidate knowledge (plain evolutionary loop)",
         params: &[],
     };
+
+    fn build(_params: NoParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self)
+    }
 }
 
 #[async_trait::async_trait]

@@ -18,11 +18,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::{Knowledge, Memory};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, GenomeId};
 use crate::engine::model::{LanguageModel, ModelRequest};
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::Population;
-use crate::engine::registry::{BuildContext, ComponentInfo};
 
 /// Parameters of [`ScratchpadMemory`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,7 +55,6 @@ const SPECS: [ParamSpec; 3] = [
             min: 1,
             max: 1_000_000,
         },
-        default: DefaultValue::Int(10),
     },
     ParamSpec {
         key: "max_chars",
@@ -64,14 +63,12 @@ const SPECS: [ParamSpec; 3] = [
             min: 200,
             max: 100_000,
         },
-        default: DefaultValue::Int(3000),
     },
     ParamSpec {
         key: "max_examples",
         doc: "How many recent improvements, failures and non-improvements (each) the summary \
               call is shown",
         ty: ParamType::Int { min: 1, max: 50 },
-        default: DefaultValue::Int(5),
     },
 ];
 
@@ -211,9 +208,11 @@ impl Outcome {
     }
 }
 
-impl ScratchpadMemory {
-    /// Registry description.
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for ScratchpadMemory {
+    type Slot = dyn Memory;
+    type Params = ScratchpadParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "scratchpad",
         type_name: "ScratchpadMemory",
         summary: "Every N iterations a model call rewrites a rolling scratchpad of what worked \
@@ -221,6 +220,16 @@ impl ScratchpadMemory {
         params: &SPECS,
     };
 
+    fn build(params: ScratchpadParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(
+            Arc::clone(&ctx.model),
+            params,
+            &ctx.task.description,
+        ))
+    }
+}
+
+impl ScratchpadMemory {
     /// A scratchpad over `model` for a task described by `task`.
     pub fn new(model: Arc<dyn LanguageModel>, params: ScratchpadParams, task: &str) -> Self {
         Self {
@@ -229,15 +238,6 @@ impl ScratchpadMemory {
             task: truncate(task, 1500),
             state: State::default(),
         }
-    }
-
-    /// Build from card parameters, using the context's model and task.
-    pub fn from_params(params: &ParamMap, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(
-            Arc::clone(&ctx.model),
-            params.decode()?,
-            &ctx.task.description,
-        ))
     }
 
     /// The scratchpad text as the prompt shows it (empty before the first
@@ -660,11 +660,6 @@ mod tests {
         let mut pop = InMemoryPopulation::new(InMemoryParams::default());
         pop.add(genome(0, None, Some(0.0)));
         pop
-    }
-
-    #[test]
-    fn specs_match() {
-        crate::engine::params::assert_specs_match::<ScratchpadParams>(&SPECS);
     }
 
     #[tokio::test]

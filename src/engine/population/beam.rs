@@ -16,9 +16,9 @@ use serde::{Deserialize, Serialize};
 
 use super::diversity::NgramSet;
 use super::{BeamView, GenomeStore, Population, Query, Structure};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
-use crate::engine::registry::{BuildContext, ComponentInfo};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 
 /// Parameters of [`BeamPopulation`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -97,9 +97,11 @@ impl Default for BeamPopulation {
     }
 }
 
-impl BeamPopulation {
-    /// Registry description.
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for BeamPopulation {
+    type Slot = dyn Population;
+    type Params = BeamParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "beam",
         type_name: "BeamPopulation",
         summary: "Keep-all store plus a fixed-width beam with diversity-aware pruning and depth tracking",
@@ -111,14 +113,12 @@ impl BeamPopulation {
                     min: 1,
                     max: i64::MAX,
                 },
-                default: DefaultValue::Int(5),
             },
             ParamSpec {
                 key: "beam_diversity_weight",
                 doc: "Weight w of the 3-gram diversity term when pruning (0 = pure fitness); \
                       also read by beam selection",
                 ty: ParamType::Float { min: 0.0, max: 1.0 },
-                default: DefaultValue::Float(0.3),
             },
             ParamSpec {
                 key: "beam_depth_penalty",
@@ -127,11 +127,16 @@ impl BeamPopulation {
                     min: 0.0,
                     max: f64::MAX,
                 },
-                default: DefaultValue::Float(0.0),
             },
         ],
     };
 
+    fn build(params: BeamParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(params))
+    }
+}
+
+impl BeamPopulation {
     /// A beam population with the given parameters. Out-of-range values are
     /// clamped (width ≥ 1, weight in 0..=1, penalty ≥ 0).
     pub fn new(params: BeamParams) -> Self {
@@ -155,11 +160,6 @@ impl BeamPopulation {
             grams: HashMap::new(),
             stats: BeamStats::default(),
         }
-    }
-
-    /// Build from card parameters.
-    pub fn from_params(params: &ParamMap, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(params.decode()?))
     }
 
     /// Ids of the active beam, best first.
@@ -315,6 +315,7 @@ impl Population for BeamPopulation {
 mod tests {
     use super::*;
     use crate::engine::genome::FITNESS_KEY;
+    use crate::engine::params::ParamMap;
     use crate::engine::params::ParamValue;
 
     fn g(id: GenomeId, parent: Option<GenomeId>, score: Option<f64>, content: &str) -> Arc<Genome> {
@@ -337,11 +338,6 @@ mod tests {
             beam_diversity_weight: w,
             beam_depth_penalty: penalty,
         })
-    }
-
-    #[test]
-    fn specs_match() {
-        crate::engine::params::assert_specs_match::<BeamParams>(BeamPopulation::INFO.params);
     }
 
     #[test]

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::{GenomeStore, Population};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::Genome;
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
-use crate::engine::registry::{BuildContext, ComponentInfo};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 
 /// Parameters of [`InMemoryPopulation`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -26,9 +26,11 @@ pub struct InMemoryPopulation {
     capacity: Option<usize>,
 }
 
-impl InMemoryPopulation {
-    /// Registry description.
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for InMemoryPopulation {
+    type Slot = dyn Population;
+    type Params = InMemoryParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "in_memory",
         type_name: "InMemoryPopulation",
         summary: "Flat keep-all archive of every scored program, ranked by fitness",
@@ -40,10 +42,15 @@ impl InMemoryPopulation {
                 min: 1,
                 max: i64::MAX,
             },
-            default: DefaultValue::Null,
         }],
     };
 
+    fn build(params: InMemoryParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(params))
+    }
+}
+
+impl InMemoryPopulation {
     /// A population with the given parameters (a capacity of 0 is treated as 1).
     pub fn new(params: InMemoryParams) -> Self {
         Self {
@@ -52,11 +59,6 @@ impl InMemoryPopulation {
                 .capacity
                 .map(|c| usize::try_from(c.max(1)).unwrap_or(usize::MAX)),
         }
-    }
-
-    /// Build from card parameters.
-    pub fn from_params(params: &ParamMap, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(params.decode()?))
     }
 
     /// The configured capacity, if any.
@@ -106,6 +108,7 @@ impl Population for InMemoryPopulation {
 mod tests {
     use super::*;
     use crate::engine::genome::GenomeId;
+    use crate::engine::params::ParamMap;
     use crate::engine::population::Query;
 
     fn g(id: GenomeId, score: Option<f64>) -> Arc<Genome> {
@@ -114,13 +117,6 @@ mod tests {
 
     fn ids(v: &[Arc<Genome>]) -> Vec<GenomeId> {
         v.iter().map(|g| g.id).collect()
-    }
-
-    #[test]
-    fn specs_match() {
-        crate::engine::params::assert_specs_match::<InMemoryParams>(
-            InMemoryPopulation::INFO.params,
-        );
     }
 
     #[test]

@@ -37,9 +37,9 @@ use serde::{Deserialize, Serialize};
 
 use super::diversity::NgramSet;
 use super::{GenomeStore, IslandView, IslandsView, Population, Query, Structure};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
-use crate::engine::registry::{BuildContext, ComponentInfo};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 
 type RankKey = (Reverse<OrdF64>, GenomeId);
 
@@ -208,9 +208,11 @@ fn to_usize(v: u64) -> usize {
     usize::try_from(v).unwrap_or(usize::MAX)
 }
 
-impl IslandPopulation {
-    /// Registry description.
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for IslandPopulation {
+    type Slot = dyn Population;
+    type Params = IslandParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "islands",
         type_name: "IslandPopulation",
         summary: "Islands with a MAP-Elites grid each, a global elite archive and ring migration",
@@ -219,7 +221,6 @@ impl IslandPopulation {
                 key: "num_islands",
                 doc: "Number of islands (sub-populations evolving side by side)",
                 ty: ParamType::Int { min: 1, max: 1000 },
-                default: DefaultValue::Int(5),
             },
             ParamSpec {
                 key: "feature_dimensions",
@@ -227,13 +228,11 @@ impl IslandPopulation {
                       to the archive's top programs) or any evaluator metric (raw values, binned \
                       from the running min/max)",
                 ty: ParamType::TextList,
-                default: DefaultValue::TextList(&["complexity", "diversity"]),
             },
             ParamSpec {
                 key: "feature_bins",
                 doc: "Bins per feature dimension",
                 ty: ParamType::Int { min: 1, max: 1000 },
-                default: DefaultValue::Int(10),
             },
             ParamSpec {
                 key: "archive_size",
@@ -242,7 +241,6 @@ impl IslandPopulation {
                     min: 1,
                     max: i64::MAX,
                 },
-                default: DefaultValue::Int(100),
             },
             ParamSpec {
                 key: "migration_interval",
@@ -251,24 +249,27 @@ impl IslandPopulation {
                     min: 1,
                     max: i64::MAX,
                 },
-                default: DefaultValue::Int(50),
             },
             ParamSpec {
                 key: "migration_rate",
                 doc: "Share of each island's top programs copied to the next island on the ring \
                       (at least one when above 0)",
                 ty: ParamType::Float { min: 0.0, max: 1.0 },
-                default: DefaultValue::Float(0.1),
             },
             ParamSpec {
                 key: "diversity_reference_size",
                 doc: "Top archive programs the diversity feature is measured against",
                 ty: ParamType::Int { min: 1, max: 1000 },
-                default: DefaultValue::Int(20),
             },
         ],
     };
 
+    fn build(params: IslandParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(params))
+    }
+}
+
+impl IslandPopulation {
     /// A population with the given parameters (counts are at least 1, the
     /// migration rate is clamped to 0..=1).
     pub fn new(params: IslandParams) -> Self {
@@ -302,11 +303,6 @@ impl IslandPopulation {
             migrations: 0,
             rebuilds: 0,
         }
-    }
-
-    /// Build from card parameters.
-    pub fn from_params(params: &ParamMap, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(params.decode()?))
     }
 
     /// Number of islands.
@@ -664,23 +660,6 @@ impl Population for IslandPopulation {
 mod tests {
     use super::*;
     use crate::engine::genome::FITNESS_KEY;
-    use crate::engine::params::ParamValue;
-
-    #[test]
-    fn specs_match() {
-        crate::engine::params::assert_specs_match::<IslandParams>(IslandPopulation::INFO.params);
-        let mut m = ParamMap::default();
-        m.set(
-            "feature_dimensions",
-            ParamValue::List(vec![ParamValue::Str("sum_radii".into())]),
-        );
-        m.set("migration_rate", ParamValue::Float(1.5));
-        assert_eq!(m.validate(IslandPopulation::INFO.params).len(), 1);
-        m.set("migration_rate", ParamValue::Int(1));
-        let p: IslandParams = m.decode().unwrap();
-        assert_eq!(p.feature_dimensions, vec!["sum_radii".to_owned()]);
-        assert_eq!(p.num_islands, 5);
-    }
 
     #[test]
     fn ranges_grow_geometrically_and_bin_within_bounds() {

@@ -16,6 +16,7 @@ pub use in_memory::{InMemoryParams, InMemoryPopulation};
 pub use island::{IslandParams, IslandPopulation};
 pub use store::GenomeStore;
 
+use crate::engine::component::{Fills, Slot, SlotTrait};
 use crate::engine::genome::{Genome, GenomeId};
 
 /// What a caller asks a population for.
@@ -134,5 +135,15 @@ pub trait Population: Send + Sync {
     /// Search-tree depth of a member, where the population tracks it.
     fn depth(&self, id: GenomeId) -> Option<u32> {
         self.store().get(id).map(|g| g.metadata.depth)
+    }
+}
+
+impl SlotTrait for dyn Population {
+    const SLOT: Slot = Slot::Population;
+}
+
+impl<T: Population + 'static> Fills<dyn Population> for T {
+    fn boxed(self) -> Box<dyn Population> {
+        Box::new(self)
     }
 }

@@ -9,9 +9,9 @@ use rand::RngExt as _;
 use serde::{Deserialize, Serialize};
 
 use super::{EditMode, PromptBuilder, PromptContext};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{FITNESS_KEY, Genome, Prompt};
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
-use crate::engine::registry::{BuildContext, ComponentInfo};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::rng::SearchRng;
 
 /// Parameters of [`DefaultPromptBuilder`].
@@ -71,8 +71,11 @@ const IMPROVE_LINES: &[&str] = &[
     "Find the weakest part of the current program and improve it to raise combined_score.",
 ];
 
-impl DefaultPromptBuilder {
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for DefaultPromptBuilder {
+    type Slot = dyn PromptBuilder;
+    type Params = DefaultPromptParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "default",
         type_name: "DefaultPromptBuilder",
         summary: "Canonical task → metrics → feedback → inspirations → current program message",
@@ -81,13 +84,11 @@ impl DefaultPromptBuilder {
                 key: "system_message",
                 doc: "Replaces the built-in system message when not empty",
                 ty: ParamType::Text,
-                default: DefaultValue::Str(""),
             },
             ParamSpec {
                 key: "include_artifacts",
                 doc: "Show the parent's evaluator artifacts (stderr, feedback, traceback)",
                 ty: ParamType::Bool,
-                default: DefaultValue::Bool(true),
             },
             ParamSpec {
                 key: "max_artifact_chars",
@@ -96,7 +97,6 @@ impl DefaultPromptBuilder {
                     min: 0,
                     max: 1_000_000,
                 },
-                default: DefaultValue::Int(2000),
             },
             ParamSpec {
                 key: "max_inspiration_chars",
@@ -105,7 +105,6 @@ impl DefaultPromptBuilder {
                     min: 0,
                     max: 1_000_000,
                 },
-                default: DefaultValue::Int(6000),
             },
             ParamSpec {
                 key: "suggest_simplification_after_chars",
@@ -114,23 +113,23 @@ impl DefaultPromptBuilder {
                     min: 0,
                     max: 10_000_000,
                 },
-                default: DefaultValue::Int(0),
             },
             ParamSpec {
                 key: "template_variation",
                 doc: "Pick one of several phrasings per section from the run's RNG",
                 ty: ParamType::Bool,
-                default: DefaultValue::Bool(false),
             },
         ],
     };
 
+    fn build(params: DefaultPromptParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(params))
+    }
+}
+
+impl DefaultPromptBuilder {
     pub fn new(params: DefaultPromptParams) -> Self {
         Self { params }
-    }
-
-    pub fn from_params(params: &ParamMap, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(params.decode()?))
     }
 
     fn pick<'a>(&self, options: &'a [&'a str], rng: &mut SearchRng) -> &'a str {
@@ -384,13 +383,6 @@ mod tests {
         };
         g.scores.insert(FITNESS_KEY.into(), score);
         g
-    }
-
-    #[test]
-    fn specs_match() {
-        crate::engine::params::assert_specs_match::<DefaultPromptParams>(
-            DefaultPromptBuilder::INFO.params,
-        );
     }
 
     #[test]

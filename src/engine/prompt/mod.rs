@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 pub use default::{DefaultPromptBuilder, DefaultPromptParams};
 
+use crate::engine::component::{Fills, Slot, SlotTrait};
 use crate::engine::genome::{Genome, Prompt};
 use crate::engine::memory::Knowledge;
 use crate::engine::rng::SearchRng;
@@ -64,4 +65,14 @@ pub trait PromptBuilder: Send + Sync {
     /// Render the system and user messages. `rng` is only for stochastic
     /// template variation.
     fn build(&self, context: &PromptContext<'_>, rng: &mut SearchRng) -> Prompt;
+}
+
+impl SlotTrait for dyn PromptBuilder {
+    const SLOT: Slot = Slot::PromptBuilder;
+}
+
+impl<T: PromptBuilder + 'static> Fills<dyn PromptBuilder> for T {
+    fn boxed(self) -> Box<dyn PromptBuilder> {
+        Box::new(self)
+    }
 }

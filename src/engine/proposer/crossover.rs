@@ -28,11 +28,11 @@ use serde::{Deserialize, Serialize};
 use super::novelty::most_similar;
 use super::patch::{PatchOptions, apply_reply};
 use super::{Proposal, ProposalError, ProposalRequest, Proposer};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, GenomeId, TokenUsage};
 use crate::engine::model::{LanguageModel, ModelError, ModelRequest};
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::prompt::EditMode;
-use crate::engine::registry::{BuildContext, ComponentInfo};
 use crate::engine::rng::SearchRng;
 
 /// Parameters of [`CrossoverProposer`].
@@ -112,9 +112,56 @@ fn mix_seed(seed: u64, salt: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-impl CrossoverProposer {
-    /// Component description and parameter schema.
-    pub const INFO: ComponentInfo = ComponentInfo {
+/// The normalised patch-type distribution of `params`, or why it is not one.
+fn mix_of(params: &CrossoverParams) -> Result<Vec<(EditMode, f64)>, ParamError> {
+    if params.patch_types.is_empty() {
+        return Err(ParamError {
+            key: "patch_types".into(),
+            reason: "name at least one patch type (diff, full, crossover)".into(),
+        });
+    }
+    if params.patch_types.len() != params.patch_type_probs.len() {
+        return Err(ParamError {
+            key: "patch_type_probs".into(),
+            reason: format!(
+                "{} weights for {} patch types; give one weight per patch type",
+                params.patch_type_probs.len(),
+                params.patch_types.len()
+            ),
+        });
+    }
+    let mut mix = Vec::new();
+    for (name, p) in params.patch_types.iter().zip(&params.patch_type_probs) {
+        let mode = parse_mode(name).ok_or_else(|| ParamError {
+            key: "patch_types".into(),
+            reason: format!("unknown patch type `{name}`; known: diff, full, crossover"),
+        })?;
+        if !p.is_finite() || *p < 0.0 {
+            return Err(ParamError {
+                key: "patch_type_probs".into(),
+                reason: format!("weight {p} of `{name}` must be a non-negative number"),
+            });
+        }
+        mix.push((mode, *p));
+    }
+    let total: f64 = mix.iter().map(|(_, p)| p).sum();
+    if total <= 0.0 {
+        return Err(ParamError {
+            key: "patch_type_probs".into(),
+            reason: "the weights sum to 0; give at least one patch type a positive weight".into(),
+        });
+    }
+    for (_, p) in &mut mix {
+        *p /= total;
+    }
+    Ok(mix)
+}
+
+impl Component for CrossoverProposer {
+    type Slot = dyn Proposer;
+    type Params = CrossoverParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "crossover",
         type_name: "CrossoverProposer",
         summary: "Patch-type mixing (diff / full rewrite / crossover) with token-Jaccard novelty \
@@ -125,14 +172,12 @@ impl CrossoverProposer {
                 doc: "Patch types to mix: diff (SEARCH/REPLACE), full (whole-program rewrite), \
                       crossover (parent + first inspiration combined)",
                 ty: ParamType::TextList,
-                default: DefaultValue::TextList(&["diff", "full", "crossover"]),
             },
             ParamSpec {
                 key: "patch_type_probs",
                 doc: "Relative weight of each patch type, same order and length as patch_types \
                       (normalised; crossover is skipped when there is no inspiration)",
                 ty: ParamType::FloatList { min: 0.0, max: 1.0 },
-                default: DefaultValue::FloatList(&[0.6, 0.3, 0.1]),
             },
             ParamSpec {
                 key: "novelty_threshold",
@@ -141,7 +186,6 @@ impl CrossoverProposer {
                       formatting/comment-only edits and revisits while letting a one-constant \
                       change through in programs of up to ~400 distinct tokens; 1.0 = off",
                 ty: ParamType::Float { min: 0.0, max: 1.0 },
-                default: DefaultValue::Float(0.995),
             },
             ParamSpec {
                 key: "novelty_pool",
@@ -151,14 +195,12 @@ impl CrossoverProposer {
                     min: 0,
                     max: 10_000,
                 },
-                default: DefaultValue::Int(20),
             },
             ParamSpec {
                 key: "max_novelty_attempts",
                 doc: "Extra model calls allowed to replace a near-duplicate; when all are \
                       near-duplicates the proposal fails without an evaluator call",
                 ty: ParamType::Int { min: 0, max: 20 },
-                default: DefaultValue::Int(3),
             },
             ParamSpec {
                 key: "max_code_length",
@@ -167,11 +209,21 @@ impl CrossoverProposer {
                     min: 100,
                     max: 100_000_000,
                 },
-                default: DefaultValue::Int(60_000),
             },
         ],
     };
 
+    /// The patch types are known and match their weights.
+    fn check(params: &CrossoverParams) -> Result<(), ParamError> {
+        mix_of(params).map(|_| ())
+    }
+
+    fn build(params: CrossoverParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Self::new(Arc::clone(&ctx.model), params, &ctx.task.language)
+    }
+}
+
+impl CrossoverProposer {
     /// A proposer over `model` for programs in `language` (fence tag).
     /// Fails when the patch types are unknown or do not match their weights.
     pub fn new(
@@ -179,58 +231,13 @@ impl CrossoverProposer {
         params: CrossoverParams,
         language: &str,
     ) -> Result<Self, ParamError> {
-        if params.patch_types.is_empty() {
-            return Err(ParamError {
-                key: "patch_types".into(),
-                reason: "name at least one patch type (diff, full, crossover)".into(),
-            });
-        }
-        if params.patch_types.len() != params.patch_type_probs.len() {
-            return Err(ParamError {
-                key: "patch_type_probs".into(),
-                reason: format!(
-                    "{} weights for {} patch types; give one weight per patch type",
-                    params.patch_type_probs.len(),
-                    params.patch_types.len()
-                ),
-            });
-        }
-        let mut mix = Vec::new();
-        for (name, p) in params.patch_types.iter().zip(&params.patch_type_probs) {
-            let mode = parse_mode(name).ok_or_else(|| ParamError {
-                key: "patch_types".into(),
-                reason: format!("unknown patch type `{name}`; known: diff, full, crossover"),
-            })?;
-            if !p.is_finite() || *p < 0.0 {
-                return Err(ParamError {
-                    key: "patch_type_probs".into(),
-                    reason: format!("weight {p} of `{name}` must be a non-negative number"),
-                });
-            }
-            mix.push((mode, *p));
-        }
-        let total: f64 = mix.iter().map(|(_, p)| p).sum();
-        if total <= 0.0 {
-            return Err(ParamError {
-                key: "patch_type_probs".into(),
-                reason: "the weights sum to 0; give at least one patch type a positive weight"
-                    .into(),
-            });
-        }
-        for (_, p) in &mut mix {
-            *p /= total;
-        }
+        let mix = mix_of(&params)?;
         Ok(Self {
             model,
             params,
             mix,
             language: language.to_owned(),
         })
-    }
-
-    /// Build from card parameters, using the context's model and task language.
-    pub fn from_params(params: &ParamMap, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Self::new(Arc::clone(&ctx.model), params.decode()?, &ctx.task.language)
     }
 
     /// The decoded parameters.
@@ -446,7 +453,9 @@ mod tests {
     use super::*;
     use crate::engine::genome::Prompt;
     use crate::engine::model::ModelReply;
+    use crate::engine::params::ParamMap;
     use crate::engine::params::ParamValue;
+    use crate::engine::registry::Entry;
     use crate::engine::rng::seeded;
     use crate::engine::task::Task;
 
@@ -521,14 +530,7 @@ mod tests {
     }
 
     #[test]
-    fn specs_match() {
-        crate::engine::params::assert_specs_match::<CrossoverParams>(
-            CrossoverProposer::INFO.params,
-        );
-    }
-
-    #[test]
-    fn from_params_validates_the_mix() {
+    fn check_validates_the_mix() {
         let task = Task {
             dir: std::env::temp_dir(),
             name: "t".into(),
@@ -544,7 +546,9 @@ mod tests {
             model: Scripted::new(&[]),
             parallel: 1,
         };
-        let p = CrossoverProposer::from_params(&ParamMap::default(), &ctx).unwrap();
+        let entry = Entry::of::<CrossoverProposer>();
+        assert!(entry.check(&ParamMap::default()).is_ok());
+        let p = CrossoverProposer::build(CrossoverParams::default(), &ctx).unwrap();
         assert_eq!(p.params(), &CrossoverParams::default());
         assert_eq!(p.novelty_pool_size(), 20);
         let mut bad = ParamMap::default();
@@ -559,18 +563,18 @@ mod tests {
             "patch_type_probs",
             ParamValue::List(vec![ParamValue::Float(0.5), ParamValue::Float(0.5)]),
         );
-        let e = CrossoverProposer::from_params(&bad, &ctx).unwrap_err();
+        let e = entry.check(&bad).unwrap_err().remove(0);
         assert!(e.reason.contains("unknown patch type `x`"), "{e}");
         let mut bad = ParamMap::default();
         bad.set(
             "patch_type_probs",
             ParamValue::List(vec![ParamValue::Float(1.0)]),
         );
-        let e = CrossoverProposer::from_params(&bad, &ctx).unwrap_err();
+        let e = entry.check(&bad).unwrap_err().remove(0);
         assert_eq!(e.key, "patch_type_probs");
         let mut off = ParamMap::default();
         off.set("novelty_threshold", ParamValue::Float(1.0));
-        let p = CrossoverProposer::from_params(&off, &ctx).unwrap();
+        let p = CrossoverProposer::build(off.decode().unwrap(), &ctx).unwrap();
         assert_eq!(p.novelty_pool_size(), 0);
     }
 

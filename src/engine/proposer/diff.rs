@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use super::patch::{PatchKind, PatchOptions, apply_reply};
 use super::{Proposal, ProposalError, ProposalRequest, Proposer};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::model::{LanguageModel, ModelError, ModelRequest};
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
-use crate::engine::registry::{BuildContext, ComponentInfo};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 
 /// Parameters of [`DiffProposer`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,9 +50,11 @@ impl std::fmt::Debug for DiffProposer {
     }
 }
 
-impl DiffProposer {
-    /// Component description and parameter schema.
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for DiffProposer {
+    type Slot = dyn Proposer;
+    type Params = DiffParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "diff",
         type_name: "DiffProposer",
         summary: "One model call → SEARCH/REPLACE diff (full-rewrite fallback), no-op detection",
@@ -64,17 +66,25 @@ impl DiffProposer {
                     min: 100,
                     max: 100_000_000,
                 },
-                default: DefaultValue::Int(60_000),
             },
             ParamSpec {
                 key: "allow_full_rewrite",
                 doc: "Accept a whole program in a code block when the reply has no SEARCH/REPLACE blocks",
                 ty: ParamType::Bool,
-                default: DefaultValue::Bool(true),
             },
         ],
     };
 
+    fn build(params: DiffParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(
+            Arc::clone(&ctx.model),
+            params,
+            &ctx.task.language,
+        ))
+    }
+}
+
+impl DiffProposer {
     /// A proposer over `model` for programs in `language` (fence tag).
     pub fn new(model: Arc<dyn LanguageModel>, params: DiffParams, language: &str) -> Self {
         Self {
@@ -82,15 +92,6 @@ impl DiffProposer {
             params,
             language: language.to_owned(),
         }
-    }
-
-    /// Build from card parameters, using the context's model and task language.
-    pub fn from_params(params: &ParamMap, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(
-            Arc::clone(&ctx.model),
-            params.decode()?,
-            &ctx.task.language,
-        ))
     }
 
     /// The decoded parameters.
@@ -171,7 +172,9 @@ mod tests {
     use super::*;
     use crate::engine::genome::{Genome, Prompt, TokenUsage};
     use crate::engine::model::ModelReply;
+    use crate::engine::params::ParamMap;
     use crate::engine::params::ParamValue;
+    use crate::engine::registry::Entry;
     use crate::engine::task::Task;
 
     /// Answers from a script, in order; records the requests it saw.
@@ -248,12 +251,7 @@ mod tests {
     }
 
     #[test]
-    fn specs_match() {
-        crate::engine::params::assert_specs_match::<DiffParams>(DiffProposer::INFO.params);
-    }
-
-    #[test]
-    fn from_params_reads_card_values_and_task_language() {
+    fn build_reads_card_values_and_task_language() {
         let task = Task {
             dir: std::env::temp_dir(),
             name: "t".into(),
@@ -272,7 +270,7 @@ mod tests {
         let mut params = ParamMap::default();
         params.set("max_code_length", ParamValue::Int(500));
         params.set("allow_full_rewrite", ParamValue::Bool(false));
-        let p = DiffProposer::from_params(&params, &ctx).unwrap();
+        let p = DiffProposer::build(params.decode().unwrap(), &ctx).unwrap();
         assert_eq!(
             p.params(),
             &DiffParams {
@@ -283,7 +281,7 @@ mod tests {
         assert_eq!(p.language, "python");
         let mut bad = ParamMap::default();
         bad.set("max_code_lenght", ParamValue::Int(500));
-        assert!(DiffProposer::from_params(&bad, &ctx).is_err());
+        assert!(Entry::of::<DiffProposer>().check(&bad).is_err());
     }
 
     #[tokio::test]

@@ -11,6 +11,7 @@ pub use diff::{DiffParams, DiffProposer};
 
 use std::sync::Arc;
 
+use crate::engine::component::{Fills, Slot, SlotTrait};
 use crate::engine::genome::{Genome, Prompt, TokenUsage};
 use crate::engine::prompt::EditMode;
 use crate::engine::rng::SearchRng;
@@ -77,5 +78,15 @@ pub trait Proposer: Send + Sync {
     /// [`EditMode::Diff`] and draws nothing from `rng`.
     fn edit_mode(&self, _inspirations: &[Arc<Genome>], _rng: &mut SearchRng) -> EditMode {
         EditMode::Diff
+    }
+}
+
+impl SlotTrait for dyn Proposer {
+    const SLOT: Slot = Slot::Proposer;
+}
+
+impl<T: Proposer + 'static> Fills<dyn Proposer> for T {
+    fn boxed(self) -> Box<dyn Proposer> {
+        Box::new(self)
     }
 }

@@ -14,11 +14,11 @@ use rand::RngExt as _;
 use serde::{Deserialize, Serialize};
 
 use super::{PolicyStatus, Selection, SelectionError, SelectionPolicy};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::diversity::NgramSet;
 use crate::engine::population::{Population, Query, Structure, beam_score};
-use crate::engine::registry::{BuildContext, ComponentInfo};
 use crate::engine::rng::SearchRng;
 
 /// How many recently expanded parents are remembered.
@@ -146,9 +146,11 @@ fn softmax_pick(values: &[f64], temperature: f64, rng: &mut SearchRng) -> usize 
     last_positive
 }
 
-impl BeamSelectionPolicy {
-    /// Registry description.
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for BeamSelectionPolicy {
+    type Slot = dyn SelectionPolicy;
+    type Params = BeamSelectionParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "beam",
         type_name: "BeamSelectionPolicy",
         summary: "Pick the parent from the beam: best, stochastic, round_robin or diversity_weighted",
@@ -159,7 +161,6 @@ impl BeamSelectionPolicy {
                       round_robin = cycle in score order, diversity_weighted = softmax over \
                       (1-w)*score + w*distance to recently expanded parents",
                 ty: ParamType::Choice(&["best", "stochastic", "round_robin", "diversity_weighted"]),
-                default: DefaultValue::Str("diversity_weighted"),
             },
             ParamSpec {
                 key: "beam_temperature",
@@ -168,7 +169,6 @@ impl BeamSelectionPolicy {
                     min: 0.0,
                     max: f64::MAX,
                 },
-                default: DefaultValue::Float(1.0),
             },
             ParamSpec {
                 key: "num_inspirations",
@@ -177,11 +177,16 @@ impl BeamSelectionPolicy {
                     min: 0,
                     max: i64::MAX,
                 },
-                default: DefaultValue::Int(4),
             },
         ],
     };
 
+    fn build(params: BeamSelectionParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(params))
+    }
+}
+
+impl BeamSelectionPolicy {
     /// A policy with the given parameters.
     pub fn new(params: BeamSelectionParams) -> Self {
         Self {
@@ -193,11 +198,6 @@ impl BeamSelectionPolicy {
             total_expansions: 0,
             grams: HashMap::new(),
         }
-    }
-
-    /// Build from card parameters.
-    pub fn from_params(params: &ParamMap, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(params.decode()?))
     }
 
     /// Recently expanded parents, oldest first (at most [`EXPANDED_MEMORY`]).
@@ -391,6 +391,7 @@ impl SelectionPolicy for BeamSelectionPolicy {
 mod tests {
     use super::*;
     use crate::engine::genome::FITNESS_KEY;
+    use crate::engine::params::ParamMap;
     use crate::engine::params::ParamValue;
     use crate::engine::population::{
         BeamParams, BeamPopulation, InMemoryParams, InMemoryPopulation,
@@ -406,13 +407,6 @@ mod tests {
         };
         genome.scores.insert(FITNESS_KEY.into(), score);
         Arc::new(genome)
-    }
-
-    #[test]
-    fn specs_match() {
-        crate::engine::params::assert_specs_match::<BeamSelectionParams>(
-            BeamSelectionPolicy::INFO.params,
-        );
     }
 
     #[test]

@@ -9,10 +9,10 @@ use rand::seq::IndexedRandom as _;
 use serde::{Deserialize, Serialize};
 
 use super::{PolicyStatus, Selection, SelectionError, SelectionPolicy};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, GenomeId};
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::{Population, Query};
-use crate::engine::registry::{BuildContext, ComponentInfo};
 use crate::engine::rng::SearchRng;
 
 /// Parameters of [`BestOfNPolicy`] (and of its attempt-counted sibling).
@@ -44,7 +44,6 @@ const SPECS: [ParamSpec; 2] = [
             min: 1,
             max: i64::MAX,
         },
-        default: DefaultValue::Int(5),
     },
     ParamSpec {
         key: "num_inspirations",
@@ -54,7 +53,6 @@ const SPECS: [ParamSpec; 2] = [
             min: 0,
             max: i64::MAX,
         },
-        default: DefaultValue::Int(4),
     },
 ];
 
@@ -192,25 +190,28 @@ impl Default for BestOfNPolicy {
     }
 }
 
-impl BestOfNPolicy {
-    /// Registry description.
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for BestOfNPolicy {
+    type Slot = dyn SelectionPolicy;
+    type Params = BestOfNParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "best_of_n",
         type_name: "BestOfNPolicy",
         summary: "Reuse one parent until N valid children, then switch to the global best",
         params: &SPECS,
     };
 
+    fn build(params: BestOfNParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(params))
+    }
+}
+
+impl BestOfNPolicy {
     /// A policy with the given parameters (N is at least 1).
     pub fn new(params: BestOfNParams) -> Self {
         Self {
             state: ReuseState::new(&params),
         }
-    }
-
-    /// Build from card parameters.
-    pub fn from_params(params: &ParamMap, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(params.decode()?))
     }
 
     /// The parent being reused, if one is committed.
@@ -257,17 +258,13 @@ impl SelectionPolicy for BestOfNPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::params::ParamMap;
     use crate::engine::params::ParamValue;
     use crate::engine::population::{InMemoryParams, InMemoryPopulation};
     use crate::engine::rng::seeded;
 
     fn g(id: GenomeId, score: Option<f64>) -> Arc<Genome> {
         crate::engine::genome::scored_for_tests(id, score)
-    }
-
-    #[test]
-    fn specs_match() {
-        crate::engine::params::assert_specs_match::<BestOfNParams>(BestOfNPolicy::INFO.params);
     }
 
     #[test]

@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use super::best_of_n::{BestOfNParams, ReuseState};
 use super::{PolicyStatus, Selection, SelectionError, SelectionPolicy};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, GenomeId};
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::Population;
-use crate::engine::registry::{BuildContext, ComponentInfo};
 use crate::engine::rng::SearchRng;
 
 /// Parameters of [`BestOfNAttemptsPolicy`] (the same keys as `best_of_n`).
@@ -44,9 +44,11 @@ impl Default for BestOfNAttemptsPolicy {
     }
 }
 
-impl BestOfNAttemptsPolicy {
-    /// Registry description.
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for BestOfNAttemptsPolicy {
+    type Slot = dyn SelectionPolicy;
+    type Params = BestOfNAttemptsParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "best_of_n_attempts",
         type_name: "BestOfNAttemptsPolicy",
         summary: "Reuse one parent for exactly N attempts (valid or not), then switch to the global best",
@@ -59,7 +61,6 @@ impl BestOfNAttemptsPolicy {
                     min: 1,
                     max: i64::MAX,
                 },
-                default: DefaultValue::Int(5),
             },
             ParamSpec {
                 key: "num_inspirations",
@@ -69,11 +70,16 @@ impl BestOfNAttemptsPolicy {
                     min: 0,
                     max: i64::MAX,
                 },
-                default: DefaultValue::Int(4),
             },
         ],
     };
 
+    fn build(params: BestOfNAttemptsParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(params))
+    }
+}
+
+impl BestOfNAttemptsPolicy {
     /// A policy with the given parameters (N is at least 1).
     pub fn new(params: BestOfNAttemptsParams) -> Self {
         Self {
@@ -82,11 +88,6 @@ impl BestOfNAttemptsPolicy {
                 num_inspirations: params.num_inspirations,
             }),
         }
-    }
-
-    /// Build from card parameters.
-    pub fn from_params(params: &ParamMap, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(params.decode()?))
     }
 
     /// The parent being reused, if one is committed.
@@ -138,13 +139,6 @@ mod tests {
 
     fn g(id: GenomeId, score: Option<f64>) -> Arc<Genome> {
         crate::engine::genome::scored_for_tests(id, score)
-    }
-
-    #[test]
-    fn specs_match() {
-        crate::engine::params::assert_specs_match::<BestOfNAttemptsParams>(
-            BestOfNAttemptsPolicy::INFO.params,
-        );
     }
 
     #[test]

@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Selection, SelectionError, SelectionPolicy};
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::{Population, Query};
-use crate::engine::registry::{BuildContext, ComponentInfo};
 use crate::engine::rng::SearchRng;
 
 /// Parameters of [`IdentityPolicy`].
@@ -36,9 +36,11 @@ impl Default for IdentityPolicy {
     }
 }
 
-impl IdentityPolicy {
-    /// Registry description.
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for IdentityPolicy {
+    type Slot = dyn SelectionPolicy;
+    type Params = IdentityParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "identity",
         type_name: "IdentityPolicy",
         summary: "Hand the whole pool (best first) to the proposer and let it choose",
@@ -49,20 +51,20 @@ impl IdentityPolicy {
                 min: 1,
                 max: i64::MAX,
             },
-            default: DefaultValue::Int(50),
         }],
     };
 
+    fn build(params: IdentityParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(params))
+    }
+}
+
+impl IdentityPolicy {
     /// A policy with the given parameters (at least one parent).
     pub fn new(params: IdentityParams) -> Self {
         Self {
             max_parents: usize::try_from(params.max_parents.max(1)).unwrap_or(usize::MAX),
         }
-    }
-
-    /// Build from card parameters.
-    pub fn from_params(params: &ParamMap, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(params.decode()?))
     }
 }
 
@@ -99,11 +101,6 @@ mod tests {
 
     fn g(id: GenomeId, score: Option<f64>) -> Arc<Genome> {
         crate::engine::genome::scored_for_tests(id, score)
-    }
-
-    #[test]
-    fn specs_match() {
-        crate::engine::params::assert_specs_match::<IdentityParams>(IdentityPolicy::INFO.params);
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub use topk::{TopKParams, TopKPolicy};
 pub use ucb_bandit::{UCBBanditPolicy, UcbBanditParams};
 pub use weighted::{WeightedParams, WeightedParentPolicy};
 
+use crate::engine::component::{Fills, Slot, SlotTrait};
 use crate::engine::genome::Genome;
 use crate::engine::population::Population;
 use crate::engine::rng::SearchRng;
@@ -88,5 +89,15 @@ pub trait SelectionPolicy: Send + Sync {
     /// Restore what [`SelectionPolicy::checkpoint`] saved.
     fn restore(&mut self, _state: &serde_json::Value) -> Result<(), String> {
         Ok(())
+    }
+}
+
+impl SlotTrait for dyn SelectionPolicy {
+    const SLOT: Slot = Slot::SelectionPolicy;
+}
+
+impl<T: SelectionPolicy + 'static> Fills<dyn SelectionPolicy> for T {
+    fn boxed(self) -> Box<dyn SelectionPolicy> {
+        Box::new(self)
     }
 }

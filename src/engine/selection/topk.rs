@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Selection, SelectionError, SelectionPolicy};
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::{Population, Query};
-use crate::engine::registry::{BuildContext, ComponentInfo};
 use crate::engine::rng::SearchRng;
 
 /// Parameters of [`TopKPolicy`].
@@ -36,9 +36,11 @@ impl Default for TopKPolicy {
     }
 }
 
-impl TopKPolicy {
-    /// Registry description.
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for TopKPolicy {
+    type Slot = dyn SelectionPolicy;
+    type Params = TopKParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "topk",
         type_name: "TopKPolicy",
         summary: "Greedy: the best program is the parent, the next k are inspirations",
@@ -46,20 +48,20 @@ impl TopKPolicy {
             key: "k",
             doc: "Inspirations: the programs ranked 2 to k+1 by fitness",
             ty: ParamType::Int { min: 1, max: 100 },
-            default: DefaultValue::Int(4),
         }],
     };
 
+    fn build(params: TopKParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(params))
+    }
+}
+
+impl TopKPolicy {
     /// A policy with the given parameters.
     pub fn new(params: TopKParams) -> Self {
         Self {
             k: usize::try_from(params.k).unwrap_or(usize::MAX),
         }
-    }
-
-    /// Build from card parameters.
-    pub fn from_params(params: &ParamMap, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(params.decode()?))
     }
 }
 
@@ -88,22 +90,11 @@ mod tests {
 
     use super::*;
     use crate::engine::genome::{Genome, GenomeId};
-    use crate::engine::params::ParamValue;
     use crate::engine::population::{InMemoryParams, InMemoryPopulation};
     use crate::engine::rng::seeded;
 
     fn g(id: GenomeId, score: Option<f64>) -> Arc<Genome> {
         crate::engine::genome::scored_for_tests(id, score)
-    }
-
-    #[test]
-    fn specs_match() {
-        crate::engine::params::assert_specs_match::<TopKParams>(TopKPolicy::INFO.params);
-        let mut m = ParamMap::default();
-        m.set("k", ParamValue::Int(0));
-        assert_eq!(m.validate(TopKPolicy::INFO.params).len(), 1);
-        m.set("k", ParamValue::Int(100));
-        assert!(m.validate(TopKPolicy::INFO.params).is_empty());
     }
 
     #[test]

@@ -28,10 +28,10 @@ use serde::{Deserialize, Serialize};
 
 use super::explore_exploit::{fetch, fill, pools};
 use super::{PolicyStatus, Selection, SelectionError, SelectionPolicy};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::Population;
-use crate::engine::registry::{BuildContext, ComponentInfo};
 use crate::engine::rng::SearchRng;
 
 /// Largest island count the policy tracks (the island population's limit).
@@ -120,9 +120,11 @@ fn finite_or(v: f64, fallback: f64) -> f64 {
     if v.is_finite() { v } else { fallback }
 }
 
-impl UCBBanditPolicy {
-    /// Registry description.
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for UCBBanditPolicy {
+    type Slot = dyn SelectionPolicy;
+    type Params = UcbBanditParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "ucb_islands",
         type_name: "UCBBanditPolicy",
         summary: "AdaEvolve: UCB over islands, intensity-driven explore/exploit inside the island",
@@ -134,43 +136,43 @@ impl UCBBanditPolicy {
                     min: 0.0,
                     max: 100.0,
                 },
-                default: DefaultValue::Float(1.41),
             },
             ParamSpec {
                 key: "decay",
                 doc: "Decay of island rewards, visits and improvement signal (closer to 1 = \
                       longer memory)",
                 ty: ParamType::Float { min: 0.0, max: 1.0 },
-                default: DefaultValue::Float(0.9),
             },
             ParamSpec {
                 key: "intensity_min",
                 doc: "Exploration probability of an island that keeps improving",
                 ty: ParamType::Float { min: 0.0, max: 1.0 },
-                default: DefaultValue::Float(0.15),
             },
             ParamSpec {
                 key: "intensity_max",
                 doc: "Exploration probability of a stagnating island",
                 ty: ParamType::Float { min: 0.0, max: 1.0 },
-                default: DefaultValue::Float(0.5),
             },
             ParamSpec {
                 key: "num_inspirations",
                 doc: "Inspirations per step",
                 ty: ParamType::Int { min: 0, max: 100 },
-                default: DefaultValue::Int(4),
             },
             ParamSpec {
                 key: "local_context_ratio",
                 doc: "Share of inspirations taken from the island's top programs (the rest come \
                       from the global elite archive)",
                 ty: ParamType::Float { min: 0.0, max: 1.0 },
-                default: DefaultValue::Float(0.6),
             },
         ],
     };
 
+    fn build(params: UcbBanditParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(params))
+    }
+}
+
+impl UCBBanditPolicy {
     /// A policy with the given parameters (non-finite values fall back to
     /// the defaults; probabilities are clamped to 0..=1).
     pub fn new(params: UcbBanditParams) -> Self {
@@ -185,11 +187,6 @@ impl UCBBanditPolicy {
                 .clamp(0.0, 1.0),
             state: UcbState::default(),
         }
-    }
-
-    /// Build from card parameters.
-    pub fn from_params(params: &ParamMap, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(params.decode()?))
     }
 
     /// The exploration probability of island `k` now.
@@ -411,11 +408,6 @@ impl SelectionPolicy for UCBBanditPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn specs_match() {
-        crate::engine::params::assert_specs_match::<UcbBanditParams>(UCBBanditPolicy::INFO.params);
-    }
 
     #[test]
     fn intensity_falls_with_improvement() {

@@ -20,10 +20,10 @@ use rand::RngExt as _;
 use serde::{Deserialize, Serialize};
 
 use super::{PolicyStatus, Selection, SelectionError, SelectionPolicy};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, GenomeId};
-use crate::engine::params::{DefaultValue, ParamError, ParamMap, ParamSpec, ParamType};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::{Population, Query};
-use crate::engine::registry::{BuildContext, ComponentInfo};
 use crate::engine::rng::SearchRng;
 
 /// Parameters of [`WeightedParentPolicy`].
@@ -54,13 +54,11 @@ const SPECS: [ParamSpec; 2] = [
             min: 0.0,
             max: 1000.0,
         },
-        default: DefaultValue::Float(10.0),
     },
     ParamSpec {
         key: "num_inspirations",
         doc: "Context programs: the fittest genomes other than the parent",
         ty: ParamType::Int { min: 0, max: 100 },
-        default: DefaultValue::Int(2),
     },
 ];
 
@@ -94,9 +92,11 @@ pub struct WeightedParentPolicy {
     candidates: usize,
 }
 
-impl WeightedParentPolicy {
-    /// Registry description.
-    pub const INFO: ComponentInfo = ComponentInfo {
+impl Component for WeightedParentPolicy {
+    type Slot = dyn SelectionPolicy;
+    type Params = WeightedParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
         kind: "weighted",
         type_name: "WeightedParentPolicy",
         summary: "ShinkaEvolve parents: sigmoid(λ·(score − median)/MAD) × 1/(1+children); top \
@@ -104,17 +104,18 @@ impl WeightedParentPolicy {
         params: &SPECS,
     };
 
+    fn build(params: WeightedParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self::new(params))
+    }
+}
+
+impl WeightedParentPolicy {
     /// A policy with the given parameters.
     pub fn new(params: WeightedParams) -> Self {
         Self {
             params,
             ..Self::default()
         }
-    }
-
-    /// Build from card parameters.
-    pub fn from_params(params: &ParamMap, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(params.decode()?))
     }
 
     /// Children counted for `id` so far.
@@ -275,11 +276,6 @@ mod tests {
             c[s.parents[0].id as usize] += 1;
         }
         c
-    }
-
-    #[test]
-    fn specs_match() {
-        crate::engine::params::assert_specs_match::<WeightedParams>(&SPECS);
     }
 
     #[test]

@@ -9,7 +9,8 @@ use egui::{
     pos2, vec2,
 };
 
-use crate::engine::registry::Slot;
+use crate::engine::component::Slot;
+use crate::engine::params::ParamValue;
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::editor::{DragKind, EditorCtx};
 use crate::studio::theme::{Palette, block_radius};
@@ -233,7 +234,8 @@ fn block_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, rect: Rect, slot: Slot, commands: 
     let id = ui.scope_id().with(("block", slot.key()));
     let response = ui.interact(rect, id, Sense::click());
     let spec = ctx.card.slot(slot);
-    let info = ctx.registry.info(slot, &spec.kind).ok();
+    let entry = ctx.registry.entry(slot, &spec.kind).ok();
+    let info = entry.map(|e| e.info);
     let broken = ctx.problems.under(slot.key()).next().is_some();
     response.widget_info(|| {
         egui::WidgetInfo::selected(
@@ -320,7 +322,9 @@ fn block_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, rect: Rect, slot: Slot, commands: 
             child.add_space(3.0);
             for p in info.params.iter().take(KEY_PARAMS) {
                 let explicit = spec.params.get(p.key);
-                let value = spec.params.value_or_default(p);
+                let value = entry.map_or(ParamValue::Null, |e| {
+                    e.value_or_default(&spec.params, p.key)
+                });
                 let bad = ctx
                     .problems
                     .at(&format!("{}.{}", slot.key(), p.key))

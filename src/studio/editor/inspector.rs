@@ -3,6 +3,8 @@
 
 use egui::{RichText, Ui};
 
+use crate::engine::params::ParamValue;
+
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::editor::params_ui::{PARAM_COLUMNS, param_row_ui};
 use crate::studio::editor::{EditorCtx, field_error_ui};
@@ -19,8 +21,9 @@ pub fn inspector_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
     ui.label(RichText::new(slot.role()).weak());
     ui.add_space(crate::studio::theme::SECTION_GAP);
 
-    let infos = ctx.registry.infos(slot);
+    let infos: Vec<_> = ctx.registry.entries(slot).map(|e| e.info).collect();
     let info = infos.iter().find(|i| i.kind == spec.kind);
+    let entry = ctx.registry.entry(slot, &spec.kind).ok();
     ui.horizontal(|ui| {
         let label = ui.label("Implementation");
         let selected_text = info.map_or_else(
@@ -71,10 +74,15 @@ pub fn inspector_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
             .show(ui, |ui| {
                 for p in info.params {
                     let field = format!("{}.{}", slot.key(), p.key);
+                    let default = entry
+                        .and_then(|e| e.default_of(p.key))
+                        .cloned()
+                        .unwrap_or(ParamValue::Null);
                     param_row_ui(
                         ui,
                         slot,
                         p,
+                        &default,
                         spec.params.get(p.key),
                         ctx.problems.at(&field),
                         commands,

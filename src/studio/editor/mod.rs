@@ -11,7 +11,8 @@ pub mod palette;
 pub mod params_ui;
 
 use crate::engine::card::{Card, Problem};
-use crate::engine::registry::{Registry, Slot};
+use crate::engine::component::Slot;
+use crate::engine::registry::Registry;
 use crate::studio::theme::Palette;
 
 /// A palette item being dragged onto a block.

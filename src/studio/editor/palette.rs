@@ -3,7 +3,7 @@
 
 use egui::{RichText, Sense, Ui};
 
-use crate::engine::registry::Slot;
+use crate::engine::component::Slot;
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::editor::{DragKind, EditorCtx};
 
@@ -13,7 +13,7 @@ pub fn palette_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
     ui.weak("Click to use, or drag onto a block");
     for slot in Slot::ALL {
         let current = &ctx.card.slot(slot).kind;
-        let infos = ctx.registry.infos(slot);
+        let infos: Vec<_> = ctx.registry.entries(slot).map(|e| e.info).collect();
         let header = RichText::new(format!("{}  ({})", slot.title(), infos.len()))
             .color(ctx.palette.slot(slot));
         egui::CollapsingHeader::new(header)

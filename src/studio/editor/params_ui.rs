@@ -6,8 +6,8 @@
 
 use egui::{DragValue, Id, Ui};
 
+use crate::engine::component::Slot;
 use crate::engine::params::{ParamSpec, ParamType, ParamValue};
-use crate::engine::registry::Slot;
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::editor::field_error_ui;
 
@@ -95,11 +95,11 @@ pub fn param_row_ui(
     ui: &mut Ui,
     slot: Slot,
     spec: &ParamSpec,
+    default: &ParamValue,
     explicit: Option<&ParamValue>,
     problem: Option<&str>,
     commands: &mut Commands,
 ) {
-    let default = spec.default.to_value();
     let value = explicit.cloned().unwrap_or_else(|| default.clone());
     let key_text = egui::RichText::new(spec.key).monospace();
     let key_text = if problem.is_some() {
@@ -122,7 +122,7 @@ pub fn param_row_ui(
     let mut reset = false;
     ui.vertical(|ui| {
         ui.horizontal(|ui| {
-            value_ui(ui, spec.ty, label.id, &value, &default, &mut set);
+            value_ui(ui, spec.ty, label.id, &value, default, &mut set);
             if explicit.is_some()
                 && ui
                     .small_button("Reset")

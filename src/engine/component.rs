@@ -1,0 +1,171 @@
+//! The vocabulary every component shares: the six [`Slot`]s, the
+//! [`Component`] trait an implementation of a slot trait fills in, its static
+//! [`ComponentInfo`], the [`BuildContext`] it is built with, and the errors of
+//! looking a kind up and checking its parameters.
+//!
+//! A component is a type that implements one slot trait (say
+//! [`crate::engine::selection::SelectionPolicy`]) and [`Component`]: its card
+//! `kind`, its parameter table, its typed `serde` parameters and how it is
+//! built from them. The registry ([`crate::engine::registry`]) is a table of
+//! `Entry::of::<T>()` lines and derives everything else (defaults, checking,
+//! building) from this trait.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::model::LanguageModel;
+use crate::engine::params::{ParamError, ParamSpec};
+use crate::engine::task::Task;
+
+/// The six slots of a scaffold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Slot {
+    Population,
+    SelectionPolicy,
+    PromptBuilder,
+    Proposer,
+    Evaluator,
+    Memory,
+}
+
+impl Slot {
+    /// All slots in loop order.
+    pub const ALL: [Self; 6] = [
+        Self::Population,
+        Self::SelectionPolicy,
+        Self::PromptBuilder,
+        Self::Proposer,
+        Self::Evaluator,
+        Self::Memory,
+    ];
+
+    /// The card key (`selection_policy`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Population => "population",
+            Self::SelectionPolicy => "selection_policy",
+            Self::PromptBuilder => "prompt_builder",
+            Self::Proposer => "proposer",
+            Self::Evaluator => "evaluator",
+            Self::Memory => "memory",
+        }
+    }
+
+    /// The display name (`SelectionPolicy`).
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Population => "Population",
+            Self::SelectionPolicy => "SelectionPolicy",
+            Self::PromptBuilder => "PromptBuilder",
+            Self::Proposer => "Proposer",
+            Self::Evaluator => "Evaluator",
+            Self::Memory => "Memory",
+        }
+    }
+
+    /// What the slot does, in one line.
+    pub fn role(self) -> &'static str {
+        match self {
+            Self::Population => "The candidate store: holds genomes, answers add / query / best",
+            Self::SelectionPolicy => {
+                "Decides which parents and inspirations to draw, adapts over time"
+            }
+            Self::PromptBuilder => "Formats the selected genomes and memory into the model input",
+            Self::Proposer => "The variation operator: turns a prompt into a new candidate",
+            Self::Evaluator => "Scores each candidate with the task's own evaluator",
+            Self::Memory => "Cross-candidate knowledge read by prompts, written after evaluation",
+        }
+    }
+}
+
+impl fmt::Display for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+/// Static description of one implementation. Defaults are not written here:
+/// the registry derives them from the component's `Params::default()`.
+#[derive(Clone, Copy, Debug)]
+pub struct ComponentInfo {
+    /// The card `kind` (`best_of_n`).
+    pub kind: &'static str,
+    /// The Rust type name shown in the studio (`BestOfNPolicy`).
+    pub type_name: &'static str,
+    /// One-line description for the palette.
+    pub summary: &'static str,
+    /// Parameter schema: keys, types, ranges and docs.
+    pub params: &'static [ParamSpec],
+}
+
+/// What a component may use while it is built.
+#[derive(Clone)]
+pub struct BuildContext<'a> {
+    pub task: &'a Task,
+    pub model: Arc<dyn LanguageModel>,
+    /// `general.parallel`: how many iterations may be in flight at once
+    /// (an evaluator sizes its worker pool by it).
+    pub parallel: usize,
+}
+
+/// A slot trait object (`dyn Population`, `dyn Proposer`, ...): which slot it
+/// is. Implemented once per slot, next to the slot trait.
+pub trait SlotTrait: Send + 'static {
+    const SLOT: Slot;
+}
+
+/// `Self` implements the slot trait `S` and can be boxed as one. Implemented
+/// once per slot for every implementation of its trait (a blanket impl next
+/// to the slot trait); a component never writes it.
+pub trait Fills<S: ?Sized + SlotTrait> {
+    fn boxed(self) -> Box<S>;
+}
+
+/// One implementation of a slot, as the registry sees it.
+///
+/// Write the parameters once, as a `serde` struct with
+/// `#[serde(deny_unknown_fields, default)]` and a `Default` impl; the table in
+/// [`ComponentInfo::params`] gives each key's type, range and doc. The
+/// registry test checks that the two agree, key for key and default for
+/// default.
+pub trait Component: Sized + 'static {
+    /// The slot trait object this fills (`dyn SelectionPolicy`).
+    type Slot: ?Sized + SlotTrait;
+    /// The typed parameters a card's block decodes into.
+    type Params: Default + Clone + Serialize + DeserializeOwned + Send + Sync + 'static;
+    /// Kind, type name, summary and parameter table.
+    const INFO: ComponentInfo;
+
+    /// Checks across parameters that the table's types and ranges cannot
+    /// express (e.g. two lists of the same length). Run once, when a card is
+    /// checked; `build` then receives only parameters that passed.
+    fn check(_params: &Self::Params) -> Result<(), ParamError> {
+        Ok(())
+    }
+
+    /// Build the component from checked parameters.
+    fn build(params: Self::Params, ctx: &BuildContext<'_>) -> Result<Self, ParamError>;
+}
+
+/// The parameters of a component that takes none.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+/// Why a slot could not be looked up, checked or built.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum RegistryError {
+    #[error("unknown {slot} kind `{kind}`; available: {}", available.join(", "))]
+    UnknownKind {
+        slot: Slot,
+        kind: String,
+        available: Vec<&'static str>,
+    },
+    #[error("{slot} kind `{kind}` is registered twice")]
+    DuplicateKind { slot: Slot, kind: &'static str },
+    #[error("{slot}.{}", .error)]
+    Param { slot: Slot, error: ParamError },
+}
