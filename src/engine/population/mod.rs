@@ -7,13 +7,13 @@ mod store;
 mod beam;
 pub mod diversity;
 mod in_memory;
-mod island;
+mod islands;
 
 use std::sync::Arc;
 
 pub use beam::{BeamParams, BeamPopulation, BeamStats, beam_score};
 pub use in_memory::{InMemoryParams, InMemoryPopulation};
-pub use island::{IslandParams, IslandPopulation};
+pub use islands::{IslandParams, IslandPopulation};
 pub use store::GenomeStore;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
