@@ -7,7 +7,7 @@ mod best_of_n_attempts;
 mod explore_exploit;
 mod identity;
 mod topk;
-mod ucb_bandit;
+mod ucb_islands;
 mod weighted;
 
 use std::sync::Arc;
@@ -18,7 +18,7 @@ pub use best_of_n_attempts::{BestOfNAttemptsParams, BestOfNAttemptsPolicy};
 pub use explore_exploit::{ExploreExploitParams, ExploreExploitPolicy, SampleMode};
 pub use identity::{IdentityParams, IdentityPolicy};
 pub use topk::{TopKParams, TopKPolicy};
-pub use ucb_bandit::{UCBBanditPolicy, UcbBanditParams};
+pub use ucb_islands::{UCBBanditPolicy, UcbBanditParams};
 pub use weighted::{WeightedParams, WeightedParentPolicy};
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
