@@ -410,6 +410,30 @@ mod tests {
         }
     }
 
+    /// One file per implementation, named after its card kind:
+    /// `src/engine/<slot folder>/<kind>.rs` (or `<kind>/mod.rs`).
+    #[test]
+    fn every_kind_lives_in_a_file_of_its_name() {
+        let engine = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+        for entry in Registry::builtin().all() {
+            let folder = match entry.slot {
+                Slot::Population => "population",
+                Slot::SelectionPolicy => "selection",
+                Slot::PromptBuilder => "prompt",
+                Slot::Proposer => "proposer",
+                Slot::Evaluator => "evaluator",
+                Slot::Memory => "memory",
+            };
+            let dir = engine.join(folder);
+            let kind = entry.info.kind;
+            assert!(
+                dir.join(format!("{kind}.rs")).is_file() || dir.join(kind).join("mod.rs").is_file(),
+                "{}: kind `{kind}` has no file {folder}/{kind}.rs",
+                entry.slot
+            );
+        }
+    }
+
     #[test]
     fn a_repeated_kind_is_refused_and_an_unknown_one_lists_the_known() {
         let mut registry = Registry::builtin();

@@ -1,12 +1,12 @@
 //! Slot 6 — Memory: cross-candidate free-form knowledge (notes, scratchpad),
 //! read by the prompt builder and written after evaluation.
 
-mod null;
+mod none;
 mod scratchpad;
 
 use std::sync::Arc;
 
-pub use null::NullMemory;
+pub use none::NullMemory;
 pub use scratchpad::{ScratchpadMemory, ScratchpadParams};
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
