@@ -16,7 +16,7 @@ use galapagos::engine::evaluator::{Candidate, Evaluation, Evaluator};
 use galapagos::engine::events::RunEvent;
 use galapagos::engine::params::ParamError;
 use galapagos::engine::registry::{Entry, Registry};
-use galapagos::engine::worker::{RunRequest, spawn_run};
+use galapagos::engine::run_thread::{RunRequest, spawn_run};
 
 /// Scores `NAME = <number>` lines against hidden targets: microseconds of work.
 /// Records the instant each evaluation starts: with one iteration in flight,

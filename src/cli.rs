@@ -13,7 +13,7 @@ use crate::engine::card::Card;
 use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
 use crate::engine::model::LanguageModel;
 use crate::engine::registry::Registry;
-use crate::engine::worker::{RunHandle, RunRequest, spawn_resume, spawn_run};
+use crate::engine::run_thread::{RunHandle, RunRequest, spawn_resume, spawn_run};
 
 /// Galapagos: LLM-driven program search as six composable blocks.
 #[derive(Debug, Parser)]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use galapagos::engine::events::{RunCommand, RunEvent, RunStatus};
 use galapagos::engine::model::default_model;
-use galapagos::engine::worker::spawn_run;
+use galapagos::engine::run_thread::spawn_run;
 
 fn fingerprint(g: &galapagos::engine::genome::Genome) -> String {
     format!(

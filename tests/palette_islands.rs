@@ -21,11 +21,11 @@ use galapagos::engine::population::{
     Structure,
 };
 use galapagos::engine::rng::{SearchRng, seeded};
+use galapagos::engine::run_thread::{RunRequest, spawn_resume, spawn_run};
 use galapagos::engine::selection::{
     ExploreExploitParams, ExploreExploitPolicy, IdentityPolicy, SampleMode, Selection,
     SelectionPolicy, TopKParams, TopKPolicy, UCBBanditPolicy, UcbBanditParams,
 };
-use galapagos::engine::worker::{RunRequest, spawn_resume, spawn_run};
 
 /// A genome on `island` (None = let the population route it).
 fn genome(

@@ -26,8 +26,8 @@ use galapagos::engine::model::{LanguageModel, ModelError, ModelReply, ModelReque
 use galapagos::engine::params::ParamError;
 use galapagos::engine::params::ParamValue;
 use galapagos::engine::registry::{Entry, Registry};
+use galapagos::engine::run_thread::{RunRequest, spawn_resume, spawn_run};
 use galapagos::engine::testing::TrivialEvaluator;
-use galapagos::engine::worker::{RunRequest, spawn_resume, spawn_run};
 
 /// Evaluations of anything but the initial program (the `counting` evaluator).
 static CHILD_EVALUATIONS: AtomicUsize = AtomicUsize::new(0);

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use galapagos::engine::archive::{ARCHIVE_FILE, Archive, ArchiveError};
 use galapagos::engine::events::RunStatus;
-use galapagos::engine::worker::{RunRequest, spawn_resume, spawn_run};
+use galapagos::engine::run_thread::{RunRequest, spawn_resume, spawn_run};
 
 fn fingerprint(g: &galapagos::engine::genome::Genome) -> String {
     format!(

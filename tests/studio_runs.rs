@@ -23,7 +23,7 @@ use galapagos::engine::events::RunStatus;
 use galapagos::engine::model::default_model;
 use galapagos::engine::model::settings::load_settings_from;
 use galapagos::engine::registry::Registry;
-use galapagos::engine::worker::{RunRequest, spawn_run};
+use galapagos::engine::run_thread::{RunRequest, spawn_run};
 use galapagos::studio::App;
 use galapagos::studio::state::{State, Tab};
 

@@ -12,7 +12,7 @@ use crate::engine::card::{Card, CardErrors};
 use crate::engine::component::Slot;
 use crate::engine::model::{LanguageModel, ModelOverrides, ModelSettings};
 use crate::engine::registry::Registry;
-use crate::engine::worker::RunRequest;
+use crate::engine::run_thread::RunRequest;
 use crate::studio::command::{Commands, UiCommand, apply_card_edit};
 use crate::studio::editor::canvas::canvas_ui;
 use crate::studio::editor::details::details_ui;

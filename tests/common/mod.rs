@@ -15,7 +15,7 @@ use galapagos::engine::events::{RunCommand, RunEvent, RunSummary};
 use galapagos::engine::genome::{Genome, TokenUsage};
 use galapagos::engine::model::{LanguageModel, ModelError, ModelReply, ModelRequest};
 use galapagos::engine::registry::Registry;
-use galapagos::engine::worker::{RunHandle, RunRequest, spawn_run};
+use galapagos::engine::run_thread::{RunHandle, RunRequest, spawn_run};
 
 pub const PROGRAM: &str = "# EVOLVE-BLOCK-START\nA = 1.0\nB = 0.0\nC = 0.0\nSHIFT = 0.0\n# EVOLVE-BLOCK-END\n\n\ndef run():\n    return [A, B, C, SHIFT]\n";
 

@@ -40,7 +40,7 @@ use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummar
 use crate::engine::genome::{GenomeId, TokenUsage};
 use crate::engine::model::LanguageModel;
 use crate::engine::registry::Registry;
-use crate::engine::worker::{RunHandle, RunRequest, spawn_resume, spawn_run};
+use crate::engine::run_thread::{RunHandle, RunRequest, spawn_resume, spawn_run};
 
 /// Time spent draining events per frame before yielding to drawing.
 pub const DRAIN_BUDGET: Duration = Duration::from_millis(5);

@@ -44,14 +44,14 @@ impl RunHandle {
         self.commands.try_send(cmd).is_ok()
     }
 
-    /// Wait for the worker thread to end.
+    /// Wait for the run thread to end.
     pub fn join(mut self) {
         if let Some(t) = self.thread.take() {
             t.join().ok();
         }
     }
 
-    /// True once the worker thread has ended.
+    /// True once the run thread has ended.
     pub fn is_finished(&self) -> bool {
         self.thread
             .as_ref()
