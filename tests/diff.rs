@@ -14,9 +14,9 @@ use galapagos::engine::model::OfflineModel;
 use galapagos::engine::prompt::{
     DefaultPromptBuilder, DefaultPromptParams, EditMode, PromptBuilder, PromptContext, TaskBrief,
 };
-use galapagos::engine::proposer::patch::unified_diff;
 use galapagos::engine::proposer::{DiffParams, DiffProposer, ProposalRequest, Proposer};
 use galapagos::engine::rng::seeded;
+use galapagos::engine::text::unified_diff;
 
 const PROGRAM: &str = r#""""Circle packing, simplified."""
 import math

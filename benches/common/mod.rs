@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use galapagos::engine::genome::{FITNESS_KEY, Genome, GenomeMeta, Prompt, TokenUsage};
-use galapagos::engine::scaffold::unified_diff;
+use galapagos::engine::text::unified_diff;
 
 /// Tuned constants per program (one ~40-byte line each): a genome is about
 /// 2 KB as JSON.

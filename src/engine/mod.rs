@@ -23,3 +23,4 @@ pub mod scaffold;
 pub mod selection;
 pub mod task;
 pub mod testing;
+pub mod text;

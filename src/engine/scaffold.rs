@@ -32,6 +32,7 @@ use crate::engine::registry::Registry;
 use crate::engine::rng::{SearchRng, seeded};
 use crate::engine::selection::SelectionPolicy;
 use crate::engine::task::Task;
+use crate::engine::text::unified_diff;
 
 /// Why a scaffold could not be built from a card.
 #[derive(Debug, thiserror::Error)]
@@ -86,15 +87,6 @@ async fn written(durable: &mut Option<tokio::sync::watch::Receiver<u64>>) {
         }
         None => std::future::pending().await,
     }
-}
-
-/// The unified diff from `old` to `new` (3 lines of context).
-pub fn unified_diff(old: &str, new: &str) -> String {
-    similar::TextDiff::from_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header("parent", "child")
-        .to_string()
 }
 
 fn ms(since: Instant) -> f64 {

@@ -13,10 +13,10 @@ use rand::seq::{IndexedRandom as _, SliceRandom as _};
 
 use super::{LanguageModel, ModelError, ModelReply, ModelRequest};
 use crate::engine::genome::TokenUsage;
-use crate::engine::proposer::patch::{
-    FencedBlock, evolve_regions, marker_kind, normalize_newlines, scan_fences,
-};
 use crate::engine::rng::{SearchRng, seeded};
+use crate::engine::text::fences::{FencedBlock, scan_fences};
+use crate::engine::text::markers::{evolve_regions, marker_kind};
+use crate::engine::text::normalize_newlines;
 
 /// The model name reported on every reply.
 pub const OFFLINE_MODEL_NAME: &str = "offline";
@@ -726,7 +726,7 @@ fn render_reply(edits: &[Edit]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::proposer::patch::{PatchOptions, apply_reply};
+    use crate::engine::text::patch::{PatchOptions, apply_reply};
 
     const PROGRAM: &str = "import numpy as np
 TOTAL = 100  # outside: never tuned

@@ -26,7 +26,6 @@ use rand::RngExt as _;
 use serde::{Deserialize, Serialize};
 
 use super::novelty::most_similar;
-use super::patch::{PatchOptions, apply_reply};
 use super::{Proposal, ProposalError, ProposalRequest, Proposer};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, GenomeId, TokenUsage};
@@ -34,6 +33,7 @@ use crate::engine::model::{LanguageModel, ModelError, ModelRequest};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::prompt::EditMode;
 use crate::engine::rng::SearchRng;
+use crate::engine::text::patch::{PatchOptions, apply_reply};
 
 /// Parameters of [`CrossoverProposer`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::patch::{PatchKind, PatchOptions, apply_reply};
 use super::{Proposal, ProposalError, ProposalRequest, Proposer};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::model::{LanguageModel, ModelError, ModelRequest};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
+use crate::engine::text::patch::{PatchKind, PatchOptions, apply_reply};
 
 /// Parameters of [`DiffProposer`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

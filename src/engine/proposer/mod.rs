@@ -4,7 +4,6 @@
 pub mod crossover;
 pub mod diff;
 pub mod novelty;
-pub mod patch;
 
 pub use crossover::{CrossoverParams, CrossoverProposer};
 pub use diff::{DiffParams, DiffProposer};

@@ -8,7 +8,7 @@ use egui::text::LayoutJob;
 use egui::{Color32, FontId, RichText, TextFormat};
 
 use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId};
-use crate::engine::scaffold::unified_diff;
+use crate::engine::text::unified_diff;
 use crate::studio::run::history::{RunHistory, format_tokens};
 
 /// Colour of an improvement / an added line.

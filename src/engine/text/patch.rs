@@ -1,7 +1,10 @@
 //! SEARCH/REPLACE patching: parse edit blocks out of a model reply, apply
-//! them strictly to the parent program (EVOLVE-BLOCK regions enforced), fall
-//! back to a full rewrite taken from a fenced code block, and render unified
-//! diffs.
+//! them strictly to the parent program (EVOLVE-BLOCK regions enforced), and
+//! fall back to a full rewrite taken from a fenced code block.
+//!
+//! Over 800 lines on purpose: more than a third is the tests pinning the
+//! matching rules (whitespace and indentation tolerance, regions, markers,
+//! rewrites), which read best next to the code they pin down.
 //!
 //! Everything here is a pure function of its inputs. Line endings are
 //! normalised (CRLF → LF) in both the parent and the reply before matching;
@@ -11,16 +14,16 @@ use std::fmt;
 
 use similar::TextDiff;
 
+use super::fences::pick_rewrite;
+use super::markers::{Marker, Region, balanced, evolve_regions, marker_kind, marker_sequence};
+use super::normalize_newlines;
+
 /// The edit-block markers, as the prompt shows them.
 pub const SEARCH_MARKER: &str = "<<<<<<< SEARCH";
 /// Separates the SEARCH and REPLACE halves of a block.
 pub const DIVIDER_MARKER: &str = "=======";
 /// Closes a block.
 pub const REPLACE_MARKER: &str = ">>>>>>> REPLACE";
-/// Opens an editable region (after any comment prefix).
-pub const EVOLVE_START: &str = "EVOLVE-BLOCK-START";
-/// Closes an editable region (after any comment prefix).
-pub const EVOLVE_END: &str = "EVOLVE-BLOCK-END";
 
 /// How a child was produced from its parent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,119 +176,6 @@ impl PatchError {
     pub fn is_noop(&self) -> bool {
         matches!(self, Self::NoOp(_))
     }
-}
-
-/// Replace CRLF (and stray CR) line endings by LF.
-pub fn normalize_newlines(text: &str) -> String {
-    if text.contains('\r') {
-        text.replace("\r\n", "\n").replace('\r', "\n")
-    } else {
-        text.to_owned()
-    }
-}
-
-/// Unified diff from `old` to `new` (3 lines of context, `--- parent` /
-/// `+++ child` headers). Empty when the texts are equal.
-pub fn unified_diff(old: &str, new: &str) -> String {
-    TextDiff::from_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header("parent", "child")
-        .to_string()
-}
-
-// ---------------------------------------------------------------------------
-// EVOLVE-BLOCK markers
-
-/// An EVOLVE-BLOCK marker line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Marker {
-    /// `EVOLVE-BLOCK-START`.
-    Start,
-    /// `EVOLVE-BLOCK-END`.
-    End,
-}
-
-/// Whether `line` is an EVOLVE-BLOCK marker (any comment prefix: `#`, `//`,
-/// `--`, `;`, `%`, `/*`, `<!--`...).
-pub fn marker_kind(line: &str) -> Option<Marker> {
-    let t = line
-        .trim()
-        .trim_start_matches(|c: char| !c.is_alphanumeric())
-        .trim_start();
-    if t.starts_with(EVOLVE_START) {
-        Some(Marker::Start)
-    } else if t.starts_with(EVOLVE_END) {
-        Some(Marker::End)
-    } else {
-        None
-    }
-}
-
-/// An editable region: the marker line indices. The editable lines are
-/// `start + 1 .. end`; `end == lines.len()` for a START without an END.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Region {
-    /// Line index of the START marker.
-    pub start: usize,
-    /// Line index of the END marker (or the line count when unclosed).
-    pub end: usize,
-}
-
-impl Region {
-    /// Line indices that may be edited.
-    pub fn interior(&self) -> std::ops::Range<usize> {
-        self.start + 1..self.end
-    }
-
-    fn contains_span(&self, from: usize, len: usize) -> bool {
-        from > self.start && from + len <= self.end
-    }
-}
-
-/// The EVOLVE-BLOCK regions of a program given as lines. A START opens a
-/// region (a second START while one is open is ignored), the next END closes
-/// it; an END with no open region is ignored; an unclosed region runs to the
-/// end of the file.
-pub fn evolve_regions<S: AsRef<str>>(lines: &[S]) -> Vec<Region> {
-    let mut regions = Vec::new();
-    let mut open = None;
-    for (i, line) in lines.iter().enumerate() {
-        match marker_kind(line.as_ref()) {
-            Some(Marker::Start) if open.is_none() => open = Some(i),
-            Some(Marker::End) => {
-                if let Some(start) = open.take() {
-                    regions.push(Region { start, end: i });
-                }
-            }
-            _ => {}
-        }
-    }
-    if let Some(start) = open {
-        regions.push(Region {
-            start,
-            end: lines.len(),
-        });
-    }
-    regions
-}
-
-fn marker_sequence<S: AsRef<str>>(lines: &[S]) -> Vec<Marker> {
-    lines
-        .iter()
-        .filter_map(|l| marker_kind(l.as_ref()))
-        .collect()
-}
-
-fn balanced(markers: &[Marker]) -> bool {
-    markers.len().is_multiple_of(2)
-        && markers.iter().enumerate().all(|(i, m)| {
-            *m == if i % 2 == 0 {
-                Marker::Start
-            } else {
-                Marker::End
-            }
-        })
 }
 
 // ---------------------------------------------------------------------------
@@ -685,98 +575,6 @@ fn check_markers(parent: &[Marker], child_lines: &[String]) -> Result<(), PatchE
 
 // ---------------------------------------------------------------------------
 // Full rewrites
-
-/// A fenced code block of a reply.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FencedBlock {
-    /// The first word of the info string, lower-cased (`python`), or empty.
-    pub tag: String,
-    /// The lines between the fences, joined with LF (no trailing newline).
-    pub content: String,
-}
-
-/// Every closed ```` ``` ```` fenced block of `text`, in order. A fence of
-/// N backticks is closed by a line of at least N backticks.
-pub fn fenced_blocks(text: &str) -> Vec<FencedBlock> {
-    scan_fences(&normalize_newlines(text), |_, _| {})
-}
-
-/// The fence scanner behind [`fenced_blocks`]: also calls `outside(line,
-/// blocks_so_far)` for every line that is not inside a fence (so a caller can
-/// see headings between blocks). `text` must already use LF line endings.
-pub fn scan_fences(text: &str, mut outside: impl FnMut(&str, usize)) -> Vec<FencedBlock> {
-    let mut out = Vec::new();
-    let mut open: Option<(usize, String, Vec<&str>)> = None;
-    for line in text.split('\n') {
-        let t = line.trim();
-        let ticks = t.chars().take_while(|c| *c == '`').count();
-        match open.as_mut() {
-            None => {
-                if ticks >= 3 && !t[ticks..].contains('`') {
-                    let tag = t[ticks..]
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or("")
-                        .to_ascii_lowercase();
-                    open = Some((ticks, tag, Vec::new()));
-                } else {
-                    outside(t, out.len());
-                }
-            }
-            Some((n, _, body)) => {
-                if ticks >= *n && ticks == t.len() {
-                    if let Some((_, tag, body)) = open.take() {
-                        out.push(FencedBlock {
-                            tag,
-                            content: body.join("\n"),
-                        });
-                    }
-                } else {
-                    body.push(line);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Whether a fence tag names `language` (`py` for `python`, ...).
-pub fn tag_matches(tag: &str, language: &str) -> bool {
-    const ALIASES: &[(&str, &str)] = &[
-        ("python", "py"),
-        ("python", "python3"),
-        ("javascript", "js"),
-        ("typescript", "ts"),
-        ("rust", "rs"),
-        ("cpp", "c++"),
-        ("cpp", "cc"),
-        ("julia", "jl"),
-        ("go", "golang"),
-        ("text", "txt"),
-    ];
-    let (tag, language) = (tag.to_ascii_lowercase(), language.to_ascii_lowercase());
-    if tag.is_empty() || language.is_empty() {
-        return false;
-    }
-    tag == language
-        || ALIASES
-            .iter()
-            .any(|(a, b)| (tag == *a && language == *b) || (tag == *b && language == *a))
-}
-
-/// The code of a full-rewrite reply: the first fenced block tagged with the
-/// language, else the first non-empty fenced block of any tag.
-pub fn pick_rewrite(reply: &str, language: &str) -> Option<String> {
-    let blocks: Vec<FencedBlock> = fenced_blocks(reply)
-        .into_iter()
-        .filter(|b| !b.content.trim().is_empty())
-        .collect();
-    blocks
-        .iter()
-        .find(|b| tag_matches(&b.tag, language))
-        .or_else(|| blocks.first())
-        .map(|b| b.content.clone())
-}
 
 /// Whether `rewrite` repeats most of the parent's code outside its single
 /// region (then it is a whole program that lost its markers).
@@ -1192,38 +990,6 @@ mod tests {
     }
 
     #[test]
-    fn regions_and_unclosed_start() {
-        let lines = [
-            "a",
-            "# EVOLVE-BLOCK-START",
-            "b",
-            "# EVOLVE-BLOCK-END",
-            "c",
-            "// EVOLVE-BLOCK-START",
-            "d",
-        ];
-        let regions = evolve_regions(&lines);
-        assert_eq!(
-            regions,
-            vec![Region { start: 1, end: 3 }, Region { start: 5, end: 7 }]
-        );
-        assert_eq!(regions[0].interior(), 2..3);
-    }
-
-    #[test]
-    fn fenced_blocks_parse_tags_and_nested_fences() {
-        let text = "x\n```Python extra\na\n```\n`````\nb\n```\nstill b\n`````\n```unclosed\nc";
-        let blocks = fenced_blocks(text);
-        assert_eq!(blocks.len(), 2);
-        assert_eq!(blocks[0].tag, "python");
-        assert_eq!(blocks[0].content, "a");
-        assert_eq!(blocks[1].tag, "");
-        assert_eq!(blocks[1].content, "b\n```\nstill b");
-        assert!(tag_matches("py", "python"));
-        assert!(!tag_matches("", "python"));
-    }
-
-    #[test]
     fn reindent_handles_tabs_and_deeper_lines() {
         let out = reindent(
             &["x = 1".to_owned(), "    y = 2".to_owned(), String::new()],
@@ -1237,17 +1003,5 @@ mod tests {
             "    ",
         );
         assert_eq!(out, vec!["    a", "b"]);
-    }
-
-    #[test]
-    fn unified_diff_has_headers_and_context() {
-        let old = "1\n2\n3\n4\n5\n6\n7\n8\n9\n";
-        let new = "1\n2\n3\n4\nfive\n6\n7\n8\n9\n";
-        let d = unified_diff(old, new);
-        assert!(d.starts_with("--- parent\n+++ child\n"), "{d}");
-        assert!(d.contains("@@ -2,7 +2,7 @@"), "{d}");
-        assert!(d.contains("-5\n+five\n"));
-        assert!(!d.contains("\n 1\n"), "only 3 lines of context: {d}");
-        assert_eq!(unified_diff(old, old), "");
     }
 }
