@@ -4,4 +4,5 @@
 
 pub mod cli;
 pub mod engine;
+#[cfg(feature = "studio")]
 pub mod studio;

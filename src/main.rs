@@ -28,6 +28,7 @@ fn main() {
     std::process::exit(code);
 }
 
+#[cfg(feature = "studio")]
 fn studio(card: Option<std::path::PathBuf>, task: Option<std::path::PathBuf>) -> i32 {
     match galapagos::studio::run_studio(galapagos::studio::StudioLaunch { card, task }) {
         Ok(()) => 0,
@@ -36,4 +37,15 @@ fn studio(card: Option<std::path::PathBuf>, task: Option<std::path::PathBuf>) ->
             1
         }
     }
+}
+
+/// Built without the `studio` feature: say so, and how to get it.
+#[cfg(not(feature = "studio"))]
+fn studio(_card: Option<std::path::PathBuf>, _task: Option<std::path::PathBuf>) -> i32 {
+    eprintln!(
+        "error: this build of galapagos has no studio (it was built without the `studio` feature).\n\
+         The command line works: `galapagos --help`. For the studio, build with default features: \
+         `cargo build --release`."
+    );
+    2
 }
