@@ -14,9 +14,10 @@ use galapagos::engine::card::Card;
 use galapagos::engine::component::{BuildContext, Component, ComponentInfo, NoParams};
 use galapagos::engine::evaluator::{Candidate, Evaluation, Evaluator};
 use galapagos::engine::events::RunEvent;
+use galapagos::engine::launch::RunPlan;
 use galapagos::engine::params::ParamError;
 use galapagos::engine::registry::{Entry, Registry};
-use galapagos::engine::run_thread::{RunRequest, spawn_run};
+use galapagos::engine::run_thread::start;
 
 /// Scores `NAME = <number>` lines against hidden targets: microseconds of work.
 /// Records the instant each evaluation starts: with one iteration in flight,
@@ -113,14 +114,15 @@ fn main() {
         card.evaluator = galapagos::engine::card::SlotSpec::new("bench_trivial");
         card.general.max_iterations = iterations;
         card.general.inner_retry_times = 0;
-        let request = RunRequest {
-            card,
-            task_dir: dir.clone(),
-            model: galapagos::engine::model::default_model(),
-            run_dir: None,
-            waker: None,
+        let card = match card.check(&registry) {
+            Ok(c) => c,
+            Err(problems) => {
+                eprintln!("{problems:?}");
+                std::process::exit(2);
+            }
         };
-        let Ok(mut handle) = spawn_run(request, Arc::clone(&registry)) else {
+        let plan = RunPlan::new(card, dir.clone(), None);
+        let Ok(mut handle) = start(plan, galapagos::engine::model::default_model(), None) else {
             eprintln!("cannot start");
             std::process::exit(1);
         };

@@ -9,11 +9,12 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 
 use crate::engine::archive::new_run_dir;
-use crate::engine::card::Card;
+use crate::engine::card::{Card, ValidCard};
 use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
+use crate::engine::launch::{LaunchError, RunPlan};
 use crate::engine::model::LanguageModel;
 use crate::engine::registry::Registry;
-use crate::engine::run_thread::{RunHandle, RunRequest, spawn_resume, spawn_run};
+use crate::engine::run_thread::{RunHandle, start};
 
 /// Galapagos: LLM-driven program search as six composable blocks.
 #[derive(Debug, Parser)]
@@ -156,9 +157,9 @@ pub fn resolve_model(
     )
 }
 
-/// Load a card, printing every error on failure.
-fn load_card(path: &Path, registry: &Registry) -> Result<Card, i32> {
-    Card::load(path, registry).map_err(|errors| {
+/// Load and check a card, printing every error on failure.
+fn load_card(path: &Path, registry: &Registry) -> Result<ValidCard, i32> {
+    ValidCard::load(path, registry).map_err(|errors| {
         for e in &errors.0 {
             eprintln!("error: {e}");
         }
@@ -172,7 +173,10 @@ pub fn validate(cards: &[PathBuf]) -> i32 {
     let mut code = 0;
     for path in cards {
         match load_card(path, &registry) {
-            Ok(card) => println!("ok: {} ({}/{})", path.display(), card.namespace, card.name),
+            Ok(card) => {
+                let card = card.card();
+                println!("ok: {} ({}/{})", path.display(), card.namespace, card.name);
+            }
             Err(c) => code = c,
         }
     }
@@ -261,40 +265,42 @@ fn print_summary(s: &RunSummary, run_dir: &Path, offline: bool, model: &str) {
 
 /// `galapagos run`: returns the process exit code.
 pub fn run(args: &RunArgs) -> i32 {
-    let registry = Arc::new(Registry::builtin());
-    let mut card = match load_card(&args.card, &registry) {
+    let registry = Registry::builtin();
+    let card = match load_card(&args.card, &registry) {
         Ok(c) => c,
         Err(code) => return code,
     };
-    if let Some(n) = args.iterations {
-        card.general.max_iterations = n;
-    }
-    if let Some(s) = args.seed {
-        card.seed = s;
-    }
-    if let Some(p) = args.parallel {
-        card.general.parallel = p;
-    }
-    if let Some(p) = card.validate(&registry).first() {
-        eprintln!("error: {}: {}: {}", args.card.display(), p.field, p.message);
-        return 2;
-    }
+    let card = match card.with_settings(|general, seed| {
+        if let Some(n) = args.iterations {
+            general.max_iterations = n;
+        }
+        if let Some(s) = args.seed {
+            *seed = s;
+        }
+        if let Some(p) = args.parallel {
+            general.parallel = p;
+        }
+    }) {
+        Ok(c) => c,
+        Err(problems) => {
+            for p in problems {
+                eprintln!("error: {}: {}: {}", args.card.display(), p.field, p.message);
+            }
+            return 2;
+        }
+    };
     let task_name = args
         .task
         .file_name()
         .map_or_else(|| "task".to_owned(), |n| n.to_string_lossy().into_owned());
-    let run_dir = new_run_dir(&args.out, &card.name, &task_name);
+    let run_dir = new_run_dir(&args.out, &card.card().name, &task_name);
     launch(
-        card,
-        &args.task,
-        &run_dir,
+        RunPlan::new(card, args.task.clone(), Some(run_dir)),
         &args.model,
         Output {
             quiet: args.quiet,
             verbose: args.verbose,
         },
-        false,
-        &registry,
     )
 }
 
@@ -305,38 +311,22 @@ struct Output {
     verbose: bool,
 }
 
-/// Resolve the model, start (or resume) the run on its thread and follow it.
-fn launch(
-    card: Card,
-    task_dir: &Path,
-    run_dir: &Path,
-    model_args: &ModelArgs,
-    out: Output,
-    resume: bool,
-    registry: &Arc<Registry>,
-) -> i32 {
-    let (model, model_desc) = match resolve_model(&card, model_args) {
+/// Resolve the model, start the run on its thread and follow it.
+fn launch(plan: RunPlan, model_args: &ModelArgs, out: Output) -> i32 {
+    let (model, model_desc) = match resolve_model(plan.card(), model_args) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("error: model: {e}");
             return 2;
         }
     };
-    let total = card.general.max_iterations;
+    let total = plan.card().general.max_iterations;
     let offline = model.is_offline();
-    let request = RunRequest {
-        card,
-        task_dir: task_dir.to_path_buf(),
-        model,
-        run_dir: Some(run_dir.to_path_buf()),
-        waker: None,
+    let Some(run_dir) = plan.run_dir().map(Path::to_path_buf) else {
+        eprintln!("error: the command line records every run; no run folder was given");
+        return 2;
     };
-    let spawned = if resume {
-        spawn_resume(request, Arc::clone(registry))
-    } else {
-        spawn_run(request, Arc::clone(registry))
-    };
-    let handle = match spawned {
+    let handle = match start(plan, model, None) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("error: cannot start the run: {e}");
@@ -345,7 +335,7 @@ fn launch(
     };
     drive(
         handle,
-        run_dir,
+        &run_dir,
         total,
         out.quiet,
         out.verbose,
@@ -443,7 +433,9 @@ fn drive(
     }
 }
 
-/// `galapagos resume`.
+/// `galapagos resume`: continue the run in `run_dir` up to `iterations`
+/// total (the recorded budget when not given); see [`crate::engine::launch`]
+/// for the rule when the budget is already spent.
 pub fn resume(
     run_dir: &Path,
     iterations: Option<u64>,
@@ -451,55 +443,22 @@ pub fn resume(
     verbose: bool,
     model_args: &ModelArgs,
 ) -> i32 {
-    let registry = Arc::new(Registry::builtin());
-    let archive = match crate::engine::archive::Archive::open(run_dir) {
-        Ok(a) => a,
+    let registry = Registry::builtin();
+    let plan = match RunPlan::resume(run_dir, iterations, &registry) {
+        Ok(p) => p,
+        Err(e @ LaunchError::NothingToDo { done, .. }) => {
+            eprintln!(
+                "error: {}: {e} (--iterations N, N > {done})",
+                run_dir.display()
+            );
+            return 2;
+        }
         Err(e) => {
             eprintln!("error: {e}");
             return 2;
         }
     };
-    let (meta, checkpoint) = match archive.meta().and_then(|m| Ok((m, archive.checkpoint()?))) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 2;
-        }
-    };
-    drop(archive);
-    let origin = format!("{} (card stored in the run archive)", run_dir.display());
-    let mut card = match Card::from_yaml(&meta.card_yaml, &origin, &registry) {
-        Ok(c) => c,
-        Err(errors) => {
-            for e in &errors.0 {
-                eprintln!("error: {e}");
-            }
-            return 2;
-        }
-    };
-    let done = checkpoint.as_ref().map_or(0, |c| c.iterations_done);
-    if let Some(n) = iterations {
-        if n < done {
-            eprintln!("error: --iterations {n} is below the {done} iterations already done");
-            return 2;
-        }
-        card.general.max_iterations = n;
-    }
-    if done >= card.general.max_iterations && !quiet {
-        eprintln!(
-            "the run already did {done} of {} iterations; raise the budget with --iterations N",
-            card.general.max_iterations
-        );
-    }
-    launch(
-        card,
-        &meta.task_dir,
-        run_dir,
-        model_args,
-        Output { quiet, verbose },
-        true,
-        &registry,
-    )
+    launch(plan, model_args, Output { quiet, verbose })
 }
 
 /// `galapagos export-run --jsonl`.
@@ -551,6 +510,7 @@ pub fn export(card_path: &Path, out: &Path) -> i32 {
         Ok(c) => c,
         Err(code) => return code,
     };
+    let card = card.into_card();
     match crate::engine::hub::export_bundle(&card, &registry, out) {
         Ok(dir) => {
             println!(

@@ -150,6 +150,64 @@ fn every_card_improves_circle_packing_offline_and_records_the_run() {
     }
 }
 
+/// The resume budget is the total number of iterations and must leave work:
+/// `resume --iterations N` with N at or below the iterations done is refused
+/// with the fix, and writes nothing; N above them continues to N.
+#[test]
+fn resume_continues_to_a_total_budget_and_refuses_one_already_spent() {
+    let out = tempfile::tempdir().unwrap();
+    let (_, _, stdout) = common::cli_run(
+        "cards/best_of_n.yaml",
+        "assets/tasks/function_minimization",
+        4,
+        out.path(),
+    );
+    assert!(stdout.contains("iterations:  4"), "{stdout}");
+    let run_dir = std::fs::read_dir(out.path())
+        .unwrap()
+        .find_map(Result::ok)
+        .unwrap()
+        .path();
+    let genomes = || {
+        galapagos::engine::archive::Archive::open(&run_dir)
+            .unwrap()
+            .genomes()
+            .unwrap()
+            .len()
+    };
+    let before = genomes();
+    for extra in [vec![], vec!["--iterations", "4"], vec!["--iterations", "2"]] {
+        let o = galapagos()
+            .arg("resume")
+            .arg(&run_dir)
+            .args(&extra)
+            .arg("--quiet")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains("already did 4 of") && stderr.contains("above 4"),
+            "{extra:?}: {stderr}"
+        );
+        assert_eq!(
+            genomes(),
+            before,
+            "{extra:?}: a refused resume wrote nothing"
+        );
+    }
+    let o = galapagos()
+        .arg("resume")
+        .arg(&run_dir)
+        .args(["--iterations", "6", "--quiet"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("iterations:  6"), "{stdout}");
+    assert!(genomes() > before);
+}
+
 #[test]
 fn a_missing_task_folder_fails_with_its_name() {
     let out = tempfile::tempdir().unwrap();

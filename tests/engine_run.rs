@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use galapagos::engine::events::{RunCommand, RunEvent, RunStatus};
 use galapagos::engine::model::default_model;
-use galapagos::engine::run_thread::spawn_run;
 
 fn fingerprint(g: &galapagos::engine::genome::Genome) -> String {
     format!(
@@ -169,7 +168,7 @@ fn stop_ends_the_run_within_one_iteration_even_while_evaluating() {
     c.general.max_iterations = 100;
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());
-    let handle = spawn_run(request(c, &task, None), registry).unwrap();
+    let handle = spawn(request(c, &task, None));
     let mut stopped_at = None;
     let (genomes, summary) = collect(handle, |n, h| {
         if n == 1 {
@@ -191,7 +190,7 @@ fn pause_holds_new_iterations_and_resume_continues() {
     c.general.max_iterations = 30;
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());
-    let mut handle = spawn_run(request(c, &task, None), registry).unwrap();
+    let mut handle = spawn(request(c, &task, None));
     assert!(handle.send(RunCommand::Pause));
     let mut paused = false;
     let mut admitted_after_pause = 0;

@@ -21,7 +21,6 @@ use galapagos::engine::population::{
     Structure,
 };
 use galapagos::engine::rng::{SearchRng, seeded};
-use galapagos::engine::run_thread::{RunRequest, spawn_resume, spawn_run};
 use galapagos::engine::selection::{
     ExploreExploitParams, ExploreExploitPolicy, IdentityPolicy, SampleMode, Selection,
     SelectionPolicy, TopKParams, TopKPolicy, UCBBanditPolicy, UcbBanditParams,
@@ -523,31 +522,27 @@ fn an_interrupted_and_resumed_island_run_equals_an_uninterrupted_one() {
         }
         let dir = tempfile::tempdir().unwrap();
         let task = temp_task(dir.path());
-        let request = |run_dir: &Path| RunRequest {
-            card: c.clone(),
-            task_dir: task.clone(),
-            model: common::SlowOffline::model(10),
-            run_dir: Some(run_dir.to_path_buf()),
-            waker: None,
+        let request = |run_dir: &Path| {
+            common::spawn_with(
+                common::plan_in(c.clone(), &task, Some(run_dir.to_path_buf()), &registry),
+                common::SlowOffline::model(10),
+            )
         };
         let straight = dir.path().join("straight");
-        let (a, sa) = collect(
-            spawn_run(request(&straight), Arc::clone(&registry)).unwrap(),
-            |_, _| {},
-        );
+        let (a, sa) = collect(request(&straight), |_, _| {});
         assert_eq!(sa.status, RunStatus::Completed, "{file}");
         let broken = dir.path().join("broken");
-        let (_, sb) = collect(
-            spawn_run(request(&broken), Arc::clone(&registry)).unwrap(),
-            |n, h| {
-                if n == 14 {
-                    stop(h);
-                }
-            },
-        );
+        let (_, sb) = collect(request(&broken), |n, h| {
+            if n == 14 {
+                stop(h);
+            }
+        });
         assert_eq!(sb.status, RunStatus::Stopped, "{file}");
         let (_, sc) = collect(
-            spawn_resume(request(&broken), Arc::clone(&registry)).unwrap(),
+            common::spawn_with(
+                common::resume_request(&broken, c.general.max_iterations, &registry),
+                common::SlowOffline::model(10),
+            ),
             |_, _| {},
         );
         assert_eq!(sc.status, RunStatus::Completed, "{file}");

@@ -26,7 +26,6 @@ use galapagos::engine::model::{LanguageModel, ModelError, ModelReply, ModelReque
 use galapagos::engine::params::ParamError;
 use galapagos::engine::params::ParamValue;
 use galapagos::engine::registry::{Entry, Registry};
-use galapagos::engine::run_thread::{RunRequest, spawn_resume, spawn_run};
 use galapagos::engine::testing::TrivialEvaluator;
 
 /// Evaluations of anything but the initial program (the `counting` evaluator).
@@ -78,19 +77,11 @@ fn run(
     run_dir: Option<&Path>,
     resume: bool,
 ) -> (Vec<Arc<Genome>>, Vec<Vec<String>>, RunStatus) {
-    let request = RunRequest {
-        card,
-        task_dir: task.to_path_buf(),
-        model,
-        run_dir: run_dir.map(Path::to_path_buf),
-        waker: None,
+    let plan = match (resume, run_dir) {
+        (true, Some(dir)) => common::resume_request(dir, card.general.max_iterations, &registry),
+        _ => common::plan_in(card, task, run_dir.map(Path::to_path_buf), &registry),
     };
-    let mut handle = if resume {
-        spawn_resume(request, registry)
-    } else {
-        spawn_run(request, registry)
-    }
-    .unwrap();
+    let mut handle = common::spawn_with(plan, model);
     let (mut genomes, mut memory) = (Vec::new(), Vec::new());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {

@@ -8,13 +8,11 @@ use std::collections::BTreeSet;
 use std::io::{BufRead as _, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
 use galapagos::engine::archive::{ARCHIVE_FILE, Archive, ArchiveError};
 use galapagos::engine::events::RunStatus;
-use galapagos::engine::run_thread::{RunRequest, spawn_resume, spawn_run};
 
 fn fingerprint(g: &galapagos::engine::genome::Genome) -> String {
     format!(
@@ -153,41 +151,29 @@ fn an_interrupted_and_resumed_run_equals_an_uninterrupted_one() {
         let task = temp_task(dir.path());
 
         let straight = dir.path().join("straight");
-        let h = spawn_run(
-            RunRequest {
-                model: SlowOffline::model(10),
-                ..request(c.clone(), &task, Some(straight.clone()))
-            },
-            Arc::clone(&registry),
-        )
-        .unwrap();
+        let h = spawn_with(
+            request(c.clone(), &task, Some(straight.clone())),
+            SlowOffline::model(10),
+        );
         let (a, sa) = collect(h, |_, _| {});
         assert_eq!(sa.status, RunStatus::Completed);
 
         // interrupted by Stop after 12 genomes, then resumed
         let broken = dir.path().join("broken");
-        let h = spawn_run(
-            RunRequest {
-                model: SlowOffline::model(10),
-                ..request(c.clone(), &task, Some(broken.clone()))
-            },
-            Arc::clone(&registry),
-        )
-        .unwrap();
+        let h = spawn_with(
+            request(c.clone(), &task, Some(broken.clone())),
+            SlowOffline::model(10),
+        );
         let (_, sb) = collect(h, |n, h| {
             if n == 12 {
                 stop(h);
             }
         });
         assert_eq!(sb.status, RunStatus::Stopped);
-        let h = spawn_resume(
-            RunRequest {
-                model: SlowOffline::model(10),
-                ..request(c.clone(), &task, Some(broken.clone()))
-            },
-            Arc::clone(&registry),
-        )
-        .unwrap();
+        let h = spawn_with(
+            resume_request(&broken, c.general.max_iterations, &registry),
+            SlowOffline::model(10),
+        );
         let (_, sc) = collect(h, |_, _| {});
         assert_eq!(sc.status, RunStatus::Completed);
         let b = Archive::open(&broken).unwrap().genomes().unwrap();
@@ -211,7 +197,7 @@ fn a_corrupt_or_newer_archive_is_a_clear_error_and_is_not_modified() {
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());
     let run = dir.path().join("run");
-    let h = spawn_run(request(c, &task, Some(run.clone())), Arc::clone(&registry)).unwrap();
+    let h = spawn(request(c, &task, Some(run.clone())));
     collect(h, |_, _| {});
     let path = run.join(ARCHIVE_FILE);
     let full = file_bytes(&path);
@@ -302,15 +288,11 @@ fn stop_during_the_initial_evaluation_does_not_wait_for_it() {
     .unwrap();
     let registry = registry();
     let run_dir = dir.path().join("run");
-    let h = spawn_run(
-        request(
-            card("best_of_n.yaml", &registry),
-            &task,
-            Some(run_dir.clone()),
-        ),
-        registry,
-    )
-    .unwrap();
+    let h = spawn(request(
+        card("best_of_n.yaml", &registry),
+        &task,
+        Some(run_dir.clone()),
+    ));
     let deadline = Instant::now() + Duration::from_secs(30);
     while !marker.exists() {
         assert!(
@@ -349,9 +331,7 @@ fn stop_during_the_initial_evaluation_does_not_wait_for_it() {
     )
     .unwrap();
     let registry = common::registry();
-    let mut c = card("best_of_n.yaml", &registry);
-    c.general.max_iterations = 3;
-    let h = spawn_resume(request(c, &task, Some(run_dir.clone())), registry).unwrap();
+    let h = spawn(resume_request(&run_dir, 3, &registry));
     let (_, resumed) = collect(h, |_, _| {});
     assert_eq!(resumed.status, RunStatus::Completed);
     assert_eq!(resumed.iterations, 3);

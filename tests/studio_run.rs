@@ -71,11 +71,8 @@ fn start(
 ) {
     let ctx = h.ctx.clone();
     h.state_mut().start(
-        card,
-        task.to_path_buf(),
+        common::plan_in(card, task, None, &registry),
         default_model(),
-        registry,
-        None,
         &ctx,
     );
 }
@@ -285,7 +282,7 @@ fn screenshots() {
     let mut h = build();
     let ctx = h.ctx.clone();
     h.state_mut()
-        .start(c, task.clone(), model, Arc::clone(&registry), None, &ctx);
+        .start(common::plan_in(c, &task, None, &registry), model, &ctx);
     step_until(&mut h, Duration::from_secs(60), |v| !v.is_running());
     let failed = h
         .state()

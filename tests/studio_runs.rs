@@ -20,10 +20,8 @@ use egui_kittest::kittest::{NodeT as _, Queryable as _};
 use galapagos::engine::archive::Archive;
 use galapagos::engine::card::Card;
 use galapagos::engine::events::RunStatus;
-use galapagos::engine::model::default_model;
 use galapagos::engine::model::settings::load_settings_from;
 use galapagos::engine::registry::Registry;
-use galapagos::engine::run_thread::{RunRequest, spawn_run};
 use galapagos::studio::App;
 use galapagos::studio::state::{State, Tab};
 
@@ -45,17 +43,12 @@ fn record(
     registry: &Arc<Registry>,
     stop_after: Option<usize>,
 ) -> RunStatus {
-    let handle = spawn_run(
-        RunRequest {
-            card,
-            task_dir: task.to_path_buf(),
-            model: default_model(),
-            run_dir: Some(dir.to_path_buf()),
-            waker: None,
-        },
-        Arc::clone(registry),
-    )
-    .unwrap();
+    let handle = common::spawn(common::plan_in(
+        card,
+        task,
+        Some(dir.to_path_buf()),
+        registry,
+    ));
     let (_, summary) = collect(handle, |n, h| {
         if stop_after == Some(n) {
             common::stop(h);

@@ -10,6 +10,7 @@ pub mod evaluator;
 pub mod events;
 pub mod genome;
 pub mod hub;
+pub mod launch;
 pub mod memory;
 pub mod model;
 pub mod params;

@@ -1,15 +1,14 @@
-//! Running a scaffold on its own named thread with its own tokio runtime.
+//! Running a [`RunPlan`] on its own named thread with its own tokio runtime.
 //! The caller gets a [`RunHandle`]: a bounded command sender and a bounded
 //! event receiver (the contract in [`crate::engine::events`]).
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::engine::archive::{Archive, RunRecorder, open_run_folder};
-use crate::engine::card::Card;
 use crate::engine::events::{EventSink, LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
+use crate::engine::launch::RunPlan;
 use crate::engine::model::LanguageModel;
-use crate::engine::registry::Registry;
 use crate::engine::scaffold::Scaffold;
 use crate::engine::task::Task;
 
@@ -19,16 +18,8 @@ pub const EVENT_CAPACITY: usize = 4096;
 /// Capacity of the command channel.
 pub const COMMAND_CAPACITY: usize = 16;
 
-/// What to run.
-pub struct RunRequest {
-    pub card: Card,
-    pub task_dir: PathBuf,
-    pub model: Arc<dyn LanguageModel>,
-    /// Folder to record the run in (created); `None` records nothing.
-    pub run_dir: Option<PathBuf>,
-    /// Called after every event (e.g. `egui::Context::request_repaint`).
-    pub waker: Option<Arc<dyn Fn() + Send + Sync>>,
-}
+/// Called after every event (e.g. `egui::Context::request_repaint`).
+pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
 /// A running scaffold.
 pub struct RunHandle {
@@ -70,21 +61,16 @@ fn failed_summary(msg: String) -> RunSummary {
     RunSummary::empty(RunStatus::Failed(msg))
 }
 
-/// Start a run on a new thread named `galapagos-run`.
-pub fn spawn_run(request: RunRequest, registry: Arc<Registry>) -> std::io::Result<RunHandle> {
-    spawn(request, registry, false)
-}
-
-/// Continue the run recorded in `request.run_dir` (its card is `request.card`,
-/// normally the archive's own card with a raised budget) on a new thread.
-pub fn spawn_resume(request: RunRequest, registry: Arc<Registry>) -> std::io::Result<RunHandle> {
-    spawn(request, registry, true)
-}
-
-fn spawn(request: RunRequest, registry: Arc<Registry>, resume: bool) -> std::io::Result<RunHandle> {
+/// Start `plan` (a new run or a resumed one) on a new thread named
+/// `galapagos-run`, asking `model`; `waker` is called after every event.
+pub fn start(
+    plan: RunPlan,
+    model: Arc<dyn LanguageModel>,
+    waker: Option<Waker>,
+) -> std::io::Result<RunHandle> {
     let (cmd_tx, cmd_rx) = tokio::sync::mpsc::channel(COMMAND_CAPACITY);
     let (ev_tx, ev_rx) = tokio::sync::mpsc::channel(EVENT_CAPACITY);
-    let sink = EventSink::new(ev_tx, request.waker.clone());
+    let sink = EventSink::new(ev_tx, waker);
     let thread = std::thread::Builder::new()
         .name("galapagos-run".to_owned())
         .spawn(move || {
@@ -107,7 +93,7 @@ fn spawn(request: RunRequest, registry: Arc<Registry>, resume: bool) -> std::io:
                     return;
                 }
             };
-            runtime.block_on(run_request(request, registry, sink, cmd_rx, resume));
+            runtime.block_on(run_plan(plan, model, sink, cmd_rx));
         })?;
     Ok(RunHandle {
         commands: cmd_tx,
@@ -123,12 +109,11 @@ fn sink_blocking(sink: &EventSink, event: RunEvent) {
 }
 
 /// Load the task, build the scaffold and run it (on the current runtime).
-pub async fn run_request(
-    request: RunRequest,
-    registry: Arc<Registry>,
+pub async fn run_plan(
+    plan: RunPlan,
+    model: Arc<dyn LanguageModel>,
     sink: EventSink,
     commands: tokio::sync::mpsc::Receiver<RunCommand>,
-    resume: bool,
 ) -> RunSummary {
     let fail = |msg: String| async {
         sink.log(LogLevel::Error, msg.clone()).await;
@@ -136,32 +121,24 @@ pub async fn run_request(
         sink.send(RunEvent::Finished(s.clone())).await;
         s
     };
-    let task = match Task::load(&request.task_dir) {
+    let task = match Task::load(plan.task_dir()) {
         Ok(t) => t,
         Err(e) => return fail(e.to_string()).await,
     };
-    let problems = request.card.validate(&registry);
-    if let Some(p) = problems.first() {
-        return fail(format!(
-            "card {}: {}: {}",
-            request.card.name, p.field, p.message
-        ))
-        .await;
-    }
+    let name = plan.card().name.clone();
+    let resume = plan.is_resume();
+    let run_dir = plan.run_dir().map(Path::to_path_buf);
     // Building may resolve interpreters and start processes: keep it off the
     // async workers.
-    let card = request.card.clone();
-    let model = Arc::clone(&request.model);
-    let reg = Arc::clone(&registry);
-    let built =
-        tokio::task::spawn_blocking(move || Scaffold::build(&card, task, &reg, model)).await;
+    let card = plan.valid_card().clone();
+    let built = tokio::task::spawn_blocking(move || Scaffold::build(&card, task, model)).await;
     let mut scaffold = match built {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return fail(format!("card {}: {e}", request.card.name)).await,
+        Ok(Err(e)) => return fail(format!("card {name}: {e}")).await,
         Err(e) => return fail(format!("building the scaffold failed: {e}")).await,
     };
     if resume {
-        let Some(dir) = request.run_dir.as_deref() else {
+        let Some(dir) = run_dir.as_deref() else {
             return fail("resume needs a run folder".to_owned()).await;
         };
         let read = Archive::open(dir).and_then(|a| Ok((a.genomes()?, a.checkpoint()?)));
@@ -190,14 +167,12 @@ pub async fn run_request(
     drop(tokio::spawn(scaffold.warm_up()));
     // Let it start the process before this thread blocks on the disk.
     tokio::task::yield_now().await;
-    let recorder: Option<Box<dyn RunRecorder>> = match request.run_dir.as_deref() {
+    let recorder: Option<Box<dyn RunRecorder>> = match run_dir.as_deref() {
         Some(d) => match open_run_folder(d, resume) {
             Ok(r) => Some(r),
             Err(e) => return fail(e.to_string()).await,
         },
         None => None,
     };
-    scaffold
-        .run(sink, commands, recorder, request.run_dir.clone())
-        .await
+    scaffold.run(sink, commands, recorder, run_dir).await
 }

@@ -16,7 +16,7 @@ use futures::stream::FuturesUnordered;
 use rand::Rng as _;
 
 use crate::engine::archive::{Checkpoint, RunRecorder};
-use crate::engine::card::Card;
+use crate::engine::card::{Card, ValidCard};
 use crate::engine::component::{BuildContext, RegistryError};
 use crate::engine::evaluator::{Candidate, Evaluator};
 use crate::engine::events::{
@@ -28,7 +28,6 @@ use crate::engine::model::LanguageModel;
 use crate::engine::population::{Population, Query, Structure};
 use crate::engine::prompt::{FailedAttempt, PromptBuilder, PromptContext, TaskBrief};
 use crate::engine::proposer::{ProposalError, ProposalRequest, Proposer};
-use crate::engine::registry::Registry;
 use crate::engine::rng::{SearchRng, seeded};
 use crate::engine::selection::SelectionPolicy;
 use crate::engine::task::Task;
@@ -255,34 +254,25 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
 }
 
 impl Scaffold {
-    /// Build every slot from the card through the registry.
+    /// Build every slot from the checked card.
     pub fn build(
-        card: &Card,
+        card: &ValidCard,
         task: Task,
-        registry: &Registry,
         model: Arc<dyn LanguageModel>,
     ) -> Result<Self, BuildError> {
         let ctx = BuildContext {
             task: &task,
             model: Arc::clone(&model),
-            parallel: card.general.parallel.max(1) as usize,
+            parallel: card.card().general.parallel.max(1) as usize,
         };
-        let population = registry.build(&card.population.kind, &card.population.params, &ctx)?;
-        let policy = registry.build(
-            &card.selection_policy.kind,
-            &card.selection_policy.params,
-            &ctx,
-        )?;
-        let prompt_builder: Arc<dyn PromptBuilder> = Arc::from(registry.build(
-            &card.prompt_builder.kind,
-            &card.prompt_builder.params,
-            &ctx,
-        )?);
-        let proposer: Arc<dyn Proposer> =
-            Arc::from(registry.build(&card.proposer.kind, &card.proposer.params, &ctx)?);
-        let evaluator: Arc<dyn Evaluator> =
-            Arc::from(registry.build(&card.evaluator.kind, &card.evaluator.params, &ctx)?);
-        let memory = registry.build(&card.memory.kind, &card.memory.params, &ctx)?;
+        let population = card.build(&ctx)?;
+        let policy = card.build(&ctx)?;
+        let prompt_builder: Arc<dyn PromptBuilder> = Arc::from(card.build(&ctx)?);
+        let proposer: Arc<dyn Proposer> = Arc::from(card.build(&ctx)?);
+        let evaluator: Arc<dyn Evaluator> = Arc::from(card.build(&ctx)?);
+        let memory = card.build(&ctx)?;
+        let seed = card.card().seed;
+        let card = card.card();
         Ok(Self {
             card: card.clone(),
             task,
@@ -293,7 +283,7 @@ impl Scaffold {
             evaluator,
             memory,
             model,
-            rng: seeded(card.seed),
+            rng: seeded(seed),
             resume: None,
         })
     }

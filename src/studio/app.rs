@@ -10,9 +10,9 @@ use egui::{Key, KeyboardShortcut, Modifiers, RichText, Ui};
 
 use crate::engine::card::{Card, CardErrors};
 use crate::engine::component::Slot;
+use crate::engine::launch::RunPlan;
 use crate::engine::model::{LanguageModel, ModelOverrides, ModelSettings};
 use crate::engine::registry::Registry;
-use crate::engine::run_thread::RunRequest;
 use crate::studio::command::{Commands, UiCommand, apply_card_edit};
 use crate::studio::editor::canvas::canvas_ui;
 use crate::studio::editor::details::details_ui;
@@ -457,14 +457,17 @@ impl App {
             &self.doc.card.name,
             &task_name,
         );
-        self.run_view.start(
-            self.doc.card.clone(),
-            self.task_dir.clone(),
-            model,
-            self.registry.clone(),
-            Some(run_dir),
-            &ctx,
-        );
+        let card = match self.doc.card.clone().check(&self.registry) {
+            Ok(c) => c,
+            Err(problems) => {
+                let first = problems
+                    .first()
+                    .map(|p| format!("{}: {}", p.field, p.message));
+                return self.error(format!("Fix the card first: {}", first.unwrap_or_default()));
+            }
+        };
+        let plan = RunPlan::new(card, self.task_dir.clone(), Some(run_dir));
+        self.run_view.start(plan, model, &ctx);
         self.state.tab = Tab::Run;
     }
 
@@ -482,9 +485,10 @@ impl App {
         });
     }
 
-    /// Continue the recorded run in `dir` live up to `iterations`: the
+    /// Continue the recorded run in `dir` live up to `iterations` total: the
     /// archive's own card with the budget raised, on its recorded task
-    /// folder, appending to the same folder (the CLI's `resume` recipe).
+    /// folder, appending to the same folder (the engine's [`RunPlan::resume`],
+    /// as the CLI's `resume`).
     fn resume_run(&mut self, dir: &Path, iterations: u64) {
         if self.run_view.is_running() {
             self.error("A run is in progress; stop it before resuming another");
@@ -493,44 +497,20 @@ impl App {
         let Some(ctx) = self.ctx.clone() else {
             return;
         };
+        let plan = match RunPlan::resume(dir, Some(iterations), &self.registry) {
+            Ok(p) => p,
+            Err(e) => return self.error(format!("resume: {e}")),
+        };
         let run = match read_archive(dir) {
             Ok(r) => r,
             Err(e) => return self.error(format!("resume: {e}")),
         };
-        let origin = format!("{} (card stored in the run archive)", dir.display());
-        let mut card = match Card::from_yaml(&run.card_yaml, &origin, &self.registry) {
-            Ok(c) => c,
-            Err(errors) => {
-                let first = errors
-                    .0
-                    .first()
-                    .map(ToString::to_string)
-                    .unwrap_or_default();
-                return self.error(format!(
-                    "resume: the recorded card is not valid here: {first}"
-                ));
-            }
-        };
-        let done = run.history.iterations_done;
-        if iterations <= done {
-            return self.error(format!(
-                "resume: the run already did {done} iterations; raise the budget above {done}"
-            ));
-        }
-        card.general.max_iterations = iterations;
-        let model = match self.build_run_model(&card) {
+        let model = match self.build_run_model(plan.card()) {
             Ok((m, _)) => m,
             Err(e) => return self.error(format!("resume: model: {e}")),
         };
-        let request = RunRequest {
-            card,
-            task_dir: run.task_dir.clone(),
-            model,
-            run_dir: Some(dir.to_path_buf()),
-            waker: None,
-        };
         self.run_view
-            .continue_recorded(run.history, request, self.registry.clone(), &ctx);
+            .continue_recorded(run.history, plan, model, &ctx);
         self.state.tab = Tab::Run;
         self.info(format!(
             "Resuming {} up to {iterations} iterations",

@@ -304,10 +304,9 @@ impl RunsPanel {
             return Some("The run has no checkpoint to resume from".to_owned());
         };
         match self.iterations.trim().parse::<u64>() {
-            Ok(n) if n > done => None,
-            Ok(_) => Some(format!(
-                "The run already did {done} iterations: raise the budget above {done}"
-            )),
+            Ok(n) => crate::engine::launch::check_resume_budget(done, n)
+                .err()
+                .map(|e| e.to_string()),
             Err(_) => Some("Iterations must be a whole number".to_owned()),
         }
     }

@@ -13,9 +13,10 @@ use std::time::Duration;
 use galapagos::engine::card::{Card, SlotSpec};
 use galapagos::engine::events::{RunCommand, RunEvent, RunSummary};
 use galapagos::engine::genome::{Genome, TokenUsage};
+use galapagos::engine::launch::RunPlan;
 use galapagos::engine::model::{LanguageModel, ModelError, ModelReply, ModelRequest};
 use galapagos::engine::registry::Registry;
-use galapagos::engine::run_thread::{RunHandle, RunRequest, spawn_run};
+use galapagos::engine::run_thread::{RunHandle, start};
 
 pub const PROGRAM: &str = "# EVOLVE-BLOCK-START\nA = 1.0\nB = 0.0\nC = 0.0\nSHIFT = 0.0\n# EVOLVE-BLOCK-END\n\n\ndef run():\n    return [A, B, C, SHIFT]\n";
 
@@ -139,18 +140,10 @@ pub fn run_collect(
     model: Arc<dyn LanguageModel>,
     registry: Arc<Registry>,
 ) -> (Vec<Arc<Genome>>, RunSummary) {
-    let handle = spawn_run(
-        RunRequest {
-            card,
-            task_dir: task.to_path_buf(),
-            model,
-            run_dir: None,
-            waker: None,
-        },
-        registry,
+    collect(
+        spawn_with(plan_in(card, task, None, &registry), model),
+        |_, _| {},
     )
-    .expect("spawn");
-    collect(handle, |_, _| {})
 }
 
 /// Drain events until Finished, calling `on_admit(count, handle)` per genome.
@@ -208,15 +201,32 @@ impl LanguageModel for SlowOffline {
     }
 }
 
-/// A run request with the offline model and no UI waker.
-pub fn request(card: Card, task: &Path, run_dir: Option<PathBuf>) -> RunRequest {
-    RunRequest {
-        card,
-        task_dir: task.to_path_buf(),
-        model: galapagos::engine::model::default_model(),
-        run_dir,
-        waker: None,
-    }
+/// A new run of `card` (checked against [`registry`]).
+pub fn request(card: Card, task: &Path, run_dir: Option<PathBuf>) -> RunPlan {
+    plan_in(card, task, run_dir, &registry())
+}
+
+/// A new run of `card`, checked against `registry`.
+pub fn plan_in(card: Card, task: &Path, run_dir: Option<PathBuf>, registry: &Registry) -> RunPlan {
+    let card = card
+        .check(registry)
+        .unwrap_or_else(|problems| panic!("invalid card: {problems:?}"));
+    RunPlan::new(card, task.to_path_buf(), run_dir)
+}
+
+/// Continue the run recorded in `run_dir` up to `budget` total iterations.
+pub fn resume_request(run_dir: &Path, budget: u64, registry: &Registry) -> RunPlan {
+    RunPlan::resume(run_dir, Some(budget), registry).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Start `plan` with the offline model and no UI waker.
+pub fn spawn(plan: RunPlan) -> RunHandle {
+    spawn_with(plan, galapagos::engine::model::default_model())
+}
+
+/// Start `plan` with `model` and no UI waker.
+pub fn spawn_with(plan: RunPlan, model: Arc<dyn LanguageModel>) -> RunHandle {
+    start(plan, model, None).expect("spawn")
 }
 
 pub fn stop(handle: &RunHandle) {

@@ -8,14 +8,15 @@
 
 mod spans;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::component::Slot;
+use crate::engine::component::{BuildContext, RegistryError, Slot, SlotTrait};
 use crate::engine::params::ParamMap;
-use crate::engine::registry::Registry;
+use crate::engine::registry::{Configured, Registry};
 
 pub use spans::Spans;
 
@@ -208,92 +209,15 @@ impl Card {
         }
     }
 
-    /// Parse a card from YAML text; `origin` names the file in errors.
+    /// Parse a card from YAML text and check it; `origin` names the file in
+    /// errors.
     pub fn from_yaml(text: &str, origin: &str, registry: &Registry) -> Result<Self, CardErrors> {
-        let spans = Spans::of(text);
-        let de = serde_yaml::Deserializer::from_str(text);
-        let card: Self = match serde_path_to_error::deserialize(de) {
-            Ok(card) => card,
-            Err(e) => {
-                let path = e.path().to_string();
-                let inner = e.into_inner();
-                let (line, col) = inner
-                    .location()
-                    .map(|l| (l.line(), l.column()))
-                    .or_else(|| spans.find(&path))
-                    .unwrap_or((1, 1));
-                let mut message = inner.to_string();
-                // serde_yaml appends " at line L column C"; we print it in front.
-                if let Some(i) = message.find(" at line ") {
-                    message.truncate(i);
-                }
-                let mut field = if path == "." { String::new() } else { path };
-                // serde_yaml may already prefix the path; print it once.
-                if !field.is_empty()
-                    && let Some(rest) = message.strip_prefix(&format!("{field}: "))
-                {
-                    message = rest.to_owned();
-                }
-                if let Some(missing) = message
-                    .strip_prefix("missing field `")
-                    .and_then(|m| m.split('`').next())
-                {
-                    field = if field.is_empty() {
-                        missing.to_owned()
-                    } else {
-                        format!("{field}.{missing}")
-                    };
-                    message = "missing (this key is required)".to_owned();
-                }
-                if field.ends_with("api_key") || message.contains("`api_key`") {
-                    message.push_str(
-                        " (keys never go in cards: put the key in an environment variable and name the variable in your settings)",
-                    );
-                }
-                return Err(CardErrors(vec![CardError {
-                    origin: origin.to_owned(),
-                    line,
-                    col,
-                    field,
-                    message,
-                }]));
-            }
-        };
-        let problems = card.validate(registry);
-        if problems.is_empty() {
-            Ok(card)
-        } else {
-            Err(CardErrors(
-                problems
-                    .into_iter()
-                    .map(|p| {
-                        let (line, col) = spans.find(&p.field).unwrap_or((1, 1));
-                        CardError {
-                            origin: origin.to_owned(),
-                            line,
-                            col,
-                            field: p.field,
-                            message: p.message,
-                        }
-                    })
-                    .collect(),
-            ))
-        }
+        ValidCard::from_yaml(text, origin, registry).map(ValidCard::into_card)
     }
 
-    /// Load a card file.
+    /// Load a card file and check it.
     pub fn load(path: &Path, registry: &Registry) -> Result<Self, CardErrors> {
-        let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            CardErrors(vec![CardError {
-                origin: origin.clone(),
-                line: 0,
-                col: 0,
-                field: String::new(),
-                message: format!("cannot read: {e}"),
-            }])
-        })?;
-        Self::from_yaml(&text, &origin, registry)
+        ValidCard::load(path, registry).map(ValidCard::into_card)
     }
 
     /// Serialise to YAML.
@@ -309,9 +233,62 @@ impl Card {
     }
 
     /// Every semantic problem (unknown kinds, bad params, bad general
-    /// settings), each with its field path. Used by the loader and, live, by
-    /// the studio's editor.
+    /// settings), each with its field path. Used live by the studio's editor;
+    /// [`Card::check`] is the same check, keeping what it decoded.
     pub fn validate(&self, registry: &Registry) -> Vec<Problem> {
+        let mut out = self.settings_problems();
+        out.extend(self.check_slots(registry).1);
+        out
+    }
+
+    /// Check the card once: every slot's kind is looked up and its parameters
+    /// are checked and decoded into the component's typed parameters, which a
+    /// run builds the component from (nothing is checked again).
+    pub fn check(self, registry: &Registry) -> Result<ValidCard, Vec<Problem>> {
+        let mut problems = self.settings_problems();
+        let (slots, slot_problems) = self.check_slots(registry);
+        problems.extend(slot_problems);
+        if problems.is_empty() {
+            Ok(ValidCard { card: self, slots })
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// Each slot checked through the registry: what decoded, and the problems.
+    fn check_slots(&self, registry: &Registry) -> (BTreeMap<Slot, Configured>, Vec<Problem>) {
+        let mut slots = BTreeMap::new();
+        let mut out = Vec::new();
+        for slot in Slot::ALL {
+            let spec = self.slot(slot);
+            match registry.entry(slot, &spec.kind) {
+                Err(e) => out.push(Problem::new(
+                    &format!("{}.kind", slot.key()),
+                    &e.to_string(),
+                )),
+                Ok(entry) => match entry.check(&spec.params) {
+                    Ok(configured) => {
+                        slots.insert(slot, configured);
+                    }
+                    Err(errors) => {
+                        for e in errors {
+                            let field = if e.key.is_empty() {
+                                slot.key().to_owned()
+                            } else {
+                                format!("{}.{}", slot.key(), e.key)
+                            };
+                            out.push(Problem::new(&field, &e.reason));
+                        }
+                    }
+                },
+            }
+        }
+        (slots, out)
+    }
+
+    /// Problems of everything but the slots: name, namespace, `general`,
+    /// `llm`.
+    fn settings_problems(&self) -> Vec<Problem> {
         let mut out = Vec::new();
         if self.name.trim().is_empty() {
             out.push(Problem::new("name", "must not be empty"));
@@ -335,27 +312,6 @@ impl Card {
                 "namespace",
                 "use letters, digits, `_` or `-` only",
             ));
-        }
-        for slot in Slot::ALL {
-            let spec = self.slot(slot);
-            match registry.entry(slot, &spec.kind) {
-                Err(e) => out.push(Problem::new(
-                    &format!("{}.kind", slot.key()),
-                    &e.to_string(),
-                )),
-                Ok(entry) => {
-                    if let Err(errors) = entry.check(&spec.params) {
-                        for e in errors {
-                            let field = if e.key.is_empty() {
-                                slot.key().to_owned()
-                            } else {
-                                format!("{}.{}", slot.key(), e.key)
-                            };
-                            out.push(Problem::new(&field, &e.reason));
-                        }
-                    }
-                }
-            }
         }
         let g = &self.general;
         if g.max_iterations == 0 {
@@ -420,6 +376,143 @@ impl Card {
             }
         }
         out
+    }
+}
+
+/// A card that passed every check, with each slot's parameters decoded into
+/// its component's typed parameters: what a run is built from.
+#[derive(Clone, Debug)]
+pub struct ValidCard {
+    card: Card,
+    slots: BTreeMap<Slot, Configured>,
+}
+
+impl ValidCard {
+    /// Parse and check YAML text; `origin` names the file in errors.
+    pub fn from_yaml(text: &str, origin: &str, registry: &Registry) -> Result<Self, CardErrors> {
+        let spans = Spans::of(text);
+        let de = serde_yaml::Deserializer::from_str(text);
+        let card: Card = match serde_path_to_error::deserialize(de) {
+            Ok(card) => card,
+            Err(e) => {
+                let path = e.path().to_string();
+                let inner = e.into_inner();
+                let (line, col) = inner
+                    .location()
+                    .map(|l| (l.line(), l.column()))
+                    .or_else(|| spans.find(&path))
+                    .unwrap_or((1, 1));
+                let mut message = inner.to_string();
+                // serde_yaml appends " at line L column C"; we print it in front.
+                if let Some(i) = message.find(" at line ") {
+                    message.truncate(i);
+                }
+                let mut field = if path == "." { String::new() } else { path };
+                // serde_yaml may already prefix the path; print it once.
+                if !field.is_empty()
+                    && let Some(rest) = message.strip_prefix(&format!("{field}: "))
+                {
+                    message = rest.to_owned();
+                }
+                if let Some(missing) = message
+                    .strip_prefix("missing field `")
+                    .and_then(|m| m.split('`').next())
+                {
+                    field = if field.is_empty() {
+                        missing.to_owned()
+                    } else {
+                        format!("{field}.{missing}")
+                    };
+                    message = "missing (this key is required)".to_owned();
+                }
+                if field.ends_with("api_key") || message.contains("`api_key`") {
+                    message.push_str(
+                        " (keys never go in cards: put the key in an environment variable and name the variable in your settings)",
+                    );
+                }
+                return Err(CardErrors(vec![CardError {
+                    origin: origin.to_owned(),
+                    line,
+                    col,
+                    field,
+                    message,
+                }]));
+            }
+        };
+        card.check(registry).map_err(|problems| {
+            CardErrors(
+                problems
+                    .into_iter()
+                    .map(|p| {
+                        let (line, col) = spans.find(&p.field).unwrap_or((1, 1));
+                        CardError {
+                            origin: origin.to_owned(),
+                            line,
+                            col,
+                            field: p.field,
+                            message: p.message,
+                        }
+                    })
+                    .collect(),
+            )
+        })
+    }
+
+    /// Load and check a card file.
+    pub fn load(path: &Path, registry: &Registry) -> Result<Self, CardErrors> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            CardErrors(vec![CardError {
+                origin: origin.clone(),
+                line: 0,
+                col: 0,
+                field: String::new(),
+                message: format!("cannot read: {e}"),
+            }])
+        })?;
+        Self::from_yaml(&text, &origin, registry)
+    }
+
+    /// The card.
+    pub fn card(&self) -> &Card {
+        &self.card
+    }
+
+    /// The card, giving up what was decoded.
+    pub fn into_card(self) -> Card {
+        self.card
+    }
+
+    /// Build the component of `S`'s slot (`dyn Population`, ...) from its
+    /// decoded parameters.
+    pub fn build<S: ?Sized + SlotTrait>(
+        &self,
+        ctx: &BuildContext<'_>,
+    ) -> Result<Box<S>, RegistryError> {
+        let configured = self
+            .slots
+            .get(&S::SLOT)
+            .ok_or_else(|| RegistryError::UnknownKind {
+                slot: S::SLOT,
+                kind: self.card.slot(S::SLOT).kind.clone(),
+                available: Vec::new(),
+            })?;
+        configured.build(ctx)
+    }
+
+    /// Change the loop settings and the seed (a command line's
+    /// `--iterations`, `--seed`, `--parallel`); only they are checked again.
+    pub fn with_settings(
+        mut self,
+        change: impl FnOnce(&mut General, &mut u64),
+    ) -> Result<Self, Vec<Problem>> {
+        change(&mut self.card.general, &mut self.card.seed);
+        let problems = self.card.settings_problems();
+        if problems.is_empty() {
+            Ok(self)
+        } else {
+            Err(problems)
+        }
     }
 }
 

@@ -35,12 +35,11 @@ pub use plot::FitnessPlot;
 pub use table::{ArchiveTable, SortColumn};
 
 use crate::engine::archive::Archive;
-use crate::engine::card::Card;
 use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
 use crate::engine::genome::{GenomeId, TokenUsage};
+use crate::engine::launch::RunPlan;
 use crate::engine::model::LanguageModel;
-use crate::engine::registry::Registry;
-use crate::engine::run_thread::{RunHandle, RunRequest, spawn_resume, spawn_run};
+use crate::engine::run_thread::{RunHandle, start};
 
 /// Time spent draining events per frame before yielding to drawing.
 pub const DRAIN_BUDGET: Duration = Duration::from_millis(5);
@@ -124,29 +123,18 @@ impl RunView {
     /// Start a run; an error (e.g. thread spawn failure) is shown in the panel.
     /// A run already in progress is stopped; the previous history is
     /// replaced by the new run's.
-    pub fn start(
-        &mut self,
-        card: Card,
-        task_dir: PathBuf,
-        model: Arc<dyn LanguageModel>,
-        registry: Arc<Registry>,
-        run_dir: Option<PathBuf>,
-        ctx: &egui::Context,
-    ) {
+    pub fn start(&mut self, plan: RunPlan, model: Arc<dyn LanguageModel>, ctx: &egui::Context) {
         if let Some(old) = self.handle.take() {
             old.send(RunCommand::Stop);
         }
-        self.language = language_of(&task_dir);
+        self.language = language_of(plan.task_dir());
         self.load_history(RunHistory::new());
         let waker_ctx = ctx.clone();
-        let request = RunRequest {
-            card,
-            task_dir,
+        match start(
+            plan,
             model,
-            run_dir,
-            waker: Some(Arc::new(move || waker_ctx.request_repaint())),
-        };
-        match spawn_run(request, registry) {
+            Some(Arc::new(move || waker_ctx.request_repaint())),
+        ) {
             Ok(h) => self.handle = Some(h),
             Err(e) => self.last_error = Some(format!("cannot start the run: {e}")),
         }
@@ -160,22 +148,25 @@ impl RunView {
     }
 
     /// Continue a recorded run live: `history` is what its archive holds
-    /// (from [`read_archive`]); `request` names the archive's card with the
-    /// budget to reach and the run folder to append to. The view keeps the
-    /// recorded genomes and adds the new ones as they arrive.
+    /// (from [`read_archive`]); `plan` continues it
+    /// ([`RunPlan::resume`]). The view keeps the recorded genomes and adds
+    /// the new ones as they arrive.
     pub fn continue_recorded(
         &mut self,
         mut history: RunHistory,
-        mut request: RunRequest,
-        registry: Arc<Registry>,
+        plan: RunPlan,
+        model: Arc<dyn LanguageModel>,
         ctx: &egui::Context,
     ) {
-        self.language = language_of(&request.task_dir);
+        self.language = language_of(plan.task_dir());
         history.reopen_for_resume();
         self.load_history(history);
         let waker_ctx = ctx.clone();
-        request.waker = Some(Arc::new(move || waker_ctx.request_repaint()));
-        match spawn_resume(request, registry) {
+        match start(
+            plan,
+            model,
+            Some(Arc::new(move || waker_ctx.request_repaint())),
+        ) {
             Ok(h) => self.handle = Some(h),
             Err(e) => self.last_error = Some(format!("cannot resume the run: {e}")),
         }

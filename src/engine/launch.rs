@@ -1,0 +1,152 @@
+//! What a run is started from, new or resumed: the one API the command line
+//! and the studio both use. A [`RunPlan`] holds a checked card, the task
+//! folder and the run folder; [`crate::engine::run_thread::start`] runs it on
+//! its own thread.
+//!
+//! The budget rule for resuming, in one place: the budget is the *total*
+//! number of iterations (as `general.max_iterations` and `run --iterations`
+//! are), and a resume must leave something to do. Resuming a run that did
+//! `done` iterations towards a budget `N` continues it up to `N`; with
+//! `N <= done` nothing would run, so the plan is refused with an error that
+//! names the smallest budget that would ([`LaunchError::NothingToDo`]).
+
+use std::path::{Path, PathBuf};
+
+use crate::engine::archive::{Archive, ArchiveError};
+use crate::engine::card::{Card, CardErrors, ValidCard};
+use crate::engine::registry::Registry;
+
+/// Why a run cannot be started as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error(transparent)]
+    Archive(#[from] ArchiveError),
+    /// The card recorded in the run folder does not load with this build's
+    /// components.
+    #[error("the recorded card is not valid here:\n{0}")]
+    RecordedCard(CardErrors),
+    /// The budget is already spent.
+    #[error("the run already did {done} of {budget} iterations: raise the budget above {done}")]
+    NothingToDo { done: u64, budget: u64 },
+}
+
+/// Check the resume rule: a budget of `budget` total iterations leaves work
+/// for a run that did `done`.
+pub fn check_resume_budget(done: u64, budget: u64) -> Result<(), LaunchError> {
+    if budget > done {
+        Ok(())
+    } else {
+        Err(LaunchError::NothingToDo { done, budget })
+    }
+}
+
+/// A run ready to start.
+#[derive(Clone, Debug)]
+pub struct RunPlan {
+    card: ValidCard,
+    task_dir: PathBuf,
+    run_dir: Option<PathBuf>,
+    /// Iterations already done, when this continues a recorded run.
+    resumed_after: Option<u64>,
+}
+
+impl RunPlan {
+    /// A new run of `card` on the task folder `task_dir`, recorded in
+    /// `run_dir` (created; `None` records nothing).
+    pub fn new(card: ValidCard, task_dir: PathBuf, run_dir: Option<PathBuf>) -> Self {
+        Self {
+            card,
+            task_dir,
+            run_dir,
+            resumed_after: None,
+        }
+    }
+
+    /// Continue the run recorded in `run_dir`: its own card and task folder,
+    /// up to `budget` total iterations (the card's `max_iterations` when
+    /// `None`). Refused when the budget is already spent (see the module
+    /// docs) or the archive cannot be read; nothing is written here.
+    pub fn resume(
+        run_dir: &Path,
+        budget: Option<u64>,
+        registry: &Registry,
+    ) -> Result<Self, LaunchError> {
+        let archive = Archive::open(run_dir)?;
+        let meta = archive.meta()?;
+        let done = archive.checkpoint()?.map_or(0, |c| c.iterations_done);
+        drop(archive);
+        let origin = format!("{} (card stored in the run archive)", run_dir.display());
+        let card = ValidCard::from_yaml(&meta.card_yaml, &origin, registry)
+            .map_err(LaunchError::RecordedCard)?;
+        let budget = budget.unwrap_or(card.card().general.max_iterations);
+        check_resume_budget(done, budget)?;
+        let card = card
+            .with_settings(|general, _| general.max_iterations = budget)
+            .map_err(|problems| {
+                LaunchError::RecordedCard(CardErrors(
+                    problems
+                        .into_iter()
+                        .map(|p| crate::engine::card::CardError {
+                            origin: origin.clone(),
+                            line: 0,
+                            col: 0,
+                            field: p.field,
+                            message: p.message,
+                        })
+                        .collect(),
+                ))
+            })?;
+        Ok(Self {
+            card,
+            task_dir: meta.task_dir,
+            run_dir: Some(run_dir.to_path_buf()),
+            resumed_after: Some(done),
+        })
+    }
+
+    /// The card as it will run.
+    pub fn card(&self) -> &Card {
+        self.card.card()
+    }
+
+    /// The checked card (what the scaffold is built from).
+    pub fn valid_card(&self) -> &ValidCard {
+        &self.card
+    }
+
+    pub fn task_dir(&self) -> &Path {
+        &self.task_dir
+    }
+
+    pub fn run_dir(&self) -> Option<&Path> {
+        self.run_dir.as_deref()
+    }
+
+    /// True when this continues a recorded run.
+    pub fn is_resume(&self) -> bool {
+        self.resumed_after.is_some()
+    }
+
+    /// Iterations the recorded run had done, when this continues one.
+    pub fn resumed_after(&self) -> Option<u64> {
+        self.resumed_after
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resume_budget_must_exceed_the_iterations_done() {
+        assert!(check_resume_budget(4, 5).is_ok());
+        assert!(check_resume_budget(0, 1).is_ok());
+        for budget in [0, 3, 4] {
+            let e = check_resume_budget(4, budget).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("the run already did 4 of {budget} iterations: raise the budget above 4")
+            );
+        }
+    }
+}
