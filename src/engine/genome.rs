@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// (the initial program is 0), so it is stable for a given seed and responses.
 pub type GenomeId = u64;
 
-/// The metric name whose value is the fitness (seed 004).
+/// The metric name whose value is the fitness (see [`Genome::fitness`]).
 pub const FITNESS_KEY: &str = "combined_score";
 
 /// The two messages sent to a model.
@@ -52,7 +52,7 @@ pub struct Timings {
     pub evaluate_ms: f64,
 }
 
-/// Per-candidate data used for selection and lineage (seed 004 "metadata").
+/// Per-candidate data used for selection and lineage (a genome's "metadata").
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GenomeMeta {
     /// Number of ancestors (root = 0).

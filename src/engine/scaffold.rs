@@ -5,7 +5,7 @@
 //! Every random choice draws from one RNG seeded by the card's `seed`; each
 //! iteration receives a sub-seed drawn from it at dispatch. With
 //! `general.parallel == 1` an iteration is selected only after the previous
-//! one was admitted (the seeds' exact semantics); with P > 1, up to P
+//! one was admitted (the exact sequential semantics); with P > 1, up to P
 //! iterations are in flight and are admitted in completion order.
 
 use std::sync::Arc;

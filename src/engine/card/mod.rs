@@ -46,7 +46,8 @@ pub struct General {
     pub max_iterations: u64,
     /// Proposal resamples per iteration on a parse/eval failure, parent held fixed.
     pub inner_retry_times: u32,
-    /// Iterations in flight at once (1 = the seeds' exact sequential semantics).
+    /// Iterations in flight at once (1 = exact sequential semantics: each
+    /// iteration selects after the previous one was admitted).
     pub parallel: u32,
     /// Stop cleanly once the run has cost this much (USD), when prices are known.
     #[serde(skip_serializing_if = "Option::is_none")]

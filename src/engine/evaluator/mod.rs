@@ -30,7 +30,8 @@ pub struct Evaluation {
     pub error: Option<String>,
 }
 
-/// The evaluator slot (seed 004, slot 5). `evaluate` is the one required verb.
+/// The evaluator slot (slot 5 of the loop, see ARCHITECTURE.md). `evaluate`
+/// is the one required verb.
 /// Implementations never panic and never hang: a crash or timeout is an
 /// invalid `Evaluation` with the reason.
 #[async_trait::async_trait]

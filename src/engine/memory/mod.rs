@@ -26,7 +26,7 @@ impl Knowledge {
     }
 }
 
-/// The memory slot (seed 004, slot 6).
+/// The memory slot (slot 6 of the loop, see ARCHITECTURE.md).
 #[async_trait::async_trait]
 pub trait Memory: Send + Sync {
     /// What the prompt builder should know now.

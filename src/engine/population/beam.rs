@@ -1,5 +1,5 @@
 //! `BeamPopulation`: a keep-all store plus a fixed-width active beam
-//! (seed 003, a port of the semantics of SkyDiscover's beam search database).
+//! (a port of the semantics of SkyDiscover's beam search database).
 //!
 //! Every admitted valid genome joins the beam; when the beam grows past its
 //! width it is pruned back, by pure score when the diversity weight is 0, or

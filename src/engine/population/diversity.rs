@@ -1,5 +1,5 @@
 //! Cheap, embedding-free program diversity: character 3-gram Jaccard
-//! distance (seed 003), shared by the beam population's diversity-aware
+//! distance, shared by the beam population's diversity-aware
 //! prune and the beam selection policy's `diversity_weighted` strategy.
 //!
 //! Each text is turned into its 3-gram set once ([`NgramSet::new`]): every

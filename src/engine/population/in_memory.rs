@@ -1,5 +1,5 @@
-//! `InMemoryPopulation`: the flat keep-all archive of every scored genome
-//! (seeds 000/002), optionally bounded by a capacity.
+//! `InMemoryPopulation`: the flat keep-all archive of every scored genome,
+//! optionally bounded by a capacity.
 
 use std::sync::Arc;
 

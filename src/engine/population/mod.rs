@@ -88,7 +88,7 @@ pub struct IslandView {
     pub last_migration: u64,
 }
 
-/// The candidate store (seed 004, slot 1).
+/// The candidate store (slot 1 of the loop, see ARCHITECTURE.md).
 ///
 /// `add` is the one verb an implementation must write; reads go through the
 /// shared [`GenomeStore`] unless the implementation has its own structure.

@@ -60,7 +60,8 @@ pub struct PromptContext<'a> {
     pub mode: EditMode,
 }
 
-/// The prompt slot (seed 004, slot 3). `build` is the one required verb.
+/// The prompt slot (slot 3 of the loop, see ARCHITECTURE.md). `build` is the
+/// one required verb.
 pub trait PromptBuilder: Send + Sync {
     /// Render the system and user messages. `rng` is only for stochastic
     /// template variation.

@@ -60,7 +60,8 @@ pub struct Proposal {
     pub patch_type: String,
 }
 
-/// The proposer slot (seed 004, slot 4). `propose` is the one required verb.
+/// The proposer slot (slot 4 of the loop, see ARCHITECTURE.md). `propose` is
+/// the one required verb.
 #[async_trait::async_trait]
 pub trait Proposer: Send + Sync {
     async fn propose(&self, request: ProposalRequest) -> Proposal;

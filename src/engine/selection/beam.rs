@@ -1,5 +1,5 @@
 //! `BeamSelectionPolicy`: draws one parent per step from the active beam of a
-//! [`BeamPopulation`](crate::engine::population::BeamPopulation) (seed 003)
+//! [`BeamPopulation`](crate::engine::population::BeamPopulation)
 //! by one of four strategies — `best`, `stochastic` (softmax over the beam
 //! score), `round_robin` (cycle the beam in score order) or
 //! `diversity_weighted` (softmax over `(1−w)·score + w·mean 3-gram distance

@@ -1,6 +1,6 @@
 //! `BestOfNPolicy`: reuse one parent until it has produced N *valid*
-//! children, then commit to the current global best (seed 000, the semantics
-//! of SkyDiscover's best-of-N database). Failed children are free retries.
+//! children, then commit to the current global best (the semantics of
+//! SkyDiscover's best-of-N database). Failed children are free retries.
 //! Inspirations are re-sampled from the top pool at every step.
 
 use std::sync::Arc;
@@ -242,7 +242,7 @@ impl SelectionPolicy for BestOfNPolicy {
         self.state.select(population, rng)
     }
 
-    /// Seed 000: only a valid child spends the parent's budget, and only once
+    /// Only a valid child spends the parent's budget, and only once
     /// a parent is committed (the initial program does not count).
     fn observe(&mut self, genome: &Genome) {
         if genome.valid && self.state.current_parent_id.is_some() {

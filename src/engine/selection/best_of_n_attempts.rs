@@ -1,4 +1,4 @@
-//! `BestOfNAttemptsPolicy`: the attempt-counted best-of-N (seed 002). The
+//! `BestOfNAttemptsPolicy`: the attempt-counted best-of-N. The
 //! per-parent budget is charged at selection time, so the parent rotates to
 //! the current global best after exactly N selections, whatever their
 //! outcome (failed or invalid children spend the budget too).

@@ -61,7 +61,8 @@ pub struct PolicyStatus {
     pub fields: Vec<(String, String)>,
 }
 
-/// The selection slot (seed 004, slot 2). `select` is the one required verb.
+/// The selection slot (slot 2 of the loop, see ARCHITECTURE.md). `select` is
+/// the one required verb.
 pub trait SelectionPolicy: Send + Sync {
     /// Choose parents and inspirations for the next iteration. Every random
     /// choice draws from `rng`.

@@ -1,4 +1,4 @@
-//! The loop canvas: the six slots as blocks in the loop of seed 004 —
+//! The loop canvas: the six slots as blocks in the loop (ARCHITECTURE.md) —
 //! Population → SelectionPolicy → PromptBuilder → Proposer → Evaluator → back
 //! to Population — with Memory above (read by the PromptBuilder, written after
 //! evaluation). Each block shows its slot, implementation and key parameters;
