@@ -248,6 +248,53 @@ fn parallel_iterations_overlap_and_lose_nothing() {
     assert!(took < Duration::from_millis(2000), "P=4 took {took:?}");
 }
 
+/// best_of_n at parallel 4: children of a parent land after the policy moved
+/// on, yet every parent the policy leaves has had N valid children of its own
+/// by then (late children of an earlier parent do not count for the next).
+#[test]
+fn best_of_n_at_parallel_4_gives_each_parent_n_valid_children_of_its_own() {
+    let registry = registry();
+    let n = 3;
+    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
+    c.general.max_iterations = 60;
+    c.general.parallel = 4;
+    c.selection_policy
+        .params
+        .set("best_of_n", galapagos::engine::params::ParamValue::Int(n));
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    let mut handle = spawn_with(request(c, &task, None), SlowOffline::model(5));
+    let mut own_valid = std::collections::HashMap::<u64, i64>::new();
+    let (mut current, mut switches) = (None, 0);
+    while let Some(event) = handle.events.blocking_recv() {
+        match event {
+            RunEvent::GenomeAdmitted { genome, .. } => {
+                if let (true, Some(p)) = (genome.valid, genome.parent_id) {
+                    *own_valid.entry(p).or_default() += 1;
+                }
+            }
+            RunEvent::IterationStarted { parent_id, .. } => {
+                if let Some(previous) = current.filter(|p| *p != parent_id) {
+                    switches += 1;
+                    let had = own_valid.get(&previous).copied().unwrap_or(0);
+                    assert!(
+                        had >= n,
+                        "left parent #{previous} after {had} valid children of its own (N = {n})"
+                    );
+                }
+                current = Some(parent_id);
+            }
+            RunEvent::Finished(summary) => {
+                assert_eq!(summary.status, RunStatus::Completed);
+                break;
+            }
+            _ => {}
+        }
+    }
+    handle.join();
+    assert!(switches >= 3, "the policy moved on only {switches} times");
+}
+
 #[test]
 fn a_hanging_candidate_is_killed_at_the_timeout_and_the_run_goes_on() {
     let registry = registry();

@@ -1,6 +1,7 @@
-//! Behaviour of the populations and selection policies of the three seed
+//! Behaviour of the populations and selection policies of the three default
 //! scaffolds (`best_of_n`, `best_of_n_attempts`, `beam_search`), driven
-//! directly with hand-made genomes, as the seed "Algorithm" sections state it.
+//! directly with hand-made genomes, as their hub READMEs' Algorithm sections
+//! state it.
 
 #![allow(clippy::unwrap_used)]
 
@@ -130,6 +131,35 @@ fn best_of_n_holds_the_parent_for_n_valid_children_and_failures_are_free() {
             ("uses".to_owned(), "0/3".to_owned()),
         ]
     );
+}
+
+/// With several iterations in flight, children of a parent land after the
+/// policy moved on: only children of the current parent spend its budget, so
+/// every parent gets N valid children of its own.
+#[test]
+fn best_of_n_counts_only_children_of_the_current_parent_when_children_land_late() {
+    let mut pop = flat();
+    let mut policy = best_of_n(2, 0);
+    let mut rng = seeded(1);
+    admit(&mut pop, &mut policy, genome(0, None, Some(0.5), "s0"));
+    // four iterations dispatched at once, all on genome 0
+    for _ in 0..4 {
+        assert_eq!(parent_id(&policy.select(&pop, &mut rng).unwrap()), 0);
+    }
+    admit(&mut pop, &mut policy, genome(1, Some(0), Some(0.6), "c1"));
+    admit(&mut pop, &mut policy, genome(2, Some(0), Some(0.9), "c2"));
+    // 0 has had its two: the next select commits to the best, 2
+    assert_eq!(parent_id(&policy.select(&pop, &mut rng).unwrap()), 2);
+    // the two late children of 0 land now: they are not 2's
+    admit(&mut pop, &mut policy, genome(3, Some(0), Some(0.1), "c3"));
+    admit(&mut pop, &mut policy, genome(4, Some(0), Some(0.2), "c4"));
+    assert_eq!(policy.uses(), 0);
+    assert_eq!(parent_id(&policy.select(&pop, &mut rng).unwrap()), 2);
+    admit(&mut pop, &mut policy, genome(5, Some(2), Some(0.3), "c5"));
+    assert_eq!(policy.uses(), 1);
+    assert_eq!(parent_id(&policy.select(&pop, &mut rng).unwrap()), 2);
+    admit(&mut pop, &mut policy, genome(6, Some(2), Some(0.4), "c6"));
+    assert_eq!(policy.uses(), 2);
 }
 
 #[test]

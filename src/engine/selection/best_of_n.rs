@@ -242,10 +242,15 @@ impl SelectionPolicy for BestOfNPolicy {
         self.state.select(population, rng)
     }
 
-    /// Only a valid child spends the parent's budget, and only once
-    /// a parent is committed (the initial program does not count).
+    /// Only a valid child *of the current parent* spends its budget: with
+    /// several iterations in flight, a child of an earlier parent that lands
+    /// after the switch does not count for the new one (and the initial
+    /// program, which has no parent, never counts).
     fn observe(&mut self, genome: &Genome) {
-        if genome.valid && self.state.current_parent_id.is_some() {
+        if genome.valid
+            && genome.parent_id.is_some()
+            && genome.parent_id == self.state.current_parent_id
+        {
             self.state.uses = self.state.uses.saturating_add(1);
         }
     }
