@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::diversity::NgramSet;
-use super::{BeamView, GenomeStore, Population, Query, Structure};
+use super::{BeamView, GenomeStore, Population, Query, Structure, query_store};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
@@ -284,13 +284,12 @@ impl Population for BeamPopulation {
 
     fn query(&self, query: &Query) -> Vec<Arc<Genome>> {
         match query {
-            Query::TopK(k) => self.store.top_k(*k),
-            Query::All => self.store.all(),
             Query::Active => self
                 .beam
                 .iter()
                 .filter_map(|m| self.store.get(m.id).cloned())
                 .collect(),
+            other => query_store(&self.store, other),
         }
     }
 

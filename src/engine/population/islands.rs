@@ -36,7 +36,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::diversity::NgramSet;
-use super::{GenomeStore, IslandView, IslandsView, Population, Query, Structure};
+use super::{GenomeStore, IslandView, IslandsView, Population, Query, Structure, query_store};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
@@ -608,14 +608,25 @@ impl Population for IslandPopulation {
 
     fn query(&self, query: &Query) -> Vec<Arc<Genome>> {
         match query {
-            Query::TopK(k) => self.store.top_k(*k),
-            Query::All => self.store.all(),
             Query::Active => self
                 .store
                 .iter_ranked()
                 .filter(|g| self.home.contains_key(&g.id))
                 .cloned()
                 .collect(),
+            // members include migrants, which keep their home island's id
+            Query::Island(i) => self.islands.get(*i as usize).map_or_else(Vec::new, |isl| {
+                isl.ranked
+                    .iter()
+                    .filter_map(|(_, id)| self.store.get(*id).cloned())
+                    .collect()
+            }),
+            Query::Cell { island, coords } => self
+                .cell_elite(*island as usize, coords)
+                .and_then(|id| self.store.get(id).cloned())
+                .into_iter()
+                .collect(),
+            other => query_store(&self.store, other),
         }
     }
 
@@ -711,5 +722,49 @@ mod tests {
         assert_eq!(pop.features(1), Some(&[0.0, 6.0][..]));
         // nothing in common with the archive
         assert_eq!(pop.features(2), Some(&[1.0, 7.0][..]));
+    }
+
+    #[test]
+    fn island_and_cell_queries_answer_from_the_islands() {
+        let mut pop = IslandPopulation::new(IslandParams {
+            num_islands: 2,
+            feature_dimensions: vec!["complexity".to_owned()],
+            ..IslandParams::default()
+        });
+        let mk = |id: GenomeId, island: Option<u32>, score: f64, content: &str| {
+            let mut g = Genome {
+                id,
+                parent_id: (id > 0).then_some(0),
+                valid: true,
+                content: content.to_owned(),
+                ..Genome::default()
+            };
+            g.metadata.island = island;
+            g.scores.insert(FITNESS_KEY.into(), score);
+            Arc::new(g)
+        };
+        pop.add(mk(0, None, 0.1, "root"));
+        pop.add(mk(1, Some(1), 0.5, "a longer child"));
+        pop.add(mk(2, Some(0), 0.3, "x"));
+        let ids = |q: Query| -> Vec<GenomeId> { pop.query(&q).iter().map(|g| g.id).collect() };
+        // the root seeds every island
+        assert_eq!(ids(Query::Island(1)), vec![1, 0]);
+        assert_eq!(ids(Query::Island(0)), vec![2, 0]);
+        assert!(ids(Query::Island(7)).is_empty());
+        let cell = pop.cell_of(1).unwrap().to_vec();
+        assert_eq!(
+            ids(Query::Cell {
+                island: 1,
+                coords: cell.clone()
+            }),
+            vec![1]
+        );
+        assert!(
+            ids(Query::Cell {
+                island: 5,
+                coords: cell
+            })
+            .is_empty()
+        );
     }
 }

@@ -17,18 +17,98 @@ pub use islands::{IslandParams, IslandPopulation};
 pub use store::GenomeStore;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
-use crate::engine::genome::{Genome, GenomeId};
+use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId};
 
-/// What a caller asks a population for.
+/// What a caller asks a population for. Every answer holds valid genomes
+/// best first, except [`Query::All`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum Query {
-    /// The `k` fittest valid genomes, best first (ties: earliest admitted first).
+    /// The `k` fittest valid genomes (ties: earliest admitted first).
     TopK(usize),
-    /// Every genome, in admission order.
+    /// Every genome, valid or not, in admission order.
     All,
     /// The members of the population's active structure (the beam for a beam
-    /// population); for flat populations, every valid genome.
+    /// population, the islands' members for an island population); for flat
+    /// populations, every valid genome.
     Active,
+    /// The members of island `i` (for populations without islands: the
+    /// genomes whose `metadata.island` is `i`).
+    Island(u32),
+    /// The elite of one MAP-Elites cell of island `island`: at most one
+    /// genome; nothing for populations without a grid.
+    Cell { island: u32, coords: Vec<usize> },
+    /// The Pareto frontier over `metrics`, higher being better: the valid
+    /// genomes no other valid genome matches or beats on every metric while
+    /// beating it on one. A missing or non-finite metric counts as the worst
+    /// value. With no metrics, over `combined_score`.
+    Frontier(Vec<String>),
+}
+
+/// The answer to `query` from a store alone: what every population gives
+/// unless its own structure says more (see [`Population::query`]).
+pub fn query_store(store: &GenomeStore, query: &Query) -> Vec<Arc<Genome>> {
+    match query {
+        Query::TopK(k) => store.top_k(*k),
+        Query::All => store.all(),
+        Query::Active => store.top_k(usize::MAX),
+        Query::Island(i) => store
+            .iter_ranked()
+            .filter(|g| g.metadata.island == Some(*i))
+            .cloned()
+            .collect(),
+        Query::Cell { .. } => Vec::new(),
+        Query::Frontier(metrics) => pareto_frontier(store.iter_ranked(), metrics),
+    }
+}
+
+/// The non-dominated genomes of `ranked` (valid, best first) over `metrics`,
+/// in the order given. O(n log n + n·f) for a frontier of f genomes.
+fn pareto_frontier<'a>(
+    ranked: impl Iterator<Item = &'a Arc<Genome>>,
+    metrics: &[String],
+) -> Vec<Arc<Genome>> {
+    let fitness = [FITNESS_KEY.to_owned()];
+    let metrics = if metrics.is_empty() {
+        &fitness[..]
+    } else {
+        metrics
+    };
+    let value = |g: &Genome, m: &String| {
+        g.scores
+            .get(m)
+            .copied()
+            .filter(|v| v.is_finite())
+            .unwrap_or(f64::NEG_INFINITY)
+    };
+    let mut points: Vec<(Vec<f64>, usize, &Arc<Genome>)> = ranked
+        .enumerate()
+        .map(|(rank, g)| (metrics.iter().map(|m| value(g, m)).collect(), rank, g))
+        .collect();
+    // A genome can only be dominated by one that comes before it in
+    // descending lexicographic order, so one scan against the frontier found
+    // so far suffices.
+    points.sort_by(|a, b| {
+        b.0.iter()
+            .zip(&a.0)
+            .map(|(x, y)| x.total_cmp(y))
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.1.cmp(&b.1))
+    });
+    let mut frontier: Vec<(Vec<f64>, usize, &Arc<Genome>)> = Vec::new();
+    for p in points {
+        let dominated = frontier.iter().any(|(f, _, _)| {
+            f.iter().zip(&p.0).all(|(x, y)| x >= y) && f.iter().zip(&p.0).any(|(x, y)| x > y)
+        });
+        if !dominated {
+            frontier.push(p);
+        }
+    }
+    frontier.sort_by_key(|(_, rank, _)| *rank);
+    frontier
+        .into_iter()
+        .map(|(_, _, g)| Arc::clone(g))
+        .collect()
 }
 
 /// The shape a population gives the search space, for policies that need it
@@ -100,13 +180,11 @@ pub trait Population: Send + Sync {
     /// The keep-all store underneath.
     fn store(&self) -> &GenomeStore;
 
-    /// Genomes matching `query`.
+    /// Genomes matching `query` (by default answered from the store, see
+    /// [`query_store`]; a population with its own structure answers
+    /// `Active`, `Island` and `Cell` from it).
     fn query(&self, query: &Query) -> Vec<Arc<Genome>> {
-        match query {
-            Query::TopK(k) => self.store().top_k(*k),
-            Query::All => self.store().all(),
-            Query::Active => self.store().top_k(usize::MAX),
-        }
+        query_store(self.store(), query)
     }
 
     /// The fittest valid genome (ties: earliest admitted).
@@ -145,5 +223,64 @@ impl SlotTrait for dyn Population {
 impl<T: Population + 'static> Fills<dyn Population> for T {
     fn boxed(self) -> Box<dyn Population> {
         Box::new(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g(id: GenomeId, island: Option<u32>, scores: &[(&str, f64)]) -> Arc<Genome> {
+        let mut genome = Genome {
+            id,
+            valid: true,
+            ..Genome::default()
+        };
+        genome.metadata.island = island;
+        for (k, v) in scores {
+            genome.scores.insert((*k).to_owned(), *v);
+        }
+        Arc::new(genome)
+    }
+
+    fn ids(v: &[Arc<Genome>]) -> Vec<GenomeId> {
+        v.iter().map(|g| g.id).collect()
+    }
+
+    #[test]
+    fn a_flat_population_answers_island_cell_and_frontier_queries() {
+        let mut pop = InMemoryPopulation::new(InMemoryParams::default());
+        let m = |c: f64, acc: f64, cost: f64| {
+            vec![(FITNESS_KEY, c), ("accuracy", acc), ("neg_cost", cost)]
+        };
+        pop.add(g(0, None, &m(0.5, 0.5, -5.0)));
+        pop.add(g(1, Some(2), &m(0.9, 0.9, -9.0)));
+        pop.add(g(2, Some(2), &m(0.3, 0.4, -1.0)));
+        // dominated by 0 on both metrics
+        pop.add(g(3, None, &m(0.2, 0.4, -6.0)));
+        // equal to 0 on both: neither dominates the other
+        pop.add(g(4, Some(1), &m(0.1, 0.5, -5.0)));
+        // no accuracy: worst on it, but the cheapest
+        pop.add(g(5, None, &[(FITNESS_KEY, 0.05), ("neg_cost", -0.5)]));
+        let mut broken = (*g(6, Some(2), &m(1.0, 1.0, 0.0))).clone();
+        broken.valid = false;
+        pop.add(Arc::new(broken));
+
+        assert_eq!(ids(&pop.query(&Query::Island(2))), vec![1, 2]);
+        assert!(pop.query(&Query::Island(9)).is_empty());
+        assert!(
+            pop.query(&Query::Cell {
+                island: 0,
+                coords: vec![0]
+            })
+            .is_empty()
+        );
+        let metrics = vec!["accuracy".to_owned(), "neg_cost".to_owned()];
+        assert_eq!(
+            ids(&pop.query(&Query::Frontier(metrics))),
+            vec![1, 0, 2, 4, 5]
+        );
+        // over combined_score alone: the best
+        assert_eq!(ids(&pop.query(&Query::Frontier(Vec::new()))), vec![1]);
     }
 }
