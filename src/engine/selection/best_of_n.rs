@@ -315,7 +315,9 @@ mod tests {
         let s = policy.select(&pop, &mut rng).unwrap();
         assert_eq!(s.parent().unwrap().id, 0);
         assert!(s.inspirations.is_empty());
-        policy.observe(&g(1, Some(0.1)));
+        let mut child = (*g(1, Some(0.1))).clone();
+        child.parent_id = Some(0);
+        policy.observe(&child);
         assert_eq!(
             policy.status().fields,
             vec![
