@@ -95,10 +95,12 @@ async fn offline_model_drives_the_diff_proposer() {
             .propose(ProposalRequest {
                 prompt,
                 parent: Arc::clone(&parent),
+                parents: vec![Arc::clone(&parent)],
                 inspirations,
                 seed: 1000 + iteration,
                 pool: Vec::new(),
                 mode: EditMode::Diff,
+                env: galapagos::engine::testing::proposer_env(),
             })
             .await;
         assert!(proposal.response.is_some());

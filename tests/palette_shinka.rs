@@ -54,7 +54,7 @@ impl Evaluator for CountingEvaluator {
         if candidate.content != PROGRAM {
             CHILD_EVALUATIONS.fetch_add(1, Ordering::SeqCst);
         }
-        TrivialEvaluator { sleep_ms: 0 }.evaluate(candidate).await
+        TrivialEvaluator::default().evaluate(candidate).await
     }
 }
 

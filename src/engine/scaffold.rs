@@ -23,11 +23,13 @@ use crate::engine::events::{
     EventSink, LogLevel, RunCommand, RunEvent, RunInfo, RunStatus, RunSummary,
 };
 use crate::engine::genome::{Genome, GenomeId, GenomeMeta, Timings};
-use crate::engine::memory::{Knowledge, Memory};
+use crate::engine::memory::{Knowledge, Memory, MemoryQuery};
 use crate::engine::model::LanguageModel;
 use crate::engine::population::{Population, Query, Structure};
 use crate::engine::prompt::{FailedAttempt, PromptBuilder, PromptContext, TaskBrief};
-use crate::engine::proposer::{ProposalError, ProposalRequest, Proposer};
+use crate::engine::proposer::{
+    ProposalError, ProposalRequest, Proposer, ProposerEnv, SharedMemory,
+};
 use crate::engine::rng::{SearchRng, seeded};
 use crate::engine::selection::SelectionPolicy;
 use crate::engine::task::Task;
@@ -49,7 +51,8 @@ pub struct Scaffold {
     prompt_builder: Arc<dyn PromptBuilder>,
     proposer: Arc<dyn Proposer>,
     evaluator: Arc<dyn Evaluator>,
-    memory: Box<dyn Memory>,
+    /// Shared with proposers, which may read and write it mid-iteration.
+    memory: SharedMemory,
     model: Arc<dyn LanguageModel>,
     rng: SearchRng,
     /// Set by [`Scaffold::restore`]: continue from this checkpoint.
@@ -96,6 +99,8 @@ fn ms(since: Instant) -> f64 {
 struct Job {
     iteration: u64,
     parent: Arc<Genome>,
+    /// Every parent the policy chose, primary (`parent`) first.
+    parents: Vec<Arc<Genome>>,
     grandparent: Option<Arc<Genome>>,
     inspirations: Vec<Arc<Genome>>,
     knowledge: Knowledge,
@@ -110,6 +115,7 @@ struct Shared {
     prompt_builder: Arc<dyn PromptBuilder>,
     proposer: Arc<dyn Proposer>,
     evaluator: Arc<dyn Evaluator>,
+    memory: SharedMemory,
 }
 
 struct Outcome {
@@ -153,22 +159,36 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
             .propose(ProposalRequest {
                 prompt: prompt.clone(),
                 parent: Arc::clone(&job.parent),
+                parents: job.parents.clone(),
                 inspirations: job.inspirations.clone(),
                 seed: rng.next_u64(),
                 pool: job.pool.clone(),
                 mode,
+                env: ProposerEnv::new(
+                    Arc::clone(&shared.evaluator),
+                    Arc::clone(&shared.memory),
+                    job.iteration,
+                ),
             })
             .await;
         let propose_ms = ms(t_propose);
+        // The proposer may have made the child from another of the parents
+        // it was handed; one it was not handed is an error.
+        let chosen = match proposal.parent_id {
+            None => Ok(Arc::clone(&job.parent)),
+            Some(id) => job.parents.iter().find(|p| p.id == id).cloned().ok_or(id),
+        };
+        let foreign = chosen.as_ref().err().copied();
+        let parent = chosen.unwrap_or_else(|_| Arc::clone(&job.parent));
         let mut genome = Genome {
-            parent_id: Some(job.parent.id),
+            parent_id: Some(parent.id),
             inspiration_ids: job.inspirations.iter().map(|g| g.id).collect(),
             iteration: job.iteration,
             attempt,
             metadata: GenomeMeta {
-                generation: job.parent.metadata.generation + 1,
-                depth: job.parent.metadata.depth + 1,
-                island: job.island.or(job.parent.metadata.island),
+                generation: parent.metadata.generation + 1,
+                depth: parent.metadata.depth + 1,
+                island: job.island.or(parent.metadata.island),
                 model: proposal.model.clone(),
                 patch_type: proposal.patch_type.clone(),
                 features: Default::default(),
@@ -183,9 +203,15 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
             },
             ..Genome::default()
         };
-        match proposal.content {
+        let content = match (proposal.content, foreign) {
+            (Ok(_), Some(id)) => Err(ProposalError::Parse(format!(
+                "the proposer made the child from #{id}, which is not among the parents it was handed"
+            ))),
+            (content, _) => content,
+        };
+        match content {
             Err(ProposalError::Fatal(msg)) => {
-                genome.content = job.parent.content.clone();
+                genome.content = parent.content.clone();
                 genome.error = Some(msg.clone());
                 genomes.push(genome);
                 return Outcome {
@@ -195,7 +221,7 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                 };
             }
             Err(ProposalError::Model(msg)) => {
-                genome.content = job.parent.content.clone();
+                genome.content = parent.content.clone();
                 genome.error = Some(msg.clone());
                 failed.push(FailedAttempt {
                     error: msg.clone(),
@@ -205,7 +231,7 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
             }
             Err(e) => {
                 other_outcome = true;
-                genome.content = job.parent.content.clone();
+                genome.content = parent.content.clone();
                 genome.error = Some(e.to_string());
                 failed.push(FailedAttempt {
                     error: e.to_string(),
@@ -214,7 +240,7 @@ async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
             }
             Ok(content) => {
                 other_outcome = true;
-                genome.diff = Some(unified_diff(&job.parent.content, &content));
+                genome.diff = Some(unified_diff(&parent.content, &content));
                 let t_eval = Instant::now();
                 let eval = shared
                     .evaluator
@@ -270,7 +296,8 @@ impl Scaffold {
         let prompt_builder: Arc<dyn PromptBuilder> = Arc::from(card.build(&ctx)?);
         let proposer: Arc<dyn Proposer> = Arc::from(card.build(&ctx)?);
         let evaluator: Arc<dyn Evaluator> = Arc::from(card.build(&ctx)?);
-        let memory = card.build(&ctx)?;
+        let memory: Box<dyn Memory> = card.build(&ctx)?;
+        let memory = Arc::new(tokio::sync::RwLock::new(memory));
         let seed = card.card().seed;
         let card = card.card();
         Ok(Self {
@@ -331,6 +358,8 @@ impl Scaffold {
             .restore(&checkpoint.policy)
             .map_err(|e| format!("selection policy state: {e}"))?;
         self.memory
+            .try_write()
+            .map_err(|_| "memory state: the memory is in use".to_owned())?
             .restore(&checkpoint.memory)
             .map_err(|e| format!("memory state: {e}"))?;
         self.rng = checkpoint.rng.clone();
@@ -430,7 +459,13 @@ impl Scaffold {
             }
             out.push(g);
         }
-        let memory_changed = learn && self.memory.after_iteration(&out, &*self.population).await;
+        let memory_changed = learn
+            && self
+                .memory
+                .write()
+                .await
+                .after_iteration(&out, &*self.population)
+                .await;
         if let Some(r) = st.recorder.as_mut() {
             let checkpoint = Checkpoint {
                 iterations_done: st.summary.iterations,
@@ -438,7 +473,7 @@ impl Scaffold {
                 next_id: st.next_id,
                 rng: self.rng.clone(),
                 policy: self.policy.checkpoint(),
-                memory: self.memory.checkpoint(),
+                memory: self.memory.read().await.checkpoint(),
                 usage: st.summary.usage,
                 valid: st.summary.valid,
                 invalid: st.summary.invalid,
@@ -505,6 +540,7 @@ impl Scaffold {
             prompt_builder: Arc::clone(&self.prompt_builder),
             proposer: Arc::clone(&self.proposer),
             evaluator: Arc::clone(&self.evaluator),
+            memory: Arc::clone(&self.memory),
         });
 
         let mut paused = false;
@@ -677,9 +713,13 @@ impl Scaffold {
                 let job = Job {
                     iteration,
                     parent,
+                    parents: selection.parents,
                     grandparent,
                     inspirations: selection.inspirations,
-                    knowledge: self.memory.read(),
+                    knowledge: self.memory.read().await.read(&MemoryQuery {
+                        island: selection.island,
+                        max_chars: None,
+                    }),
                     seed: self.rng.next_u64(),
                     attempts,
                     island: selection.island,
@@ -732,7 +772,7 @@ impl Scaffold {
                     let (out, memory_changed) =
                         self.admit_iteration(outcome.genomes, &mut st, true).await;
                     if memory_changed {
-                        let notes = self.memory.read().notes;
+                        let notes = self.memory.read().await.read(&MemoryQuery::all()).notes;
                         events.send(RunEvent::MemoryUpdated { notes }).await;
                     }
                     admitted.extend(out);

@@ -1,17 +1,22 @@
 //! Test doubles for the engine's own tests, the integration tests and the
-//! benchmarks: an in-process evaluator registered like any component. Not
-//! used by a run unless a registry adds it ([`registry`]).
+//! benchmarks: an in-process evaluator registered like any component, a model
+//! that answers from a script, a proposer environment. Not used by a run
+//! unless a registry adds them ([`registry`]).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::evaluator::{Candidate, Evaluation, Evaluator};
-use crate::engine::genome::FITNESS_KEY;
+use crate::engine::genome::{FITNESS_KEY, TokenUsage};
+use crate::engine::memory::{Memory, NullMemory};
+use crate::engine::model::{LanguageModel, ModelError, ModelReply, ModelRequest};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
+use crate::engine::proposer::ProposerEnv;
 use crate::engine::registry::{Entry, Registry};
 
 /// The targets of [`TrivialEvaluator`]: the four constants of the test
@@ -33,6 +38,15 @@ pub struct TrivialParams {
 #[derive(Clone, Debug, Default)]
 pub struct TrivialEvaluator {
     pub sleep_ms: u64,
+    /// Evaluations so far (shared by clones).
+    calls: Arc<AtomicU64>,
+}
+
+impl TrivialEvaluator {
+    /// Evaluations so far, by this evaluator and its clones.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::SeqCst)
+    }
 }
 
 impl Component for TrivialEvaluator {
@@ -56,6 +70,7 @@ impl Component for TrivialEvaluator {
     fn build(params: TrivialParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
         Ok(Self {
             sleep_ms: params.sleep_ms,
+            ..Self::default()
         })
     }
 }
@@ -82,6 +97,7 @@ pub fn trivial_scores(content: &str) -> BTreeMap<String, f64> {
 #[async_trait::async_trait]
 impl Evaluator for TrivialEvaluator {
     async fn evaluate(&self, candidate: &Candidate) -> Evaluation {
+        self.calls.fetch_add(1, Ordering::SeqCst);
         if self.sleep_ms > 0 && candidate.id > 0 {
             tokio::time::sleep(Duration::from_millis(self.sleep_ms)).await;
         }
@@ -99,6 +115,83 @@ impl Evaluator for TrivialEvaluator {
             error: None,
         }
     }
+}
+
+/// A model that answers from a script, in order; then repeats the last entry.
+/// `Err(msg)` entries starting with `FATAL` are fatal errors.
+pub struct ScriptedModel {
+    pub replies: Mutex<Vec<Result<String, String>>>,
+    pub seen: Mutex<Vec<ModelRequest>>,
+    pub delay_ms: u64,
+}
+
+impl ScriptedModel {
+    pub fn new(replies: Vec<Result<String, String>>) -> Self {
+        Self {
+            replies: Mutex::new(replies),
+            seen: Mutex::new(Vec::new()),
+            delay_ms: 0,
+        }
+    }
+
+    /// The requests seen so far, in order.
+    pub fn seen(&self) -> Vec<ModelRequest> {
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for ScriptedModel {
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        if self.delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(self.delay_ms)).await;
+        }
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(request.clone());
+        let next = {
+            let mut r = self.replies.lock().unwrap_or_else(PoisonError::into_inner);
+            match r.len() {
+                0 => Err("the script is empty".to_owned()),
+                1 => r[0].clone(),
+                _ => r.remove(0),
+            }
+        };
+        match next {
+            Ok(text) => Ok(ModelReply {
+                text,
+                model: "scripted".into(),
+                usage: Some(TokenUsage {
+                    prompt_tokens: 10,
+                    completion_tokens: 5,
+                    cost_usd: Some(0.001),
+                }),
+            }),
+            Err(m) if m.starts_with("FATAL") => Err(ModelError::Fatal { message: m }),
+            Err(m) => Err(ModelError::Failed {
+                message: m,
+                raw: Some("{\"raw\":true}".into()),
+            }),
+        }
+    }
+
+    fn describe(&self) -> String {
+        "scripted test model".into()
+    }
+}
+
+/// A proposer environment over a [`TrivialEvaluator`] and an empty memory.
+pub fn proposer_env() -> ProposerEnv {
+    let memory: Box<dyn Memory> = Box::new(NullMemory);
+    ProposerEnv::new(
+        Arc::new(TrivialEvaluator::default()),
+        Arc::new(tokio::sync::RwLock::new(memory)),
+        1,
+    )
 }
 
 /// The built-in registry plus the test doubles above.

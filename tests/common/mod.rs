@@ -7,12 +7,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use galapagos::engine::card::{Card, SlotSpec};
 use galapagos::engine::events::{RunCommand, RunEvent, RunSummary};
-use galapagos::engine::genome::{Genome, TokenUsage};
+use galapagos::engine::genome::Genome;
 use galapagos::engine::launch::RunPlan;
 use galapagos::engine::model::{LanguageModel, ModelError, ModelReply, ModelRequest};
 use galapagos::engine::registry::Registry;
@@ -20,61 +19,8 @@ use galapagos::engine::run_thread::{RunHandle, start};
 
 pub const PROGRAM: &str = "# EVOLVE-BLOCK-START\nA = 1.0\nB = 0.0\nC = 0.0\nSHIFT = 0.0\n# EVOLVE-BLOCK-END\n\n\ndef run():\n    return [A, B, C, SHIFT]\n";
 
-/// A model that answers from a script, in order; then repeats the last entry.
-/// `Err(msg)` entries starting with `FATAL` are fatal errors.
-pub struct ScriptedModel {
-    pub replies: Mutex<Vec<Result<String, String>>>,
-    pub seen: Mutex<Vec<ModelRequest>>,
-    pub delay_ms: u64,
-}
-
-impl ScriptedModel {
-    pub fn new(replies: Vec<Result<String, String>>) -> Self {
-        Self {
-            replies: Mutex::new(replies),
-            seen: Mutex::new(Vec::new()),
-            delay_ms: 0,
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl LanguageModel for ScriptedModel {
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        if self.delay_ms > 0 {
-            tokio::time::sleep(Duration::from_millis(self.delay_ms)).await;
-        }
-        self.seen.lock().unwrap().push(request.clone());
-        let next = {
-            let mut r = self.replies.lock().unwrap();
-            if r.len() > 1 {
-                r.remove(0)
-            } else {
-                r[0].clone()
-            }
-        };
-        match next {
-            Ok(text) => Ok(ModelReply {
-                text,
-                model: "scripted".into(),
-                usage: Some(TokenUsage {
-                    prompt_tokens: 10,
-                    completion_tokens: 5,
-                    cost_usd: Some(0.001),
-                }),
-            }),
-            Err(m) if m.starts_with("FATAL") => Err(ModelError::Fatal { message: m }),
-            Err(m) => Err(ModelError::Failed {
-                message: m,
-                raw: Some("{\"raw\":true}".into()),
-            }),
-        }
-    }
-
-    fn describe(&self) -> String {
-        "scripted test model".into()
-    }
-}
+#[allow(unused_imports, reason = "each test binary uses a different subset")]
+pub use galapagos::engine::testing::ScriptedModel;
 
 /// The built-in registry plus the `trivial` test evaluator.
 pub fn registry() -> Arc<Registry> {

@@ -26,11 +26,32 @@ impl Knowledge {
     }
 }
 
+/// What a reader asks memory for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryQuery {
+    /// The island the reader works on, when the population has islands (a
+    /// memory that keeps knowledge per island answers for this one; the
+    /// shipped memories keep one body of knowledge for the whole run).
+    pub island: Option<u32>,
+    /// At most this many characters of notes in all (`None`: as much as the
+    /// memory gives).
+    pub max_chars: Option<usize>,
+}
+
+impl MemoryQuery {
+    /// Everything, for the whole run.
+    pub fn all() -> Self {
+        Self::default()
+    }
+}
+
 /// The memory slot (slot 6 of the loop, see ARCHITECTURE.md).
 #[async_trait::async_trait]
 pub trait Memory: Send + Sync {
-    /// What the prompt builder should know now.
-    fn read(&self) -> Knowledge;
+    /// What a reader should know now, as `query` asks for it (the loop reads
+    /// once per iteration for the prompt; a proposer may read through its
+    /// [`crate::engine::proposer::ProposerEnv`]).
+    fn read(&self, query: &MemoryQuery) -> Knowledge;
 
     /// Record knowledge learned late in the loop.
     fn write(&mut self, _knowledge: Knowledge) {}

@@ -1,6 +1,6 @@
 //! `NullMemory`: keeps nothing (the default; plain evolutionary loops).
 
-use super::{Knowledge, Memory};
+use super::{Knowledge, Memory, MemoryQuery};
 use crate::engine::component::{BuildContext, Component, ComponentInfo, NoParams};
 use crate::engine::params::ParamError;
 
@@ -26,7 +26,7 @@ impl Component for NullMemory {
 
 #[async_trait::async_trait]
 impl Memory for NullMemory {
-    fn read(&self) -> Knowledge {
+    fn read(&self, _query: &MemoryQuery) -> Knowledge {
         Knowledge::default()
     }
 }

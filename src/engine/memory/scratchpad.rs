@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Knowledge, Memory};
+use super::{Knowledge, Memory, MemoryQuery};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, GenomeId};
 use crate::engine::model::{LanguageModel, ModelRequest};
@@ -514,8 +514,12 @@ impl ScratchpadMemory {
 
 #[async_trait::async_trait]
 impl Memory for ScratchpadMemory {
-    fn read(&self) -> Knowledge {
-        let text = self.text();
+    /// The scratchpad, cut to the query's `max_chars` when it asks for less.
+    fn read(&self, query: &MemoryQuery) -> Knowledge {
+        let mut text = self.text();
+        if let Some(max) = query.max_chars.filter(|m| *m < self.max_chars()) {
+            text = truncate(&text, max);
+        }
         Knowledge {
             notes: if text.trim().is_empty() {
                 Vec::new()
@@ -677,13 +681,22 @@ mod tests {
             "Maximise x.",
         );
         let mut pop = start();
-        assert!(memory.read().is_empty());
+        assert!(memory.read(&MemoryQuery::all()).is_empty());
         let changed = feed(&mut memory, &mut pop, 1, 8).await;
         assert_eq!(changed, vec![4, 8]);
         assert_eq!(memory.summaries(), 2);
         assert_eq!(
-            memory.read().notes,
+            memory.read(&MemoryQuery::all()).notes,
             vec!["## What worked\n- x keeps rising; second summary".to_owned()]
+        );
+        // a reader asking for less gets it cut
+        let short = MemoryQuery {
+            max_chars: Some(20),
+            ..MemoryQuery::all()
+        };
+        assert_eq!(
+            memory.read(&short).notes,
+            vec!["## What worked\n...".to_owned()]
         );
         let seen = model.seen.lock().unwrap();
         assert_eq!(seen.len(), 2);
@@ -776,8 +789,11 @@ mod tests {
         let mut resumed =
             ScratchpadMemory::new(Arc::clone(&model) as Arc<dyn LanguageModel>, params, "t");
         resumed.restore(&saved).unwrap();
-        assert_eq!(resumed.read(), memory.read());
-        assert!(!resumed.read().is_empty());
+        assert_eq!(
+            resumed.read(&MemoryQuery::all()),
+            memory.read(&MemoryQuery::all())
+        );
+        assert!(!resumed.read(&MemoryQuery::all()).is_empty());
         // the schedule continues: the next summary is after iteration 10
         assert_eq!(feed(&mut resumed, &mut pop, 8, 3).await, Vec::<u64>::new());
         assert_eq!(resumed.summaries(), 2);

@@ -360,6 +360,7 @@ impl Proposer for CrossoverProposer {
                         model: last_model,
                         usage,
                         patch_type: Self::label(mode, &rejected),
+                        parent_id: None,
                     };
                 }
             };
@@ -381,6 +382,7 @@ impl Proposer for CrossoverProposer {
                             model: Some(reply.model),
                             usage,
                             patch_type: Self::label(mode, &rejected),
+                            parent_id: None,
                         };
                     }
                     let (sim, id) = if self.novelty_on() {
@@ -395,6 +397,7 @@ impl Proposer for CrossoverProposer {
                             model: Some(reply.model),
                             usage,
                             patch_type: Self::label(mode, &rejected),
+                            parent_id: None,
                         };
                     }
                     (sim, id)
@@ -412,6 +415,7 @@ impl Proposer for CrossoverProposer {
                         model: Some(reply.model),
                         usage,
                         patch_type: Self::label(mode, &rejected),
+                        parent_id: None,
                     };
                 }
             };
@@ -441,6 +445,7 @@ impl Proposer for CrossoverProposer {
             model: last_model,
             usage,
             patch_type: Self::label(mode, &rejected),
+            parent_id: None,
         }
     }
 }
@@ -518,10 +523,12 @@ mod tests {
                 valid: true,
                 ..Genome::default()
             }),
+            parents: Vec::new(),
             inspirations: vec![],
             seed: 5,
             pool,
             mode,
+            env: crate::engine::testing::proposer_env(),
         }
     }
 

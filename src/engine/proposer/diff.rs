@@ -117,6 +117,7 @@ impl Proposer for DiffProposer {
                     model: None,
                     usage: None,
                     patch_type: PatchKind::Diff.as_str().to_owned(),
+                    parent_id: None,
                 };
             }
             Err(ModelError::Fatal { message }) => {
@@ -126,6 +127,7 @@ impl Proposer for DiffProposer {
                     model: None,
                     usage: None,
                     patch_type: PatchKind::Diff.as_str().to_owned(),
+                    parent_id: None,
                 };
             }
         };
@@ -160,6 +162,7 @@ impl Proposer for DiffProposer {
             model: Some(reply.model),
             usage: reply.usage,
             patch_type: patch_type.as_str().to_owned(),
+            parent_id: None,
         }
     }
 }
@@ -235,10 +238,12 @@ mod tests {
                 valid: true,
                 ..Genome::default()
             }),
+            parents: Vec::new(),
             inspirations: vec![],
             seed,
             pool: Vec::new(),
             mode: crate::engine::prompt::EditMode::Diff,
+            env: crate::engine::testing::proposer_env(),
         }
     }
 

@@ -11,15 +11,78 @@ pub use diff::{DiffParams, DiffProposer};
 use std::sync::Arc;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
-use crate::engine::genome::{Genome, Prompt, TokenUsage};
+use crate::engine::evaluator::{Candidate, Evaluation, Evaluator};
+use crate::engine::genome::{Genome, GenomeId, Prompt, TokenUsage};
+use crate::engine::memory::{Knowledge, Memory, MemoryQuery};
 use crate::engine::prompt::EditMode;
 use crate::engine::rng::SearchRng;
+
+/// The run's memory, shared by the loop (which writes after each iteration)
+/// and proposers (which may read and write through [`ProposerEnv`]).
+pub type SharedMemory = Arc<tokio::sync::RwLock<Box<dyn Memory>>>;
+
+/// What a proposer may use besides its prompt: the run's evaluator and
+/// memory, as tools. An autonomous agent that tries its candidates and takes
+/// notes mid-iteration is a proposer that uses this, not a mode of the loop.
+#[derive(Clone)]
+pub struct ProposerEnv {
+    evaluator: Arc<dyn Evaluator>,
+    memory: SharedMemory,
+    /// Id trial candidates carry (the iteration's).
+    candidate_id: u64,
+}
+
+impl std::fmt::Debug for ProposerEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProposerEnv")
+            .field("candidate_id", &self.candidate_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProposerEnv {
+    pub fn new(evaluator: Arc<dyn Evaluator>, memory: SharedMemory, candidate_id: u64) -> Self {
+        Self {
+            evaluator,
+            memory,
+            candidate_id,
+        }
+    }
+
+    /// Score `content` with the task's evaluator, as a trial: the loop still
+    /// evaluates whatever the proposal returns (it never takes a score from a
+    /// proposer), so a trial costs one evaluation more.
+    pub async fn evaluate(&self, content: &str) -> Evaluation {
+        self.evaluator
+            .evaluate(&Candidate {
+                id: self.candidate_id,
+                content: content.to_owned(),
+            })
+            .await
+    }
+
+    /// What the run's memory holds now, as `query` asks for it.
+    pub async fn read_memory(&self, query: &MemoryQuery) -> Knowledge {
+        self.memory.read().await.read(query)
+    }
+
+    /// Hand knowledge to the run's memory ([`Memory::write`]; what it keeps
+    /// is the memory's choice).
+    pub async fn write_memory(&self, knowledge: Knowledge) {
+        self.memory.write().await.write(knowledge);
+    }
+}
 
 /// Input to one proposal.
 #[derive(Clone, Debug)]
 pub struct ProposalRequest {
     pub prompt: Prompt,
+    /// The primary parent: the program the prompt shows, and the child's
+    /// parent unless the proposal names another of `parents`.
     pub parent: Arc<Genome>,
+    /// Every parent the selection policy chose, primary first (the identity
+    /// policy hands over the whole pool and lets the proposer pick).
+    pub parents: Vec<Arc<Genome>>,
     pub inspirations: Vec<Arc<Genome>>,
     /// Seed drawn from the run's RNG for this proposal.
     pub seed: u64,
@@ -29,6 +92,8 @@ pub struct ProposalRequest {
     /// The edit mode the prompt was built for (what
     /// [`Proposer::edit_mode`] chose for this attempt).
     pub mode: EditMode,
+    /// The run's evaluator and memory, as tools.
+    pub env: ProposerEnv,
 }
 
 /// Why a proposal produced no candidate.
@@ -58,6 +123,10 @@ pub struct Proposal {
     pub usage: Option<TokenUsage>,
     /// `diff`, `full`, `crossover`...
     pub patch_type: String,
+    /// The parent the content was made from, when the proposer chose one of
+    /// [`ProposalRequest::parents`] other than the primary (`None`: the
+    /// primary).
+    pub parent_id: Option<GenomeId>,
 }
 
 /// The proposer slot (slot 4 of the loop, see ARCHITECTURE.md). `propose` is
@@ -88,5 +157,61 @@ impl SlotTrait for dyn Proposer {
 impl<T: Proposer + 'static> Fills<dyn Proposer> for T {
     fn boxed(self) -> Box<dyn Proposer> {
         Box::new(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::testing::TrivialEvaluator;
+
+    /// Notes kept as written.
+    struct Notes(Vec<String>);
+
+    #[async_trait::async_trait]
+    impl Memory for Notes {
+        fn read(&self, query: &MemoryQuery) -> Knowledge {
+            let mut notes = self.0.clone();
+            if let Some(max) = query.max_chars {
+                notes.retain(|n| n.len() <= max);
+            }
+            Knowledge { notes }
+        }
+
+        fn write(&mut self, knowledge: Knowledge) {
+            self.0.extend(knowledge.notes);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_environment_evaluates_and_reads_and_writes_the_run_memory() {
+        let evaluator = TrivialEvaluator::default();
+        let memory: Box<dyn Memory> = Box::new(Notes(vec!["a long first note".into()]));
+        let memory: SharedMemory = Arc::new(tokio::sync::RwLock::new(memory));
+        let env = ProposerEnv::new(Arc::new(evaluator.clone()), Arc::clone(&memory), 3);
+        let e = env
+            .evaluate("A = 2.5\nB = -1.25\nC = 0.75\nD = 0.0\n")
+            .await;
+        assert!(e.valid);
+        assert_eq!(e.scores["combined_score"], 1.0);
+        assert_eq!(evaluator.calls(), 1);
+        env.write_memory(Knowledge {
+            notes: vec!["tried X".into()],
+        })
+        .await;
+        assert_eq!(
+            env.read_memory(&MemoryQuery::all()).await.notes,
+            vec!["a long first note".to_owned(), "tried X".to_owned()]
+        );
+        let short = MemoryQuery {
+            max_chars: Some(8),
+            ..MemoryQuery::all()
+        };
+        assert_eq!(
+            env.read_memory(&short).await.notes,
+            vec!["tried X".to_owned()]
+        );
+        // the loop's handle sees what the proposer wrote
+        assert_eq!(memory.read().await.read(&MemoryQuery::all()).notes.len(), 2);
     }
 }
