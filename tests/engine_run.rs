@@ -295,6 +295,51 @@ fn best_of_n_at_parallel_4_gives_each_parent_n_valid_children_of_its_own() {
     assert!(switches >= 3, "the policy moved on only {switches} times");
 }
 
+/// The identity policy hands the whole pool to the proposer, and an
+/// agent-style proposer that picks a parent other than the best (and tries
+/// its edit with the evaluator through its environment) gets that parent on
+/// the child it hands in.
+#[test]
+fn the_identity_pool_reaches_an_agent_proposer_which_picks_its_own_parent() {
+    let registry = registry();
+    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
+    c.selection_policy = galapagos::engine::card::SlotSpec::new("identity");
+    c.proposer = galapagos::engine::card::SlotSpec::new("agent");
+    c.proposer
+        .params
+        .set("max_steps", galapagos::engine::params::ParamValue::Int(1));
+    c.general.max_iterations = 2;
+    c.general.inner_retry_times = 0;
+    let model = Arc::new(ScriptedModel::new(vec![
+        Ok(GOOD.into()),
+        Ok(
+            "PARENT: #0\nLower B.\n<<<<<<< SEARCH\nB = 0.0\n=======\nB = -1.0\n>>>>>>> REPLACE\n"
+                .into(),
+        ),
+    ]));
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    let (genomes, summary) = run_collect(c, &task, model.clone(), registry);
+    assert_eq!(summary.status, RunStatus::Completed);
+    assert_eq!(genomes.len(), 3);
+    // iteration 2 was handed #1 (the best) and #0, and chose #0
+    assert_eq!(genomes[2].parent_id, Some(0));
+    assert!(
+        genomes[2].content.contains("A = 1.0\nB = -1.0"),
+        "{}",
+        genomes[2].content
+    );
+    assert!(genomes[2].valid);
+    let user = &model.seen()[1].user;
+    assert!(user.contains("## Program #0 (combined_score"), "{user}");
+    // the edit was tried through the proposer's environment
+    let transcript = genomes[2].response.as_deref().unwrap_or("");
+    assert!(
+        transcript.contains("Result: trial of the edit of #0"),
+        "{transcript}"
+    );
+}
+
 #[test]
 fn a_hanging_candidate_is_killed_at_the_timeout_and_the_run_goes_on() {
     let registry = registry();

@@ -16,7 +16,7 @@ use crate::engine::memory::{NullMemory, ScratchpadMemory};
 use crate::engine::params::{ParamError, ParamMap, ParamValue};
 use crate::engine::population::{BeamPopulation, InMemoryPopulation, IslandPopulation};
 use crate::engine::prompt::DefaultPromptBuilder;
-use crate::engine::proposer::{CrossoverProposer, DiffProposer};
+use crate::engine::proposer::{AgentProposer, CrossoverProposer, DiffProposer};
 use crate::engine::selection::{
     BeamSelectionPolicy, BestOfNAttemptsPolicy, BestOfNPolicy, ExploreExploitPolicy,
     IdentityPolicy, TopKPolicy, UCBBanditPolicy, WeightedParentPolicy,
@@ -218,6 +218,7 @@ impl Registry {
                 Entry::of::<DefaultPromptBuilder>(),
                 Entry::of::<DiffProposer>(),
                 Entry::of::<CrossoverProposer>(),
+                Entry::of::<AgentProposer>(),
                 Entry::of::<SubprocessEvaluator>(),
                 Entry::of::<NullMemory>(),
                 Entry::of::<ScratchpadMemory>(),

@@ -1,10 +1,12 @@
 //! Slot 4 — Proposer: the variation operator. Turns a built prompt into a new
 //! candidate (one model call + edit application for `DiffProposer`).
 
+pub mod agent;
 pub mod crossover;
 pub mod diff;
 pub mod novelty;
 
+pub use agent::{AgentParams, AgentProposer};
 pub use crossover::{CrossoverParams, CrossoverProposer};
 pub use diff::{DiffParams, DiffProposer};
 
