@@ -169,3 +169,25 @@ pub enum RegistryError {
     #[error("{slot}.{}", .error)]
     Param { slot: Slot, error: ParamError },
 }
+
+/// Why a component could not take back the state it checkpointed (a policy's
+/// counters, a memory's notes) when a run resumes.
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    /// A field is missing or has the wrong shape.
+    #[error("{field}: {reason}")]
+    Field { field: String, reason: String },
+    /// The state does not decode.
+    #[error(transparent)]
+    Decode(#[from] serde_json::Error),
+}
+
+impl RestoreError {
+    /// `field` is missing or wrong, for `reason`.
+    pub fn field(field: &str, reason: impl Into<String>) -> Self {
+        Self::Field {
+            field: field.to_owned(),
+            reason: reason.into(),
+        }
+    }
+}

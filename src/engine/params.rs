@@ -169,7 +169,7 @@ impl ParamMap {
                     if let Err(reason) = check_value(spec.ty, value) {
                         errors.push(ParamError {
                             key: key.clone(),
-                            reason,
+                            reason: reason.to_string(),
                         });
                     }
                 }
@@ -197,13 +197,31 @@ impl ParamMap {
     }
 }
 
-/// Check one value against a type; `Err` carries the reason shown at the field.
-pub fn check_value(ty: ParamType, value: &ParamValue) -> Result<(), String> {
+/// Why a value does not fit its parameter's type (the reason shown at the
+/// field).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ValueError {
+    #[error("{}", range_reason(*min, *max, got))]
+    OutOfRange { min: f64, max: f64, got: String },
+    #[error("`{got}` is not one of: {}", options.join(", "))]
+    NotAChoice {
+        got: String,
+        options: &'static [&'static str],
+    },
+    #[error("expected a list of names")]
+    NotNames,
+    #[error("expected {expected}, got {got}")]
+    WrongType { expected: String, got: String },
+}
+
+/// Check one value against a type.
+pub fn check_value(ty: ParamType, value: &ParamValue) -> Result<(), ValueError> {
+    let out_of_range = |min: f64, max: f64, got: String| ValueError::OutOfRange { min, max, got };
     match (ty, value) {
         (ParamType::Int { min, max }, ParamValue::Int(i))
         | (ParamType::OptionalInt { min, max }, ParamValue::Int(i)) => {
             if *i < min || *i > max {
-                Err(range_reason(min as f64, max as f64, &i.to_string()))
+                Err(out_of_range(min as f64, max as f64, i.to_string()))
             } else {
                 Ok(())
             }
@@ -216,7 +234,7 @@ pub fn check_value(ty: ParamType, value: &ParamValue) -> Result<(), String> {
         {
             let f = v.as_f64().unwrap_or(f64::NAN);
             if !f.is_finite() || f < min || f > max {
-                Err(range_reason(min, max, &v.display()))
+                Err(out_of_range(min, max, v.display()))
             } else {
                 Ok(())
             }
@@ -226,7 +244,10 @@ pub fn check_value(ty: ParamType, value: &ParamValue) -> Result<(), String> {
             if options.contains(&s.as_str()) {
                 Ok(())
             } else {
-                Err(format!("`{s}` is not one of: {}", options.join(", ")))
+                Err(ValueError::NotAChoice {
+                    got: s.clone(),
+                    options,
+                })
             }
         }
         (ParamType::FloatList { min, max }, ParamValue::List(items)) => {
@@ -239,10 +260,13 @@ pub fn check_value(ty: ParamType, value: &ParamValue) -> Result<(), String> {
             if items.iter().all(|i| matches!(i, ParamValue::Str(_))) {
                 Ok(())
             } else {
-                Err("expected a list of names".to_owned())
+                Err(ValueError::NotNames)
             }
         }
-        (ty, v) => Err(format!("expected {}, got {}", type_name(ty), v.display())),
+        (ty, v) => Err(ValueError::WrongType {
+            expected: type_name(ty),
+            got: v.display(),
+        }),
     }
 }
 

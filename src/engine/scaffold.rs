@@ -17,7 +17,7 @@ use rand::Rng as _;
 
 use crate::engine::archive::{Checkpoint, RunRecorder};
 use crate::engine::card::{Card, ValidCard};
-use crate::engine::component::{BuildContext, RegistryError};
+use crate::engine::component::{BuildContext, RegistryError, RestoreError};
 use crate::engine::evaluator::{Candidate, Evaluator};
 use crate::engine::events::{
     EventSink, LogLevel, RunCommand, RunEvent, RunInfo, RunStatus, RunSummary,
@@ -34,6 +34,23 @@ use crate::engine::rng::{SearchRng, seeded};
 use crate::engine::selection::SelectionPolicy;
 use crate::engine::task::Task;
 use crate::engine::text::unified_diff;
+
+/// Why a recorded run cannot be continued.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    #[error("the archive has no genomes; start a new run instead")]
+    NoGenomes,
+    #[error("the archive's genome ids are not contiguous at {at} (found {found})")]
+    Gap { at: u64, found: u64 },
+    #[error("the checkpoint expects {expected} genomes but the archive has {found}")]
+    Count { expected: u64, found: u64 },
+    #[error("selection policy state: {0}")]
+    Policy(RestoreError),
+    #[error("memory state: {0}")]
+    Memory(RestoreError),
+    #[error("memory state: the memory is in use")]
+    MemoryBusy,
+}
 
 /// Why a scaffold could not be built from a card.
 #[derive(Debug, thiserror::Error)]
@@ -332,36 +349,37 @@ impl Scaffold {
     /// a pure function of their admissions) and restore the policy, memory,
     /// RNG and counters from its checkpoint. The initial program is not
     /// evaluated again.
-    pub fn restore(&mut self, genomes: Vec<Genome>, checkpoint: Checkpoint) -> Result<(), String> {
+    pub fn restore(
+        &mut self,
+        genomes: Vec<Genome>,
+        checkpoint: Checkpoint,
+    ) -> Result<(), ResumeError> {
         if genomes.is_empty() {
-            return Err("the archive has no genomes; start a new run instead".to_owned());
+            return Err(ResumeError::NoGenomes);
         }
-        for (i, g) in genomes.iter().enumerate() {
-            if g.id != i as u64 {
-                return Err(format!(
-                    "the archive's genome ids are not contiguous at {i} (found {})",
-                    g.id
-                ));
-            }
+        if let Some((at, g)) = genomes.iter().enumerate().find(|(i, g)| g.id != *i as u64) {
+            return Err(ResumeError::Gap {
+                at: at as u64,
+                found: g.id,
+            });
         }
         if checkpoint.next_id != genomes.len() as u64 {
-            return Err(format!(
-                "the checkpoint expects {} genomes but the archive has {}",
-                checkpoint.next_id,
-                genomes.len()
-            ));
+            return Err(ResumeError::Count {
+                expected: checkpoint.next_id,
+                found: genomes.len() as u64,
+            });
         }
         for g in genomes {
             self.population.add(Arc::new(g.without_transcript()));
         }
         self.policy
             .restore(&checkpoint.policy)
-            .map_err(|e| format!("selection policy state: {e}"))?;
+            .map_err(ResumeError::Policy)?;
         self.memory
             .try_write()
-            .map_err(|_| "memory state: the memory is in use".to_owned())?
+            .map_err(|_| ResumeError::MemoryBusy)?
             .restore(&checkpoint.memory)
-            .map_err(|e| format!("memory state: {e}"))?;
+            .map_err(ResumeError::Memory)?;
         self.rng = checkpoint.rng.clone();
         self.resume = Some(checkpoint);
         Ok(())

@@ -125,8 +125,8 @@ impl RunRecorder for JsonlRecorder {
 
 /// Read a `genomes.jsonl` back. A torn last line (crash mid-write) is
 /// skipped; any other bad line is an error naming its line number.
-pub fn read_genomes(path: &Path) -> Result<Vec<Genome>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn read_genomes(path: &Path) -> Result<Vec<Genome>, ArchiveError> {
+    let text = std::fs::read_to_string(path).map_err(|e| io_err(path, e))?;
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::with_capacity(lines.len());
     for (i, line) in lines.iter().enumerate() {
@@ -136,7 +136,12 @@ pub fn read_genomes(path: &Path) -> Result<Vec<Genome>, String> {
         match serde_json::from_str::<Genome>(line) {
             Ok(g) => out.push(g),
             Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => break,
-            Err(e) => return Err(format!("{}:{}: {e}", path.display(), i + 1)),
+            Err(e) => {
+                return Err(ArchiveError::Corrupt {
+                    path: path.to_path_buf(),
+                    message: format!("line {}: {e}", i + 1),
+                });
+            }
         }
     }
     Ok(out)

@@ -9,7 +9,7 @@ use std::sync::Arc;
 pub use none::NullMemory;
 pub use scratchpad::{ScratchpadMemory, ScratchpadParams};
 
-use crate::engine::component::{Fills, Slot, SlotTrait};
+use crate::engine::component::{Fills, RestoreError, Slot, SlotTrait};
 use crate::engine::genome::Genome;
 use crate::engine::population::Population;
 
@@ -74,7 +74,7 @@ pub trait Memory: Send + Sync {
     }
 
     /// Restore what [`Memory::checkpoint`] saved.
-    fn restore(&mut self, _state: &serde_json::Value) -> Result<(), String> {
+    fn restore(&mut self, _state: &serde_json::Value) -> Result<(), RestoreError> {
         Ok(())
     }
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::{Knowledge, Memory, MemoryQuery};
-use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::component::{BuildContext, Component, ComponentInfo, RestoreError};
 use crate::engine::genome::{Genome, GenomeId};
 use crate::engine::model::{LanguageModel, ModelRequest};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
@@ -560,12 +560,11 @@ impl Memory for ScratchpadMemory {
         serde_json::to_value(&self.state).unwrap_or(serde_json::Value::Null)
     }
 
-    fn restore(&mut self, state: &serde_json::Value) -> Result<(), String> {
+    fn restore(&mut self, state: &serde_json::Value) -> Result<(), RestoreError> {
         if state.is_null() {
             return Ok(());
         }
-        self.state = serde_json::from_value(state.clone())
-            .map_err(|e| format!("scratchpad checkpoint: {e}"))?;
+        self.state = serde_json::from_value(state.clone())?;
         Ok(())
     }
 }

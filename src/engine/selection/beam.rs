@@ -14,7 +14,7 @@ use rand::RngExt as _;
 use serde::{Deserialize, Serialize};
 
 use super::{PolicyStatus, Selection, SelectionError, SelectionPolicy};
-use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::component::{BuildContext, Component, ComponentInfo, RestoreError};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::diversity::NgramSet;
@@ -271,24 +271,28 @@ impl SelectionPolicy for BeamSelectionPolicy {
         })
     }
 
-    fn restore(&mut self, state: &serde_json::Value) -> Result<(), String> {
+    fn restore(&mut self, state: &serde_json::Value) -> Result<(), RestoreError> {
         if state.is_null() {
             return Ok(());
         }
         self.rr_index = state
             .get("rr_index")
             .and_then(serde_json::Value::as_u64)
-            .ok_or("rr_index: missing")? as usize;
+            .ok_or_else(|| RestoreError::field("rr_index", "missing"))?
+            as usize;
         self.total_expansions = state
             .get("total_expansions")
             .and_then(serde_json::Value::as_u64)
-            .ok_or("total_expansions: missing")?;
+            .ok_or_else(|| RestoreError::field("total_expansions", "missing"))?;
         self.expanded = state
             .get("expanded")
             .and_then(serde_json::Value::as_array)
-            .ok_or("expanded: missing")?
+            .ok_or_else(|| RestoreError::field("expanded", "missing"))?
             .iter()
-            .map(|v| v.as_u64().ok_or_else(|| format!("expanded: bad id {v}")))
+            .map(|v| {
+                v.as_u64()
+                    .ok_or_else(|| RestoreError::field("expanded", format!("bad id {v}")))
+            })
             .collect::<Result<_, _>>()?;
         self.grams.clear();
         Ok(())

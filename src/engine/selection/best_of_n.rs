@@ -9,7 +9,7 @@ use rand::seq::IndexedRandom as _;
 use serde::{Deserialize, Serialize};
 
 use super::{PolicyStatus, Selection, SelectionError, SelectionPolicy};
-use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::component::{BuildContext, Component, ComponentInfo, RestoreError};
 use crate::engine::genome::{Genome, GenomeId};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::{Population, Query};
@@ -71,21 +71,21 @@ impl ReuseState {
         serde_json::json!({ "current_parent_id": self.current_parent_id, "uses": self.uses })
     }
 
-    pub(crate) fn restore(&mut self, state: &serde_json::Value) -> Result<(), String> {
+    pub(crate) fn restore(&mut self, state: &serde_json::Value) -> Result<(), RestoreError> {
         if state.is_null() {
             return Ok(());
         }
         self.current_parent_id = match state.get("current_parent_id") {
             None | Some(serde_json::Value::Null) => None,
-            Some(v) => Some(
-                v.as_u64()
-                    .ok_or_else(|| format!("current_parent_id: expected an id, got {v}"))?,
-            ),
+            Some(v) => Some(v.as_u64().ok_or_else(|| {
+                RestoreError::field("current_parent_id", format!("expected an id, got {v}"))
+            })?),
         };
         self.uses = state
             .get("uses")
             .and_then(serde_json::Value::as_u64)
-            .ok_or("uses: missing or not a count")? as usize;
+            .ok_or_else(|| RestoreError::field("uses", "missing or not a count"))?
+            as usize;
         Ok(())
     }
 
@@ -230,7 +230,7 @@ impl SelectionPolicy for BestOfNPolicy {
         self.state.checkpoint()
     }
 
-    fn restore(&mut self, state: &serde_json::Value) -> Result<(), String> {
+    fn restore(&mut self, state: &serde_json::Value) -> Result<(), RestoreError> {
         self.state.restore(state)
     }
 

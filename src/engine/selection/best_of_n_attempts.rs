@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::best_of_n::{BestOfNParams, ReuseState};
 use super::{PolicyStatus, Selection, SelectionError, SelectionPolicy};
-use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::component::{BuildContext, Component, ComponentInfo, RestoreError};
 use crate::engine::genome::{Genome, GenomeId};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::Population;
@@ -106,7 +106,7 @@ impl SelectionPolicy for BestOfNAttemptsPolicy {
         self.state.checkpoint()
     }
 
-    fn restore(&mut self, state: &serde_json::Value) -> Result<(), String> {
+    fn restore(&mut self, state: &serde_json::Value) -> Result<(), RestoreError> {
         self.state.restore(state)
     }
 

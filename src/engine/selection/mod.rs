@@ -21,7 +21,7 @@ pub use topk::{TopKParams, TopKPolicy};
 pub use ucb_islands::{UCBBanditPolicy, UcbBanditParams};
 pub use weighted::{WeightedParams, WeightedParentPolicy};
 
-use crate::engine::component::{Fills, Slot, SlotTrait};
+use crate::engine::component::{Fills, RestoreError, Slot, SlotTrait};
 use crate::engine::genome::Genome;
 use crate::engine::population::Population;
 use crate::engine::rng::SearchRng;
@@ -88,7 +88,7 @@ pub trait SelectionPolicy: Send + Sync {
     }
 
     /// Restore what [`SelectionPolicy::checkpoint`] saved.
-    fn restore(&mut self, _state: &serde_json::Value) -> Result<(), String> {
+    fn restore(&mut self, _state: &serde_json::Value) -> Result<(), RestoreError> {
         Ok(())
     }
 }

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use super::explore_exploit::{fetch, fill, pools};
 use super::{PolicyStatus, Selection, SelectionError, SelectionPolicy};
-use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::component::{BuildContext, Component, ComponentInfo, RestoreError};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::Population;
@@ -383,11 +383,11 @@ impl SelectionPolicy for UCBBanditPolicy {
         serde_json::to_value(&self.state).unwrap_or(serde_json::Value::Null)
     }
 
-    fn restore(&mut self, state: &serde_json::Value) -> Result<(), String> {
+    fn restore(&mut self, state: &serde_json::Value) -> Result<(), RestoreError> {
         if state.is_null() {
             return Ok(());
         }
-        let s: UcbState = serde_json::from_value(state.clone()).map_err(|e| e.to_string())?;
+        let s: UcbState = serde_json::from_value(state.clone())?;
         let n = s.visits.len();
         if [
             s.decayed_rewards.len(),
@@ -398,7 +398,10 @@ impl SelectionPolicy for UCBBanditPolicy {
         .iter()
         .any(|l| *l != n)
         {
-            return Err("per-island arrays differ in length".to_owned());
+            return Err(RestoreError::field(
+                "visits",
+                "per-island arrays differ in length",
+            ));
         }
         self.state = s;
         Ok(())

@@ -20,7 +20,7 @@ use rand::RngExt as _;
 use serde::{Deserialize, Serialize};
 
 use super::{PolicyStatus, Selection, SelectionError, SelectionPolicy};
-use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::component::{BuildContext, Component, ComponentInfo, RestoreError};
 use crate::engine::genome::{Genome, GenomeId};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::{Population, Query};
@@ -217,21 +217,23 @@ impl SelectionPolicy for WeightedParentPolicy {
         })
     }
 
-    fn restore(&mut self, state: &serde_json::Value) -> Result<(), String> {
+    fn restore(&mut self, state: &serde_json::Value) -> Result<(), RestoreError> {
         if state.is_null() {
             return Ok(());
         }
         let list = state
             .get("children")
             .and_then(serde_json::Value::as_array)
-            .ok_or("children: missing or not a list")?;
+            .ok_or_else(|| RestoreError::field("children", "missing or not a list"))?;
         let mut children = BTreeMap::new();
         for entry in list {
             let pair = entry
                 .as_array()
                 .filter(|p| p.len() == 2)
                 .and_then(|p| Some((p[0].as_u64()?, p[1].as_u64()?)))
-                .ok_or_else(|| format!("children: expected [id, count], got {entry}"))?;
+                .ok_or_else(|| {
+                    RestoreError::field("children", format!("expected [id, count], got {entry}"))
+                })?;
             children.insert(pair.0, pair.1);
         }
         self.children = children;
