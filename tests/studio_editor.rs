@@ -72,15 +72,15 @@ impl Default for NParams {
 }
 
 /// Editor-only components: they describe themselves; the editor never
-/// builds them.
+/// builds them (`build` fails).
 macro_rules! editor_only {
-    ($name:ident, $slot:ty, $params:ty, $kind:literal, $table:expr) => {
+    ($name:ty, $type_name:literal, $slot:ty, $params:ty, $kind:literal, $table:expr) => {
         impl Component for $name {
             type Slot = $slot;
             type Params = $params;
             const INFO: ComponentInfo = ComponentInfo {
                 kind: $kind,
-                type_name: stringify!($name),
+                type_name: $type_name,
                 summary: "test component",
                 params: $table,
             };
@@ -95,12 +95,33 @@ macro_rules! editor_only {
 }
 
 struct FlatPopulation(GenomeStore);
-struct BestOfNPolicy;
-struct TopKPolicy;
+/// An editor-only selection policy with parameters `P`.
+struct EditorPolicy<P>(std::marker::PhantomData<P>);
 
-editor_only!(FlatPopulation, dyn Population, NoParams, "flat", &[]);
-editor_only!(BestOfNPolicy, dyn SelectionPolicy, NParams, "best_of_n", N);
-editor_only!(TopKPolicy, dyn SelectionPolicy, KParams, "top_k", K);
+editor_only!(
+    FlatPopulation,
+    "FlatPopulation",
+    dyn Population,
+    NoParams,
+    "flat",
+    &[]
+);
+editor_only!(
+    EditorPolicy<NParams>,
+    "BestOfNPolicy",
+    dyn SelectionPolicy,
+    NParams,
+    "best_of_n",
+    N
+);
+editor_only!(
+    EditorPolicy<KParams>,
+    "TopKPolicy",
+    dyn SelectionPolicy,
+    KParams,
+    "top_k",
+    K
+);
 
 impl Population for FlatPopulation {
     fn add(&mut self, _: Arc<Genome>) {}
@@ -109,17 +130,7 @@ impl Population for FlatPopulation {
     }
 }
 
-impl SelectionPolicy for BestOfNPolicy {
-    fn select(
-        &mut self,
-        _: &dyn Population,
-        _: &mut SearchRng,
-    ) -> Result<Selection, SelectionError> {
-        Err(SelectionError::Empty)
-    }
-}
-
-impl SelectionPolicy for TopKPolicy {
+impl<P: Send + Sync> SelectionPolicy for EditorPolicy<P> {
     fn select(
         &mut self,
         _: &dyn Population,
@@ -135,8 +146,8 @@ fn registry() -> Registry {
     let mut r = Registry::empty();
     for entry in [
         Entry::of::<FlatPopulation>(),
-        Entry::of::<BestOfNPolicy>(),
-        Entry::of::<TopKPolicy>(),
+        Entry::of::<EditorPolicy<NParams>>(),
+        Entry::of::<EditorPolicy<KParams>>(),
         Entry::of::<DefaultPromptBuilder>(),
         Entry::of::<DiffProposer>(),
         Entry::of::<SubprocessEvaluator>(),

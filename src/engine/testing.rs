@@ -3,7 +3,7 @@
 //! that answers from a script, a proposer environment. Not used by a run
 //! unless a registry adds them ([`registry`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -117,21 +117,79 @@ impl Evaluator for TrivialEvaluator {
     }
 }
 
-/// A model that answers from a script, in order; then repeats the last entry.
-/// `Err(msg)` entries starting with `FATAL` are fatal errors.
+/// A model that answers from a script, in order, and records every request
+/// it saw. Made with [`ScriptedModel::new`] it repeats its last entry for
+/// ever; made with [`ScriptedModel::replies`] it fails once the script is
+/// spent.
 pub struct ScriptedModel {
-    pub replies: Mutex<Vec<Result<String, String>>>,
+    replies: Mutex<VecDeque<Result<ModelReply, ModelError>>>,
+    repeat_last: bool,
+    /// The requests seen so far, in order.
     pub seen: Mutex<Vec<ModelRequest>>,
+    /// Milliseconds to wait before each answer.
     pub delay_ms: u64,
 }
 
 impl ScriptedModel {
+    /// Texts (`Ok`) and failures (`Err`; one starting with `FATAL` is fatal,
+    /// any other a failed call with a raw body); the last entry repeats.
+    /// Every answer reports 10 prompt and 5 completion tokens costing $0.001.
     pub fn new(replies: Vec<Result<String, String>>) -> Self {
+        let replies = replies
+            .into_iter()
+            .map(|r| match r {
+                Ok(text) => Ok(ModelReply {
+                    text,
+                    model: "scripted".into(),
+                    usage: Some(TokenUsage {
+                        prompt_tokens: 10,
+                        completion_tokens: 5,
+                        cost_usd: Some(0.001),
+                    }),
+                }),
+                Err(m) if m.starts_with("FATAL") => Err(ModelError::Fatal { message: m }),
+                Err(m) => Err(ModelError::Failed {
+                    message: m,
+                    raw: Some("{\"raw\":true}".into()),
+                }),
+            })
+            .collect();
         Self {
             replies: Mutex::new(replies),
+            repeat_last: true,
             seen: Mutex::new(Vec::new()),
             delay_ms: 0,
         }
+    }
+
+    /// Exactly these answers, in order; then every call fails ("script
+    /// exhausted").
+    pub fn replies(replies: Vec<Result<ModelReply, ModelError>>) -> Arc<Self> {
+        Arc::new(Self {
+            replies: Mutex::new(replies.into()),
+            repeat_last: false,
+            seen: Mutex::new(Vec::new()),
+            delay_ms: 0,
+        })
+    }
+
+    /// [`ScriptedModel::replies`] of texts, each reporting 10 prompt and 5
+    /// completion tokens (no price).
+    pub fn texts(texts: &[&str]) -> Arc<Self> {
+        Self::replies(texts.iter().map(|t| Self::text(t)).collect())
+    }
+
+    /// One answer: `text`, 10 prompt and 5 completion tokens, no price.
+    pub fn text(text: &str) -> Result<ModelReply, ModelError> {
+        Ok(ModelReply {
+            text: text.to_owned(),
+            model: "scripted".to_owned(),
+            usage: Some(TokenUsage {
+                prompt_tokens: 10,
+                completion_tokens: 5,
+                cost_usd: None,
+            }),
+        })
     }
 
     /// The requests seen so far, in order.
@@ -153,34 +211,50 @@ impl LanguageModel for ScriptedModel {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(request.clone());
-        let next = {
-            let mut r = self.replies.lock().unwrap_or_else(PoisonError::into_inner);
-            match r.len() {
-                0 => Err("the script is empty".to_owned()),
-                1 => r[0].clone(),
-                _ => r.remove(0),
-            }
+        let mut replies = self.replies.lock().unwrap_or_else(PoisonError::into_inner);
+        let next = if self.repeat_last && replies.len() == 1 {
+            replies.front().cloned()
+        } else {
+            replies.pop_front()
         };
-        match next {
-            Ok(text) => Ok(ModelReply {
-                text,
-                model: "scripted".into(),
-                usage: Some(TokenUsage {
-                    prompt_tokens: 10,
-                    completion_tokens: 5,
-                    cost_usd: Some(0.001),
-                }),
-            }),
-            Err(m) if m.starts_with("FATAL") => Err(ModelError::Fatal { message: m }),
-            Err(m) => Err(ModelError::Failed {
-                message: m,
-                raw: Some("{\"raw\":true}".into()),
-            }),
-        }
+        next.unwrap_or_else(|| {
+            Err(ModelError::Failed {
+                message: "script exhausted".into(),
+                raw: None,
+            })
+        })
     }
 
     fn describe(&self) -> String {
         "scripted test model".into()
+    }
+}
+
+/// The offline model, answering after `delay_ms`: iterations take real time,
+/// so a Stop sent after k genomes lands before the run can finish.
+pub struct SlowOffline {
+    pub delay_ms: u64,
+    inner: crate::engine::model::OfflineModel,
+}
+
+impl SlowOffline {
+    pub fn model(delay_ms: u64) -> Arc<dyn LanguageModel> {
+        Arc::new(Self {
+            delay_ms,
+            inner: crate::engine::model::OfflineModel::new(),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for SlowOffline {
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        tokio::time::sleep(Duration::from_millis(self.delay_ms)).await;
+        self.inner.complete(request).await
+    }
+
+    fn describe(&self) -> String {
+        "offline model, slowed down for tests".into()
     }
 }
 

@@ -13,7 +13,7 @@ use galapagos::engine::card::{Card, SlotSpec};
 use galapagos::engine::events::{RunCommand, RunEvent, RunSummary};
 use galapagos::engine::genome::Genome;
 use galapagos::engine::launch::RunPlan;
-use galapagos::engine::model::{LanguageModel, ModelError, ModelReply, ModelRequest};
+use galapagos::engine::model::LanguageModel;
 use galapagos::engine::registry::Registry;
 use galapagos::engine::run_thread::{RunHandle, start};
 
@@ -119,33 +119,8 @@ pub fn collect(
     }
 }
 
-/// The offline model, answering after `delay_ms`: iterations take real time,
-/// so a Stop sent after k genomes lands before the run can finish.
-pub struct SlowOffline {
-    pub delay_ms: u64,
-    inner: galapagos::engine::model::OfflineModel,
-}
-
-impl SlowOffline {
-    pub fn model(delay_ms: u64) -> Arc<dyn LanguageModel> {
-        Arc::new(Self {
-            delay_ms,
-            inner: galapagos::engine::model::OfflineModel::new(),
-        })
-    }
-}
-
-#[async_trait::async_trait]
-impl LanguageModel for SlowOffline {
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        tokio::time::sleep(Duration::from_millis(self.delay_ms)).await;
-        self.inner.complete(request).await
-    }
-
-    fn describe(&self) -> String {
-        "offline model, slowed down for tests".into()
-    }
-}
+#[allow(unused_imports, reason = "each test binary uses a different subset")]
+pub use galapagos::engine::testing::SlowOffline;
 
 /// A new run of `card` (checked against [`registry`]).
 pub fn request(card: Card, task: &Path, run_dir: Option<PathBuf>) -> RunPlan {

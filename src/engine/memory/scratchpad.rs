@@ -571,54 +571,20 @@ impl Memory for ScratchpadMemory {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
     use super::*;
     use crate::engine::genome::FITNESS_KEY;
-    use crate::engine::model::{ModelError, ModelReply, OfflineModel};
+    use crate::engine::model::OfflineModel;
     use crate::engine::population::{InMemoryParams, InMemoryPopulation};
+    use crate::engine::testing::ScriptedModel;
 
-    /// Replies from a list (the last one repeats); records the prompts.
-    struct Notebook {
-        replies: Mutex<Vec<Result<String, String>>>,
-        seen: Mutex<Vec<ModelRequest>>,
-    }
-
-    impl Notebook {
-        fn new(replies: &[Result<&str, &str>]) -> Arc<Self> {
-            Arc::new(Self {
-                replies: Mutex::new(
-                    replies
-                        .iter()
-                        .map(|r| r.map(str::to_owned).map_err(str::to_owned))
-                        .collect(),
-                ),
-                seen: Mutex::new(Vec::new()),
-            })
-        }
-    }
-
-    #[async_trait::async_trait]
-    impl LanguageModel for Notebook {
-        async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-            self.seen.lock().unwrap().push(request.clone());
-            let mut r = self.replies.lock().unwrap();
-            let next = if r.len() > 1 {
-                r.remove(0)
-            } else {
-                r[0].clone()
-            };
-            next.map(|text| ModelReply {
-                text,
-                model: "notebook".into(),
-                usage: None,
-            })
-            .map_err(|message| ModelError::Failed { message, raw: None })
-        }
-
-        fn describe(&self) -> String {
-            "notebook".into()
-        }
+    /// The shared scripted model, from `Ok` texts and `Err` failures.
+    fn notebook(replies: &[Result<&str, &str>]) -> Arc<ScriptedModel> {
+        Arc::new(ScriptedModel::new(
+            replies
+                .iter()
+                .map(|r| r.map(str::to_owned).map_err(str::to_owned))
+                .collect(),
+        ))
     }
 
     fn genome(id: GenomeId, parent: Option<GenomeId>, score: Option<f64>) -> Arc<Genome> {
@@ -667,7 +633,7 @@ mod tests {
 
     #[tokio::test]
     async fn model_summary_is_written_on_schedule_and_rolls() {
-        let model = Notebook::new(&[
+        let model = notebook(&[
             Ok("## What worked\n- raising x helped a lot\n## What failed\n- #3 crashed"),
             Ok("## What worked\n- x keeps rising; second summary"),
         ]);
@@ -713,7 +679,7 @@ mod tests {
 
     #[tokio::test]
     async fn unusable_replies_fall_back_to_statistics_and_keep_insights() {
-        let model = Notebook::new(&[
+        let model = notebook(&[
             Ok("- good: a real summary with enough words in it"),
             Ok("<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n"),
             Err("HTTP 500"),
@@ -772,7 +738,7 @@ mod tests {
 
     #[tokio::test]
     async fn checkpoint_restore_keeps_the_scratchpad_and_schedule() {
-        let model = Notebook::new(&[Ok("- insight one: keep x growing steadily\n- more")]);
+        let model = notebook(&[Ok("- insight one: keep x growing steadily\n- more")]);
         let params = ScratchpadParams {
             interval: 5,
             ..ScratchpadParams::default()

@@ -57,15 +57,6 @@ pub struct AgentProposer {
     language: String,
 }
 
-impl std::fmt::Debug for AgentProposer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AgentProposer")
-            .field("model", &self.model.describe())
-            .field("params", &self.params)
-            .finish_non_exhaustive()
-    }
-}
-
 impl Component for AgentProposer {
     type Slot = dyn Proposer;
     type Params = AgentParams;
@@ -96,14 +87,7 @@ impl Component for AgentProposer {
                     max: 1_000_000,
                 },
             },
-            ParamSpec {
-                key: "max_code_length",
-                doc: "Reject a child program longer than this many characters",
-                ty: ParamType::Int {
-                    min: 100,
-                    max: 100_000_000,
-                },
-            },
+            super::MAX_CODE_LENGTH,
         ],
     };
 

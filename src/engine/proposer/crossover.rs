@@ -202,14 +202,7 @@ impl Component for CrossoverProposer {
                       near-duplicates the proposal fails without an evaluator call",
                 ty: ParamType::Int { min: 0, max: 20 },
             },
-            ParamSpec {
-                key: "max_code_length",
-                doc: "Reject a child program longer than this many characters",
-                ty: ParamType::Int {
-                    min: 100,
-                    max: 100_000_000,
-                },
-            },
+            super::MAX_CODE_LENGTH,
         ],
     };
 
@@ -452,57 +445,14 @@ impl Proposer for CrossoverProposer {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::VecDeque;
-    use std::sync::Mutex;
-
     use super::*;
     use crate::engine::genome::Prompt;
-    use crate::engine::model::ModelReply;
     use crate::engine::params::ParamMap;
     use crate::engine::params::ParamValue;
     use crate::engine::registry::Entry;
     use crate::engine::rng::seeded;
     use crate::engine::task::Task;
-
-    struct Scripted {
-        replies: Mutex<VecDeque<String>>,
-        seen: Mutex<Vec<ModelRequest>>,
-    }
-
-    impl Scripted {
-        fn new(replies: &[&str]) -> Arc<Self> {
-            Arc::new(Self {
-                replies: Mutex::new(replies.iter().map(|s| (*s).to_owned()).collect()),
-                seen: Mutex::new(Vec::new()),
-            })
-        }
-    }
-
-    #[async_trait::async_trait]
-    impl LanguageModel for Scripted {
-        async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-            self.seen.lock().unwrap().push(request.clone());
-            match self.replies.lock().unwrap().pop_front() {
-                Some(text) => Ok(ModelReply {
-                    text,
-                    model: "scripted".into(),
-                    usage: Some(TokenUsage {
-                        prompt_tokens: 10,
-                        completion_tokens: 5,
-                        cost_usd: None,
-                    }),
-                }),
-                None => Err(ModelError::Failed {
-                    message: "script exhausted".into(),
-                    raw: None,
-                }),
-            }
-        }
-
-        fn describe(&self) -> String {
-            "scripted".into()
-        }
-    }
+    use crate::engine::testing::ScriptedModel;
 
     const PARENT: &str =
         "import sys\n# EVOLVE-BLOCK-START\na = 1.0\nb = 2\n# EVOLVE-BLOCK-END\nprint(a + b)\n";
@@ -532,7 +482,7 @@ mod tests {
         }
     }
 
-    fn proposer(model: Arc<Scripted>, params: CrossoverParams) -> CrossoverProposer {
+    fn proposer(model: Arc<ScriptedModel>, params: CrossoverParams) -> CrossoverProposer {
         CrossoverProposer::new(model, params, "python").unwrap()
     }
 
@@ -550,7 +500,7 @@ mod tests {
         };
         let ctx = BuildContext {
             task: &task,
-            model: Scripted::new(&[]),
+            model: ScriptedModel::texts(&[]),
             parallel: 1,
         };
         let entry = Entry::of::<CrossoverProposer>();
@@ -587,7 +537,7 @@ mod tests {
 
     #[test]
     fn mixing_frequencies_match_the_weights() {
-        let p = proposer(Scripted::new(&[]), CrossoverParams::default());
+        let p = proposer(ScriptedModel::texts(&[]), CrossoverParams::default());
         let insp = vec![Arc::new(Genome::default())];
         let mut rng = seeded(11);
         let n = 20_000;
@@ -636,7 +586,7 @@ mod tests {
     async fn near_duplicate_is_resampled_with_a_note_and_new_seed() {
         let comment_only = block("a = 1.0", "a = 1.00  # same value");
         let real = block("a = 1.0", "a = 4.5");
-        let model = Scripted::new(&[&comment_only, &real]);
+        let model = ScriptedModel::texts(&[&comment_only, &real]);
         let p = proposer(Arc::clone(&model), CrossoverParams::default());
         let out = p.propose(request(EditMode::Diff, vec![])).await;
         assert!(out.content.as_ref().unwrap().contains("a = 4.5"));
@@ -666,7 +616,7 @@ mod tests {
             valid: true,
             ..Genome::default()
         });
-        let model = Scripted::new(&[&block("b = 2", "b = 3"), &block("b = 2", "b = 2")]);
+        let model = ScriptedModel::texts(&[&block("b = 2", "b = 3"), &block("b = 2", "b = 2")]);
         let p = proposer(
             Arc::clone(&model),
             CrossoverParams {
@@ -689,7 +639,7 @@ mod tests {
     #[tokio::test]
     async fn full_rewrite_and_parse_errors_and_novelty_off() {
         let rewrite = "```python\na = 9.0\nb = 2\n```";
-        let p = proposer(Scripted::new(&[rewrite]), CrossoverParams::default());
+        let p = proposer(ScriptedModel::texts(&[rewrite]), CrossoverParams::default());
         let out = p.propose(request(EditMode::Crossover, vec![])).await;
         assert!(
             out.content
@@ -698,7 +648,10 @@ mod tests {
         );
         assert_eq!(out.patch_type, "crossover");
 
-        let p = proposer(Scripted::new(&["no code here"]), CrossoverParams::default());
+        let p = proposer(
+            ScriptedModel::texts(&["no code here"]),
+            CrossoverParams::default(),
+        );
         let out = p.propose(request(EditMode::FullRewrite, vec![])).await;
         assert!(matches!(out.content, Err(ProposalError::Parse(_))));
         assert_eq!(out.patch_type, "full");
@@ -707,7 +660,7 @@ mod tests {
             novelty_threshold: 1.0,
             ..CrossoverParams::default()
         };
-        let model = Scripted::new(&[&block("a = 1.0", "a = 1.0 # c"), "unused"]);
+        let model = ScriptedModel::texts(&[&block("a = 1.0", "a = 1.0 # c"), "unused"]);
         let p = proposer(Arc::clone(&model), off);
         let out = p.propose(request(EditMode::Diff, vec![])).await;
         assert!(

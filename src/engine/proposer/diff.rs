@@ -59,14 +59,7 @@ impl Component for DiffProposer {
         type_name: "DiffProposer",
         summary: "One model call → SEARCH/REPLACE diff (full-rewrite fallback), no-op detection",
         params: &[
-            ParamSpec {
-                key: "max_code_length",
-                doc: "Reject a child program longer than this many characters",
-                ty: ParamType::Int {
-                    min: 100,
-                    max: 100_000_000,
-                },
-            },
+            super::MAX_CODE_LENGTH,
             ParamSpec {
                 key: "allow_full_rewrite",
                 doc: "Accept a whole program in a code block when the reply has no SEARCH/REPLACE blocks",
@@ -169,60 +162,13 @@ impl Proposer for DiffProposer {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::VecDeque;
-    use std::sync::Mutex;
-
     use super::*;
-    use crate::engine::genome::{Genome, Prompt, TokenUsage};
-    use crate::engine::model::ModelReply;
+    use crate::engine::genome::{Genome, Prompt};
     use crate::engine::params::ParamMap;
     use crate::engine::params::ParamValue;
     use crate::engine::registry::Entry;
     use crate::engine::task::Task;
-
-    /// Answers from a script, in order; records the requests it saw.
-    struct ScriptedModel {
-        replies: Mutex<VecDeque<Result<ModelReply, ModelError>>>,
-        seen: Mutex<Vec<ModelRequest>>,
-    }
-
-    impl ScriptedModel {
-        fn new(replies: Vec<Result<ModelReply, ModelError>>) -> Arc<Self> {
-            Arc::new(Self {
-                replies: Mutex::new(replies.into()),
-                seen: Mutex::new(Vec::new()),
-            })
-        }
-
-        fn text(text: &str) -> Result<ModelReply, ModelError> {
-            Ok(ModelReply {
-                text: text.to_owned(),
-                model: "scripted".to_owned(),
-                usage: Some(TokenUsage {
-                    prompt_tokens: 10,
-                    completion_tokens: 5,
-                    cost_usd: None,
-                }),
-            })
-        }
-    }
-
-    #[async_trait::async_trait]
-    impl LanguageModel for ScriptedModel {
-        async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-            self.seen.lock().unwrap().push(request.clone());
-            self.replies.lock().unwrap().pop_front().unwrap_or_else(|| {
-                Err(ModelError::Failed {
-                    message: "script exhausted".into(),
-                    raw: None,
-                })
-            })
-        }
-
-        fn describe(&self) -> String {
-            "scripted test model".into()
-        }
-    }
+    use crate::engine::testing::ScriptedModel;
 
     const PARENT: &str =
         "import sys\n# EVOLVE-BLOCK-START\na = 1.0\nb = 2\n# EVOLVE-BLOCK-END\nprint(a + b)\n";
@@ -269,7 +215,7 @@ mod tests {
         };
         let ctx = BuildContext {
             task: &task,
-            model: ScriptedModel::new(vec![]),
+            model: ScriptedModel::replies(vec![]),
             parallel: 1,
         };
         let mut params = ParamMap::default();
@@ -296,7 +242,7 @@ mod tests {
             block("a = 1.0", "a = 1.5"),
             block("b = 2", "b = 3")
         );
-        let model = ScriptedModel::new(vec![ScriptedModel::text(&reply)]);
+        let model = ScriptedModel::replies(vec![ScriptedModel::text(&reply)]);
         let p = proposer(Arc::clone(&model), DiffParams::default());
         let out = p.propose(request(42)).await;
         assert_eq!(
@@ -317,7 +263,7 @@ mod tests {
     async fn unmatched_search_is_a_parse_error_with_the_reply() {
         let reply = block("c = 3", "c = 4");
         let p = proposer(
-            ScriptedModel::new(vec![ScriptedModel::text(&reply)]),
+            ScriptedModel::replies(vec![ScriptedModel::text(&reply)]),
             DiffParams::default(),
         );
         let out = p.propose(request(1)).await;
@@ -334,7 +280,7 @@ mod tests {
     #[tokio::test]
     async fn model_failure_keeps_raw_body() {
         let p = proposer(
-            ScriptedModel::new(vec![Err(ModelError::Failed {
+            ScriptedModel::replies(vec![Err(ModelError::Failed {
                 message: "HTTP 500".into(),
                 raw: Some("{\"error\":\"boom\"}".into()),
             })]),
@@ -348,7 +294,7 @@ mod tests {
     #[tokio::test]
     async fn fatal_passes_through() {
         let p = proposer(
-            ScriptedModel::new(vec![Err(ModelError::Fatal {
+            ScriptedModel::replies(vec![Err(ModelError::Fatal {
                 message: "invalid API key".into(),
             })]),
             DiffParams::default(),
@@ -363,7 +309,7 @@ mod tests {
     #[tokio::test]
     async fn noop_is_reported_as_noop() {
         let p = proposer(
-            ScriptedModel::new(vec![ScriptedModel::text(&block("b = 2", "b = 2"))]),
+            ScriptedModel::replies(vec![ScriptedModel::text(&block("b = 2", "b = 2"))]),
             DiffParams::default(),
         );
         let out = p.propose(request(1)).await;
@@ -378,7 +324,7 @@ mod tests {
     async fn growth_past_max_code_length_is_rejected() {
         let big = format!("b = {}", "9".repeat(200));
         let p = proposer(
-            ScriptedModel::new(vec![ScriptedModel::text(&block("b = 2", &big))]),
+            ScriptedModel::replies(vec![ScriptedModel::text(&block("b = 2", &big))]),
             DiffParams {
                 max_code_length: 100,
                 allow_full_rewrite: true,
@@ -395,7 +341,7 @@ mod tests {
     async fn full_rewrite_fallback_and_its_switch() {
         let reply = "New block:\n```python\na = 7.0\nb = 2\n```\n";
         let p = proposer(
-            ScriptedModel::new(vec![ScriptedModel::text(reply)]),
+            ScriptedModel::replies(vec![ScriptedModel::text(reply)]),
             DiffParams::default(),
         );
         let out = p.propose(request(1)).await;
@@ -405,7 +351,7 @@ mod tests {
         );
         assert_eq!(out.patch_type, "full");
         let p = proposer(
-            ScriptedModel::new(vec![ScriptedModel::text(reply)]),
+            ScriptedModel::replies(vec![ScriptedModel::text(reply)]),
             DiffParams {
                 allow_full_rewrite: false,
                 ..DiffParams::default()

@@ -16,8 +16,19 @@ use crate::engine::component::{Fills, Slot, SlotTrait};
 use crate::engine::evaluator::{Candidate, Evaluation, Evaluator};
 use crate::engine::genome::{Genome, GenomeId, Prompt, TokenUsage};
 use crate::engine::memory::{Knowledge, Memory, MemoryQuery};
+use crate::engine::params::{ParamSpec, ParamType};
 use crate::engine::prompt::EditMode;
 use crate::engine::rng::SearchRng;
+
+/// The `max_code_length` parameter every proposer that writes programs takes.
+pub const MAX_CODE_LENGTH: ParamSpec = ParamSpec {
+    key: "max_code_length",
+    doc: "Reject a child program longer than this many characters",
+    ty: ParamType::Int {
+        min: 100,
+        max: 100_000_000,
+    },
+};
 
 /// The run's memory, shared by the loop (which writes after each iteration)
 /// and proposers (which may read and write through [`ProposerEnv`]).
