@@ -2,6 +2,10 @@
 //! block editor and the run view. The UI lives in [`App::show`] so tests can
 //! drive it without eframe; every mutation is a [`UiCommand`] applied at the
 //! end of the frame by [`App::apply_commands`].
+//!
+//! Over 800 lines on purpose: this is the one place the studio's state meets
+//! its toolbar, dialogs, shortcuts and the end-of-frame command application;
+//! the panels themselves live in `editor/`, `run/`, `runs.rs` and `model_ui.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

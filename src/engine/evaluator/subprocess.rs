@@ -3,6 +3,10 @@
 //! crashing or misbehaving candidate can always be killed without paying an
 //! interpreter start-up (or an `evaluator.py` import) per candidate.
 //!
+//! Over 800 lines on purpose: the worker protocol, the supervision of its
+//! processes (zygote, lanes, timeouts, output capture) and their tests are one
+//! state machine (ARCHITECTURE.md, "The evaluator process model").
+//!
 //! How it works:
 //! - The worker's code (`assets/python/galapagos_worker.py`, embedded) and a
 //!   small `openevolve` package (`EvaluationResult` shim) are written, when

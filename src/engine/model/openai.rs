@@ -13,6 +13,10 @@
 //!
 //! The API key is read from the environment at request time only; it is
 //! never stored in the model, logged, or put in an error.
+//!
+//! Over 800 lines on purpose: one HTTP exchange with its retry, backoff,
+//! stall-cut and error-classification rules reads best as one file; about a
+//! fifth of it is their tests.
 
 use std::sync::{Arc, Once};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

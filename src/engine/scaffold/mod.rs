@@ -23,17 +23,23 @@ use crate::engine::events::{
     EventSink, LogLevel, RunCommand, RunEvent, RunInfo, RunStatus, RunSummary,
 };
 use crate::engine::genome::{Genome, GenomeId, GenomeMeta, Timings};
-use crate::engine::memory::{Knowledge, Memory, MemoryQuery};
+use crate::engine::memory::{Memory, MemoryQuery};
 use crate::engine::model::LanguageModel;
 use crate::engine::population::{Population, Query, Structure};
-use crate::engine::prompt::{FailedAttempt, PromptBuilder, PromptContext, TaskBrief};
-use crate::engine::proposer::{
-    ProposalError, ProposalRequest, Proposer, ProposerEnv, SharedMemory,
-};
+use crate::engine::prompt::PromptBuilder;
+use crate::engine::proposer::{Proposer, SharedMemory};
 use crate::engine::rng::{SearchRng, seeded};
 use crate::engine::selection::SelectionPolicy;
 use crate::engine::task::Task;
-use crate::engine::text::unified_diff;
+
+mod iteration;
+
+use iteration::{Job, Shared, ms, run_iteration};
+
+/// Iterations in a row whose every attempt failed in the model call before
+/// the run stops (as `failed`, resumable) instead of burning its budget on an
+/// endpoint that is down.
+pub const MAX_CONSECUTIVE_MODEL_FAILURES: u32 = 5;
 
 /// Why a recorded run cannot be continued.
 #[derive(Debug, thiserror::Error)]
@@ -105,194 +111,6 @@ async fn written(durable: &mut Option<tokio::sync::watch::Receiver<u64>>) {
             }
         }
         None => std::future::pending().await,
-    }
-}
-
-fn ms(since: Instant) -> f64 {
-    since.elapsed().as_secs_f64() * 1000.0
-}
-
-/// Everything an in-flight iteration needs (owned, so it can run concurrently).
-struct Job {
-    iteration: u64,
-    parent: Arc<Genome>,
-    /// Every parent the policy chose, primary (`parent`) first.
-    parents: Vec<Arc<Genome>>,
-    grandparent: Option<Arc<Genome>>,
-    inspirations: Vec<Arc<Genome>>,
-    knowledge: Knowledge,
-    seed: u64,
-    attempts: u32,
-    island: Option<u32>,
-    pool: Vec<Arc<Genome>>,
-}
-
-struct Shared {
-    brief: TaskBrief,
-    prompt_builder: Arc<dyn PromptBuilder>,
-    proposer: Arc<dyn Proposer>,
-    evaluator: Arc<dyn Evaluator>,
-    memory: SharedMemory,
-}
-
-struct Outcome {
-    genomes: Vec<Genome>,
-    fatal: Option<String>,
-    /// Every attempt failed in the model call itself (the endpoint, not the
-    /// reply): the last such error.
-    model_down: Option<String>,
-}
-
-/// Iterations in a row whose every attempt failed in the model call before
-/// the run stops (as `failed`, resumable) instead of burning its budget on an
-/// endpoint that is down.
-pub const MAX_CONSECUTIVE_MODEL_FAILURES: u32 = 5;
-
-/// One iteration: up to `attempts` proposals with the parent held fixed,
-/// stopping at the first valid child. Every attempt becomes a genome.
-async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
-    let mut rng = seeded(job.seed);
-    let mut failed: Vec<FailedAttempt> = Vec::new();
-    let mut genomes = Vec::new();
-    let mut model_down: Option<String> = None;
-    let mut other_outcome = false;
-    for attempt in 0..job.attempts {
-        let t_prompt = Instant::now();
-        let mode = shared.proposer.edit_mode(&job.inspirations, &mut rng);
-        let ctx = PromptContext {
-            task: &shared.brief,
-            parent: &job.parent,
-            grandparent: job.grandparent.as_deref(),
-            inspirations: &job.inspirations,
-            knowledge: &job.knowledge,
-            failed_attempts: &failed,
-            mode,
-        };
-        let prompt = shared.prompt_builder.build(&ctx, &mut rng);
-        let prompt_ms = ms(t_prompt);
-        let t_propose = Instant::now();
-        let proposal = shared
-            .proposer
-            .propose(ProposalRequest {
-                prompt: prompt.clone(),
-                parent: Arc::clone(&job.parent),
-                parents: job.parents.clone(),
-                inspirations: job.inspirations.clone(),
-                seed: rng.next_u64(),
-                pool: job.pool.clone(),
-                mode,
-                env: ProposerEnv::new(
-                    Arc::clone(&shared.evaluator),
-                    Arc::clone(&shared.memory),
-                    job.iteration,
-                ),
-            })
-            .await;
-        let propose_ms = ms(t_propose);
-        // The proposer may have made the child from another of the parents
-        // it was handed; one it was not handed is an error.
-        let chosen = match proposal.parent_id {
-            None => Ok(Arc::clone(&job.parent)),
-            Some(id) => job.parents.iter().find(|p| p.id == id).cloned().ok_or(id),
-        };
-        let foreign = chosen.as_ref().err().copied();
-        let parent = chosen.unwrap_or_else(|_| Arc::clone(&job.parent));
-        let mut genome = Genome {
-            parent_id: Some(parent.id),
-            inspiration_ids: job.inspirations.iter().map(|g| g.id).collect(),
-            iteration: job.iteration,
-            attempt,
-            metadata: GenomeMeta {
-                generation: parent.metadata.generation + 1,
-                depth: parent.metadata.depth + 1,
-                island: job.island.or(parent.metadata.island),
-                model: proposal.model.clone(),
-                patch_type: proposal.patch_type.clone(),
-                features: Default::default(),
-            },
-            prompt: Some(prompt),
-            response: proposal.response.clone(),
-            usage: proposal.usage,
-            timings: Timings {
-                prompt_ms,
-                propose_ms,
-                evaluate_ms: 0.0,
-            },
-            ..Genome::default()
-        };
-        let content = match (proposal.content, foreign) {
-            (Ok(_), Some(id)) => Err(ProposalError::Parse(format!(
-                "the proposer made the child from #{id}, which is not among the parents it was handed"
-            ))),
-            (content, _) => content,
-        };
-        match content {
-            Err(ProposalError::Fatal(msg)) => {
-                genome.content = parent.content.clone();
-                genome.error = Some(msg.clone());
-                genomes.push(genome);
-                return Outcome {
-                    genomes,
-                    fatal: Some(msg),
-                    model_down: None,
-                };
-            }
-            Err(ProposalError::Model(msg)) => {
-                genome.content = parent.content.clone();
-                genome.error = Some(msg.clone());
-                failed.push(FailedAttempt {
-                    error: msg.clone(),
-                    response: proposal.response,
-                });
-                model_down = Some(msg);
-            }
-            Err(e) => {
-                other_outcome = true;
-                genome.content = parent.content.clone();
-                genome.error = Some(e.to_string());
-                failed.push(FailedAttempt {
-                    error: e.to_string(),
-                    response: proposal.response,
-                });
-            }
-            Ok(content) => {
-                other_outcome = true;
-                genome.diff = Some(unified_diff(&parent.content, &content));
-                let t_eval = Instant::now();
-                let eval = shared
-                    .evaluator
-                    .evaluate(&Candidate {
-                        id: job.iteration,
-                        content: content.clone(),
-                    })
-                    .await;
-                genome.timings.evaluate_ms = ms(t_eval);
-                genome.content = content;
-                genome.valid = eval.valid;
-                genome.scores = eval.scores;
-                genome.artifacts = eval.artifacts;
-                genome.error = eval.error;
-                if !genome.valid {
-                    failed.push(FailedAttempt {
-                        error: format!(
-                            "the evaluator rejected the program: {}",
-                            genome.error.as_deref().unwrap_or("invalid")
-                        ),
-                        response: None,
-                    });
-                }
-            }
-        }
-        let valid = genome.valid;
-        genomes.push(genome);
-        if valid {
-            break;
-        }
-    }
-    Outcome {
-        genomes,
-        fatal: None,
-        model_down: if other_outcome { None } else { model_down },
     }
 }
 
