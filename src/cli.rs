@@ -12,7 +12,7 @@ use crate::engine::archive::new_run_dir;
 use crate::engine::card::{Card, ValidCard};
 use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
 use crate::engine::launch::{LaunchError, RunPlan};
-use crate::engine::model::LanguageModel;
+use crate::engine::model::{ConfigError, LanguageModel};
 use crate::engine::registry::Registry;
 use crate::engine::run_thread::{RunHandle, start};
 
@@ -142,7 +142,7 @@ pub struct ModelArgs {
 pub fn resolve_model(
     card: &Card,
     args: &ModelArgs,
-) -> Result<(Arc<dyn LanguageModel>, String), String> {
+) -> Result<(Arc<dyn LanguageModel>, String), ConfigError> {
     let settings = crate::engine::model::load_user_settings()?;
     let overrides = crate::engine::model::ModelOverrides {
         api_base: args.api_base.clone(),

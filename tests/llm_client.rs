@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use galapagos::engine::card::{LlmSettings, ModelSpec};
 use galapagos::engine::genome::TokenUsage;
-use galapagos::engine::model::settings::build_model_with_env;
+use galapagos::engine::model::resolve::build_model_with_env;
 use galapagos::engine::model::{
     EndpointSettings, EnsembleMember, EnsembleModel, LanguageModel, ModelError, ModelOverrides,
     ModelReply, ModelRequest, ModelSettings, OpenAiConfig, OpenAiModel, Price,

@@ -201,7 +201,7 @@ impl App {
             }
             Err(e) => {
                 self.settings = ModelSettings::default();
-                self.settings_error = Some(e);
+                self.settings_error = Some(e.to_string());
             }
         }
         self.settings_path = path;
@@ -238,6 +238,7 @@ impl App {
             &self.settings,
             crate::engine::model::default_model(),
         )
+        .map_err(|e| e.to_string())
     }
 
     /// The run model of the current card (cached per card revision and

@@ -141,7 +141,7 @@ impl ModelDialog {
         if names.windows(2).any(|w| w[0] == w[1]) {
             return Some("Two prices name the same model".to_owned());
         }
-        self.draft().validate().err()
+        self.draft().validate().err().map(|e| e.to_string())
     }
 
     fn preview(&mut self, ctx: &ModelDialogCtx<'_>) -> Result<String, String> {
@@ -161,7 +161,8 @@ impl ModelDialog {
             &self.draft(),
             fallback,
         )
-        .map(|(_, desc)| desc);
+        .map(|(_, desc)| desc)
+        .map_err(|e| e.to_string());
         self.preview = Some((self.version, ctx.card_revision, r.clone()));
         r
     }
@@ -293,7 +294,7 @@ impl ModelDialog {
                             remove = Some(i);
                         }
                         if let Err(e) = ep.to_settings().validate() {
-                            ui.colored_label(ui.visuals().error_fg_color, e);
+                            ui.colored_label(ui.visuals().error_fg_color, e.to_string());
                         }
                     });
                 });

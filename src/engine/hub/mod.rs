@@ -303,15 +303,15 @@ impl Drop for TempDir {
 }
 
 /// The entry's path as plain relative components, or why it is unsafe.
-fn safe_relative(path: &Path) -> Result<PathBuf, String> {
+fn safe_relative(path: &Path) -> Result<PathBuf, &'static str> {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {
             Component::Normal(part) => out.push(part),
             Component::CurDir => {}
-            Component::ParentDir => return Err("contains `..`".to_owned()),
+            Component::ParentDir => return Err("contains `..`"),
             Component::RootDir | Component::Prefix(_) => {
-                return Err("is an absolute path".to_owned());
+                return Err("is an absolute path");
             }
         }
     }
@@ -358,7 +358,7 @@ fn import_archive(archive: &Path, registry: &Registry) -> Result<Card, HubError>
             entry: shown.clone(),
             reason,
         };
-        let rel = safe_relative(&raw).map_err(unsafe_entry)?;
+        let rel = safe_relative(&raw).map_err(|r| unsafe_entry(r.to_owned()))?;
         let kind = entry.header().entry_type();
         if kind.is_pax_global_extensions() {
             continue;
@@ -396,10 +396,7 @@ fn import_archive(archive: &Path, registry: &Registry) -> Result<Card, HubError>
         io::copy(&mut (&mut entry).take(MAX_ARCHIVE_BYTES), &mut out).map_err(archive_err)?;
     }
 
-    let (card_path, rel) = find_card(&tmp.0).map_err(|reason| HubError::NotABundle {
-        path: archive.to_path_buf(),
-        reason,
-    })?;
+    let (card_path, rel) = find_card(&tmp.0, archive)?;
     let text = fs::read_to_string(&card_path).map_err(|e| HubError::NotABundle {
         path: archive.to_path_buf(),
         reason: format!("cannot read {rel}: {e}"),
@@ -410,14 +407,18 @@ fn import_archive(archive: &Path, registry: &Registry) -> Result<Card, HubError>
 
 /// The single `card.yaml` of an unpacked bundle: at the top, or inside the one
 /// top-level folder. Returns its path and its name inside the archive.
-fn find_card(root: &Path) -> Result<(PathBuf, String), String> {
+fn find_card(root: &Path, archive: &Path) -> Result<(PathBuf, String), HubError> {
+    let not_a_bundle = |reason: String| HubError::NotABundle {
+        path: archive.to_path_buf(),
+        reason,
+    };
     let top = root.join(CARD_FILE);
     if top.is_file() {
         return Ok((top, CARD_FILE.to_owned()));
     }
     let mut found = Vec::new();
-    let entries =
-        fs::read_dir(root).map_err(|e| format!("cannot list the unpacked archive: {e}"))?;
+    let entries = fs::read_dir(root)
+        .map_err(|e| not_a_bundle(format!("cannot list the unpacked archive: {e}")))?;
     for entry in entries.flatten() {
         let candidate = entry.path().join(CARD_FILE);
         if entry.path().is_dir() && candidate.is_file() {
@@ -426,14 +427,17 @@ fn find_card(root: &Path) -> Result<(PathBuf, String), String> {
         }
     }
     match found.len() {
-        0 => Err(format!(
+        0 => Err(not_a_bundle(format!(
             "no {CARD_FILE} at the top or in a top-level folder"
-        )),
+        ))),
         1 => Ok(found.remove(0)),
         _ => {
             let mut names: Vec<String> = found.into_iter().map(|(_, r)| r).collect();
             names.sort();
-            Err(format!("more than one card: {}", names.join(", ")))
+            Err(not_a_bundle(format!(
+                "more than one card: {}",
+                names.join(", ")
+            )))
         }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rand::{Rng as _, RngExt as _};
 
-use super::{LanguageModel, ModelError, ModelReply, ModelRequest};
+use super::{ConfigError, LanguageModel, ModelError, ModelReply, ModelRequest};
 use crate::engine::rng::seeded;
 
 /// One member of an ensemble.
@@ -31,16 +31,16 @@ pub struct EnsembleModel {
 impl EnsembleModel {
     /// An ensemble of `(name, weight, model)`. Weights must be finite and
     /// positive, and there must be at least one member.
-    pub fn new(members: Vec<EnsembleMember>) -> Result<Self, String> {
+    pub fn new(members: Vec<EnsembleMember>) -> Result<Self, ConfigError> {
         if members.is_empty() {
-            return Err("an ensemble needs at least one model".to_owned());
+            return Err(ConfigError::invalid("an ensemble needs at least one model"));
         }
         for m in &members {
             if !(m.weight.is_finite() && m.weight > 0.0) {
-                return Err(format!(
+                return Err(ConfigError::invalid(format!(
                     "model `{}` has weight {}: weights must be finite and > 0",
                     m.name, m.weight
-                ));
+                )));
             }
         }
         let total = members.iter().map(|m| m.weight).sum();

@@ -41,6 +41,69 @@ pub enum ModelError {
     Fatal { message: String },
 }
 
+/// Why a model, or the model settings, cannot be set up: a bad address, a
+/// value out of range, an unreadable or invalid settings file. It never holds
+/// a key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A setting is malformed or out of range; the message names it.
+    #[error("{0}")]
+    Invalid(String),
+    /// `api_key_env` is not a variable's name (its value is not echoed: it
+    /// may be a pasted key).
+    #[error(
+        "api_key_env must be the NAME of an environment variable (letters, digits and `_`, e.g. OPENAI_API_KEY), not a key"
+    )]
+    KeyEnvName,
+    /// The HTTP client could not be built.
+    #[error("cannot build the HTTP client for {base}: {reason}")]
+    HttpClient { base: String, reason: String },
+    /// The platform has no config directory for the settings file.
+    #[error("no config directory on this platform (no home directory?)")]
+    NoConfigDir,
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The settings file does not parse.
+    #[error("{}: {message}", path.display())]
+    Parse {
+        path: std::path::PathBuf,
+        message: String,
+    },
+    /// An error found in `context` (an endpoint, a model, a file).
+    #[error("{context}: {source}")]
+    In {
+        context: String,
+        #[source]
+        source: Box<ConfigError>,
+    },
+}
+
+impl ConfigError {
+    /// A malformed or out-of-range setting, described by `message`.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::Invalid(message.into())
+    }
+
+    /// This error, found in `context`.
+    #[must_use]
+    pub fn within(self, context: impl Into<String>) -> Self {
+        Self::In {
+            context: context.into(),
+            source: Box::new(self),
+        }
+    }
+}
+
 /// A text-in, text-out model. Object-safe and shareable across in-flight
 /// iterations.
 #[async_trait::async_trait]
@@ -66,11 +129,10 @@ pub fn default_model() -> std::sync::Arc<dyn LanguageModel> {
 pub mod ensemble;
 pub mod openai;
 pub mod pricing;
+pub mod resolve;
 pub mod settings;
 pub use ensemble::{EnsembleMember, EnsembleModel};
 pub use openai::{EndpointHandle, OpenAiConfig, OpenAiModel};
 pub use pricing::{Price, PriceTable};
-pub use settings::{
-    EndpointSettings, ModelOverrides, ModelSettings, build_model, load_user_settings,
-    save_user_settings,
-};
+pub use resolve::{ModelOverrides, build_model};
+pub use settings::{EndpointSettings, ModelSettings, load_user_settings, save_user_settings};

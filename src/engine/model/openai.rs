@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use super::pricing::Price;
-use super::{LanguageModel, ModelError, ModelReply, ModelRequest};
+use super::{ConfigError, LanguageModel, ModelError, ModelReply, ModelRequest};
 use crate::engine::genome::TokenUsage;
 use crate::engine::rng::seeded;
 
@@ -116,50 +116,56 @@ impl OpenAiConfig {
 
     /// The chat completions URL for this base (a base already ending in
     /// `/chat/completions` is used as is).
-    pub fn completions_url(&self) -> Result<Url, String> {
+    pub fn completions_url(&self) -> Result<Url, ConfigError> {
         let base = self.api_base.trim().trim_end_matches('/');
         let full = if base.ends_with("/chat/completions") {
             base.to_owned()
         } else {
             format!("{base}/chat/completions")
         };
-        let url = Url::parse(&full).map_err(|e| format!("invalid api_base `{base}`: {e}"))?;
+        let invalid =
+            |why: String| ConfigError::invalid(format!("invalid api_base `{base}`: {why}"));
+        let url = Url::parse(&full).map_err(|e| invalid(e.to_string()))?;
         match url.scheme() {
             "http" | "https" => {}
             other => {
-                return Err(format!(
-                    "invalid api_base `{base}`: scheme must be http or https, not `{other}`"
-                ));
+                return Err(invalid(format!(
+                    "scheme must be http or https, not `{other}`"
+                )));
             }
         }
         if url.host().is_none() {
-            return Err(format!("invalid api_base `{base}`: no host"));
+            return Err(invalid("no host".to_owned()));
         }
         Ok(url)
     }
 
     /// Checks the settings, so a bad value is reported before a run starts.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.model.trim().is_empty() {
-            return Err("model name is empty".to_owned());
+            return Err(ConfigError::invalid("model name is empty"));
         }
         self.completions_url()?;
         validate_env_name(&self.api_key_env)?;
         if let Some(t) = self.temperature
             && !(t.is_finite() && (0.0..=2.0).contains(&t))
         {
-            return Err(format!("temperature must be in 0..=2, got {t}"));
+            return Err(ConfigError::invalid(format!(
+                "temperature must be in 0..=2, got {t}"
+            )));
         }
         if let Some(p) = self.top_p
             && !(p.is_finite() && p > 0.0 && p <= 1.0)
         {
-            return Err(format!("top_p must be in (0, 1], got {p}"));
+            return Err(ConfigError::invalid(format!(
+                "top_p must be in (0, 1], got {p}"
+            )));
         }
         if self.max_tokens == Some(0) {
-            return Err("max_tokens must be at least 1".to_owned());
+            return Err(ConfigError::invalid("max_tokens must be at least 1"));
         }
         if self.max_attempts == 0 {
-            return Err("max_attempts must be at least 1".to_owned());
+            return Err(ConfigError::invalid("max_attempts must be at least 1"));
         }
         for (what, d) in [
             ("request_timeout", self.request_timeout),
@@ -167,7 +173,9 @@ impl OpenAiConfig {
             ("connect_timeout", self.connect_timeout),
         ] {
             if d.is_zero() {
-                return Err(format!("{what} must be greater than zero"));
+                return Err(ConfigError::invalid(format!(
+                    "{what} must be greater than zero"
+                )));
             }
         }
         if let Some(p) = &self.price {
@@ -179,7 +187,7 @@ impl OpenAiConfig {
 
 /// Checks that `name` looks like an environment variable name, which also
 /// catches a key pasted where its variable's name belongs.
-pub fn validate_env_name(name: &str) -> Result<(), String> {
+pub fn validate_env_name(name: &str) -> Result<(), ConfigError> {
     let ok = !name.is_empty()
         && name.len() <= 128
         && name
@@ -191,9 +199,7 @@ pub fn validate_env_name(name: &str) -> Result<(), String> {
         Ok(())
     } else {
         // The value is deliberately not echoed: it may be a pasted key.
-        Err("api_key_env must be the NAME of an environment variable \
-             (letters, digits and `_`, e.g. OPENAI_API_KEY), not a key"
-            .to_owned())
+        Err(ConfigError::KeyEnvName)
     }
 }
 
@@ -240,7 +246,7 @@ impl EndpointHandle {
         api_base: &str,
         concurrency: usize,
         connect_timeout: Duration,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ConfigError> {
         install_crypto_provider();
         let mut builder = reqwest::Client::builder()
             .connect_timeout(connect_timeout)
@@ -260,9 +266,10 @@ impl EndpointHandle {
             // being trusted blindly.
             builder = builder.tls_certs_only(Vec::<reqwest::Certificate>::new());
         }
-        let client = builder
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client for {api_base}: {e}"))?;
+        let client = builder.build().map_err(|e| ConfigError::HttpClient {
+            base: api_base.to_owned(),
+            reason: e.to_string(),
+        })?;
         let concurrency = concurrency.clamp(1, Semaphore::MAX_PERMITS);
         Ok(Self {
             client,
@@ -301,16 +308,19 @@ enum Attempt {
 impl OpenAiModel {
     /// A model with its own connection pool allowing `concurrency` requests
     /// in flight.
-    pub fn new(config: OpenAiConfig, concurrency: usize) -> Result<Self, String> {
+    pub fn new(config: OpenAiConfig, concurrency: usize) -> Result<Self, ConfigError> {
         let endpoint = EndpointHandle::new(&config.api_base, concurrency, config.connect_timeout)?;
         Self::with_endpoint(config, endpoint)
     }
 
     /// A model sharing `endpoint` (pool and concurrency limit) with others.
-    pub fn with_endpoint(config: OpenAiConfig, endpoint: EndpointHandle) -> Result<Self, String> {
+    pub fn with_endpoint(
+        config: OpenAiConfig,
+        endpoint: EndpointHandle,
+    ) -> Result<Self, ConfigError> {
         config
             .validate()
-            .map_err(|e| format!("model `{}` at {}: {e}", config.model, config.api_base))?;
+            .map_err(|e| e.within(format!("model `{}` at {}", config.model, config.api_base)))?;
         let url = config.completions_url()?;
         Ok(Self {
             config,
@@ -528,8 +538,8 @@ impl OpenAiModel {
                     usage,
                 })
             }
-            Err(message) => Attempt::Stop(ModelError::Failed {
-                message,
+            Err(e) => Attempt::Stop(ModelError::Failed {
+                message: e.to_string(),
                 raw: Some(text),
             }),
         }
@@ -607,26 +617,41 @@ impl LanguageModel for OpenAiModel {
     }
 }
 
+/// What is wrong with a chat completions body.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    #[error("reply is not valid JSON ({error}): {excerpt}")]
+    NotJson { error: String, excerpt: String },
+    #[error("server returned an error: {0}")]
+    Server(String),
+    #[error("reply has no `choices` array")]
+    NoChoices,
+    #[error("reply has empty `choices`")]
+    EmptyChoices,
+    #[error("reply has empty content (finish_reason: {finish_reason})")]
+    EmptyContent { finish_reason: String },
+}
+
 /// Extracts the reply text and `(prompt_tokens, completion_tokens)` from a
-/// chat completions body; a message saying what is wrong otherwise.
-pub fn parse_completion(body: &str) -> Result<(String, Option<(u64, u64)>), String> {
-    let v: Value = serde_json::from_str(body)
-        .map_err(|e| format!("reply is not valid JSON ({e}): {}", excerpt(body)))?;
+/// chat completions body.
+pub fn parse_completion(body: &str) -> Result<(String, Option<(u64, u64)>), ReplyError> {
+    let v: Value = serde_json::from_str(body).map_err(|e| ReplyError::NotJson {
+        error: e.to_string(),
+        excerpt: excerpt(body),
+    })?;
     if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
         let msg = err
             .get("message")
             .and_then(Value::as_str)
             .map(str::to_owned)
             .unwrap_or_else(|| err.to_string());
-        return Err(format!("server returned an error: {}", excerpt(&msg)));
+        return Err(ReplyError::Server(excerpt(&msg)));
     }
     let choices = v
         .get("choices")
         .and_then(Value::as_array)
-        .ok_or_else(|| "reply has no `choices` array".to_owned())?;
-    let first = choices
-        .first()
-        .ok_or_else(|| "reply has empty `choices`".to_owned())?;
+        .ok_or(ReplyError::NoChoices)?;
+    let first = choices.first().ok_or(ReplyError::EmptyChoices)?;
     let content = first
         .get("message")
         .and_then(|m| m.get("content"))
@@ -646,7 +671,9 @@ pub fn parse_completion(body: &str) -> Result<(String, Option<(u64, u64)>), Stri
             .get("finish_reason")
             .and_then(Value::as_str)
             .unwrap_or("none");
-        return Err(format!("reply has empty content (finish_reason: {reason})"));
+        return Err(ReplyError::EmptyContent {
+            finish_reason: reason.to_owned(),
+        });
     }
     let usage = v.get("usage").and_then(|u| {
         let p = u.get("prompt_tokens").and_then(Value::as_u64)?;
@@ -825,7 +852,11 @@ mod tests {
         assert!(c.validate().is_err());
         c.max_attempts = 1;
         c.api_key_env = "sk-abc123".into();
-        let err = c.validate().err().unwrap_or_default();
+        let err = c
+            .validate()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(err.contains("NAME") && !err.contains("sk-abc123"), "{err}");
     }
 
@@ -858,7 +889,12 @@ mod tests {
         assert_eq!(parse_completion(ok), Ok(("hi".to_owned(), Some((12, 3)))));
         let parts = r#"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}]}"#;
         assert_eq!(parse_completion(parts), Ok(("ab".to_owned(), None)));
-        let e = |b: &str| parse_completion(b).err().unwrap_or_default();
+        let e = |b: &str| {
+            parse_completion(b)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
         assert!(e("{not json").contains("not valid JSON"));
         assert!(e(r#"{"choices":[]}"#).contains("empty `choices`"));
         assert!(e(r#"{"object":"x"}"#).contains("no `choices`"));

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::ConfigError;
 use crate::engine::genome::TokenUsage;
 
 /// The price of one model, in USD per one million tokens.
@@ -35,15 +36,15 @@ impl Price {
     }
 
     /// Checks that both rates are finite and not negative.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         for (what, v) in [
             ("prompt_per_million", self.prompt_per_million),
             ("completion_per_million", self.completion_per_million),
         ] {
             if !v.is_finite() || v < 0.0 {
-                return Err(format!(
+                return Err(ConfigError::invalid(format!(
                     "price {what} must be a finite number >= 0, got {v}"
-                ));
+                )));
             }
         }
         Ok(())
@@ -96,14 +97,14 @@ impl PriceTable {
     }
 
     /// Checks every price (finite, not negative) and every name (not empty).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         for (name, price) in &self.prices {
             if name.trim().is_empty() {
-                return Err("price table has an empty model name".to_owned());
+                return Err(ConfigError::invalid("price table has an empty model name"));
             }
             price
                 .validate()
-                .map_err(|e| format!("price of model `{name}`: {e}"))?;
+                .map_err(|e| e.within(format!("price of model `{name}`")))?;
         }
         Ok(())
     }
@@ -146,7 +147,11 @@ mod tests {
         t.insert("a", Price::new(1.0, 2.0));
         assert!(t.validate().is_ok());
         t.insert("b", Price::new(-1.0, 2.0));
-        let err = t.validate().err().unwrap_or_default();
+        let err = t
+            .validate()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(
             err.contains("`b`") && err.contains("prompt_per_million"),
             "{err}"
