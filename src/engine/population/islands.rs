@@ -696,6 +696,20 @@ mod tests {
         assert!(growths <= 12, "{growths}");
     }
 
+    /// A valid child of genome 0 (genome 0 itself: the root) on `island`.
+    fn genome(id: GenomeId, island: Option<u32>, score: f64, content: &str) -> Arc<Genome> {
+        let mut g = Genome {
+            id,
+            parent_id: (id > 0).then_some(0),
+            valid: true,
+            content: content.to_owned(),
+            ..Genome::default()
+        };
+        g.metadata.island = island;
+        g.scores.insert(FITNESS_KEY.into(), score);
+        Arc::new(g)
+    }
+
     #[test]
     fn diversity_is_measured_against_the_archive() {
         let mut pop = IslandPopulation::new(IslandParams {
@@ -703,17 +717,7 @@ mod tests {
             feature_dimensions: vec!["diversity".to_owned(), "complexity".to_owned()],
             ..IslandParams::default()
         });
-        let mk = |id: GenomeId, content: &str| {
-            let mut g = Genome {
-                id,
-                parent_id: (id > 0).then_some(0),
-                valid: true,
-                content: content.to_owned(),
-                ..Genome::default()
-            };
-            g.scores.insert(FITNESS_KEY.into(), 1.0);
-            Arc::new(g)
-        };
+        let mk = |id: GenomeId, content: &str| genome(id, None, 1.0, content);
         pop.add(mk(0, "abcdef"));
         pop.add(mk(1, "abcdef"));
         pop.add(mk(2, "zyxwvu!"));
@@ -731,18 +735,7 @@ mod tests {
             feature_dimensions: vec!["complexity".to_owned()],
             ..IslandParams::default()
         });
-        let mk = |id: GenomeId, island: Option<u32>, score: f64, content: &str| {
-            let mut g = Genome {
-                id,
-                parent_id: (id > 0).then_some(0),
-                valid: true,
-                content: content.to_owned(),
-                ..Genome::default()
-            };
-            g.metadata.island = island;
-            g.scores.insert(FITNESS_KEY.into(), score);
-            Arc::new(g)
-        };
+        let mk = genome;
         pop.add(mk(0, None, 0.1, "root"));
         pop.add(mk(1, Some(1), 0.5, "a longer child"));
         pop.add(mk(2, Some(0), 0.3, "x"));
