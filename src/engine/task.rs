@@ -5,8 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::engine::prompt::TaskBrief;
-
 /// Why a task folder cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
@@ -24,6 +22,19 @@ pub enum TaskError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// What the task tells the prompt about itself.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskBrief {
+    /// Task name (folder name).
+    pub name: String,
+    /// The task description shown to the model.
+    pub description: String,
+    /// Language of the evolved program (fence tag), e.g. `python`.
+    pub language: String,
+    /// Evaluator time limit in seconds, when known (for the timeout hint).
+    pub timeout_secs: Option<f64>,
 }
 
 /// A loaded task.

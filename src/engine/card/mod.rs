@@ -15,6 +15,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::component::{BuildContext, RegistryError, Slot, SlotTrait};
+pub use crate::engine::model::{LlmSettings, ModelSpec};
 use crate::engine::params::ParamMap;
 use crate::engine::registry::{Configured, Registry};
 
@@ -67,38 +68,6 @@ impl Default for General {
             max_tokens: None,
         }
     }
-}
-
-/// One model of an ensemble. Endpoints and keys never live in cards.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModelSpec {
-    pub name: String,
-    #[serde(default = "one")]
-    pub weight: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub top_p: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_tokens: Option<u32>,
-}
-
-fn one() -> f64 {
-    1.0
-}
-
-/// Model settings of a card (no endpoints, keys or secrets).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LlmSettings {
-    pub models: Vec<ModelSpec>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub top_p: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_tokens: Option<u32>,
 }
 
 fn default_namespace() -> String {

@@ -5,7 +5,42 @@ pub mod offline;
 
 pub use offline::OfflineModel;
 
+use serde::{Deserialize, Serialize};
+
 use crate::engine::genome::TokenUsage;
+
+/// One model of an ensemble. Endpoints and keys never live in cards.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    pub name: String,
+    #[serde(default = "one")]
+    pub weight: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// The `llm` section of a card: model names and sampling (no endpoints,
+/// keys or secrets).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmSettings {
+    pub models: Vec<ModelSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+}
 
 /// One request to a model.
 #[derive(Clone, Debug, Default, PartialEq)]

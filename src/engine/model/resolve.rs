@@ -13,8 +13,7 @@ use super::openai::{
     validate_env_name,
 };
 use super::settings::{EndpointSettings, ModelSettings, normalize_base};
-use super::{ConfigError, LanguageModel};
-use crate::engine::card::{LlmSettings, ModelSpec};
+use super::{ConfigError, LanguageModel, LlmSettings, ModelSpec};
 
 /// Model choices from the command line (`--api-base`, `--model`, `--api-key-env`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -11,19 +11,7 @@ use crate::engine::component::{Fills, Slot, SlotTrait};
 use crate::engine::genome::{Genome, Prompt};
 use crate::engine::memory::Knowledge;
 use crate::engine::rng::SearchRng;
-
-/// What the task tells the prompt about itself.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct TaskBrief {
-    /// Task name (folder name).
-    pub name: String,
-    /// The task description shown to the model.
-    pub description: String,
-    /// Language of the evolved program (fence tag), e.g. `python`.
-    pub language: String,
-    /// Evaluator time limit in seconds, when known (for the timeout hint).
-    pub timeout_secs: Option<f64>,
-}
+pub use crate::engine::task::TaskBrief;
 
 /// An earlier failed attempt of the same iteration (inner retry), shown so
 /// the model can correct itself.
