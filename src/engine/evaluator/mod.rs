@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 mod subprocess;
+pub(crate) mod worker;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
 pub use subprocess::{SubprocessEvaluator, SubprocessParams};
@@ -56,5 +57,135 @@ impl SlotTrait for dyn Evaluator {
 impl<T: Evaluator + 'static> Fills<dyn Evaluator> for T {
     fn boxed(self) -> Box<dyn Evaluator> {
         Box::new(self)
+    }
+}
+
+/// What an evaluator backend observed for one candidate, before the
+/// validity rule: the scores and artifacts it reported, the metrics that
+/// were not finite, an error (the evaluator raised, the candidate crashed),
+/// and whether the time limit was hit.
+#[derive(Debug, Default)]
+pub(crate) struct Observed {
+    pub scores: BTreeMap<String, f64>,
+    pub nonfinite: Vec<String>,
+    pub artifacts: BTreeMap<String, String>,
+    pub error: Option<String>,
+    pub timeout: bool,
+}
+
+impl Observed {
+    /// The validity rule (its one owner). A candidate is **invalid** when:
+    /// there is an error (the evaluator raised, the candidate crashed or
+    /// exited early, evaluator.py cannot be imported, the worker stopped
+    /// answering); the time limit was hit; any metric is NaN or infinite
+    /// ("non-finite score <key>"); an `error` artifact is a non-empty string;
+    /// a `validity` (or `valid`) score is present and <= 0; or a `timeout`
+    /// score is true. Everything else is valid, even with a low score.
+    pub(crate) fn judge(self) -> Evaluation {
+        let Self {
+            mut scores,
+            nonfinite,
+            artifacts,
+            error,
+            timeout,
+            ..
+        } = self;
+        let mut nonfinite = nonfinite;
+        nonfinite.extend(
+            scores
+                .iter()
+                .filter(|(_, v)| !v.is_finite())
+                .map(|(k, _)| k.clone()),
+        );
+        scores.retain(|_, v| v.is_finite());
+        let reason = error
+            .filter(|e| !e.trim().is_empty())
+            .or_else(|| timeout.then(|| "timeout".to_owned()))
+            .or_else(|| nonfinite.first().map(|k| format!("non-finite score {k}")))
+            .or_else(|| {
+                artifacts
+                    .get("error")
+                    .filter(|e| !e.trim().is_empty())
+                    .map(|e| format!("evaluator reported an error: {}", first_line(e)))
+            })
+            .or_else(|| {
+                ["validity", "valid"].iter().find_map(|key| {
+                    scores
+                        .get(*key)
+                        .filter(|v| **v <= 0.0)
+                        .map(|v| format!("evaluator marked the candidate invalid ({key} = {v})"))
+                })
+            })
+            .or_else(|| {
+                scores
+                    .get("timeout")
+                    .filter(|v| **v > 0.0)
+                    .map(|_| "evaluator reported a timeout".to_owned())
+            });
+        Evaluation {
+            valid: reason.is_none(),
+            scores,
+            artifacts,
+            error: reason,
+        }
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.trim().lines().next().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(scores: &[(&str, f64)]) -> Observed {
+        Observed {
+            scores: scores.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+            ..Observed::default()
+        }
+    }
+
+    #[test]
+    fn validity_rule() {
+        let ok = reply(&[("combined_score", 0.4)]).judge();
+        assert!(ok.valid, "{ok:?}");
+        assert_eq!(ok.scores["combined_score"], 0.4);
+
+        let v = reply(&[("combined_score", 0.4), ("validity", 0.0)]).judge();
+        assert!(!v.valid);
+        assert!(v.error.unwrap_or_default().contains("validity = 0"));
+
+        let v = reply(&[("valid", 1.0)]).judge();
+        assert!(v.valid);
+
+        let v = reply(&[("timeout", 1.0)]).judge();
+        assert!(!v.valid);
+
+        let mut r = reply(&[("combined_score", 1.0)]);
+        r.nonfinite = vec!["sum".to_owned()];
+        let v = r.judge();
+        assert_eq!(v.error.as_deref(), Some("non-finite score sum"));
+
+        let mut r = reply(&[("combined_score", 1.0)]);
+        r.artifacts
+            .insert("error".to_owned(), "overlap\nmore".to_owned());
+        let v = r.judge();
+        assert!(!v.valid);
+        assert_eq!(
+            v.error.as_deref(),
+            Some("evaluator reported an error: overlap")
+        );
+
+        let mut r = reply(&[("combined_score", 1.0)]);
+        r.artifacts.insert("error".to_owned(), "  ".to_owned());
+        assert!(r.judge().valid);
+
+        let mut r = reply(&[]);
+        r.timeout = true;
+        r.error = Some("timeout: evaluation exceeded 1 s and was killed".to_owned());
+        let v = r.judge();
+        assert!(!v.valid);
+        assert!(v.error.unwrap_or_default().starts_with("timeout"));
     }
 }

@@ -1,0 +1,85 @@
+//! Process plumbing for evaluation processes: reading `/proc`, killing whole
+//! process groups, and describing how a process ended.
+
+/// The fields of `/proc/<pid>/stat` after the command name (state, ppid, …);
+/// None when the process (or /proc) is not there.
+pub(crate) fn proc_stat(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: split after the last ')'.
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+/// Is `pid` a process that has not exited (from /proc; false without it)?
+pub(crate) fn process_running(pid: u32) -> bool {
+    proc_stat(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z" && state != "X"))
+}
+
+/// A wait status as the reason a candidate is invalid.
+pub(crate) fn describe_status(status: i32) -> String {
+    use std::os::unix::process::ExitStatusExt as _;
+    let s = std::process::ExitStatus::from_raw(status);
+    if let Some(sig) = s.signal() {
+        return format!(
+            "candidate crashed: killed by {} (signal {sig})",
+            signal_name(sig)
+        );
+    }
+    let code = s.code().unwrap_or(status);
+    format!(
+        "candidate exited with status {code} before the evaluator returned (os._exit or a crash)"
+    )
+}
+
+fn signal_name(sig: i32) -> String {
+    const NAMES: [&str; 31] = [
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    usize::try_from(sig)
+        .ok()
+        .and_then(|s| s.checked_sub(1))
+        .and_then(|i| NAMES.get(i))
+        .map_or_else(|| format!("signal {sig}"), |n| (*n).to_owned())
+}
+
+/// SIGKILL whole process groups (`killpg`; groups already gone are skipped).
+pub(crate) fn kill_groups(groups: &[i64]) {
+    for group in groups.iter().filter(|g| **g > 1) {
+        if let Some(pid) = i32::try_from(*group)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}

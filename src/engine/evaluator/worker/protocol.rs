@@ -1,0 +1,124 @@
+//! The wire formats between the run and the Python worker
+//! (`assets/python/galapagos_worker.py`, whose module docs give the whole
+//! protocol): the worker's greeting and status reports (JSON lines on its
+//! stdout), the first line of a child's lane connection (with the child's
+//! output pipes), a request (one JSON line on the lane) and a result
+//! (length-prefixed JSON on the lane).
+
+use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
+
+use serde::{Deserialize, Serialize};
+use tokio::net::UnixStream;
+
+use crate::engine::evaluator::{Evaluation, Observed};
+
+/// Bytes of big-endian length before a result's JSON.
+pub(crate) const RESULT_HEADER: usize = 8;
+/// Largest result a child may send (its artifacts are clipped far below this).
+pub(crate) const MAX_RESULT_BYTES: u64 = 64 << 20;
+
+/// The first line of a lane connection (at most 16 bytes, read one at a
+/// time so nothing after it is consumed) and the fds that came with it.
+pub(crate) async fn read_hello(stream: &UnixStream) -> Option<(String, Vec<OwnedFd>)> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    let mut line = Vec::new();
+    let mut fds = Vec::new();
+    loop {
+        stream.readable().await.ok()?;
+        let mut byte = [0u8; 1];
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let got = stream.try_io(tokio::io::Interest::READABLE, || {
+            rustix::net::recvmsg(
+                stream,
+                &mut [std::io::IoSliceMut::new(&mut byte)],
+                &mut control,
+                RecvFlags::CMSG_CLOEXEC,
+            )
+            .map(|m| m.bytes)
+            .map_err(std::io::Error::from)
+        });
+        for message in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(received) = message {
+                fds.extend(received);
+            }
+        }
+        match got {
+            Ok(0) => return None,
+            Ok(_) if byte[0] == b'\n' => return String::from_utf8(line).ok().map(|l| (l, fds)),
+            Ok(_) if line.len() < 16 => line.push(byte[0]),
+            Ok(_) => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// The worker's report of how a child ended.
+#[derive(Deserialize)]
+pub(crate) struct Exited {
+    pub exited: u32,
+    pub status: i32,
+}
+
+/// One candidate for a child, on its lane.
+#[derive(Serialize)]
+pub(crate) struct Request<'a> {
+    pub id: u64,
+    pub program: &'a str,
+    pub timeout: f64,
+    pub cascade: bool,
+    pub thresholds: &'a [f64],
+}
+
+/// The worker's first line: ready (with the interpreter's path and the
+/// zygote's pid) or why it cannot serve.
+#[derive(Deserialize)]
+pub(crate) struct Hello {
+    pub ready: bool,
+    /// `sys.executable` of the worker: later workers start from it.
+    #[serde(default)]
+    pub executable: String,
+    #[serde(default)]
+    pub error: String,
+    #[serde(default)]
+    pub traceback: String,
+    /// The zygote's pid (lanes are accepted from its children only).
+    #[serde(default)]
+    pub zygote: Option<u32>,
+}
+
+/// A candidate's result, as its child sent it (or as the run made it up for
+/// a timeout or a crash).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Reply {
+    #[serde(default)]
+    pub scores: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub nonfinite: Vec<String>,
+    #[serde(default)]
+    pub artifacts: BTreeMap<String, String>,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub timeout: bool,
+    /// The child will serve another candidate.
+    #[serde(default)]
+    pub reusable: bool,
+}
+
+impl Reply {
+    /// The evaluation this reply stands for (the validity rule is
+    /// [`Observed::judge`]'s).
+    pub(crate) fn into_evaluation(self) -> Evaluation {
+        Observed {
+            scores: self.scores,
+            nonfinite: self.nonfinite,
+            artifacts: self.artifacts,
+            error: self.error,
+            timeout: self.timeout,
+        }
+        .judge()
+    }
+}
