@@ -36,26 +36,26 @@
 
 pub(crate) mod capture;
 pub(crate) mod code_dir;
+mod lanes;
 pub(crate) mod process;
 pub(crate) mod protocol;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use lanes::{LanePool, accept_lanes};
+pub(crate) use lanes::{Lanes, bind_lanes};
+
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixListener;
-use tokio::net::UnixStream;
-use tokio::net::unix::pipe;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::engine::evaluator::Evaluation;
-use capture::Capture;
-use process::{describe_status, kill_groups, proc_stat, process_running};
-use protocol::{Exited, Hello, MAX_RESULT_BYTES, RESULT_HEADER, Reply, Request, read_hello};
+use process::kill_groups;
+use protocol::{Exited, Hello};
 
 /// How to start a worker.
 pub(crate) struct Launch<'a> {
@@ -79,46 +79,11 @@ pub(crate) struct Launch<'a> {
     pub depth: usize,
 }
 
-/// A bound lane socket.
-pub(crate) struct Lanes {
-    listener: UnixListener,
-    /// Its path (in the worker's configuration).
-    pub path: PathBuf,
-    /// Holds the socket's dir when the private dir's path was too long for
-    /// a socket address.
-    dir: Option<tempfile::TempDir>,
-}
-
 /// A worker that greeted: the process, and the interpreter's real path.
 pub(crate) struct Started {
     pub worker: Arc<Worker>,
     /// `sys.executable` of the worker (empty when it did not say).
     pub executable: String,
-}
-
-/// The lane socket the evaluation children of one worker connect to:
-/// `<scratch>/lanes`, in the private (owner-only) dir, or a new owner-only
-/// dir under /tmp when that path is too long for a socket address.
-pub(crate) fn bind_lanes(scratch: &Path) -> Result<Lanes, String> {
-    std::fs::create_dir_all(scratch)
-        .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
-    let mut path = scratch.join("lanes");
-    let mut dir = None;
-    if path.as_os_str().len() > 100 {
-        let short = tempfile::Builder::new()
-            .prefix("galapagos-")
-            .tempdir_in("/tmp")
-            .map_err(|e| format!("cannot create a socket dir in /tmp: {e}"))?;
-        path = short.path().join("lanes");
-        dir = Some(short);
-    }
-    let listener = UnixListener::bind(&path)
-        .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
-    Ok(Lanes {
-        listener,
-        path,
-        dir,
-    })
 }
 
 /// The warm worker process and the evaluation children it forks.
@@ -158,39 +123,6 @@ pub(crate) struct Worker {
     /// for a socket address.
     _socket_dir: Option<tempfile::TempDir>,
 }
-
-/// One evaluation child: `stream` carries requests in and results out;
-/// `stdout`/`stderr` are the read ends of the pipes that are its fds 1 and 2.
-struct Lane {
-    pid: u32,
-    stream: UnixStream,
-    stdout: pipe::Receiver,
-    stderr: pipe::Receiver,
-    /// Candidates this child has served.
-    served: u32,
-}
-
-#[derive(Default)]
-struct LanePool {
-    /// Children that never served, oldest first.
-    fresh: VecDeque<Lane>,
-    /// Reused children between candidates, the most recent last (warmest).
-    idle: Vec<Lane>,
-    /// Children with a lane (fresh, idle or running): one lane per child, so
-    /// a candidate cannot slip in a second connection of its own.
-    known: HashSet<u32>,
-    /// Forks asked of the worker whose lanes have not arrived yet.
-    requested: usize,
-    /// Evaluations waiting for a lane.
-    waiting: usize,
-}
-
-/// How a candidate's child ended before it sent a whole result.
-const ZYGOTE_GONE: &str = "evaluation worker died (its zygote, the candidate's parent process, ended); \
-     the candidate may have killed or crashed it; the worker will be restarted";
-/// How long the run waits for a killed child's lane to close, and for the
-/// worker to report how a child ended.
-const REAP_WAIT: Duration = Duration::from_secs(2);
 
 impl Worker {
     /// Start a worker and wait for its greeting: ready, or why it cannot
@@ -284,11 +216,8 @@ impl Worker {
             child: Mutex::new(child),
             commands,
             dead: Mutex::new(None),
-            pool: Mutex::new(LanePool {
-                // The worker forks `depth` children as it starts.
-                requested: depth,
-                ..LanePool::default()
-            }),
+            // The worker forks `depth` children as it starts.
+            pool: Mutex::new(LanePool::expecting(depth)),
             depth,
             statuses: Mutex::new(HashMap::new()),
             events: tokio::sync::watch::channel(0).0,
@@ -323,23 +252,6 @@ impl Worker {
         let _ = self.commands.send(format!("{message}\n"));
     }
 
-    /// Ask for forks so that fresh children (arrived or on their way) cover
-    /// the waiting evaluations, plus `depth` spares when `spares` (after a
-    /// fresh child was taken: its replacement forks while it evaluates).
-    fn ensure_supply(&self, spares: bool) {
-        let need = {
-            let mut pool = lock(&self.pool);
-            let have = pool.fresh.len() + pool.requested;
-            let want = pool.waiting + if spares { self.depth } else { 0 };
-            let need = want.saturating_sub(have);
-            pool.requested += need;
-            need
-        };
-        if need > 0 {
-            self.send(&serde_json::json!({ "fork": need }));
-        }
-    }
-
     /// Kill the worker (with its zygote), every child it forked that the run
     /// knows of, and every candidate running.
     pub(crate) fn kill(&self) {
@@ -347,12 +259,7 @@ impl Worker {
             accept.abort();
         }
         let mut groups: Vec<i64> = lock(&self.running).iter().map(|p| i64::from(*p)).collect();
-        {
-            let mut pool = lock(&self.pool);
-            groups.extend(pool.fresh.drain(..).map(|l| i64::from(l.pid)));
-            groups.extend(pool.idle.drain(..).map(|l| i64::from(l.pid)));
-            pool.known.clear();
-        }
+        groups.extend(lock(&self.pool).drain_groups());
         let mut child = lock(&self.child);
         // Only signal the worker's group while the worker is unreaped, so the
         // id cannot have been reused.
@@ -370,80 +277,6 @@ impl Worker {
     fn mark_dead(&self, reason: String) {
         lock(&self.dead).get_or_insert(reason);
         self.bump();
-    }
-
-    /// A child is ready: its lane and its output pipes arrived.
-    fn add_lane(&self, lane: Lane) {
-        let mut pool = lock(&self.pool);
-        if !pool.known.insert(lane.pid) {
-            return;
-        }
-        pool.fresh.push_back(lane);
-        pool.requested = pool.requested.saturating_sub(1);
-        drop(pool);
-        self.bump();
-    }
-
-    /// Is `pid` a child of this worker's zygote? (Without /proc: accepted.)
-    fn forked_by_zygote(&self, pid: u32) -> bool {
-        let Some(zygote) = self.zygote else {
-            return true;
-        };
-        match proc_stat(pid) {
-            Some(fields) => fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(zygote),
-            None => !Path::new("/proc/self/stat").exists(),
-        }
-    }
-
-    /// A ready child for the next candidate: the reused child that served
-    /// last, else the oldest fresh one, else the first to arrive within
-    /// `limit` (forks are asked for as needed).
-    async fn take_lane(&self, limit: Duration) -> Result<Lane, RunError> {
-        let deadline = tokio::time::Instant::now() + limit;
-        let mut events = self.events.subscribe();
-        let mut waiting = WaitingGuard {
-            worker: self,
-            counted: false,
-        };
-        loop {
-            if let Some(reason) = lock(&self.dead).clone() {
-                return Err(RunError::BeforeStart(reason));
-            }
-            let taken = {
-                let mut pool = lock(&self.pool);
-                let lane = pool.idle.pop().or_else(|| pool.fresh.pop_front());
-                if lane.is_none() && !waiting.counted {
-                    pool.waiting += 1;
-                    waiting.counted = true;
-                }
-                lane
-            };
-            if let Some(lane) = taken {
-                drop(waiting);
-                if lane.served == 0 {
-                    self.ensure_supply(true); // its replacement forks meanwhile
-                }
-                return Ok(lane);
-            }
-            self.ensure_supply(false);
-            match tokio::time::timeout_at(deadline, events.changed()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => {
-                    return Err(RunError::BeforeStart(
-                        "the evaluation worker went away".to_owned(),
-                    ));
-                }
-                Err(_) => {
-                    drop(waiting);
-                    self.kill();
-                    return Err(RunError::BeforeStart(format!(
-                        "evaluation worker did not answer within {:.1} s (no evaluation process became \
-                         ready; hung or stuck outside Python); it was killed and will be restarted",
-                        limit.as_secs_f64()
-                    )));
-                }
-            }
-        }
     }
 
     /// How the child `pid` ended (its wait status, reported by the worker),
@@ -464,276 +297,6 @@ impl Worker {
                 _ => return Ok(None),
             }
         }
-    }
-
-    /// Evaluate one candidate in a child of this worker.
-    pub(crate) async fn run(
-        &self,
-        request: &Request<'_>,
-        lane_limit: Duration,
-    ) -> Result<Reply, RunError> {
-        let mut line = serde_json::to_vec(request)
-            .map_err(|e| RunError::Failed(format!("cannot encode the request: {e}")))?;
-        line.push(b'\n');
-        let limit = Duration::from_secs_f64(request.timeout);
-        // A child killed from outside while it waited refuses the request
-        // (its lane is closed): the next one gets it.
-        let (mut lane, guard, deadline) = loop {
-            let mut lane = self.take_lane(lane_limit).await?;
-            let guard = RunningGuard::new(self, lane.pid);
-            let deadline = tokio::time::Instant::now() + limit;
-            match tokio::time::timeout_at(deadline, lane.stream.write_all(&line)).await {
-                Ok(Ok(())) => break (lane, guard, deadline),
-                Ok(Err(_)) => {} // gone: the guard kills what is left of it
-                Err(_) => {
-                    let mut guard = guard;
-                    guard.finish();
-                    wait_closed(&mut lane).await;
-                    return Ok(timeout_reply(request.timeout));
-                }
-            }
-        };
-        let mut guard = guard;
-        let mut out = Capture::default();
-        let mut err = Capture::default();
-        let (mut out_open, mut err_open) = (true, true);
-        let mut frame: Vec<u8> = Vec::with_capacity(4096);
-        let mut need: Option<usize> = None;
-        let timer = tokio::time::sleep_until(deadline);
-        tokio::pin!(timer);
-        let ended = loop {
-            if let Some(n) = need
-                && frame.len() >= n
-            {
-                break Ended::Result;
-            }
-            // The deadline first: a candidate that prints without pause
-            // must not starve it.
-            tokio::select! {
-                biased;
-                () = &mut timer => break Ended::Timeout,
-                r = lane.stdout.readable(), if out_open => {
-                    out_open = r.is_ok() && out.pump(&lane.stdout);
-                }
-                r = lane.stderr.readable(), if err_open => {
-                    err_open = r.is_ok() && err.pump(&lane.stderr);
-                }
-                r = lane.stream.read_buf(&mut frame) => match r {
-                    Ok(0) | Err(_) => break Ended::Closed,
-                    Ok(_) => {
-                        if need.is_none() && frame.len() >= RESULT_HEADER {
-                            let mut header = [0u8; RESULT_HEADER];
-                            header.copy_from_slice(&frame[..RESULT_HEADER]);
-                            let len = u64::from_be_bytes(header);
-                            if len > MAX_RESULT_BYTES {
-                                break Ended::Malformed;
-                            }
-                            need = usize::try_from(len).ok().map(|l| l + RESULT_HEADER);
-                        }
-                    }
-                },
-            }
-        };
-        let pid = lane.pid;
-        let mut reply = match ended {
-            Ended::Result => {
-                let end = need.unwrap_or(frame.len()).min(frame.len());
-                match serde_json::from_slice::<Reply>(&frame[RESULT_HEADER..end]) {
-                    Ok(reply) => reply,
-                    Err(e) => Reply {
-                        error: Some(format!("unreadable evaluation result: {e}")),
-                        ..Reply::default()
-                    },
-                }
-            }
-            Ended::Malformed => Reply {
-                error: Some("unreadable evaluation result: too large".to_owned()),
-                ..Reply::default()
-            },
-            Ended::Timeout => {
-                guard.finish();
-                wait_closed(&mut lane).await;
-                timeout_reply(request.timeout)
-            }
-            Ended::Closed => {
-                guard.finish();
-                let error = match self.exit_status(pid, REAP_WAIT).await {
-                    Ok(Some(status)) => describe_status(status),
-                    Ok(None) => {
-                        "candidate ended before the evaluator returned (how is unknown)".to_owned()
-                    }
-                    // Its parent, the zygote, ended (the candidate may have
-                    // killed it), and the worker with it.
-                    Err(_) => return Err(RunError::Failed(ZYGOTE_GONE.to_owned())),
-                };
-                Reply {
-                    error: Some(error),
-                    ..Reply::default()
-                }
-            }
-        };
-        // Everything the candidate printed before its result (or before it
-        // was killed) is in the pipes by now.
-        out.drain(&lane.stdout);
-        err.drain(&lane.stderr);
-        out.attach(&mut reply.artifacts, "stdout");
-        err.attach(&mut reply.artifacts, "stderr");
-        lane.served += 1;
-        if reply.reusable {
-            guard.release();
-            lock(&self.pool).idle.push(lane);
-            self.bump();
-        } else {
-            // Clear the whole group: stray grandchildren must not outlive
-            // the candidate.
-            guard.finish();
-        }
-        Ok(reply)
-    }
-}
-
-/// How waiting for a candidate's result ended.
-enum Ended {
-    Result,
-    Malformed,
-    Timeout,
-    Closed,
-}
-
-/// After its group was killed: wait (briefly) for the child's lane to
-/// close and the child to have exited, so it is gone before the reply says
-/// so.
-async fn wait_closed(lane: &mut Lane) {
-    let mut sink = Vec::new();
-    let _ = tokio::time::timeout(REAP_WAIT, async {
-        loop {
-            sink.clear();
-            match lane.stream.read_buf(&mut sink).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-        }
-        // The lane closes as the child starts to exit; its exit ends a
-        // moment later (then it is a zombie until the zygote reaps it).
-        while process_running(lane.pid) {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    })
-    .await;
-}
-
-/// The reply for a candidate killed at its timeout.
-fn timeout_reply(timeout: f64) -> Reply {
-    Reply {
-        error: Some(format!(
-            "timeout: evaluation exceeded {timeout} s and was killed"
-        )),
-        timeout: true,
-        ..Reply::default()
-    }
-}
-
-/// Counts an evaluation among those waiting for a lane while it waits.
-struct WaitingGuard<'a> {
-    worker: &'a Worker,
-    counted: bool,
-}
-
-impl Drop for WaitingGuard<'_> {
-    fn drop(&mut self) {
-        if self.counted {
-            let mut pool = lock(&self.worker.pool);
-            pool.waiting = pool.waiting.saturating_sub(1);
-        }
-    }
-}
-
-/// A child running a candidate: its group is killed when the evaluation is
-/// dropped unfinished (a stopped run), unless it was handed back.
-struct RunningGuard<'a> {
-    worker: &'a Worker,
-    pid: u32,
-    armed: bool,
-}
-
-impl<'a> RunningGuard<'a> {
-    fn new(worker: &'a Worker, pid: u32) -> Self {
-        lock(&worker.running).insert(pid);
-        Self {
-            worker,
-            pid,
-            armed: true,
-        }
-    }
-
-    /// The child stays (a reused child between candidates).
-    fn release(&mut self) {
-        lock(&self.worker.running).remove(&self.pid);
-        self.armed = false;
-    }
-
-    /// Kill the child's group now (its lane is done).
-    fn finish(&mut self) {
-        if self.armed {
-            kill_groups(&[i64::from(self.pid)]);
-            lock(&self.worker.pool).known.remove(&self.pid);
-        }
-        self.release();
-    }
-}
-
-impl Drop for RunningGuard<'_> {
-    fn drop(&mut self) {
-        self.finish();
-    }
-}
-
-/// Accept lane connections until the worker goes. A child's first line
-/// (`lane`) comes with the read ends of its stdout and stderr pipes; a
-/// connection is kept only when its peer is a child of the zygote.
-async fn accept_lanes(listener: UnixListener, worker: std::sync::Weak<Worker>) {
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let worker = worker.clone();
-        tokio::spawn(async move {
-            let Some(pid) = stream
-                .peer_cred()
-                .ok()
-                .and_then(|c| c.pid())
-                .and_then(|p| u32::try_from(p).ok())
-            else {
-                return;
-            };
-            let Ok(Some((kind, mut fds))) =
-                tokio::time::timeout(Duration::from_secs(10), read_hello(&stream)).await
-            else {
-                return;
-            };
-            let Some(worker) = worker.upgrade() else {
-                return;
-            };
-            if kind != "lane" || fds.len() != 2 || !worker.forked_by_zygote(pid) {
-                return;
-            }
-            let (Some(err), Some(out)) = (fds.pop(), fds.pop()) else {
-                return;
-            };
-            let (Ok(stdout), Ok(stderr)) = (
-                pipe::Receiver::from_owned_fd(out),
-                pipe::Receiver::from_owned_fd(err),
-            ) else {
-                return;
-            };
-            worker.add_lane(Lane {
-                pid,
-                stream,
-                stdout,
-                stderr,
-                served: 0,
-            });
-        });
     }
 }
 
