@@ -104,7 +104,16 @@ fn main() {
                 std::process::exit(2);
             }
         };
-        let plan = RunPlan::new(card, dir.clone(), None);
+        let plan = match galapagos::engine::task::Task::load(&dir)
+            .map_err(galapagos::engine::launch::LaunchError::from)
+            .and_then(|task| RunPlan::new(card, task, None, &registry))
+        {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(2);
+            }
+        };
         let Ok(mut handle) = start(plan, galapagos::engine::model::default_model(), None) else {
             eprintln!("cannot start");
             std::process::exit(1);

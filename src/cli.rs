@@ -11,10 +11,12 @@ use clap::{Parser, Subcommand};
 use crate::engine::archive::new_run_dir;
 use crate::engine::card::{Card, ValidCard};
 use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
+use crate::engine::genome::FITNESS_KEY;
 use crate::engine::launch::{LaunchError, RunPlan};
 use crate::engine::model::{ConfigError, LanguageModel};
 use crate::engine::registry::Registry;
 use crate::engine::run_thread::{RunHandle, start};
+use crate::engine::task::Task;
 
 /// Galapagos: LLM-driven program search as six composable blocks.
 #[derive(Debug, Parser)]
@@ -97,9 +99,14 @@ pub enum Command {
 pub struct RunArgs {
     /// The scaffold card (YAML).
     pub card: PathBuf,
-    /// Task folder (initial_program.*, evaluator.py, README.md).
+    /// Task folder: OpenEvolve's layout (initial_program.*, evaluator.py, config.yaml, README.md) or
+    /// ShinkaEvolve's (initial.*, evaluate.py).
     #[arg(long)]
     pub task: PathBuf,
+    /// The task's OpenEvolve config file, when the folder has several (relative to the task folder);
+    /// default: config.yaml, or the folder's only config*.yaml.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Override general.max_iterations.
     #[arg(long)]
     pub iterations: Option<u64>,
@@ -229,19 +236,26 @@ impl Progress {
     }
 }
 
-fn print_summary(s: &RunSummary, run_dir: &Path, offline: bool, model: &str) {
-    println!("status:      {}", s.status.label());
+/// `fitness` says what the best genome's fitness is (`combined_score`, a
+/// metric the task named, or the mean of the metrics).
+fn print_summary(s: &RunSummary, run_dir: &Path, offline: bool, model: &str, fitness: &str) {
+    // A failure's reason is printed once, as the error after the summary.
+    let status = match &s.status {
+        RunStatus::Failed(_) => "failed".to_owned(),
+        other => other.label(),
+    };
+    println!("status:      {status}");
     println!("iterations:  {}", s.iterations);
     println!(
         "genomes:     {} ({} valid, {} invalid)",
         s.genomes, s.valid, s.invalid
     );
     match (s.best_id, s.best_score) {
-        (Some(id), Some(score)) => println!("best:        genome {id}, combined_score {score:.6}"),
+        (Some(id), Some(score)) => println!("best:        genome {id}, {fitness} {score:.6}"),
         _ => println!("best:        none"),
     }
     if let Some(init) = s.initial_score {
-        println!("initial:     combined_score {init:.6}");
+        println!("initial:     {fitness} {init:.6}");
     }
     let cost = s
         .usage
@@ -289,13 +303,25 @@ pub fn run(args: &RunArgs) -> i32 {
             return 2;
         }
     };
-    let task_name = args
-        .task
-        .file_name()
-        .map_or_else(|| "task".to_owned(), |n| n.to_string_lossy().into_owned());
-    let run_dir = new_run_dir(&args.out, &card.card().name, &task_name);
+    // The task folder is checked before anything is written: a bad one is
+    // one message and exit 2, with no run folder.
+    let task = match Task::load_with(&args.task, args.config.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let run_dir = new_run_dir(&args.out, &card.card().name, &task.name);
+    let plan = match RunPlan::new(card, task, Some(run_dir), &registry) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
     launch(
-        RunPlan::new(card, args.task.clone(), Some(run_dir)),
+        plan,
         &args.model,
         Output {
             quiet: args.quiet,
@@ -377,6 +403,8 @@ fn drive(
     let summary = runtime.block_on(async {
         let mut interrupted = false;
         let (mut valid, mut invalid, mut best) = (0u64, 0u64, None);
+        // What the fitness is, as the best genome has it.
+        let mut fitness_of_best = FITNESS_KEY.to_owned();
         loop {
             tokio::select! {
                 ev = handle.events.recv() => match ev {
@@ -386,11 +414,14 @@ fn drive(
                             eprintln!("running {} on {} for {} iterations with {}", info.card_name, info.task_name, info.max_iterations, info.model);
                         }
                     }
-                    Some(RunEvent::GenomeAdmitted { genome, best_score, iterations_done, .. }) => {
+                    Some(RunEvent::GenomeAdmitted { genome, best_id, best_score, iterations_done, .. }) => {
                         if genome.valid { valid += 1 } else { invalid += 1 }
                         best = best_score;
+                        if best_id == Some(genome.id) {
+                            fitness_of_best = genome.fitness_basis().to_string();
+                        }
                         if verbose {
-                            let score = genome.fitness().map_or_else(|| format!("invalid: {}", genome.error.as_deref().unwrap_or("")), |f| format!("combined_score {f:.6}"));
+                            let score = genome.fitness().map_or_else(|| format!("invalid: {}", genome.error.as_deref().unwrap_or("")), |f| format!("{} {f:.6}", genome.fitness_basis()));
                             println!("admitted genome {} iteration {} attempt {}: {score}", genome.id, genome.iteration, genome.attempt);
                         }
                         progress.draw(iterations_done, valid, invalid, best, false);
@@ -404,7 +435,7 @@ fn drive(
                     Some(RunEvent::Finished(s)) => {
                         progress.draw(s.iterations, valid, invalid, best, true);
                         progress.clear();
-                        return Some(s);
+                        return Some((s, fitness_of_best));
                     }
                     Some(_) => {}
                 },
@@ -418,11 +449,11 @@ fn drive(
         }
     });
     handle.join();
-    let Some(summary) = summary else {
+    let Some((summary, fitness)) = summary else {
         eprintln!("error: the run ended without a summary");
         return 1;
     };
-    print_summary(&summary, run_dir, offline, model_desc);
+    print_summary(&summary, run_dir, offline, model_desc, &fitness);
     match summary.status {
         RunStatus::Completed | RunStatus::BudgetReached(_) => 0,
         RunStatus::Stopped => 130,

@@ -224,7 +224,7 @@ fn a_missing_task_folder_fails_with_its_name() {
         .current_dir(root())
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("assets/tasks/nope"));
 }
 

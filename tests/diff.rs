@@ -63,6 +63,7 @@ async fn offline_model_drives_the_diff_proposer() {
         description: "Pack 26 circles in the unit square.".into(),
         language: "python".into(),
         timeout_secs: Some(60.0),
+        ..TaskBrief::default()
     };
     let builder = DefaultPromptBuilder::new(DefaultPromptParams::default());
     let proposer = DiffProposer::new(

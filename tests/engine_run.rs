@@ -150,15 +150,20 @@ fn an_invalid_initial_program_fails_clearly() {
 
 #[test]
 fn a_broken_task_folder_is_a_clear_error() {
-    let registry = registry();
-    let c = card("best_of_n.yaml", &registry);
+    // Refused when the run is planned, before anything starts or is written.
     let dir = tempfile::tempdir().unwrap();
-    let (_, summary) = run_collect(c, &dir.path().join("missing"), default_model(), registry);
-    assert!(
-        matches!(&summary.status, RunStatus::Failed(m) if m.contains("missing")),
-        "{:?}",
-        summary.status
-    );
+    let e = galapagos::engine::task::Task::load(&dir.path().join("missing")).unwrap_err();
+    assert!(e.to_string().contains("missing"), "{e}");
+    // A folder with a program but no evaluator, for a card whose evaluator
+    // runs the task's evaluator.py.
+    let registry = registry();
+    let c = card("best_of_n.yaml", &registry)
+        .check(&registry)
+        .unwrap_or_else(|p| panic!("{p:?}"));
+    std::fs::write(dir.path().join("initial_program.py"), PROGRAM).unwrap();
+    let task = galapagos::engine::task::Task::load(dir.path()).unwrap();
+    let e = galapagos::engine::launch::RunPlan::new(c, task, None, &registry).unwrap_err();
+    assert!(e.to_string().contains("no evaluator"), "{e}");
 }
 
 #[test]

@@ -73,5 +73,6 @@ pub fn genome(i: u64) -> Genome {
             completion_tokens: 120,
             cost_usd: None,
         }),
+        ..Genome::default()
     }
 }

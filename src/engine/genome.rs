@@ -118,17 +118,54 @@ pub struct Genome {
     pub timings: Timings,
     #[serde(default)]
     pub usage: Option<TokenUsage>,
+    /// The metric that is this genome's fitness when its task names one
+    /// (`None`: `combined_score`, see [`Genome::fitness`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fitness_metric: Option<String>,
+    /// Metrics the evaluator keeps from the model (ShinkaEvolve's `private`
+    /// metrics): recorded and shown to the user, never in a prompt and never
+    /// used for selection. The population's copy drops them
+    /// ([`Genome::without_transcript`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub private: BTreeMap<String, String>,
+}
+
+/// What a genome's fitness is (see [`Genome::fitness`]), for labels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FitnessBasis<'a> {
+    /// The value of this metric (`combined_score`, or the one the task
+    /// names).
+    Metric(&'a str),
+    /// No `combined_score`: the mean of this many finite metrics.
+    Mean(usize),
+    /// No metrics at all: 0.
+    NoMetrics,
+}
+
+impl std::fmt::Display for FitnessBasis<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Metric(name) => f.write_str(name),
+            Self::Mean(n) => write!(
+                f,
+                "mean of {n} metric{} (no {FITNESS_KEY})",
+                if *n == 1 { "" } else { "s" }
+            ),
+            Self::NoMetrics => write!(f, "0 (no metrics)"),
+        }
+    }
 }
 
 impl Genome {
-    /// Fitness used by selection: `combined_score` when present and finite,
-    /// otherwise the mean of the finite metrics, otherwise 0. Invalid genomes
-    /// have no fitness.
+    /// Fitness used by selection: `combined_score` (or the metric the task
+    /// names, [`Genome::fitness_metric`]) when present and finite, otherwise
+    /// the mean of the finite metrics, otherwise 0. Invalid genomes have no
+    /// fitness. [`Genome::fitness_basis`] says which.
     pub fn fitness(&self) -> Option<f64> {
         if !self.valid {
             return None;
         }
-        if let Some(v) = self.scores.get(FITNESS_KEY) {
+        if let Some(v) = self.scores.get(self.fitness_key()) {
             return Some(if v.is_finite() { *v } else { f64::NEG_INFINITY });
         }
         let finite: Vec<f64> = self
@@ -144,13 +181,33 @@ impl Genome {
         }
     }
 
-    /// A copy without the prompt and the raw response (the bulk of a genome):
-    /// what the population keeps in memory once the full record is archived
-    /// and announced.
+    /// The metric whose value is the fitness when present.
+    pub fn fitness_key(&self) -> &str {
+        self.fitness_metric.as_deref().unwrap_or(FITNESS_KEY)
+    }
+
+    /// What [`Genome::fitness`] is for this genome: a metric, the mean of
+    /// the metrics, or 0.
+    pub fn fitness_basis(&self) -> FitnessBasis<'_> {
+        let key = self.fitness_key();
+        if self.scores.contains_key(key) {
+            return FitnessBasis::Metric(key);
+        }
+        match self.scores.values().filter(|v| v.is_finite()).count() {
+            0 => FitnessBasis::NoMetrics,
+            n => FitnessBasis::Mean(n),
+        }
+    }
+
+    /// A copy without the prompt and the raw response (the bulk of a genome)
+    /// and without the private metrics (which no prompt may show): what the
+    /// population keeps in memory once the full record is archived and
+    /// announced.
     pub fn without_transcript(&self) -> Self {
         Self {
             prompt: None,
             response: None,
+            private: BTreeMap::new(),
             ..self.clone()
         }
     }
@@ -221,5 +278,26 @@ mod tests {
         g.valid = false;
         assert_eq!(g.fitness(), None);
         assert_eq!(g.fitness_or_min(), f64::NEG_INFINITY);
+    }
+
+    #[test]
+    fn the_fitness_basis_says_what_fitness_is() {
+        let mut g = Genome {
+            valid: true,
+            ..Genome::default()
+        };
+        assert_eq!(g.fitness_basis().to_string(), "0 (no metrics)");
+        g.scores.insert("sum_radii".into(), 2.5);
+        g.scores.insert("output_length".into(), 26.0);
+        assert_eq!(
+            g.fitness_basis().to_string(),
+            "mean of 2 metrics (no combined_score)"
+        );
+        assert_eq!(g.fitness(), Some(14.25));
+        g.fitness_metric = Some("sum_radii".into());
+        assert_eq!(g.fitness_basis(), FitnessBasis::Metric("sum_radii"));
+        assert_eq!(g.fitness(), Some(2.5));
+        g.private.insert("secret".into(), "1".into());
+        assert!(g.without_transcript().private.is_empty());
     }
 }

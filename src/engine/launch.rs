@@ -14,7 +14,10 @@ use std::path::{Path, PathBuf};
 
 use crate::engine::archive::{Archive, ArchiveError};
 use crate::engine::card::{Card, CardErrors, ValidCard};
+use crate::engine::component::Slot;
 use crate::engine::registry::Registry;
+use crate::engine::task_settings::{SettingsError, TaskSettings};
+use crate::engine::task::{Task, TaskError};
 
 /// Why a run cannot be started as asked.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +31,12 @@ pub enum LaunchError {
     /// The budget is already spent.
     #[error("the run already did {done} of {budget} iterations: raise the budget above {done}")]
     NothingToDo { done: u64, budget: u64 },
+    /// The task folder cannot be used.
+    #[error(transparent)]
+    Task(#[from] TaskError),
+    /// A setting of the task's config file cannot be applied.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
 }
 
 /// Check the resume rule: a budget of `budget` total iterations leaves work
@@ -43,23 +52,51 @@ pub fn check_resume_budget(done: u64, budget: u64) -> Result<(), LaunchError> {
 /// A run ready to start.
 #[derive(Clone, Debug)]
 pub struct RunPlan {
+    /// The card as it will run: the user's card with the task's settings
+    /// mapped onto it (see [`crate::engine::task_settings`]).
     card: ValidCard,
-    task_dir: PathBuf,
+    task: Task,
+    settings: TaskSettings,
     run_dir: Option<PathBuf>,
     /// Iterations already done, when this continues a recorded run.
     resumed_after: Option<u64>,
 }
 
+/// The card fitted to the task: its config's settings mapped onto it, and a
+/// task with no evaluator file refused when the card's evaluator is the one
+/// that runs the task's own `evaluator.py`.
+fn fit(
+    card: ValidCard,
+    task: &Task,
+    registry: &Registry,
+) -> Result<(ValidCard, TaskSettings), LaunchError> {
+    let (card, settings) = crate::engine::task_settings::apply(card, task, registry)?;
+    if card.card().slot(Slot::Evaluator).kind == "subprocess" {
+        task.require_evaluator_file()?;
+    }
+    Ok((card, settings))
+}
+
 impl RunPlan {
-    /// A new run of `card` on the task folder `task_dir`, recorded in
-    /// `run_dir` (created; `None` records nothing).
-    pub fn new(card: ValidCard, task_dir: PathBuf, run_dir: Option<PathBuf>) -> Self {
-        Self {
+    /// A new run of `card` on `task` (see [`Task::load`]), recorded in
+    /// `run_dir` (created when the run starts; `None` records nothing). The
+    /// task's settings are mapped onto the card here; a value the card
+    /// cannot take, or a folder with no evaluator for the card's evaluator,
+    /// is an error and nothing is written.
+    pub fn new(
+        card: ValidCard,
+        task: Task,
+        run_dir: Option<PathBuf>,
+        registry: &Registry,
+    ) -> Result<Self, LaunchError> {
+        let (card, settings) = fit(card, &task, registry)?;
+        Ok(Self {
             card,
-            task_dir,
+            task,
+            settings,
             run_dir,
             resumed_after: None,
-        }
+        })
     }
 
     /// Continue the run recorded in `run_dir`: its own card and task folder,
@@ -96,9 +133,12 @@ impl RunPlan {
                         .collect(),
                 ))
             })?;
+        let task = Task::load(&meta.task_dir)?;
+        let (card, settings) = fit(card, &task, registry)?;
         Ok(Self {
             card,
-            task_dir: meta.task_dir,
+            task,
+            settings,
             run_dir: Some(run_dir.to_path_buf()),
             resumed_after: Some(done),
         })
@@ -115,7 +155,38 @@ impl RunPlan {
     }
 
     pub fn task_dir(&self) -> &Path {
-        &self.task_dir
+        &self.task.dir
+    }
+
+    /// The task, as loaded when the plan was made.
+    pub fn task(&self) -> &Task {
+        &self.task
+    }
+
+    /// What was made of the task's settings.
+    pub fn settings(&self) -> &TaskSettings {
+        &self.settings
+    }
+
+    /// What a run's output says before it starts, in order: the task's
+    /// layout and description, the settings mapped from its config, and
+    /// warnings about the folder. Each with its level.
+    pub fn notices(&self) -> Vec<(crate::engine::events::LogLevel, String)> {
+        use crate::engine::events::LogLevel;
+        let mut out: Vec<(LogLevel, String)> = self
+            .task
+            .notices()
+            .into_iter()
+            .chain(self.settings.lines())
+            .map(|l| (LogLevel::Info, l))
+            .collect();
+        out.extend(
+            self.task
+                .warnings()
+                .into_iter()
+                .map(|w| (LogLevel::Warn, w)),
+        );
+        out
     }
 
     pub fn run_dir(&self) -> Option<&Path> {

@@ -23,5 +23,6 @@ pub mod run_thread;
 pub mod scaffold;
 pub mod selection;
 pub mod task;
+pub mod task_settings;
 pub mod testing;
 pub mod text;

@@ -10,7 +10,6 @@ use crate::engine::events::{EventSink, LogLevel, RunCommand, RunEvent, RunStatus
 use crate::engine::launch::RunPlan;
 use crate::engine::model::LanguageModel;
 use crate::engine::scaffold::Scaffold;
-use crate::engine::task::Task;
 
 /// Capacity of the event channel. The engine waits when the UI falls this far
 /// behind (backpressure) rather than growing memory.
@@ -121,10 +120,8 @@ pub async fn run_plan(
         sink.send(RunEvent::Finished(s.clone())).await;
         s
     };
-    let task = match Task::load(plan.task_dir()) {
-        Ok(t) => t,
-        Err(e) => return fail(e.to_string()).await,
-    };
+    let task = plan.task().clone();
+    let notices = plan.notices();
     let name = plan.card().name.clone();
     let resume = plan.is_resume();
     let run_dir = plan.run_dir().map(Path::to_path_buf);
@@ -133,7 +130,7 @@ pub async fn run_plan(
     let card = plan.valid_card().clone();
     let built = tokio::task::spawn_blocking(move || Scaffold::build(&card, task, model)).await;
     let mut scaffold = match built {
-        Ok(Ok(s)) => s,
+        Ok(Ok(s)) => s.with_notices(notices),
         Ok(Err(e)) => return fail(format!("card {name}: {e}")).await,
         Err(e) => return fail(format!("building the scaffold failed: {e}")).await,
     };

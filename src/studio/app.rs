@@ -471,7 +471,13 @@ impl App {
                 return self.error(format!("Fix the card first: {}", first.unwrap_or_default()));
             }
         };
-        let plan = RunPlan::new(card, self.task_dir.clone(), Some(run_dir));
+        let plan = match crate::engine::task::Task::load(&self.task_dir)
+            .map_err(crate::engine::launch::LaunchError::from)
+            .and_then(|task| RunPlan::new(card, task, Some(run_dir), &self.registry))
+        {
+            Ok(p) => p,
+            Err(e) => return self.error(format!("Cannot start: {e}")),
+        };
         self.run_view.start(plan, model, &ctx);
         self.state.tab = Tab::Run;
     }

@@ -132,7 +132,8 @@ pub fn plan_in(card: Card, task: &Path, run_dir: Option<PathBuf>, registry: &Reg
     let card = card
         .check(registry)
         .unwrap_or_else(|problems| panic!("invalid card: {problems:?}"));
-    RunPlan::new(card, task.to_path_buf(), run_dir)
+    let task = galapagos::engine::task::Task::load(task).unwrap_or_else(|e| panic!("{e}"));
+    RunPlan::new(card, task, run_dir, registry).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Continue the run recorded in `run_dir` up to `budget` total iterations.

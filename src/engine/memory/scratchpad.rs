@@ -224,7 +224,7 @@ impl Component for ScratchpadMemory {
         Ok(Self::new(
             Arc::clone(&ctx.model),
             params,
-            &ctx.task.description,
+            ctx.task.summary_text(),
         ))
     }
 }

@@ -13,6 +13,7 @@ use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{FITNESS_KEY, Genome, Prompt};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::rng::SearchRng;
+use crate::engine::task::Markers;
 
 /// Parameters of [`DefaultPromptBuilder`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -52,9 +53,10 @@ pub struct DefaultPromptBuilder {
     params: DefaultPromptParams,
 }
 
+/// The built-in system message; `{fitness}` is the metric to raise.
 const DEFAULT_SYSTEM: &str = "You are an expert programmer and researcher improving a program through a \
 sequence of small, evaluated edits. Every candidate you propose is run by an automatic evaluator; your goal is \
-to maximise its combined_score. Reason about why the current program scores as it does, then make one focused \
+to maximise its {fitness}. Reason about why the current program scores as it does, then make one focused \
 change that is likely to raise the score. Keep the program's interface and output format unchanged. Diverse, \
 creative ideas are valued when the current approach has stalled.";
 
@@ -66,10 +68,28 @@ const INSPIRATION_INTROS: &[&str] = &[
     "Context programs for inspiration (do not copy blindly; combine what works):",
 ];
 const IMPROVE_LINES: &[&str] = &[
-    "Suggest an improvement to the current program that raises combined_score.",
-    "Propose one focused change to the current program that should increase combined_score.",
-    "Find the weakest part of the current program and improve it to raise combined_score.",
+    "Suggest an improvement to the current program that raises {fitness}.",
+    "Propose one focused change to the current program that should increase {fitness}.",
+    "Find the weakest part of the current program and improve it to raise {fitness}.",
 ];
+
+/// What the instructions say about which lines may change.
+fn region_rule(markers: &Markers) -> String {
+    match markers {
+        Markers::Regions(_) => {
+            "Only change code between the EVOLVE-BLOCK-START and EVOLVE-BLOCK-END markers; \
+never remove the markers."
+                .to_owned()
+        }
+        Markers::Missing => {
+            "The program has no EVOLVE-BLOCK markers: any line may change.".to_owned()
+        }
+        Markers::Unbalanced { starts, ends, .. } => format!(
+            "The program's EVOLVE-BLOCK markers are unbalanced ({starts} START, {ends} END): only the code they \
+enclose may change (an unclosed START runs to the end of the file); never edit the marker lines."
+        ),
+    }
+}
 
 impl Component for DefaultPromptBuilder {
     type Slot = dyn PromptBuilder;
@@ -213,7 +233,10 @@ impl PromptBuilder for DefaultPromptBuilder {
         let lang = ctx.task.language.as_str();
         let mut user = String::new();
 
-        let _ = writeln!(user, "# Task\n{}\n", ctx.task.description.trim());
+        let fitness = ctx.task.fitness.as_str();
+        if !ctx.task.description.trim().is_empty() {
+            let _ = writeln!(user, "# Task\n{}\n", ctx.task.description.trim());
+        }
 
         let _ = writeln!(user, "# Current Program Metrics");
         user.push_str(&metrics_lines(ctx.parent, ctx.grandparent));
@@ -225,7 +248,7 @@ impl PromptBuilder for DefaultPromptBuilder {
             (Some(now), Some(before)) if now > before => {
                 let _ = writeln!(
                     user,
-                    "- combined_score improved over its parent: {} -> {}",
+                    "- {fitness} improved over its parent: {} -> {}",
                     fmt_score(before),
                     fmt_score(now)
                 );
@@ -233,7 +256,7 @@ impl PromptBuilder for DefaultPromptBuilder {
             (Some(now), Some(before)) if now < before => {
                 let _ = writeln!(
                     user,
-                    "- combined_score declined from its parent: {} -> {}",
+                    "- {fitness} declined from its parent: {} -> {}",
                     fmt_score(before),
                     fmt_score(now)
                 );
@@ -241,11 +264,11 @@ impl PromptBuilder for DefaultPromptBuilder {
             (Some(_), Some(_)) => {
                 let _ = writeln!(
                     user,
-                    "- combined_score unchanged from its parent; try a different idea"
+                    "- {fitness} unchanged from its parent; try a different idea"
                 );
             }
             _ => {
-                let _ = writeln!(user, "- raise combined_score");
+                let _ = writeln!(user, "- raise {fitness}");
             }
         }
         if p.suggest_simplification_after_chars > 0
@@ -305,7 +328,7 @@ impl PromptBuilder for DefaultPromptBuilder {
                 let score = g.fitness().map_or_else(|| "invalid".to_owned(), fmt_score);
                 let _ = writeln!(
                     user,
-                    "## Program {} (id {}, combined_score {score})",
+                    "## Program {} (id {}, {fitness} {score})",
                     i + 1,
                     g.id
                 );
@@ -318,7 +341,12 @@ impl PromptBuilder for DefaultPromptBuilder {
         user.push_str(&fence(lang, &ctx.parent.content));
         user.push('\n');
 
-        let _ = writeln!(user, "# Instructions\n{}", self.pick(IMPROVE_LINES, rng));
+        let _ = writeln!(
+            user,
+            "# Instructions\n{}",
+            self.pick(IMPROVE_LINES, rng).replace("{fitness}", fitness)
+        );
+        let rule = region_rule(&ctx.task.markers);
         match ctx.mode {
             EditMode::Diff => {
                 user.push_str(
@@ -328,25 +356,26 @@ impl PromptBuilder for DefaultPromptBuilder {
 =======\n\
 <the replacement lines>\n\
 >>>>>>> REPLACE\n\n\
-- Each SEARCH section must match the current program character for character, including indentation.\n\
-- Only change code between the EVOLVE-BLOCK-START and EVOLVE-BLOCK-END markers; never remove the markers.\n\
-- Keep every edit small and focused; use several blocks for several changes.\n\
+- Each SEARCH section must match the current program character for character, including indentation.\n",
+                );
+                let _ = writeln!(user, "- {rule}");
+                user.push_str(
+                    "- Keep every edit small and focused; use several blocks for several changes.\n\
 - Briefly explain the idea before the blocks.\n",
                 );
             }
             EditMode::FullRewrite => {
                 let _ = writeln!(
                     user,
-                    "Reply with the complete new program in one ```{lang} code block. Keep the same inputs, outputs \
-and the EVOLVE-BLOCK-START / EVOLVE-BLOCK-END markers; only the code between the markers may change."
+                    "Reply with the complete new program in one ```{lang} code block. Keep the same inputs and \
+outputs. {rule}"
                 );
             }
             EditMode::Crossover => {
                 let _ = writeln!(
                     user,
                     "Combine the strengths of the current program and Inspiration Program 1 into one better program. \
-Reply with the complete new program in one ```{lang} code block, keeping the EVOLVE-BLOCK markers and the code \
-outside them unchanged."
+Reply with the complete new program in one ```{lang} code block. {rule}"
                 );
             }
         }
@@ -358,7 +387,7 @@ outside them unchanged."
         }
 
         let system = if p.system_message.trim().is_empty() {
-            DEFAULT_SYSTEM.to_owned()
+            DEFAULT_SYSTEM.replace("{fitness}", fitness)
         } else {
             p.system_message.clone()
         };
@@ -392,6 +421,7 @@ mod tests {
             description: "Pack circles.".into(),
             language: "python".into(),
             timeout_secs: Some(30.0),
+            ..TaskBrief::default()
         };
         let mut parent = genome(3, 0.8, "x = 1\n");
         parent

@@ -497,6 +497,7 @@ mod tests {
             language: "python".into(),
             description: "d".into(),
             evaluator_path: std::env::temp_dir().join("evaluator.py"),
+            ..Task::default()
         };
         let ctx = BuildContext {
             task: &task,

@@ -8,8 +8,11 @@ use serde::{Deserialize, Serialize};
 
 use super::{Proposal, ProposalError, ProposalRequest, Proposer};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::genome::Genome;
 use crate::engine::model::{LanguageModel, ModelError, ModelRequest};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
+use crate::engine::prompt::EditMode;
+use crate::engine::rng::SearchRng;
 use crate::engine::text::patch::{PatchKind, PatchOptions, apply_reply};
 
 /// Parameters of [`DiffProposer`].
@@ -21,6 +24,9 @@ pub struct DiffParams {
     /// Take a fenced code block as the whole program when the reply has no
     /// SEARCH/REPLACE blocks.
     pub allow_full_rewrite: bool,
+    /// Ask for the whole program instead of SEARCH/REPLACE edits (a reply
+    /// with edits is still applied as edits).
+    pub full_rewrite: bool,
 }
 
 impl Default for DiffParams {
@@ -28,6 +34,7 @@ impl Default for DiffParams {
         Self {
             max_code_length: 60_000,
             allow_full_rewrite: true,
+            full_rewrite: false,
         }
     }
 }
@@ -65,6 +72,11 @@ impl Component for DiffProposer {
                 doc: "Accept a whole program in a code block when the reply has no SEARCH/REPLACE blocks",
                 ty: ParamType::Bool,
             },
+            ParamSpec {
+                key: "full_rewrite",
+                doc: "Ask the model for the whole program instead of SEARCH/REPLACE edits",
+                ty: ParamType::Bool,
+            },
         ],
     };
 
@@ -95,6 +107,14 @@ impl DiffProposer {
 
 #[async_trait::async_trait]
 impl Proposer for DiffProposer {
+    fn edit_mode(&self, _inspirations: &[Arc<Genome>], _rng: &mut SearchRng) -> EditMode {
+        if self.params.full_rewrite {
+            EditMode::FullRewrite
+        } else {
+            EditMode::Diff
+        }
+    }
+
     async fn propose(&self, request: ProposalRequest) -> Proposal {
         let model_request = ModelRequest {
             system: request.prompt.system.clone(),
@@ -126,7 +146,7 @@ impl Proposer for DiffProposer {
         };
         let options = PatchOptions {
             language: &self.language,
-            allow_full_rewrite: self.params.allow_full_rewrite,
+            allow_full_rewrite: self.params.allow_full_rewrite || self.params.full_rewrite,
         };
         let (content, patch_type) = match apply_reply(
             &request.parent.content,
@@ -163,7 +183,7 @@ impl Proposer for DiffProposer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::genome::{Genome, Prompt};
+    use crate::engine::genome::Prompt;
     use crate::engine::params::ParamMap;
     use crate::engine::params::ParamValue;
     use crate::engine::registry::Entry;
@@ -212,6 +232,7 @@ mod tests {
             language: "python".into(),
             description: "d".into(),
             evaluator_path: std::env::temp_dir().join("evaluator.py"),
+            ..Task::default()
         };
         let ctx = BuildContext {
             task: &task,
@@ -226,7 +247,8 @@ mod tests {
             p.params(),
             &DiffParams {
                 max_code_length: 500,
-                allow_full_rewrite: false
+                allow_full_rewrite: false,
+                ..DiffParams::default()
             }
         );
         assert_eq!(p.language, "python");
@@ -321,6 +343,28 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn full_rewrite_asks_for_the_whole_program_and_takes_it() {
+        let rewritten = PARENT.replace("a = 1.0", "a = 3.0");
+        let p = proposer(
+            ScriptedModel::replies(vec![ScriptedModel::text(&format!(
+                "Here it is:\n```python\n{rewritten}```\n"
+            ))]),
+            DiffParams {
+                full_rewrite: true,
+                allow_full_rewrite: false,
+                ..DiffParams::default()
+            },
+        );
+        let mut rng = crate::engine::rng::seeded(0);
+        assert_eq!(p.edit_mode(&[], &mut rng), EditMode::FullRewrite);
+        let plain = proposer(ScriptedModel::replies(vec![]), DiffParams::default());
+        assert_eq!(plain.edit_mode(&[], &mut rng), EditMode::Diff);
+        let out = p.propose(request(1)).await;
+        assert_eq!(out.content.ok().as_deref(), Some(rewritten.as_str()));
+        assert_eq!(out.patch_type, "full");
+    }
+
+    #[tokio::test]
     async fn growth_past_max_code_length_is_rejected() {
         let big = format!("b = {}", "9".repeat(200));
         let p = proposer(
@@ -328,6 +372,7 @@ mod tests {
             DiffParams {
                 max_code_length: 100,
                 allow_full_rewrite: true,
+                ..DiffParams::default()
             },
         );
         let out = p.propose(request(1)).await;

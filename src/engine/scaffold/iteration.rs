@@ -22,6 +22,21 @@ pub(super) fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1000.0
 }
 
+/// Name the task's fitness metric on a scored genome: its fitness is that
+/// metric, and a valid genome that does not report it is invalid.
+pub(super) fn name_fitness(genome: &mut Genome, metric: Option<&str>) {
+    let Some(metric) = metric else {
+        return;
+    };
+    genome.fitness_metric = Some(metric.to_owned());
+    if genome.valid && !genome.scores.contains_key(metric) {
+        genome.valid = false;
+        genome.error = Some(format!(
+            "the evaluator reported no `{metric}`, the task's fitness metric (fitness_metric in its config)"
+        ));
+    }
+}
+
 /// Everything an in-flight iteration needs (owned, so it can run concurrently).
 pub(super) struct Job {
     pub(super) iteration: u64,
@@ -39,6 +54,8 @@ pub(super) struct Job {
 
 pub(super) struct Shared {
     pub(super) brief: TaskBrief,
+    /// The metric the task names as its fitness, if any.
+    pub(super) fitness_metric: Option<String>,
     pub(super) prompt_builder: Arc<dyn PromptBuilder>,
     pub(super) proposer: Arc<dyn Proposer>,
     pub(super) evaluator: Arc<dyn Evaluator>,
@@ -177,6 +194,7 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                 genome.scores = eval.scores;
                 genome.artifacts = eval.artifacts;
                 genome.error = eval.error;
+                name_fitness(&mut genome, shared.fitness_metric.as_deref());
                 if !genome.valid {
                     failed.push(FailedAttempt {
                         error: format!(

@@ -34,7 +34,7 @@ use crate::engine::task::Task;
 
 mod iteration;
 
-use iteration::{Job, Shared, ms, run_iteration};
+use iteration::{Job, Shared, ms, name_fitness, run_iteration};
 
 /// Iterations in a row whose every attempt failed in the model call before
 /// the run stops (as `failed`, resumable) instead of burning its budget on an
@@ -80,6 +80,9 @@ pub struct Scaffold {
     rng: SearchRng,
     /// Set by [`Scaffold::restore`]: continue from this checkpoint.
     resume: Option<Checkpoint>,
+    /// Said in the run's log right after it starts (the task's layout, its
+    /// mapped settings, warnings about its folder).
+    notices: Vec<(LogLevel, String)>,
 }
 
 /// The loop's mutable bookkeeping.
@@ -147,7 +150,16 @@ impl Scaffold {
             model,
             rng: seeded(seed),
             resume: None,
+            notices: Vec::new(),
         })
+    }
+
+    /// Lines to say in the run's log (and its record) right after it
+    /// starts, each with its level.
+    #[must_use]
+    pub fn with_notices(mut self, notices: Vec<(LogLevel, String)>) -> Self {
+        self.notices = notices;
+        self
     }
 
     /// Get the evaluator ready for the first evaluation (see
@@ -363,6 +375,12 @@ impl Scaffold {
             return summary;
         }
         events.send(RunEvent::Started(info)).await;
+        for (level, msg) in std::mem::take(&mut self.notices) {
+            if let Some(r) = recorder.as_mut() {
+                r.log(level, &msg);
+            }
+            events.log(level, msg).await;
+        }
         if self.model.is_offline() {
             let msg = "using the built-in offline model (no endpoint configured): it only tunes numeric literals";
             if let Some(r) = recorder.as_mut() {
@@ -373,6 +391,7 @@ impl Scaffold {
 
         let shared = Arc::new(Shared {
             brief: self.task.brief(self.evaluator.timeout_secs()),
+            fitness_metric: self.task.config.fitness_metric(),
             prompt_builder: Arc::clone(&self.prompt_builder),
             proposer: Arc::clone(&self.proposer),
             evaluator: Arc::clone(&self.evaluator),
@@ -439,7 +458,7 @@ impl Scaffold {
                 }
             };
             if let Some(eval) = eval {
-                let initial = Genome {
+                let mut initial = Genome {
                     iteration: 0,
                     valid: eval.valid,
                     scores: eval.scores,
@@ -456,6 +475,7 @@ impl Scaffold {
                     },
                     ..Genome::default()
                 };
+                name_fitness(&mut initial, self.task.config.fitness_metric().as_deref());
                 let (out, _) = self.admit_iteration(vec![initial], &mut st, false).await;
                 st.summary.initial_score = out.first().and_then(|g| g.fitness());
                 if let Some(g) = out.first().filter(|g| !g.valid) {

@@ -1,0 +1,227 @@
+#![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
+//! Task folders as their authors wrote them, run through the command line:
+//! an OpenEvolve config's system message and time limit, missing markers,
+//! and bad folders.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Instant;
+
+use galapagos::engine::archive::read_genomes;
+use galapagos::engine::genome::Genome;
+
+fn galapagos() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_galapagos"))
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Write `files` into a new folder `name` under `dir`.
+fn folder(dir: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let t = dir.join(name);
+    std::fs::create_dir_all(&t).unwrap();
+    for (file, text) in files {
+        std::fs::write(t.join(file), text).unwrap();
+    }
+    t
+}
+
+/// `galapagos run cards/best_of_n.yaml --task TASK --iterations N --out OUT`.
+fn run(task: &Path, iterations: u32, out: &Path) -> Output {
+    galapagos()
+        .args(["run", "cards/best_of_n.yaml", "--task"])
+        .arg(task)
+        .args(["--iterations", &iterations.to_string(), "--out"])
+        .arg(out)
+        .current_dir(root())
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The genomes of the only run folder in `out`.
+fn genomes(out: &Path) -> Vec<Genome> {
+    let dirs: Vec<_> = std::fs::read_dir(out).unwrap().flatten().collect();
+    assert_eq!(dirs.len(), 1, "one run folder");
+    read_genomes(&dirs[0].path().join("genomes.jsonl")).unwrap()
+}
+
+/// An evaluator that scores `X` and takes 5 s for any program whose `X` is
+/// not the initial 1.0 (every child the offline model makes).
+const SLOW_CHILDREN: &str = r#"import importlib.util, time
+
+def evaluate(program_path):
+    spec = importlib.util.spec_from_file_location("cand", program_path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    if mod.X != 1.0:
+        time.sleep(5)
+    return {"combined_score": -abs(mod.X - 3.0)}
+"#;
+
+const MARKED: &str = "# EVOLVE-BLOCK-START\nX = 1.0\n# EVOLVE-BLOCK-END\n";
+
+/// OpenEvolve's examples ship a README (for people) and a config.yaml whose
+/// `prompt.system_message` is the model's brief: the system role holds that
+/// message, the README stays out of the prompt, and the config's evaluator
+/// timeout (1 s) replaces the card's (60 s).
+#[test]
+fn a_config_system_message_is_the_system_prompt_and_its_timeout_is_honoured() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = folder(
+        dir.path(),
+        "oe_task",
+        &[
+            ("initial_program.py", MARKED),
+            ("evaluator.py", SLOW_CHILDREN),
+            (
+                "README.md",
+                "# How to run\nREADME-ONLY: python openevolve-run.py initial_program.py evaluator.py\n",
+            ),
+            (
+                "config.yaml",
+                "max_iterations: 50\nprompt:\n  system_message: \"CONFIG-MESSAGE: you tune X towards 3.\"\nevaluator:\n  timeout: 1\n",
+            ),
+        ],
+    );
+    let out = dir.path().join("runs");
+    let started = Instant::now();
+    let o = run(&task, 1, &out);
+    let wall = started.elapsed().as_secs_f64();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("system prompt: config.yaml's prompt.system_message")
+            && err.contains("README.md not shown to the model"),
+        "the output says where the system prompt comes from:\n{err}"
+    );
+    assert!(
+        err.contains("evaluator.timeout: 1 → evaluator.timeout_secs (replaces the card's 60)"),
+        "the mapping is in the log:\n{err}"
+    );
+    let genomes = genomes(&out);
+    assert!(genomes[0].valid, "{:?}", genomes[0].error);
+    let children = &genomes[1..];
+    assert!(!children.is_empty());
+    for child in children {
+        let prompt = child.prompt.as_ref().unwrap();
+        assert_eq!(prompt.system, "CONFIG-MESSAGE: you tune X towards 3.");
+        assert!(!prompt.user.contains("README-ONLY"), "{}", prompt.user);
+        assert!(
+            prompt.user.contains("finish within 1 seconds"),
+            "the prompt states the config's limit"
+        );
+        // Every child sleeps 5 s: the config's 1 s limit stops it.
+        assert!(!child.valid);
+        let error = child.error.as_deref().unwrap_or_default();
+        assert!(error.contains("timeout"), "{error}");
+        assert!(
+            child.timings.evaluate_ms < 3_000.0,
+            "stopped at the config's limit, not the card's: {} ms",
+            child.timings.evaluate_ms
+        );
+    }
+    assert!(wall < 20.0, "{wall} s");
+}
+
+/// A program with no EVOLVE-BLOCK markers: the output warns, and the
+/// prompt says that any line may change instead of asking for edits between
+/// markers that do not exist.
+#[test]
+fn a_program_without_markers_gets_a_warning_in_the_output_and_the_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = folder(
+        dir.path(),
+        "bare",
+        &[
+            ("initial_program.py", "X = 1.0\n"),
+            (
+                "evaluator.py",
+                "import importlib.util\n\ndef evaluate(p):\n    s = importlib.util.spec_from_file_location('c', p)\n    m = importlib.util.module_from_spec(s)\n    s.loader.exec_module(m)\n    return {'combined_score': -abs(m.X - 3)}\n",
+            ),
+        ],
+    );
+    let out = dir.path().join("runs");
+    let o = run(&task, 1, &out);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "warning: initial_program.py has no EVOLVE-BLOCK-START / EVOLVE-BLOCK-END markers: the whole \
+             file may be edited"
+        ),
+        "{err}"
+    );
+    let genomes = genomes(&out);
+    let user = &genomes[1].prompt.as_ref().unwrap().user;
+    assert!(
+        user.contains("The program has no EVOLVE-BLOCK markers: any line may change."),
+        "{user}"
+    );
+    assert!(!user.contains("Only change code between"), "{user}");
+
+    // Unbalanced markers are warned about too, with the line.
+    let task = folder(
+        dir.path(),
+        "unbalanced",
+        &[
+            ("initial_program.py", "# EVOLVE-BLOCK-START\nX = 1.0\n"),
+            (
+                "evaluator.py",
+                "def evaluate(p):\n    return {'combined_score': 1.0}\n",
+            ),
+        ],
+    );
+    let o = run(&task, 1, &dir.path().join("runs2"));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "warning: initial_program.py: unbalanced EVOLVE-BLOCK markers (1 START, 0 END"
+        ),
+        "{err}"
+    );
+}
+
+/// A bad task folder is one message and exit 2, and nothing is written:
+/// not the runs folder, not a run folder.
+#[test]
+fn a_bad_task_folder_exits_2_with_one_message_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = folder(dir.path(), "empty", &[("evaluator.py", "")]);
+    let folder_program = folder(dir.path(), "folder_program", &[("evaluator.py", "")]);
+    std::fs::create_dir_all(folder_program.join("initial_program")).unwrap();
+    std::fs::write(folder_program.join("initial_program/main.py"), MARKED).unwrap();
+    let bad_config = folder(
+        dir.path(),
+        "bad_config",
+        &[
+            ("initial_program.py", MARKED),
+            ("evaluator.py", ""),
+            ("config.yaml", "evaluator:\n  timeout: [\n"),
+        ],
+    );
+    let missing = dir.path().join("nope");
+    for (task, names, says) in [
+        (&missing, "nope", "does not exist or is not a folder"),
+        (&empty, "empty", "no initial program"),
+        (&folder_program, "initial_program", "must be one file"),
+        (&bad_config, "config.yaml:", "not valid YAML"),
+    ] {
+        let out = dir.path().join("runs");
+        let o = run(task, 3, &out);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "one message: {err}");
+        assert!(lines[0].starts_with("error: "), "{err}");
+        assert!(lines[0].contains(names), "names the file or folder: {err}");
+        assert!(lines[0].contains(says), "{err}");
+        assert!(o.stdout.is_empty(), "no summary of a run that never was");
+        assert!(!out.exists(), "no runs folder, no run folder");
+    }
+}
