@@ -16,8 +16,8 @@ use crate::engine::archive::{Archive, ArchiveError};
 use crate::engine::card::{Card, CardErrors, ValidCard};
 use crate::engine::component::Slot;
 use crate::engine::registry::Registry;
-use crate::engine::task_settings::{SettingsError, TaskSettings};
 use crate::engine::task::{Task, TaskError};
+use crate::engine::task_settings::{SettingsError, TaskSettings};
 
 /// Why a run cannot be started as asked.
 #[derive(Debug, thiserror::Error)]

@@ -76,6 +76,24 @@ pub enum LlmKey {
     MaxTokens,
 }
 
+/// A parameter that describes the task (it replaces the card's value).
+const fn task_param(slot: Slot, key: &'static str) -> Target {
+    Target::Param {
+        slot,
+        key,
+        task: true,
+    }
+}
+
+/// A parameter of the search method (it fills what the card leaves out).
+const fn method_param(slot: Slot, key: &'static str) -> Target {
+    Target::Param {
+        slot,
+        key,
+        task: false,
+    }
+}
+
 /// Every config key with a meaning here, and what it maps to. Keys not in
 /// this table (and not under a [`Target::Model`] prefix) are listed as
 /// ignored.
@@ -83,35 +101,19 @@ pub const KEYS: &[(&str, Target)] = &[
     ("prompt.system_message", Target::SystemMessage),
     (
         "evaluator.timeout",
-        Target::Param {
-            slot: Slot::Evaluator,
-            key: "timeout_secs",
-            task: true,
-        },
+        task_param(Slot::Evaluator, "timeout_secs"),
     ),
     (
         "evaluator.cascade_evaluation",
-        Target::Param {
-            slot: Slot::Evaluator,
-            key: "cascade",
-            task: true,
-        },
+        task_param(Slot::Evaluator, "cascade"),
     ),
     (
         "evaluator.cascade_thresholds",
-        Target::Param {
-            slot: Slot::Evaluator,
-            key: "cascade_thresholds",
-            task: true,
-        },
+        task_param(Slot::Evaluator, "cascade_thresholds"),
     ),
     (
         "max_code_length",
-        Target::Param {
-            slot: Slot::Proposer,
-            key: "max_code_length",
-            task: true,
-        },
+        task_param(Slot::Proposer, "max_code_length"),
     ),
     ("fitness_metric", Target::Fitness),
     ("language", Target::Language),
@@ -121,35 +123,19 @@ pub const KEYS: &[(&str, Target)] = &[
     ("prompt.num_diverse_programs", Target::Inspirations),
     (
         "prompt.include_artifacts",
-        Target::Param {
-            slot: Slot::PromptBuilder,
-            key: "include_artifacts",
-            task: false,
-        },
+        method_param(Slot::PromptBuilder, "include_artifacts"),
     ),
     (
         "prompt.max_artifact_bytes",
-        Target::Param {
-            slot: Slot::PromptBuilder,
-            key: "max_artifact_chars",
-            task: false,
-        },
+        method_param(Slot::PromptBuilder, "max_artifact_chars"),
     ),
     (
         "prompt.suggest_simplification_after_chars",
-        Target::Param {
-            slot: Slot::PromptBuilder,
-            key: "suggest_simplification_after_chars",
-            task: false,
-        },
+        method_param(Slot::PromptBuilder, "suggest_simplification_after_chars"),
     ),
     (
         "prompt.use_template_stochasticity",
-        Target::Param {
-            slot: Slot::PromptBuilder,
-            key: "template_variation",
-            task: false,
-        },
+        method_param(Slot::PromptBuilder, "template_variation"),
     ),
     ("random_seed", Target::Seed),
     ("database.random_seed", Target::Seed),
@@ -160,91 +146,47 @@ pub const KEYS: &[(&str, Target)] = &[
     ("llm.max_tokens", Target::Llm(LlmKey::MaxTokens)),
     (
         "database.population_size",
-        Target::Param {
-            slot: Slot::Population,
-            key: "capacity",
-            task: false,
-        },
+        method_param(Slot::Population, "capacity"),
     ),
     (
         "database.num_islands",
-        Target::Param {
-            slot: Slot::Population,
-            key: "num_islands",
-            task: false,
-        },
+        method_param(Slot::Population, "num_islands"),
     ),
     (
         "database.archive_size",
-        Target::Param {
-            slot: Slot::Population,
-            key: "archive_size",
-            task: false,
-        },
+        method_param(Slot::Population, "archive_size"),
     ),
     (
         "database.migration_interval",
-        Target::Param {
-            slot: Slot::Population,
-            key: "migration_interval",
-            task: false,
-        },
+        method_param(Slot::Population, "migration_interval"),
     ),
     (
         "database.migration_rate",
-        Target::Param {
-            slot: Slot::Population,
-            key: "migration_rate",
-            task: false,
-        },
+        method_param(Slot::Population, "migration_rate"),
     ),
     (
         "database.feature_dimensions",
-        Target::Param {
-            slot: Slot::Population,
-            key: "feature_dimensions",
-            task: false,
-        },
+        method_param(Slot::Population, "feature_dimensions"),
     ),
     (
         "database.feature_bins",
-        Target::Param {
-            slot: Slot::Population,
-            key: "feature_bins",
-            task: false,
-        },
+        method_param(Slot::Population, "feature_bins"),
     ),
     (
         "database.diversity_reference_size",
-        Target::Param {
-            slot: Slot::Population,
-            key: "diversity_reference_size",
-            task: false,
-        },
+        method_param(Slot::Population, "diversity_reference_size"),
     ),
     (
         "database.elite_selection_ratio",
-        Target::Param {
-            slot: Slot::SelectionPolicy,
-            key: "elite_selection_ratio",
-            task: false,
-        },
+        method_param(Slot::SelectionPolicy, "elite_selection_ratio"),
     ),
     (
         "database.exploration_ratio",
-        Target::Param {
-            slot: Slot::SelectionPolicy,
-            key: "exploration_ratio",
-            task: false,
-        },
+        method_param(Slot::SelectionPolicy, "exploration_ratio"),
     ),
     (
         "database.exploitation_ratio",
-        Target::Param {
-            slot: Slot::SelectionPolicy,
-            key: "exploitation_ratio",
-            task: false,
-        },
+        method_param(Slot::SelectionPolicy, "exploitation_ratio"),
     ),
 ];
 

@@ -309,8 +309,11 @@ mod tests {
             Some(ParamValue::List(vec![ParamValue::Float(1.3)]))
         );
         let keys: Vec<&str> = c.entries().map(|(k, _)| k).collect();
-        assert_eq!(keys[..3], ["max_iterations", "checkpoint_interval", "llm.primary_model"]);
-        assert_eq!(keys.len(), 11);
+        assert_eq!(
+            keys[..3],
+            ["max_iterations", "checkpoint_interval", "llm.primary_model"]
+        );
+        assert_eq!(keys.len(), 12);
         assert_eq!(
             compact(&["checkpoint_interval", "database.a", "database.b", "x.y"]),
             "checkpoint_interval, database.{a, b}, x.y"
