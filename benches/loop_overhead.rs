@@ -6,7 +6,6 @@
 //!
 //! `cargo bench --bench loop_overhead` (ITERATIONS=N to change the length).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -49,8 +48,7 @@ impl Evaluator for TrivialEvaluator {
         Evaluation {
             valid: true,
             scores: galapagos::engine::testing::trivial_scores(&candidate.content),
-            artifacts: BTreeMap::new(),
-            error: None,
+            ..Evaluation::default()
         }
     }
 }

@@ -401,6 +401,10 @@ fn drive(
     };
     let commands = handle.commands.clone();
     let summary = runtime.block_on(async {
+        // SIGTERM (a service manager, `kill`, a batch system) stops the run
+        // as Ctrl-C does: everything it started is killed, its record kept.
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let mut interrupted = false;
         let (mut valid, mut invalid, mut best) = (0u64, 0u64, None);
         // What the fitness is, as the best genome has it.
@@ -443,6 +447,12 @@ fn drive(
                     interrupted = true;
                     progress.clear();
                     eprintln!("interrupted: stopping (the run so far is kept in {})", run_dir.display());
+                    commands.try_send(RunCommand::Stop).ok();
+                }
+                Some(()) = async { match terminate.as_mut() { Some(t) => t.recv().await, None => std::future::pending().await } }, if !interrupted => {
+                    interrupted = true;
+                    progress.clear();
+                    eprintln!("terminated: stopping (the run so far is kept in {})", run_dir.display());
                     commands.try_send(RunCommand::Stop).ok();
                 }
             }

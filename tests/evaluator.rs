@@ -375,7 +375,8 @@ async fn cascade_stops_at_stage1_below_threshold() {
     let ev = evaluator(&task, 10.0);
     let weak = ev.evaluate(&cand(1, "0.2")).await;
     assert!(weak.valid, "{weak:?}");
-    assert_eq!(weak.artifacts["failure_stage"], "stage1");
+    // Below a threshold is weak, not failed: no failure_stage.
+    assert!(!weak.artifacts.contains_key("failure_stage"), "{weak:?}");
     assert!(!weak.scores.contains_key("stage2_ran"));
     assert_eq!(weak.scores["combined_score"], 0.2);
 
@@ -711,4 +712,52 @@ async fn a_failed_warm_up_is_reported_by_the_first_evaluation_without_a_second_t
             "each evaluation names the interpreter"
         );
     }
+}
+
+/// What an evaluator writes is kept as it wrote it: its own `failure_stage`
+/// and its own `stdout` artifact survive; what it printed is captured under
+/// a name beside them. The worker sets `failure_stage` only for a stage that
+/// raised.
+#[tokio::test]
+async fn an_evaluators_own_failure_stage_and_stdout_artifact_are_kept() {
+    let evaluator_py = r#"
+def _mode(path):
+    return open(path).read().strip()
+
+def evaluate_stage1(program_path):
+    print("printed by stage 1")
+    mode = _mode(program_path)
+    if mode == "raise1":
+        raise RuntimeError("stage 1 broke")
+    if mode == "own":
+        return {"combined_score": 0.0, "error": "the program crashed",
+                "artifacts": {"failure_stage": "compile", "stdout": "program output 42"}}
+    return {"combined_score": 0.9}
+
+def evaluate_stage2(program_path):
+    if _mode(program_path) == "raise2":
+        raise ValueError("stage 2 broke")
+    return {"combined_score": 0.95, "artifacts": {"stdout": "stage 2 output"}}
+"#;
+    let (_dir, task) = task_with(evaluator_py, "ok\n");
+    let ev = evaluator(&task, 10.0);
+    let own = ev.evaluate(&cand(1, "own")).await;
+    assert!(!own.valid);
+    assert_eq!(own.artifacts["failure_stage"], "compile", "{own:?}");
+    assert_eq!(own.artifacts["stdout"], "program output 42");
+    assert!(
+        own.artifacts["stdout (captured)"].contains("printed by stage 1"),
+        "{own:?}"
+    );
+
+    let ok = ev.evaluate(&cand(2, "ok")).await;
+    assert!(ok.valid, "{ok:?}");
+    assert!(!ok.artifacts.contains_key("failure_stage"));
+    assert_eq!(ok.artifacts["stdout"], "stage 2 output");
+
+    let raised = ev.evaluate(&cand(3, "raise1")).await;
+    assert_eq!(raised.artifacts["failure_stage"], "stage1", "{raised:?}");
+    let raised = ev.evaluate(&cand(4, "raise2")).await;
+    assert_eq!(raised.artifacts["failure_stage"], "stage2", "{raised:?}");
+    assert!(!raised.valid);
 }

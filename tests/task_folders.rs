@@ -225,3 +225,141 @@ fn a_bad_task_folder_exits_2_with_one_message_and_creates_nothing() {
         assert!(!out.exists(), "no runs folder, no run folder");
     }
 }
+
+/// Processes whose command line mentions `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let line = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if line.contains(marker) {
+            found.push(format!("{}: {line}", entry.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
+/// A task whose `evaluator.py` starts a helper process and then hangs on
+/// import; the helper's command line carries `marker`.
+fn hanging_task(dir: &Path, marker: &str) -> PathBuf {
+    folder(
+        dir,
+        "hangs",
+        &[
+            ("initial_program.py", MARKED),
+            (
+                "evaluator.py",
+                &format!(
+                    "import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'])\ntime.sleep(600)\n\ndef evaluate(p):\n    return {{'combined_score': 1.0}}\n"
+                ),
+            ),
+        ],
+    )
+}
+
+/// best_of_n with the evaluator's limits set.
+fn card_with_limits(dir: &Path, timeout: f64, import: f64) -> PathBuf {
+    let text = std::fs::read_to_string(root().join("cards/best_of_n.yaml")).unwrap();
+    let text = text.replace(
+        "  timeout_secs: 60.0\n",
+        &format!("  timeout_secs: {timeout:?}\n  import_timeout_secs: {import:?}\n"),
+    );
+    let path = dir.join("card.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// An `evaluator.py` whose import hangs fails once, at the limit the error
+/// states (import_timeout_secs + timeout_secs = 2 s), as the evaluator's
+/// failure (not the program's), and leaves no process behind: not the
+/// worker, not what its import started.
+#[test]
+fn an_import_that_hangs_fails_once_at_its_limit_and_leaves_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("hang-marker-{}", std::process::id());
+    let task = hanging_task(dir.path(), &marker);
+    let card = card_with_limits(dir.path(), 1.0, 1.0);
+    let started = Instant::now();
+    let o = galapagos()
+        .args(["run"])
+        .arg(&card)
+        .arg("--task")
+        .arg(&task)
+        .args(["--iterations", "3", "--quiet", "--out"])
+        .arg(dir.path().join("runs"))
+        .output()
+        .unwrap();
+    let wall = started.elapsed().as_secs_f64();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let said = format!("{err}{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(
+        said.matches("did not finish importing").count(),
+        1,
+        "said once: {said}"
+    );
+    assert!(
+        err.contains(
+            "error: the task's evaluator cannot run: evaluation worker did not finish importing"
+        ) && err.contains("evaluator.py within 2 s"),
+        "{err}"
+    );
+    assert!(wall < 4.0, "the stated limit is 2 s; took {wall:.2} s");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let left = processes_with(&marker);
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let workers = processes_with(&task.display().to_string());
+    assert!(workers.is_empty(), "left behind: {workers:?}");
+}
+
+/// SIGTERM or Ctrl-C while `evaluator.py` is still importing: the run stops
+/// at once and kills the worker and what its import started.
+#[test]
+fn a_signal_during_a_hanging_import_leaves_no_process() {
+    for signal in ["TERM", "INT"] {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = format!("hang-marker-{signal}-{}", std::process::id());
+        let task = hanging_task(dir.path(), &marker);
+        let card = card_with_limits(dir.path(), 1.0, 300.0);
+        let mut child = galapagos()
+            .args(["run"])
+            .arg(&card)
+            .arg("--task")
+            .arg(&task)
+            .args(["--iterations", "3", "--quiet", "--out"])
+            .arg(dir.path().join("runs"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let waiting = Instant::now();
+        while processes_with(&marker).is_empty() {
+            assert!(
+                waiting.elapsed().as_secs() < 20,
+                "the import never started its helper"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let sent = Instant::now();
+        let killed = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = child.wait().unwrap();
+        assert!(
+            sent.elapsed().as_secs_f64() < 2.0,
+            "{signal}: stopped in {:?}",
+            sent.elapsed()
+        );
+        assert_eq!(status.code(), Some(130), "{signal}");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let left = processes_with(&marker);
+        assert!(left.is_empty(), "{signal}: left behind: {left:?}");
+        let workers = processes_with(&task.display().to_string());
+        assert!(workers.is_empty(), "{signal}: left behind: {workers:?}");
+    }
+}

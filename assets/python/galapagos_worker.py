@@ -122,6 +122,7 @@ class Normalised:
         self.nonfinite = []
         self.artifacts = {}
         self.error = None
+        self.raised = False  # the evaluator raised: the worker, not the evaluator, judged it
 
     def merge(self, other):
         for k, v in other.scores.items():
@@ -244,6 +245,7 @@ def call_stage(fn, program_path):
         out = Normalised()
         summary, out.artifacts["traceback"] = format_exception(exc)
         out.error = f"evaluator raised {summary}"
+        out.raised = True
         return out
 
 
@@ -256,23 +258,25 @@ def run_evaluation(module, program_path, cascade, thresholds):
             out.error = "evaluator.py defines no evaluate(program_path) function"
             return out
         return call_stage(fn, program_path)
+    # `failure_stage` is the worker's word only for a stage that raised (an
+    # evaluator's own `failure_stage` is kept); a program below a threshold
+    # is weak, not failed, and an invalid verdict is the evaluator's own.
     result = call_stage(stage1, program_path)
+    if result.raised:
+        result.artifacts.setdefault("failure_stage", "stage1")
     stages = [("stage2", getattr(module, "evaluate_stage2", None)),
               ("stage3", getattr(module, "evaluate_stage3", None))]
-    previous = "stage1"
     for index, (name, fn) in enumerate(stages):
         if result.failed():
-            result.artifacts["failure_stage"] = previous
             return result
         if index < len(thresholds) and result.gate_score() < thresholds[index]:
-            result.artifacts["failure_stage"] = previous
             return result
         if not callable(fn):
             return result
-        result.merge(call_stage(fn, program_path))
-        previous = name
-    if result.failed():
-        result.artifacts["failure_stage"] = previous
+        stage = call_stage(fn, program_path)
+        result.merge(stage)
+        if stage.raised:
+            result.artifacts.setdefault("failure_stage", name)
     return result
 
 

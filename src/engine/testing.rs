@@ -111,8 +111,7 @@ impl Evaluator for TrivialEvaluator {
         Evaluation {
             valid: true,
             scores: trivial_scores(&candidate.content),
-            artifacts: BTreeMap::new(),
-            error: None,
+            ..Evaluation::default()
         }
     }
 }

@@ -29,6 +29,13 @@ pub struct Evaluation {
     pub artifacts: BTreeMap<String, String>,
     /// Why it is invalid.
     pub error: Option<String>,
+    /// Metrics the evaluator keeps from the model (ShinkaEvolve's
+    /// `private`): recorded, never shown in a prompt.
+    pub private: BTreeMap<String, String>,
+    /// The evaluator itself could not run (its file does not import, its
+    /// interpreter is missing, its process could not start): no candidate
+    /// can score, whatever it is. `error` says why.
+    pub evaluator_failed: bool,
 }
 
 /// The evaluator slot (slot 5 of the loop, see ARCHITECTURE.md). `evaluate`
@@ -127,6 +134,7 @@ impl Observed {
             scores,
             artifacts,
             error: reason,
+            ..Evaluation::default()
         }
     }
 }

@@ -28,7 +28,6 @@
 //!   evaluator kills the worker, its zygote, every child the run knows of,
 //!   and any candidate still running.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -50,9 +49,6 @@ use crate::engine::task::Task;
 const BACKSTOP_GRACE_SECS: f64 = 5.0;
 /// Upper bound of the `candidates_per_process` parameter.
 const MAX_CANDIDATES_PER_PROCESS: u32 = 1_000_000;
-/// Time allowed for a worker to start and import `evaluator.py`, on top of
-/// the candidate timeout.
-const STARTUP_GRACE_SECS: f64 = 60.0;
 
 /// Parameters of [`SubprocessEvaluator`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -71,6 +67,10 @@ pub struct SubprocessParams {
     /// child, which is faster for cheap evaluators but shares process state
     /// between candidates (see the worker's `CandidateState`).
     pub candidates_per_process: u32,
+    /// Time allowed for `evaluator.py` to import (the worker's start), in
+    /// seconds, on top of `timeout_secs`; a start that takes longer fails
+    /// once, and the run says so.
+    pub import_timeout_secs: f64,
 }
 
 impl Default for SubprocessParams {
@@ -81,6 +81,7 @@ impl Default for SubprocessParams {
             cascade_thresholds: vec![0.5, 0.75, 0.9],
             python: "python3".to_owned(),
             candidates_per_process: 1,
+            import_timeout_secs: 60.0,
         }
     }
 }
@@ -93,7 +94,9 @@ impl Default for SubprocessParams {
 /// JSON-string artifacts; an `artifacts` dict key (or an `.artifacts`
 /// attribute of an `EvaluationResult`) is merged into the artifacts; `None`
 /// values are dropped. Captured stdout/stderr (truncated to ~20 KB each) are
-/// the artifacts `stdout` / `stderr`; an exception adds `traceback`.
+/// the artifacts `stdout` / `stderr`, or `stdout (captured)` / `stderr
+/// (captured)` when the evaluator returned artifacts of those names (never
+/// over them); an exception adds `traceback`.
 ///
 /// A candidate is **invalid** when: the evaluator raised (error
 /// "evaluator raised <Type>: <msg>"); the evaluation timed out (error starts
@@ -106,10 +109,11 @@ impl Default for SubprocessParams {
 /// Cascade: when `cascade` is on and evaluator.py defines `evaluate_stage1`,
 /// stage 1 runs first; if its `combined_score` (else the mean of its scores)
 /// is below `cascade_thresholds[0]`, stage 1's result is returned as a valid
-/// (weak) candidate with artifact `failure_stage: stage1`. Otherwise
-/// `evaluate_stage2` (if defined) runs and its results override stage 1's;
-/// stage 3 follows likewise, gated by `cascade_thresholds[1]`. Without stage
-/// functions `evaluate` is used.
+/// (weak) candidate. Otherwise `evaluate_stage2` (if defined) runs and its
+/// results override stage 1's; stage 3 follows likewise, gated by
+/// `cascade_thresholds[1]`. A stage that raises ends the cascade with the
+/// artifact `failure_stage` naming it (unless the evaluator set its own);
+/// nothing else sets it. Without stage functions `evaluate` is used.
 pub struct SubprocessEvaluator {
     /// The warm worker all evaluations share (started at first use, replaced
     /// when it dies or hangs). Killed in `Drop`, before the private dir goes.
@@ -195,6 +199,15 @@ impl Component for SubprocessEvaluator {
                     max: MAX_CANDIDATES_PER_PROCESS as i64,
                 },
             },
+            ParamSpec {
+                key: "import_timeout_secs",
+                doc: "Seconds evaluator.py may take to import, on top of timeout_secs; a start that takes \
+                      longer fails once and is killed with everything it started",
+                ty: ParamType::Float {
+                    min: 0.1,
+                    max: 86400.0,
+                },
+            },
         ],
     };
 
@@ -227,6 +240,10 @@ impl SubprocessEvaluator {
             60.0
         };
         params.cascade_thresholds.retain(|t| t.is_finite());
+        if !params.import_timeout_secs.is_finite() {
+            params.import_timeout_secs = 60.0;
+        }
+        params.import_timeout_secs = params.import_timeout_secs.clamp(0.1, 86400.0);
         params.candidates_per_process = params
             .candidates_per_process
             .clamp(1, MAX_CANDIDATES_PER_PROCESS);
@@ -314,7 +331,7 @@ impl SubprocessEvaluator {
             cwd: &self.config.task_dir,
             python_path,
             startup_limit: Duration::from_secs_f64(
-                STARTUP_GRACE_SECS + self.config.params.timeout_secs,
+                self.config.params.import_timeout_secs + self.config.params.timeout_secs,
             ),
             evaluator_path: &self.config.evaluator_path,
             lanes,
@@ -329,17 +346,47 @@ impl SubprocessEvaluator {
     }
 
     /// The shared worker, started (or replaced, when it died) as needed.
-    async fn current_worker(&self, setup: &Setup) -> Result<Arc<Worker>, SpawnError> {
+    /// A start that failed while this caller waited for the slot is
+    /// reported, not tried again: a hanging `evaluator.py` import costs its
+    /// limit once, however many evaluations were waiting (`warming`: the
+    /// caller is [`Evaluator::warm_up`], which leaves the failure for the
+    /// next evaluation to report).
+    async fn current_worker(
+        &self,
+        setup: &Setup,
+        warming: bool,
+    ) -> Result<Arc<Worker>, SpawnError> {
         let mut slot = self.worker.lock().await;
         if let Some(w) = slot.as_ref().filter(|w| w.alive()) {
             return Ok(Arc::clone(w));
         }
+        if let Some(failure) = self.cached_import_failure() {
+            return Err(SpawnError::Import(failure));
+        }
+        if !warming && let Some(reason) = lock(&self.warm_failure).take() {
+            return Err(SpawnError::Other(reason));
+        }
         if let Some(old) = slot.take() {
             old.kill();
         }
-        let worker = self.spawn_worker(setup).await?;
-        *slot = Some(Arc::clone(&worker));
-        Ok(worker)
+        match self.spawn_worker(setup).await {
+            Ok(worker) => {
+                *slot = Some(Arc::clone(&worker));
+                Ok(worker)
+            }
+            // Recorded before the slot is released, so that whoever waited
+            // for it sees the failure instead of starting again.
+            Err(SpawnError::Import(failure)) => {
+                *lock(&self.import_failure) = Some(failure.clone());
+                Err(SpawnError::Import(failure))
+            }
+            Err(SpawnError::Other(reason)) => {
+                if warming {
+                    *lock(&self.warm_failure) = Some(reason.clone());
+                }
+                Err(SpawnError::Other(reason))
+            }
+        }
     }
 
     /// Kill `worker` and forget it, so that the next evaluation starts a new one.
@@ -355,15 +402,12 @@ impl SubprocessEvaluator {
     /// before the candidate started, so a fresh worker may be tried.
     async fn attempt(&self, setup: &Setup, candidate: &Candidate) -> Attempt {
         if let Some(reason) = lock(&self.warm_failure).take() {
-            return Attempt::Done(invalid(reason));
+            return Attempt::Done(broken(reason));
         }
-        let worker = match self.current_worker(setup).await {
+        let worker = match self.current_worker(setup, false).await {
             Ok(w) => w,
-            Err(SpawnError::Import(failure)) => {
-                *lock(&self.import_failure) = Some(failure.clone());
-                return Attempt::Done(failure);
-            }
-            Err(SpawnError::Other(reason)) => return Attempt::Done(invalid(reason)),
+            Err(SpawnError::Import(failure)) => return Attempt::Done(failure),
+            Err(SpawnError::Other(reason)) => return Attempt::Done(broken(reason)),
         };
         let request = Request {
             id: self.next_request.fetch_add(1, Ordering::Relaxed),
@@ -395,7 +439,7 @@ impl Evaluator for SubprocessEvaluator {
     async fn evaluate(&self, candidate: &Candidate) -> Evaluation {
         let setup = match self.setup().await {
             Ok(s) => s,
-            Err(reason) => return invalid(reason),
+            Err(reason) => return broken(reason),
         };
         if let Some(failure) = self.cached_import_failure() {
             return failure;
@@ -407,7 +451,7 @@ impl Evaluator for SubprocessEvaluator {
             Attempt::Done(e) => e,
             Attempt::Retry(first) => match self.attempt(setup, candidate).await {
                 Attempt::Done(e) => e,
-                Attempt::Retry(second) => invalid(format!(
+                Attempt::Retry(second) => broken(format!(
                     "evaluation worker failed twice before running the candidate: {first}; {second}"
                 )),
             },
@@ -428,13 +472,10 @@ impl Evaluator for SubprocessEvaluator {
         if self.cached_import_failure().is_some() {
             return;
         }
-        match self.current_worker(setup).await {
-            Ok(_) => {}
-            Err(SpawnError::Import(failure)) => *lock(&self.import_failure) = Some(failure),
-            // Said once, by the next evaluation, rather than met twice (a
-            // hanging import would otherwise cost its whole limit again).
-            Err(SpawnError::Other(reason)) => *lock(&self.warm_failure) = Some(reason),
-        }
+        // A failure is recorded by `current_worker` and said once, by the
+        // next evaluation, rather than met twice (a hanging import would
+        // otherwise cost its whole limit again).
+        let _ = self.current_worker(setup, true).await;
     }
 }
 
@@ -460,9 +501,16 @@ impl Drop for SubprocessEvaluator {
 fn invalid(reason: String) -> Evaluation {
     Evaluation {
         valid: false,
-        scores: BTreeMap::new(),
-        artifacts: BTreeMap::new(),
         error: Some(reason),
+        ..Evaluation::default()
+    }
+}
+
+/// The evaluator cannot run at all (see [`Evaluation::evaluator_failed`]).
+fn broken(reason: String) -> Evaluation {
+    Evaluation {
+        evaluator_failed: true,
+        ..invalid(reason)
     }
 }
 

@@ -194,6 +194,7 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                 genome.scores = eval.scores;
                 genome.artifacts = eval.artifacts;
                 genome.error = eval.error;
+                genome.private = eval.private;
                 name_fitness(&mut genome, shared.fitness_metric.as_deref());
                 if !genome.valid {
                     failed.push(FailedAttempt {

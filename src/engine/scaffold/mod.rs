@@ -458,12 +458,14 @@ impl Scaffold {
                 }
             };
             if let Some(eval) = eval {
+                let evaluator_failed = eval.evaluator_failed;
                 let mut initial = Genome {
                     iteration: 0,
                     valid: eval.valid,
                     scores: eval.scores,
                     artifacts: eval.artifacts,
                     error: eval.error,
+                    private: eval.private,
                     content: self.task.initial_program.clone(),
                     metadata: GenomeMeta {
                         patch_type: "initial".to_owned(),
@@ -479,10 +481,14 @@ impl Scaffold {
                 let (out, _) = self.admit_iteration(vec![initial], &mut st, false).await;
                 st.summary.initial_score = out.first().and_then(|g| g.fitness());
                 if let Some(g) = out.first().filter(|g| !g.valid) {
-                    st.stop.get_or_insert(RunStatus::Failed(format!(
-                        "the initial program did not score: {}",
-                        g.error.as_deref().unwrap_or("invalid")
-                    )));
+                    let why = g.error.as_deref().unwrap_or("invalid");
+                    // The evaluator's own failure is not the program's.
+                    st.stop
+                        .get_or_insert(RunStatus::Failed(if evaluator_failed {
+                            format!("the task's evaluator cannot run: {why}")
+                        } else {
+                            format!("the initial program did not score: {why}")
+                        }));
                 }
                 admitted.extend(out);
             }

@@ -74,11 +74,24 @@ impl Capture {
         clip(&String::from_utf8_lossy(&data), CAPTURE_LIMIT)
     }
 
-    /// Add the captured text as the artifact `name` unless it is empty.
+    /// Add the captured text as the artifact `name` unless it is empty. An
+    /// artifact the evaluator itself named so is kept: the capture then goes
+    /// under `name (captured)` (or `name (captured 2)`, ...), never over it.
     pub(crate) fn attach(&self, artifacts: &mut BTreeMap<String, String>, name: &str) {
-        if !self.head.is_empty() || self.dropped > 0 {
-            artifacts.insert(name.to_owned(), self.text());
+        if self.head.is_empty() && self.dropped == 0 {
+            return;
         }
+        let mut key = name.to_owned();
+        let mut n = 1;
+        while artifacts.contains_key(&key) {
+            key = if n == 1 {
+                format!("{name} (captured)")
+            } else {
+                format!("{name} (captured {n})")
+            };
+            n += 1;
+        }
+        artifacts.insert(key, self.text());
     }
 }
 
@@ -95,4 +108,32 @@ fn clip(text: &str, limit: usize) -> String {
         "{head}\n... [{} characters omitted] ...\n{tail}",
         count - 2 * half
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_capture_never_replaces_an_artifact_of_its_name() {
+        let mut c = Capture::default();
+        c.push(b"printed\n");
+        let mut artifacts = BTreeMap::new();
+        c.attach(&mut artifacts, "stdout");
+        assert_eq!(artifacts["stdout"], "printed\n");
+        let mut artifacts = BTreeMap::from([
+            ("stdout".to_owned(), "the evaluator's".to_owned()),
+            (
+                "stdout (captured)".to_owned(),
+                "also the evaluator's".to_owned(),
+            ),
+        ]);
+        c.attach(&mut artifacts, "stdout");
+        assert_eq!(artifacts["stdout"], "the evaluator's");
+        assert_eq!(artifacts["stdout (captured)"], "also the evaluator's");
+        assert_eq!(artifacts["stdout (captured 2)"], "printed\n");
+        let mut none = BTreeMap::new();
+        Capture::default().attach(&mut none, "stdout");
+        assert!(none.is_empty());
+    }
 }

@@ -152,22 +152,34 @@ impl Worker {
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .process_group(0);
-        let mut child = cmd.spawn().map_err(|e| {
+        let child = cmd.spawn().map_err(|e| {
             SpawnError::Other(format!(
                 "cannot run the Python interpreter `{}`: {e} (set the evaluator's `python` parameter)",
                 python.display()
             ))
         })?;
+        let pid = child.id();
+        // Until it greets, the worker (and whatever its import started) is
+        // killed as a group if this start is abandoned: a run stopped while
+        // `evaluator.py` is still importing leaves nothing behind.
+        let mut starting = Starting {
+            child: Some(child),
+            pid,
+        };
+        let Some(child) = starting.child.as_mut() else {
+            return Err(SpawnError::Other(
+                "evaluation worker was not started".to_owned(),
+            ));
+        };
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(SpawnError::Other(
                 "evaluation worker has no stdin/stdout pipe".to_owned(),
             ));
         };
-        let pid = child.id();
         let mut stdout = BufReader::new(stdout);
         let hello = match tokio::time::timeout(startup_limit, read_line(&mut stdout)).await {
             Err(_) => {
-                kill_worker(&mut child, pid);
+                kill_worker(child, pid);
                 return Err(SpawnError::Other(format!(
                     "evaluation worker did not finish importing {} within {:.0} s",
                     evaluator_path.display(),
@@ -175,7 +187,7 @@ impl Worker {
                 )));
             }
             Ok(Err(e)) => {
-                let status = exit_status(&mut child).await;
+                let status = exit_status(child).await;
                 return Err(SpawnError::Other(format!(
                     "evaluation worker for {} exited during start-up ({e}{status})",
                     evaluator_path.display()
@@ -186,29 +198,35 @@ impl Worker {
         let hello: Hello = match serde_json::from_str(&hello) {
             Ok(h) => h,
             Err(e) => {
-                kill_worker(&mut child, pid);
+                kill_worker(child, pid);
                 return Err(SpawnError::Other(format!(
                     "evaluation worker sent a malformed greeting: {e}"
                 )));
             }
         };
         if !hello.ready {
-            kill_worker(&mut child, pid);
+            kill_worker(child, pid);
             let mut artifacts = BTreeMap::new();
             if !hello.traceback.is_empty() {
                 artifacts.insert("traceback".to_owned(), hello.traceback);
             }
             return Err(SpawnError::Import(Evaluation {
                 valid: false,
-                scores: BTreeMap::new(),
                 artifacts,
                 error: Some(format!(
                     "cannot import the task evaluator {}: {}",
                     evaluator_path.display(),
                     hello.error
                 )),
+                evaluator_failed: true,
+                ..Evaluation::default()
             }));
         }
+        let Some(child) = starting.child.take() else {
+            return Err(SpawnError::Other(
+                "evaluation worker was not started".to_owned(),
+            ));
+        };
         let (commands, lines) = tokio::sync::mpsc::unbounded_channel();
         let worker = Arc::new(Worker {
             pid,
@@ -353,6 +371,20 @@ async fn exit_status(child: &mut Child) -> String {
 }
 
 /// Kill a worker that failed to start (its group, while it is unreaped).
+/// A worker process that has not greeted yet (see [`Worker::start`]).
+struct Starting {
+    child: Option<Child>,
+    pid: Option<u32>,
+}
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            kill_worker(child, self.pid);
+        }
+    }
+}
+
 fn kill_worker(child: &mut Child, pid: Option<u32>) {
     if let (Some(pid), Ok(None)) = (pid, child.try_wait()) {
         kill_groups(&[i64::from(pid)]);
