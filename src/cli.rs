@@ -195,6 +195,8 @@ struct Progress {
     quiet: bool,
     total: u64,
     last_draw: Instant,
+    /// The last line printed without a terminal (not printed twice).
+    last_line: Option<(u64, u64, u64)>,
 }
 
 impl Progress {
@@ -221,7 +223,10 @@ impl Progress {
                 self.total
             );
             std::io::stderr().flush().ok();
-        } else if force || done.is_multiple_of(10) {
+        } else if (force || done.is_multiple_of(10))
+            && self.last_line != Some((done, valid, invalid))
+        {
+            self.last_line = Some((done, valid, invalid));
             eprintln!(
                 "iteration {done}/{}: best {best}, valid {valid}, invalid {invalid}",
                 self.total
@@ -398,6 +403,7 @@ fn drive(
         quiet,
         total,
         last_draw: Instant::now(),
+        last_line: None,
     };
     let commands = handle.commands.clone();
     let summary = runtime.block_on(async {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::engine::component::{
     BuildContext, Component, ComponentInfo, Fills, RegistryError, Slot, SlotTrait,
 };
-use crate::engine::evaluator::SubprocessEvaluator;
+use crate::engine::evaluator::{CommandEvaluator, SubprocessEvaluator};
 use crate::engine::memory::{NullMemory, ScratchpadMemory};
 use crate::engine::params::{ParamError, ParamMap, ParamValue};
 use crate::engine::population::{BeamPopulation, InMemoryPopulation, IslandPopulation};
@@ -220,6 +220,7 @@ impl Registry {
                 Entry::of::<CrossoverProposer>(),
                 Entry::of::<AgentProposer>(),
                 Entry::of::<SubprocessEvaluator>(),
+                Entry::of::<CommandEvaluator>(),
                 Entry::of::<NullMemory>(),
                 Entry::of::<ScratchpadMemory>(),
             ],

@@ -3,10 +3,12 @@
 
 use std::collections::BTreeMap;
 
+mod command;
 mod subprocess;
 pub(crate) mod worker;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
+pub use command::{CommandEvaluator, CommandParams};
 pub use subprocess::{SubprocessEvaluator, SubprocessParams};
 
 /// A candidate to score.

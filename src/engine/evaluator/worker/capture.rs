@@ -63,7 +63,8 @@ impl Capture {
         }
     }
 
-    fn text(&self) -> String {
+    /// What was captured, as text (clipped, the middle counted).
+    pub(crate) fn text(&self) -> String {
         let mut data = self.head.clone();
         if self.dropped > 0 {
             data.extend_from_slice(

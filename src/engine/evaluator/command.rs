@@ -1,0 +1,710 @@
+//! `CommandEvaluator` (card kind `command`): scores a candidate by running an
+//! executable, in any language, with the candidate's file and a results
+//! folder, and reading the metrics it reports. ShinkaEvolve's `evaluate.py`
+//! runs under it unchanged:
+//! `python evaluate.py --program_path P --results_dir D`.
+//!
+//! For each candidate: a private folder holds `main<suffix>` (the program)
+//! and `results/`; `argv` runs with `{program}`, `{results_dir}`,
+//! `{task_dir}` and `{python}` replaced (without `{program}` in `argv`, the
+//! program's path and the results folder are appended), in the task folder,
+//! in a process group of its own with stdin from `/dev/null`. The run kills
+//! the whole group at `timeout_secs`, once the command has exited (so
+//! nothing it started lingers), and when the evaluation is abandoned.
+//!
+//! What it reports:
+//! - **metrics**: `results/metrics.json`, else the last line of its stdout
+//!   that is a JSON object, else its whole stdout as one JSON object. Numbers
+//!   and booleans are scores, strings and other values artifacts; an
+//!   `artifacts` object adds artifacts. ShinkaEvolve's keys: `public` (its
+//!   entries are scores and artifacts, shown to the model), `private`
+//!   (recorded, never shown to the model), `text_feedback` (the artifact
+//!   `text_feedback`, which prompts show). `NaN` and `Infinity` (as Python's
+//!   `json` writes them) are non-finite scores, which make it invalid.
+//! - **validity**: `results/correct.json` (`{"correct": bool, "error":
+//!   str | null}`) decides when it is there; a ShinkaEvolve task without one
+//!   is incorrect, as ShinkaEvolve counts it. Otherwise a command that
+//!   exited with a non-zero status, or reported no metrics, is invalid; then
+//!   the usual rules apply ([`super::Observed::judge`]).
+//! - its **stdout and stderr** (bounded) are the artifacts `stdout` and
+//!   `stderr`, or `stdout (captured)` ... when the metrics name artifacts so.
+//!
+//! Its environment is an allowlist of the run's ([`PASSED`]): no model key
+//! or other secret reaches a command or the candidate it runs.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::net::unix::pipe;
+use tokio::sync::Semaphore;
+
+use super::worker::capture::Capture;
+use super::worker::process::{describe_status, kill_groups};
+use super::{Candidate, Evaluation, Evaluator, Observed};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
+use crate::engine::task::TaskKind;
+
+/// Parameters of [`CommandEvaluator`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CommandParams {
+    /// The command and its arguments, with `{program}`, `{results_dir}`,
+    /// `{task_dir}` and `{python}` replaced.
+    pub argv: Vec<String>,
+    /// Wall-clock limit per candidate, in seconds.
+    pub timeout_secs: f64,
+    /// The interpreter `{python}` stands for.
+    pub python: String,
+}
+
+/// ShinkaEvolve's command line for a task's `evaluate.py` (the default
+/// `argv`).
+pub const SHINKA_ARGV: [&str; 6] = [
+    "{python}",
+    "evaluate.py",
+    "--program_path",
+    "{program}",
+    "--results_dir",
+    "{results_dir}",
+];
+
+impl Default for CommandParams {
+    /// ShinkaEvolve's command line, a minute per candidate, `python3`.
+    fn default() -> Self {
+        Self {
+            argv: SHINKA_ARGV.iter().map(|a| (*a).to_owned()).collect(),
+            timeout_secs: 60.0,
+            python: "python3".to_owned(),
+        }
+    }
+}
+
+/// Runs an executable per candidate and reads the metrics it reports (see
+/// the module docs).
+pub struct CommandEvaluator {
+    params: CommandParams,
+    task_dir: PathBuf,
+    suffix: String,
+    /// ShinkaEvolve's rules: a missing `correct.json` is incorrect, a
+    /// missing `combined_score` is 0.
+    shinka: bool,
+    /// Candidates in flight at once (`BuildContext.parallel`).
+    permits: Semaphore,
+    /// The private folder the candidates' folders go in (created at first
+    /// use, removed with the evaluator).
+    scratch: tokio::sync::OnceCell<Result<tempfile::TempDir, String>>,
+    next: AtomicU64,
+}
+
+impl std::fmt::Debug for CommandEvaluator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandEvaluator")
+            .field("params", &self.params)
+            .field("task_dir", &self.task_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Component for CommandEvaluator {
+    type Slot = dyn Evaluator;
+    type Params = CommandParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
+        kind: "command",
+        type_name: "CommandEvaluator",
+        summary: "Runs any executable per candidate ({program}, {results_dir}); metrics from metrics.json \
+                  or JSON on stdout, validity from correct.json (ShinkaEvolve's evaluate.py unchanged)",
+        params: &[
+            ParamSpec {
+                key: "argv",
+                doc: "The command and its arguments, run in the task folder; {program}, {results_dir}, \
+                      {task_dir} and {python} are replaced (without {program}, the program and the results \
+                      folder are appended). Default: ShinkaEvolve's {python} evaluate.py --program_path \
+                      {program} --results_dir {results_dir}",
+                ty: ParamType::TextList,
+            },
+            ParamSpec {
+                key: "timeout_secs",
+                doc: "Wall-clock limit per candidate in seconds; the command's whole process group is killed \
+                      when it is exceeded",
+                ty: ParamType::Float {
+                    min: 0.1,
+                    max: 86400.0,
+                },
+            },
+            ParamSpec {
+                key: "python",
+                doc: "The interpreter {python} stands for (a name on PATH or a path)",
+                ty: ParamType::Text,
+            },
+        ],
+    };
+
+    /// A command must be named.
+    fn check(params: &CommandParams) -> Result<(), ParamError> {
+        if params.argv.first().is_none_or(|a| a.trim().is_empty()) {
+            return Err(ParamError {
+                key: "argv".to_owned(),
+                reason: "name the command to run, e.g. [\"{python}\", \"evaluate.py\", \"--program_path\", \
+                         \"{program}\", \"--results_dir\", \"{results_dir}\"]"
+                    .to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    fn build(params: CommandParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        Ok(Self {
+            task_dir: ctx.task.dir.clone(),
+            suffix: ctx.task.suffix.clone(),
+            shinka: ctx.task.kind == TaskKind::ShinkaEvolve,
+            permits: Semaphore::new(ctx.parallel.max(1)),
+            scratch: tokio::sync::OnceCell::new(),
+            next: AtomicU64::new(0),
+            params,
+        })
+    }
+}
+
+/// Variables of the run's environment a command gets (and `LC_*`): the
+/// search path, locale, time zone, the user and home, the temp dir, GPU
+/// selection, and where language toolchains and environments live. Nothing
+/// else reaches it: not a model's API key, nor any other secret the run's
+/// environment holds.
+const PASSED: [&str; 24] = [
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "TMPDIR",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "GOPATH",
+    "GOROOT",
+    "GOCACHE",
+    "GOMODCACHE",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "JULIA_DEPOT_PATH",
+];
+
+/// Is the variable `name` passed to a command?
+fn passed(name: &str) -> bool {
+    PASSED.contains(&name) || name.starts_with("LC_")
+}
+
+/// How long the output of a command that has exited is still read (a
+/// process that left its group may hold the pipes open).
+const OUTPUT_GRACE: Duration = Duration::from_secs(1);
+
+/// The process group of a running command, killed when dropped (a stopped
+/// run drops the evaluation).
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.take() {
+            kill_groups(&[i64::from(pid)]);
+        }
+    }
+}
+
+fn invalid(reason: String) -> Evaluation {
+    Evaluation {
+        valid: false,
+        error: Some(reason),
+        ..Evaluation::default()
+    }
+}
+
+impl CommandEvaluator {
+    async fn scratch(&self) -> Result<&Path, String> {
+        self.scratch
+            .get_or_init(|| async {
+                let mut builder = tempfile::Builder::new();
+                builder.prefix("galapagos-command-");
+                let in_ram = std::env::var_os("TMPDIR")
+                    .is_none()
+                    .then(|| Path::new("/dev/shm"))
+                    .filter(|p| p.is_dir())
+                    .and_then(|p| builder.tempdir_in(p).ok());
+                match in_ram {
+                    Some(d) => Ok(d),
+                    None => builder.tempdir().map_err(|e| {
+                        format!("cannot create a private temp dir for the evaluator: {e}")
+                    }),
+                }
+            })
+            .await
+            .as_ref()
+            .map(tempfile::TempDir::path)
+            .map_err(Clone::clone)
+    }
+
+    /// `argv` with the placeholders replaced, its program resolved against
+    /// the task folder when it is a relative path.
+    fn command_line(&self, program: &Path, results: &Path) -> Vec<String> {
+        let fill = |a: &str| {
+            a.replace("{program}", &program.to_string_lossy())
+                .replace("{results_dir}", &results.to_string_lossy())
+                .replace("{task_dir}", &self.task_dir.to_string_lossy())
+                .replace("{python}", &self.params.python)
+        };
+        let mut argv: Vec<String> = self.params.argv.iter().map(|a| fill(a)).collect();
+        if !self.params.argv.iter().any(|a| a.contains("{program}")) {
+            argv.push(program.to_string_lossy().into_owned());
+            argv.push(results.to_string_lossy().into_owned());
+        }
+        if let Some(first) = argv.first_mut()
+            && first.contains('/')
+            && Path::new(first.as_str()).is_relative()
+        {
+            *first = self
+                .task_dir
+                .join(first.as_str())
+                .to_string_lossy()
+                .into_owned();
+        }
+        argv
+    }
+
+    async fn run(&self, candidate: &Candidate) -> Evaluation {
+        let scratch = match self.scratch().await {
+            Ok(s) => s,
+            Err(e) => {
+                return Evaluation {
+                    evaluator_failed: true,
+                    ..invalid(e)
+                };
+            }
+        };
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let dir = scratch.join(format!("c{}-{n}", candidate.id));
+        let program = dir.join(format!("main{}", self.suffix));
+        let results = dir.join("results");
+        let prepared = std::fs::create_dir_all(&results)
+            .and_then(|()| std::fs::write(&program, &candidate.content));
+        if let Err(e) = prepared {
+            return invalid(format!(
+                "cannot write the candidate to {}: {e}",
+                dir.display()
+            ));
+        }
+        let evaluation = self.run_in(&program, &results).await;
+        let _ = std::fs::remove_dir_all(&dir);
+        evaluation
+    }
+
+    async fn run_in(&self, program: &Path, results: &Path) -> Evaluation {
+        let argv = self.command_line(program, results);
+        let Some((exe, args)) = argv.split_first() else {
+            return invalid("the evaluator has no command (argv is empty)".to_owned());
+        };
+        let mut cmd = tokio::process::Command::new(exe);
+        cmd.args(args)
+            .env_clear()
+            .envs(std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(passed)))
+            .current_dir(&self.task_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                return Evaluation {
+                    evaluator_failed: true,
+                    ..invalid(format!(
+                        "cannot run the evaluator command `{exe}` (in {}): {e}",
+                        self.task_dir.display()
+                    ))
+                };
+            }
+        };
+        let mut guard = GroupGuard(child.id());
+        let pipes = (
+            child.stdout.take().map(|s| s.into_owned_fd()),
+            child.stderr.take().map(|s| s.into_owned_fd()),
+        );
+        let (Some(Ok(out)), Some(Ok(err))) = pipes else {
+            return invalid("the evaluator command has no stdout/stderr pipe".to_owned());
+        };
+        let (Ok(out), Ok(err)) = (
+            pipe::Receiver::from_owned_fd(out),
+            pipe::Receiver::from_owned_fd(err),
+        ) else {
+            return invalid("cannot read the evaluator command's output".to_owned());
+        };
+        let (mut cap_out, mut cap_err) = (Capture::default(), Capture::default());
+        let (mut out_open, mut err_open) = (true, true);
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_secs_f64(self.params.timeout_secs);
+        let mut status = None;
+        let mut timed_out = false;
+        // Until it exits and both streams are closed: after the exit the
+        // group is killed, which closes what a leftover still held; a
+        // process that left the group gets `OUTPUT_GRACE` more, no longer.
+        let mut grace: Option<tokio::time::Instant> = None;
+        while status.is_none() || out_open || err_open {
+            tokio::select! {
+                s = child.wait(), if status.is_none() => {
+                    status = Some(s);
+                    if let Some(pid) = guard.0 {
+                        kill_groups(&[i64::from(pid)]);
+                    }
+                    grace = Some(tokio::time::Instant::now() + OUTPUT_GRACE);
+                }
+                () = tokio::time::sleep_until(grace.unwrap_or(deadline)), if grace.is_some() => break,
+                r = out.readable(), if out_open => {
+                    if r.is_err() || !cap_out.pump(&out) { out_open = false; }
+                }
+                r = err.readable(), if err_open => {
+                    if r.is_err() || !cap_err.pump(&err) { err_open = false; }
+                }
+                () = tokio::time::sleep_until(deadline), if !timed_out && status.is_none() => {
+                    timed_out = true;
+                    if let Some(pid) = guard.0 {
+                        kill_groups(&[i64::from(pid)]);
+                    }
+                    let _ = child.start_kill();
+                }
+            }
+        }
+        guard.0 = None;
+        cap_out.drain(&out);
+        cap_err.drain(&err);
+        let stdout_text = cap_out.text();
+        let mut observed = Observed::default();
+        let mut private = BTreeMap::new();
+        if timed_out {
+            observed.timeout = true;
+            observed.error = Some(format!(
+                "timeout: the evaluator command ran over {} s and was killed",
+                self.params.timeout_secs
+            ));
+        } else {
+            let exit = match status {
+                Some(Ok(s)) => s,
+                Some(Err(e)) => {
+                    return invalid(format!("cannot wait for the evaluator command: {e}"));
+                }
+                None => return invalid("the evaluator command did not finish".to_owned()),
+            };
+            self.read_results(results, &stdout_text, exit, &mut observed, &mut private);
+        }
+        let mut artifacts = std::mem::take(&mut observed.artifacts);
+        cap_out.attach(&mut artifacts, "stdout");
+        cap_err.attach(&mut artifacts, "stderr");
+        observed.artifacts = artifacts;
+        let mut evaluation = observed.judge();
+        evaluation.private = private;
+        evaluation
+    }
+
+    /// The metrics and verdict the command left, into `observed` and
+    /// `private`.
+    fn read_results(
+        &self,
+        results: &Path,
+        stdout: &str,
+        exit: std::process::ExitStatus,
+        observed: &mut Observed,
+        private: &mut BTreeMap<String, String>,
+    ) {
+        let metrics_file = results.join("metrics.json");
+        let metrics = if metrics_file.is_file() {
+            match std::fs::read_to_string(&metrics_file)
+                .map_err(|e| e.to_string())
+                .and_then(|t| parse_object(&t))
+            {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    observed.error = Some(format!("metrics.json is not a JSON object: {e}"));
+                    return;
+                }
+            }
+        } else {
+            metrics_from_stdout(stdout)
+        };
+        if let Some(map) = &metrics {
+            take_metrics(map, observed, private);
+        }
+        if self.shinka
+            && !observed
+                .scores
+                .contains_key(crate::engine::genome::FITNESS_KEY)
+        {
+            observed
+                .scores
+                .insert(crate::engine::genome::FITNESS_KEY.to_owned(), 0.0);
+        }
+        let correct_file = results.join("correct.json");
+        if correct_file.is_file() {
+            let verdict = std::fs::read_to_string(&correct_file)
+                .map_err(|e| e.to_string())
+                .and_then(|t| parse_object(&t));
+            match verdict {
+                Ok(v) => match v.get("correct") {
+                    Some(serde_json::Value::Bool(true)) => {}
+                    Some(serde_json::Value::Bool(false)) => {
+                        let why = v
+                            .get("error")
+                            .and_then(serde_json::Value::as_str)
+                            .map(str::trim)
+                            .filter(|e| !e.is_empty())
+                            .unwrap_or("no reason given");
+                        observed.error = Some(format!("not correct (correct.json): {why}"));
+                    }
+                    _ => {
+                        observed.error =
+                            Some("correct.json has no true/false `correct`".to_owned());
+                    }
+                },
+                Err(e) => observed.error = Some(format!("correct.json is not a JSON object: {e}")),
+            }
+            return;
+        }
+        if self.shinka {
+            observed.error = Some(
+                "the evaluator wrote no correct.json (ShinkaEvolve counts that as incorrect)"
+                    .to_owned(),
+            );
+        } else if !exit.success() {
+            use std::os::unix::process::ExitStatusExt as _;
+            let how = exit.code().map_or_else(
+                || describe_status(exit.into_raw()),
+                |c| format!("the evaluator command exited with status {c}"),
+            );
+            observed.error = Some(how);
+        } else if metrics.is_none() {
+            observed.error = Some(
+                "the evaluator command reported no metrics: expected results_dir/metrics.json or a JSON \
+                 object on its stdout"
+                    .to_owned(),
+            );
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Evaluator for CommandEvaluator {
+    async fn evaluate(&self, candidate: &Candidate) -> Evaluation {
+        let Ok(_permit) = self.permits.acquire().await else {
+            return invalid("the evaluator is shutting down".to_owned());
+        };
+        self.run(candidate).await
+    }
+
+    fn timeout_secs(&self) -> Option<f64> {
+        Some(self.params.timeout_secs)
+    }
+}
+
+/// The sentinel a bare `NaN` / `Infinity` becomes before parsing.
+const NONFINITE: &str = "\u{1}nonfinite\u{1}";
+
+/// `text` as a JSON object; Python's bare `NaN`, `Infinity` and `-Infinity`
+/// are read as non-finite values.
+fn parse_object(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let cleaned = replace_nonfinite(text);
+    match serde_json::from_str::<serde_json::Value>(&cleaned) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(other) => Err(format!("found {}", kind_of(&other))),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn kind_of(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// Replace bare `NaN`, `Infinity` and `-Infinity` outside strings with a
+/// quoted sentinel.
+fn replace_nonfinite(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            rest = &rest[c.len_utf8()..];
+            continue;
+        }
+        if c == '"' {
+            in_string = true;
+        }
+        let token = ["-Infinity", "Infinity", "NaN"]
+            .into_iter()
+            .find(|t| rest.starts_with(t));
+        if let Some(t) = token {
+            // JSON-escaped, so that it parses into `NONFINITE`.
+            out.push_str("\"\\u0001nonfinite\\u0001\"");
+            rest = &rest[t.len()..];
+        } else {
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
+}
+
+/// The last stdout line that is a JSON object, else all of stdout.
+fn metrics_from_stdout(stdout: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+    stdout
+        .lines()
+        .rev()
+        .map(str::trim)
+        .filter(|l| l.starts_with('{'))
+        .find_map(|l| parse_object(l).ok())
+        .or_else(|| parse_object(stdout.trim()).ok())
+}
+
+/// A value as artifact text.
+fn as_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// One reported value: a score, a non-finite score, or an artifact.
+fn put(key: &str, value: &serde_json::Value, observed: &mut Observed) {
+    match value {
+        serde_json::Value::Null => {}
+        serde_json::Value::Bool(b) => {
+            observed
+                .scores
+                .insert(key.to_owned(), if *b { 1.0 } else { 0.0 });
+        }
+        serde_json::Value::Number(n) => match n.as_f64() {
+            Some(f) => {
+                observed.scores.insert(key.to_owned(), f);
+            }
+            None => observed.nonfinite.push(key.to_owned()),
+        },
+        serde_json::Value::String(s) if s == NONFINITE => observed.nonfinite.push(key.to_owned()),
+        other => {
+            observed.artifacts.insert(key.to_owned(), as_text(other));
+        }
+    }
+}
+
+/// The metrics object: ShinkaEvolve's `public` / `private` /
+/// `text_feedback`, an `artifacts` object, and plain values.
+fn take_metrics(
+    map: &serde_json::Map<String, serde_json::Value>,
+    observed: &mut Observed,
+    private: &mut BTreeMap<String, String>,
+) {
+    for (key, value) in map {
+        match (key.as_str(), value) {
+            ("public", serde_json::Value::Object(inner)) => {
+                for (k, v) in inner {
+                    put(k, v, observed);
+                }
+            }
+            ("private", serde_json::Value::Object(inner)) => {
+                for (k, v) in inner {
+                    if !v.is_null() {
+                        private.insert(k.clone(), as_text(v));
+                    }
+                }
+            }
+            ("artifacts", serde_json::Value::Object(inner)) => {
+                for (k, v) in inner {
+                    if !v.is_null() {
+                        observed.artifacts.insert(k.clone(), as_text(v));
+                    }
+                }
+            }
+            ("text_feedback", v) => {
+                let text = as_text(v);
+                if !v.is_null() && !text.trim().is_empty() {
+                    observed.artifacts.insert("text_feedback".to_owned(), text);
+                }
+            }
+            _ => put(key, value, observed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_nonfinite_numbers_are_read_as_such() {
+        let m = parse_object(r#"{"a": NaN, "b": -Infinity, "s": "NaN and Infinity", "c": 1}"#)
+            .unwrap_or_default();
+        let mut o = Observed::default();
+        take_metrics(&m, &mut o, &mut BTreeMap::new());
+        assert_eq!(o.nonfinite, ["a", "b"]);
+        assert_eq!(o.scores["c"], 1.0);
+        assert_eq!(o.artifacts["s"], "NaN and Infinity");
+    }
+
+    #[test]
+    fn shinka_metrics_split_into_public_private_and_feedback() {
+        let m = parse_object(
+            r#"{"combined_score": 0.5, "public": {"mse": 2.0, "shape": "ok", "ok": true},
+                "private": {"secret": 7, "note": "hidden"}, "text_feedback": "try harder",
+                "artifacts": {"plot": "p.png"}, "extra": [1, 2]}"#,
+        )
+        .unwrap_or_default();
+        let mut o = Observed::default();
+        let mut private = BTreeMap::new();
+        take_metrics(&m, &mut o, &mut private);
+        assert_eq!(o.scores["combined_score"], 0.5);
+        assert_eq!(o.scores["mse"], 2.0);
+        assert_eq!(o.scores["ok"], 1.0);
+        assert_eq!(o.artifacts["shape"], "ok");
+        assert_eq!(o.artifacts["text_feedback"], "try harder");
+        assert_eq!(o.artifacts["plot"], "p.png");
+        assert_eq!(o.artifacts["extra"], "[1,2]");
+        assert_eq!(private["secret"], "7");
+        assert_eq!(private["note"], "hidden");
+        assert!(!o.scores.contains_key("secret") && !o.artifacts.contains_key("note"));
+    }
+
+    #[test]
+    fn metrics_on_stdout_are_the_last_json_line() {
+        let out =
+            "compiling...\n{\"not\": \"this\"}\nprogress 50%\n{\"combined_score\": 3}\ndone\n";
+        let m = metrics_from_stdout(out).unwrap_or_default();
+        assert_eq!(m.get("combined_score"), Some(&serde_json::json!(3)));
+        let whole = "{\n  \"combined_score\": 1\n}\n";
+        assert!(metrics_from_stdout(whole).is_some());
+        assert!(metrics_from_stdout("no json here").is_none());
+    }
+}

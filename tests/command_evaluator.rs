@@ -1,0 +1,333 @@
+#![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
+//! The command evaluator: any executable scores a candidate, ShinkaEvolve's
+//! `evaluate.py` unchanged among them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use galapagos::engine::archive::read_genomes;
+use galapagos::engine::component::{BuildContext, Component};
+use galapagos::engine::evaluator::{Candidate, CommandEvaluator, CommandParams, Evaluator};
+use galapagos::engine::model::default_model;
+use galapagos::engine::task::{Task, TaskKind};
+
+fn folder(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
+    for (file, text) in files {
+        let path = dir.join(file);
+        std::fs::write(&path, text).unwrap();
+        if file.ends_with(".sh") {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    dir.to_path_buf()
+}
+
+fn evaluator(task: &Task, params: CommandParams) -> CommandEvaluator {
+    let ctx = BuildContext {
+        task,
+        model: default_model(),
+        parallel: 2,
+    };
+    CommandEvaluator::build(params, &ctx).unwrap()
+}
+
+fn cand(id: u64, content: &str) -> Candidate {
+    Candidate {
+        id,
+        content: content.to_owned(),
+    }
+}
+
+/// A ShinkaEvolve-format evaluator: the program's `X` is scored; a negative
+/// `X` is "not correct" in correct.json.
+const SHINKA_EVALUATE: &str = r#"import argparse, importlib.util, json, os
+
+p = argparse.ArgumentParser()
+p.add_argument("--program_path")
+p.add_argument("--results_dir")
+a = p.parse_args()
+spec = importlib.util.spec_from_file_location("c", a.program_path)
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+print("evaluating", m.X)
+os.makedirs(a.results_dir, exist_ok=True)
+metrics = {"combined_score": -abs(m.X - 3.0),
+           "public": {"distance": abs(m.X - 3.0), "verdict": "close" if abs(m.X - 3) < 1 else "far"},
+           "private": {"secret_target": 3.0, "tag": "hidden-7731"},
+           "text_feedback": "X should move towards the target"}
+json.dump(metrics, open(os.path.join(a.results_dir, "metrics.json"), "w"))
+json.dump({"correct": m.X >= 0, "error": None if m.X >= 0 else "X must not be negative"},
+          open(os.path.join(a.results_dir, "correct.json"), "w"))
+"#;
+
+const MARKED: &str = "# EVOLVE-BLOCK-START\nX = 1.0\n# EVOLVE-BLOCK-END\n";
+
+#[tokio::test]
+async fn a_shinka_evaluate_py_runs_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    folder(
+        dir.path(),
+        &[("initial.py", MARKED), ("evaluate.py", SHINKA_EVALUATE)],
+    );
+    let task = Task::load(dir.path()).unwrap();
+    assert_eq!(task.kind, TaskKind::ShinkaEvolve);
+    let ev = evaluator(&task, CommandParams::default());
+    let good = ev.evaluate(&cand(1, "X = 2.5\n")).await;
+    assert!(good.valid, "{good:?}");
+    assert_eq!(good.scores["combined_score"], -0.5);
+    assert_eq!(good.scores["distance"], 0.5, "public metrics are scores");
+    assert_eq!(good.artifacts["verdict"], "close");
+    assert_eq!(
+        good.artifacts["text_feedback"],
+        "X should move towards the target"
+    );
+    assert_eq!(good.private["secret_target"], "3.0");
+    assert_eq!(good.private["tag"], "hidden-7731");
+    assert!(!good.scores.contains_key("secret_target"));
+    assert!(!good.artifacts.values().any(|a| a.contains("hidden-7731")));
+    assert!(good.artifacts["stdout"].contains("evaluating 2.5"));
+
+    // correct.json decides validity.
+    let bad = ev.evaluate(&cand(2, "X = -1.0\n")).await;
+    assert!(!bad.valid);
+    assert_eq!(
+        bad.error.as_deref(),
+        Some("not correct (correct.json): X must not be negative")
+    );
+    assert_eq!(
+        bad.scores["distance"], 4.0,
+        "its metrics are still recorded"
+    );
+
+    // A candidate that crashes evaluate.py: no correct.json, which
+    // ShinkaEvolve counts as incorrect.
+    let crash = ev.evaluate(&cand(3, "raise SystemExit(3)\n")).await;
+    assert!(!crash.valid);
+    assert!(
+        crash
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("no correct.json"),
+        "{crash:?}"
+    );
+}
+
+/// A shell script evaluator: metrics as a JSON line on stdout, failure by
+/// exit status, and no metrics at all, each said.
+#[tokio::test]
+async fn an_evaluator_in_any_language_reports_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    folder(
+        dir.path(),
+        &[
+            (
+                "initial_program.txt",
+                "EVOLVE-BLOCK-START\n3\nEVOLVE-BLOCK-END\n",
+            ),
+            (
+                "evaluate.sh",
+                "#!/bin/sh\n# $1: the program, $2: the results dir\nvalue=$(sed -n 2p \"$1\")\necho \"scoring $value\"\nif [ \"$value\" = fail ]; then echo broken >&2; exit 4; fi\nif [ \"$value\" = quiet ]; then exit 0; fi\necho \"{\\\"combined_score\\\": $value, \\\"valid\\\": true}\"\n",
+            ),
+        ],
+    );
+    let task = Task::load(dir.path()).unwrap();
+    assert_eq!(task.kind, TaskKind::ProgramOnly);
+    let ev = evaluator(
+        &task,
+        CommandParams {
+            argv: vec!["./evaluate.sh".to_owned()],
+            ..CommandParams::default()
+        },
+    );
+    let ok = ev
+        .evaluate(&cand(1, "EVOLVE-BLOCK-START\n7\nEVOLVE-BLOCK-END\n"))
+        .await;
+    assert!(ok.valid, "{ok:?}");
+    assert_eq!(ok.scores["combined_score"], 7.0);
+    assert!(ok.artifacts["stdout"].starts_with("scoring 7"));
+    let failed = ev
+        .evaluate(&cand(2, "EVOLVE-BLOCK-START\nfail\nEVOLVE-BLOCK-END\n"))
+        .await;
+    assert!(!failed.valid);
+    assert_eq!(
+        failed.error.as_deref(),
+        Some("the evaluator command exited with status 4")
+    );
+    assert!(failed.artifacts["stderr"].contains("broken"));
+    let quiet = ev
+        .evaluate(&cand(3, "EVOLVE-BLOCK-START\nquiet\nEVOLVE-BLOCK-END\n"))
+        .await;
+    assert!(!quiet.valid);
+    assert!(
+        quiet
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("reported no metrics"),
+        "{quiet:?}"
+    );
+    // A command that does not exist is the evaluator's failure, named.
+    let missing = evaluator(
+        &task,
+        CommandParams {
+            argv: vec!["./no_such_evaluator".to_owned()],
+            ..CommandParams::default()
+        },
+    );
+    let e = missing.evaluate(&cand(4, "x")).await;
+    assert!(e.evaluator_failed);
+    assert!(e.error.unwrap_or_default().contains("no_such_evaluator"));
+}
+
+/// A command that runs over its limit is killed with everything it started,
+/// at the limit.
+#[tokio::test]
+async fn a_command_over_its_limit_is_killed_with_its_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("cmd-marker-{}", std::process::id());
+    folder(
+        dir.path(),
+        &[
+            ("initial_program.txt", "x\n"),
+            (
+                "slow.sh",
+                &format!("#!/bin/sh\nsh -c 'sleep 600; echo {marker}' &\nsleep 600\n"),
+            ),
+        ],
+    );
+    let task = Task::load(dir.path()).unwrap();
+    let ev = evaluator(
+        &task,
+        CommandParams {
+            argv: vec!["./slow.sh".to_owned()],
+            timeout_secs: 1.0,
+            ..CommandParams::default()
+        },
+    );
+    let started = Instant::now();
+    let e = ev.evaluate(&cand(1, "x\n")).await;
+    let took = started.elapsed().as_secs_f64();
+    assert!(!e.valid);
+    assert!(e.error.unwrap_or_default().starts_with("timeout"));
+    assert!(took < 3.0, "killed at the limit: {took:.2} s");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    let ps = String::from_utf8_lossy(&ps.stdout);
+    assert!(!ps.contains(&marker), "left behind:\n{ps}");
+}
+
+/// A ShinkaEvolve-layout task written in its format runs through `galapagos
+/// run` with a stock card: the layout is said, public metrics and the text
+/// feedback reach the model, the private metrics are recorded but never in
+/// a prompt, correct.json decides validity.
+#[test]
+fn a_shinka_layout_task_runs_through_galapagos_run() {
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .args([
+            "run",
+            "cards/best_of_n.yaml",
+            "--task",
+            "assets/tasks/exp_poly_shinka",
+            "--iterations",
+            "6",
+            "--out",
+        ])
+        .arg(out.path())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("ShinkaEvolve layout"), "{err}");
+    assert!(
+        err.contains("runs this task's evaluate.py as ShinkaEvolve does"),
+        "{err}"
+    );
+    let run = std::fs::read_dir(out.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let genomes = read_genomes(&run.path().join("genomes.jsonl")).unwrap();
+    assert!(genomes.len() >= 7);
+    for g in &genomes {
+        assert!(g.valid, "{:?}", g.error);
+        assert!(g.scores.contains_key("rmse") && g.scores.contains_key("max_abs_error"));
+        assert!(g.private.contains_key("held_out_max_error"), "{g:?}");
+        assert!(!g.scores.contains_key("held_out_max_error"));
+        assert!(g.artifacts["text_feedback"].starts_with("The largest error is"));
+    }
+    for g in &genomes[1..] {
+        let prompt = g.prompt.as_ref().unwrap();
+        let text = format!("{}\n{}", prompt.system, prompt.user);
+        assert!(
+            text.contains("## text_feedback"),
+            "feedback reaches the model"
+        );
+        assert!(text.contains("rmse"), "public metrics reach the model");
+        assert!(
+            !text.contains("held_out_max_error") && !text.contains("eval_ms"),
+            "private metrics never reach the model"
+        );
+        for value in genomes
+            .iter()
+            .filter_map(|p| p.private.get("held_out_max_error"))
+        {
+            assert!(
+                !text.contains(value.as_str()),
+                "a private value in a prompt"
+            );
+        }
+    }
+    let best = genomes
+        .iter()
+        .filter_map(|g| g.fitness())
+        .fold(f64::MIN, f64::max);
+    assert!(best >= genomes[0].fitness().unwrap());
+}
+
+/// A model's key in the run's environment never reaches the command.
+#[test]
+fn the_command_does_not_see_the_runs_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    folder(
+        dir.path(),
+        &[
+            ("initial_program.txt", "x\n"),
+            (
+                "env.sh",
+                "#!/bin/sh\nif env | grep -q sk-should-not-leak; then echo '{\"combined_score\": 0, \"leak\": 1}'; else echo '{\"combined_score\": 1}'; fi\n",
+            ),
+        ],
+    );
+    let card = dir.path().join("card.yaml");
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("cards/best_of_n.yaml"))
+            .unwrap()
+            .replace(
+                "  kind: subprocess\n  timeout_secs: 60.0\n",
+                "  kind: command\n  argv: [./env.sh]\n  timeout_secs: 60.0\n",
+            );
+    std::fs::write(&card, text).unwrap();
+    let out = dir.path().join("runs");
+    let o = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .arg("run")
+        .arg(&card)
+        .arg("--task")
+        .arg(dir.path())
+        .args(["--iterations", "1", "--quiet", "--out"])
+        .arg(&out)
+        .env("OPENAI_API_KEY", "sk-should-not-leak")
+        .env("SOME_TOKEN", "sk-should-not-leak")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap();
+    let genomes = read_genomes(&run.path().join("genomes.jsonl")).unwrap();
+    assert_eq!(genomes[0].scores.get("leak"), None, "{:?}", genomes[0]);
+    assert_eq!(genomes[0].scores["combined_score"], 1.0);
+}
