@@ -363,3 +363,51 @@ fn a_signal_during_a_hanging_import_leaves_no_process() {
         assert!(workers.is_empty(), "{signal}: left behind: {workers:?}");
     }
 }
+
+/// The shipped Rust task: each candidate is compiled with rustc and run; a
+/// better hash scores higher, a program that does not compile is invalid
+/// with the compiler's message.
+#[tokio::test]
+async fn the_shipped_rust_task_compiles_and_runs_its_candidates() {
+    use galapagos::engine::evaluator::{
+        Candidate, Evaluator, SubprocessEvaluator, SubprocessParams,
+    };
+    let task = galapagos::engine::task::Task::load(&root().join("assets/tasks/hash_rust")).unwrap();
+    assert_eq!(task.language, "rust");
+    assert!(task.warnings().is_empty());
+    let ev = SubprocessEvaluator::new(&task, SubprocessParams::default(), 1);
+    let score = |content: String| {
+        let ev = &ev;
+        async move { ev.evaluate(&Candidate { id: 1, content }).await }
+    };
+    let initial = score(task.initial_program.clone()).await;
+    assert!(initial.valid, "{initial:?}");
+    assert!(initial.scores["compile_s"] > 0.0);
+    let better = score(
+        task.initial_program
+            .replace(
+                "MULTIPLIER: u64 = 31",
+                "MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15",
+            )
+            .replace("SHIFT: u32 = 4", "SHIFT: u32 = 40"),
+    )
+    .await;
+    assert!(better.valid, "{better:?}");
+    assert!(
+        better.scores["combined_score"] > initial.scores["combined_score"] + 0.3,
+        "{} vs {}",
+        better.scores["combined_score"],
+        initial.scores["combined_score"]
+    );
+    let broken = score(task.initial_program.replace("% 1024", "% 1024 +")).await;
+    assert!(!broken.valid);
+    assert!(
+        broken
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("does not compile"),
+        "{broken:?}"
+    );
+    assert!(broken.artifacts["compiler_output"].contains("error"));
+}
