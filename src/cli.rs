@@ -11,7 +11,6 @@ use clap::{Parser, Subcommand};
 use crate::engine::archive::new_run_dir;
 use crate::engine::card::{Card, ValidCard};
 use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
-use crate::engine::genome::FITNESS_KEY;
 use crate::engine::launch::{LaunchError, RunPlan};
 use crate::engine::model::{ConfigError, LanguageModel};
 use crate::engine::registry::Registry;
@@ -241,9 +240,30 @@ impl Progress {
     }
 }
 
-/// `fitness` says what the best genome's fitness is (`combined_score`, a
+/// What the best and the initial genome's fitness are (`combined_score`, a
 /// metric the task named, or the mean of the metrics).
-fn print_summary(s: &RunSummary, run_dir: &Path, offline: bool, model: &str, fitness: &str) {
+struct FitnessLabels {
+    best: String,
+    initial: String,
+}
+
+/// "combined_score 0.93", or "fitness 1.49 (mean of 2 metrics, no
+/// combined_score)".
+fn fitness_text(basis: &str, value: f64) -> String {
+    if basis.contains(' ') {
+        format!("fitness {value:.6} ({basis})")
+    } else {
+        format!("{basis} {value:.6}")
+    }
+}
+
+fn print_summary(
+    s: &RunSummary,
+    run_dir: &Path,
+    offline: bool,
+    model: &str,
+    fitness: &FitnessLabels,
+) {
     // A failure's reason is printed once, as the error after the summary.
     let status = match &s.status {
         RunStatus::Failed(_) => "failed".to_owned(),
@@ -256,11 +276,14 @@ fn print_summary(s: &RunSummary, run_dir: &Path, offline: bool, model: &str, fit
         s.genomes, s.valid, s.invalid
     );
     match (s.best_id, s.best_score) {
-        (Some(id), Some(score)) => println!("best:        genome {id}, {fitness} {score:.6}"),
+        (Some(id), Some(best)) => println!(
+            "best:        genome {id}, {}",
+            fitness_text(&fitness.best, best)
+        ),
         _ => println!("best:        none"),
     }
     if let Some(init) = s.initial_score {
-        println!("initial:     {fitness} {init:.6}");
+        println!("initial:     {}", fitness_text(&fitness.initial, init));
     }
     let cost = s
         .usage
@@ -413,8 +436,10 @@ fn drive(
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let mut interrupted = false;
         let (mut valid, mut invalid, mut best) = (0u64, 0u64, None);
-        // What the fitness is, as the best genome has it.
-        let mut fitness_of_best = FITNESS_KEY.to_owned();
+        // What the fitness is, as the best and the initial genome have it
+        // ("fitness" for one not seen here, e.g. the initial program of a
+        // resumed run).
+        let mut labels = FitnessLabels { best: "fitness".to_owned(), initial: "fitness".to_owned() };
         loop {
             tokio::select! {
                 ev = handle.events.recv() => match ev {
@@ -428,7 +453,10 @@ fn drive(
                         if genome.valid { valid += 1 } else { invalid += 1 }
                         best = best_score;
                         if best_id == Some(genome.id) {
-                            fitness_of_best = genome.fitness_basis().to_string();
+                            labels.best = genome.fitness_basis().to_string();
+                        }
+                        if genome.id == 0 {
+                            labels.initial = genome.fitness_basis().to_string();
                         }
                         if verbose {
                             let score = genome.fitness().map_or_else(|| format!("invalid: {}", genome.error.as_deref().unwrap_or("")), |f| format!("{} {f:.6}", genome.fitness_basis()));
@@ -445,7 +473,7 @@ fn drive(
                     Some(RunEvent::Finished(s)) => {
                         progress.draw(s.iterations, valid, invalid, best, true);
                         progress.clear();
-                        return Some((s, fitness_of_best));
+                        return Some((s, labels));
                     }
                     Some(_) => {}
                 },

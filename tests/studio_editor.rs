@@ -405,6 +405,7 @@ fn general_settings_and_task_folder_are_validated_live() {
     // the task folder: a folder without evaluator.py blocks Run with a reason
     let task = dir.path().join("task");
     std::fs::create_dir(&task).unwrap();
+    std::fs::write(task.join("initial_program.py"), "x = 1\n").unwrap();
     h.get_by_label("task folder").focus();
     h.run();
     h.get_by_label("task folder")

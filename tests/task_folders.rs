@@ -411,3 +411,55 @@ async fn the_shipped_rust_task_compiles_and_runs_its_candidates() {
     );
     assert!(broken.artifacts["compiler_output"].contains("error"));
 }
+
+/// Without `combined_score` the summary says what the fitness is; a task can
+/// name its fitness metric in its config, and a program that does not
+/// report it is invalid.
+#[test]
+fn the_summary_says_what_fitness_is_and_a_task_can_name_its_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let evaluator = "import importlib.util\n\ndef evaluate(p):\n    s = importlib.util.spec_from_file_location('c', p)\n    m = importlib.util.module_from_spec(s)\n    s.loader.exec_module(m)\n    out = {'output_length': 26.0}\n    if m.X == 1.0:\n        out['closeness'] = -abs(m.X - 3)\n    return out\n";
+    let task = folder(
+        dir.path(),
+        "no_combined",
+        &[("initial_program.py", MARKED), ("evaluator.py", evaluator)],
+    );
+    let o = run(&task, 2, &dir.path().join("runs"));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout.contains("initial:     fitness 12.000000 (mean of 2 metrics, no combined_score)")
+            && stdout.contains("fitness 26.000000 (mean of 1 metric, no combined_score)"),
+        "{stdout}"
+    );
+
+    std::fs::write(task.join("config.yaml"), "fitness_metric: closeness\n").unwrap();
+    let out = dir.path().join("runs_named");
+    let o = run(&task, 3, &out);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout.contains("initial:     closeness -2.000000"),
+        "{stdout}"
+    );
+    let genomes = genomes(&out);
+    assert_eq!(genomes[0].fitness(), Some(-2.0));
+    let user = &genomes[1].prompt.as_ref().unwrap().user;
+    assert!(user.contains("raise closeness"), "{user}");
+
+    // Children (X changed) report no `closeness`: invalid, saying why.
+    for child in &genomes[1..] {
+        if child.content != genomes[0].content && child.error.is_none() {
+            panic!("{child:?}");
+        }
+        if child.scores.contains_key("output_length") {
+            assert!(!child.valid);
+            assert_eq!(
+                child.error.as_deref(),
+                Some(
+                    "the evaluator reported no `closeness`, the task's fitness metric (fitness_metric in its config)"
+                )
+            );
+        }
+    }
+}

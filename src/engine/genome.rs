@@ -148,7 +148,7 @@ impl std::fmt::Display for FitnessBasis<'_> {
             Self::Metric(name) => f.write_str(name),
             Self::Mean(n) => write!(
                 f,
-                "mean of {n} metric{} (no {FITNESS_KEY})",
+                "mean of {n} metric{}, no {FITNESS_KEY}",
                 if *n == 1 { "" } else { "s" }
             ),
             Self::NoMetrics => write!(f, "0 (no metrics)"),
@@ -291,7 +291,7 @@ mod tests {
         g.scores.insert("output_length".into(), 26.0);
         assert_eq!(
             g.fitness_basis().to_string(),
-            "mean of 2 metrics (no combined_score)"
+            "mean of 2 metrics, no combined_score"
         );
         assert_eq!(g.fitness(), Some(14.25));
         g.fitness_metric = Some("sum_radii".into());

@@ -24,7 +24,9 @@ use crate::studio::editor::general::{Folders, general_ui};
 use crate::studio::editor::inspector::inspector_ui;
 use crate::studio::editor::palette::{drag_preview_ui, palette_ui};
 use crate::studio::editor::{EditorCtx, Problems};
-use crate::studio::files::{JobResult, Jobs, Pick, read_card, task_folder_problem, write_card};
+use crate::studio::files::{
+    JobResult, Jobs, Pick, TaskCheck, check_task_folder, read_card, write_card,
+};
 use crate::studio::library::Library;
 use crate::studio::model_ui::{ModelDialog, ModelDialogCtx};
 use crate::studio::run::{RunView, read_archive};
@@ -119,7 +121,7 @@ pub struct App {
     problems_revision: Option<u64>,
     yaml: (u64, String),
     task_dir: PathBuf,
-    task_problem: Option<String>,
+    task_check: TaskCheck,
     pending: Option<Pending>,
     card_errors: Option<CardErrors>,
     message: Option<Message>,
@@ -157,7 +159,7 @@ impl App {
             problems_revision: None,
             yaml: (u64::MAX, String::new()),
             task_dir: PathBuf::new(),
-            task_problem: None,
+            task_check: TaskCheck::default(),
             pending: None,
             card_errors: None,
             message: None,
@@ -322,7 +324,12 @@ impl App {
         if let Some(s) = self.problems.summary() {
             return Some(format!("Fix the card first: {s}"));
         }
-        if let Some(p) = &self.task_problem {
+        if let Some(p) = &self.task_check.problem {
+            return Some(p.clone());
+        }
+        if self.doc.card.evaluator.kind == "subprocess"
+            && let Some(p) = &self.task_check.no_evaluator
+        {
             return Some(p.clone());
         }
         match &self.resolved {
@@ -343,8 +350,8 @@ impl App {
     }
 
     fn set_task_folder(&mut self, dir: PathBuf) {
-        self.task_problem = task_folder_problem(&dir);
-        if self.task_problem.is_none() {
+        self.task_check = check_task_folder(&dir);
+        if self.task_check.problem.is_none() {
             self.state.last_task_folder = Some(dir.clone());
         }
         self.task_dir = dir;
@@ -1140,7 +1147,9 @@ impl App {
                         ui.add_space(4.0);
                         let folders = Folders {
                             task: &self.task_dir,
-                            task_problem: self.task_problem.as_deref(),
+                            task_problem: self.task_check.problem.as_deref(),
+                            task_notes: &self.task_check.notes,
+                            task_warnings: &self.task_check.warnings,
                             runs: &self.state.runs_folder,
                         };
                         general_ui(ui, &ectx, &folders, &mut self.commands);

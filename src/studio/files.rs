@@ -186,30 +186,45 @@ pub fn write_card(card: &Card, path: &Path) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// Why a task folder cannot be used, or `None` when it looks like a task
-/// (a folder with `evaluator.py` and an `initial_program.*`). Only checks metadata (cheap).
-pub fn task_folder_problem(dir: &Path) -> Option<String> {
+/// What the studio says about a task folder (loaded as a run loads it):
+/// why it cannot be used, else its layout and description (`notes`) and
+/// what is wrong with it (`warnings`, e.g. missing EVOLVE-BLOCK markers).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskCheck {
+    pub problem: Option<String>,
+    pub notes: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Why a card whose evaluator runs the task's own `evaluator.py` cannot
+    /// run it (the folder has no evaluator file).
+    pub no_evaluator: Option<String>,
+}
+
+/// Check the task folder `dir` (reads its small files: the program, the
+/// description and config.yaml).
+pub fn check_task_folder(dir: &Path) -> TaskCheck {
     if dir.as_os_str().is_empty() {
-        return Some("choose a task folder".to_owned());
+        return TaskCheck {
+            problem: Some("choose a task folder".to_owned()),
+            ..TaskCheck::default()
+        };
     }
-    if !dir.is_dir() {
-        return Some(format!("task folder {} does not exist", dir.display()));
+    match crate::engine::task::Task::load(dir) {
+        Ok(task) => TaskCheck {
+            problem: None,
+            notes: task.notices(),
+            warnings: task.warnings(),
+            no_evaluator: task.require_evaluator_file().err().map(|e| e.to_string()),
+        },
+        Err(e) => TaskCheck {
+            problem: Some(e.to_string()),
+            ..TaskCheck::default()
+        },
     }
-    if !dir.join("evaluator.py").is_file() {
-        return Some(format!("{} has no evaluator.py", dir.display()));
-    }
-    let has_program = std::fs::read_dir(dir).ok().is_some_and(|entries| {
-        entries.flatten().any(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("initial_program.")
-        })
-    });
-    if has_program {
-        None
-    } else {
-        Some(format!("{} has no initial_program file", dir.display()))
-    }
+}
+
+/// Why a task folder cannot be used, or `None` when it is a task.
+pub fn task_folder_problem(dir: &Path) -> Option<String> {
+    check_task_folder(dir).problem
 }
 
 #[cfg(test)]
@@ -244,19 +259,17 @@ mod tests {
                 .unwrap()
                 .contains("does not exist")
         );
-        assert!(
-            task_folder_problem(dir.path())
-                .unwrap()
-                .contains("no evaluator.py")
-        );
         std::fs::write(dir.path().join("evaluator.py"), "").unwrap();
         assert!(
             task_folder_problem(dir.path())
                 .unwrap()
-                .contains("no initial_program")
+                .contains("no initial program")
         );
-        std::fs::write(dir.path().join("initial_program.py"), "").unwrap();
-        assert!(task_folder_problem(dir.path()).is_none());
+        std::fs::write(dir.path().join("initial_program.py"), "x = 1\n").unwrap();
+        let check = check_task_folder(dir.path());
+        assert!(check.problem.is_none());
+        assert!(check.notes[0].contains("OpenEvolve layout"), "{check:?}");
+        assert!(check.warnings[0].contains("no EVOLVE-BLOCK"), "{check:?}");
     }
 
     #[test]

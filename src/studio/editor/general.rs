@@ -16,6 +16,10 @@ pub struct Folders<'a> {
     pub task: &'a Path,
     /// Why the task folder cannot be used, if so.
     pub task_problem: Option<&'a str>,
+    /// What the task folder is (its layout, where its description comes from).
+    pub task_notes: &'a [String],
+    /// What is wrong with it (missing EVOLVE-BLOCK markers, ...).
+    pub task_warnings: &'a [String],
     /// Where runs are recorded.
     pub runs: &'a Path,
 }
@@ -161,7 +165,8 @@ pub fn general_ui(
             let id = row(
                 ui,
                 "task folder",
-                "A folder with initial_program.* and evaluator.py",
+                "A task folder: initial_program.* and evaluator.py (OpenEvolve), or initial.* and evaluate.py \
+                 (ShinkaEvolve)",
             );
             ui.vertical(|ui| {
                 ui.horizontal(|ui| {
@@ -175,6 +180,16 @@ pub fn general_ui(
                 });
                 if let Some(reason) = folders.task_problem {
                     field_error_ui(ui, reason);
+                }
+                for note in folders.task_notes {
+                    ui.label(RichText::new(note.as_str()).small().weak());
+                }
+                for warning in folders.task_warnings {
+                    ui.label(
+                        RichText::new(format!("warning: {warning}"))
+                            .small()
+                            .color(ui.visuals().warn_fg_color),
+                    );
                 }
             });
             ui.end_row();

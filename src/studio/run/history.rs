@@ -49,10 +49,11 @@ impl Metric {
         .filter(|v| v.is_finite())
     }
 
-    /// The label used in the dropdown and the axis.
-    pub fn label(&self) -> String {
+    /// The label used in the dropdown and the axis; `fitness` says what the
+    /// fitness is ([`RunHistory::fitness_basis`]).
+    pub fn label(&self, fitness: &str) -> String {
         match self {
-            Self::Fitness => format!("fitness ({FITNESS_KEY})"),
+            Self::Fitness => format!("fitness ({fitness})"),
             Self::Named(name) => name.clone(),
         }
     }
@@ -309,6 +310,16 @@ impl RunHistory {
             return Some(guess);
         }
         self.genomes.iter().position(|g| g.id == id)
+    }
+
+    /// What the fitness is in this run, as the best genome (else the first
+    /// valid one) has it: `combined_score`, a metric the task named, or
+    /// "mean of N metrics (no combined_score)".
+    pub fn fitness_basis(&self) -> String {
+        self.best_id
+            .and_then(|id| self.get(id))
+            .or_else(|| self.genomes.iter().find(|g| g.valid))
+            .map_or_else(|| FITNESS_KEY.to_owned(), |g| g.fitness_basis().to_string())
     }
 
     /// A genome by id.

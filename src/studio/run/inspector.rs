@@ -325,9 +325,29 @@ fn scores_ui(ui: &mut egui::Ui, genome: &Genome, parent: Option<&Genome>) {
                 }
             });
     }
-    if let (Some(f), Some(p)) = (genome.fitness(), parent.and_then(Genome::fitness)) {
+    if let Some(f) = genome.fitness() {
         ui.add_space(4.0);
-        ui.label(format!("fitness {f:.6} ({} vs parent)", delta_text(f - p)));
+        let vs = parent
+            .and_then(Genome::fitness)
+            .map_or_else(String::new, |p| {
+                format!(" · {} vs parent", delta_text(f - p))
+            });
+        ui.label(format!("fitness {f:.6} = {}{vs}", genome.fitness_basis()));
+    }
+    if !genome.private.is_empty() {
+        section(ui, "Private metrics");
+        ui.label(RichText::new("Recorded, never shown to the model.").weak());
+        egui::Grid::new("private_grid")
+            .striped(true)
+            .num_columns(2)
+            .spacing([18.0, 4.0])
+            .show(ui, |ui| {
+                for (name, value) in &genome.private {
+                    ui.label(name.as_str());
+                    ui.label(value.as_str());
+                    ui.end_row();
+                }
+            });
     }
     section(ui, "Timings");
     let t = &genome.timings;

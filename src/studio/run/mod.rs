@@ -431,13 +431,14 @@ impl RunView {
                         .on_hover_text("What the run's memory holds now (e.g. the scratchpad the prompts include)");
                 }
                 let mut metric = self.plot.metric.clone();
+                let fitness = self.history.fitness_basis();
                 let combo = egui::ComboBox::from_id_salt("plot_metric")
-                    .selected_text(metric.label())
+                    .selected_text(metric.label(&fitness))
                     .show_ui(ui, |ui| {
-                        ui.selectable_value(&mut metric, Metric::Fitness, Metric::Fitness.label());
+                        ui.selectable_value(&mut metric, Metric::Fitness, Metric::Fitness.label(&fitness));
                         for name in &self.history.metric_names {
                             let m = Metric::Named(name.clone());
-                            let text = m.label();
+                            let text = m.label(&fitness);
                             ui.selectable_value(&mut metric, m, text);
                         }
                     })

@@ -284,7 +284,7 @@ impl FitnessPlot {
             PlotPoint::new(g.iteration as f64, y)
         });
         let drawn = &self.drawn;
-        let y_label = self.metric.label();
+        let y_label = self.metric.label(&history.fitness_basis());
         let plot = Plot::new("fitness_plot")
             .x_axis_label("iteration")
             .y_axis_label(y_label)
