@@ -463,3 +463,30 @@ fn the_summary_says_what_fitness_is_and_a_task_can_name_its_metric() {
         }
     }
 }
+
+/// An `evaluator.py` that does not import is the evaluator's failure, named
+/// with its file, not "the initial program did not score".
+#[test]
+fn an_evaluator_that_does_not_import_is_reported_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = folder(
+        dir.path(),
+        "broken_import",
+        &[
+            ("initial_program.py", MARKED),
+            (
+                "evaluator.py",
+                "import no_such_module_here\n\ndef evaluate(p):\n    return {}\n",
+            ),
+        ],
+    );
+    let o = run(&task, 2, &dir.path().join("runs"));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: the task's evaluator cannot run: cannot import the task evaluator")
+            && err.contains("broken_import/evaluator.py: ModuleNotFoundError: No module named 'no_such_module_here'"),
+        "{err}"
+    );
+    assert!(!err.contains("did not score"), "{err}");
+}
