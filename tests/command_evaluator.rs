@@ -331,3 +331,37 @@ fn the_command_does_not_see_the_runs_secrets() {
     assert_eq!(genomes[0].scores.get("leak"), None, "{:?}", genomes[0]);
     assert_eq!(genomes[0].scores["combined_score"], 1.0);
 }
+
+/// Result files are read as plain files of bounded size: a metrics.json
+/// that links to an endless device is an error, not a hang.
+#[tokio::test]
+async fn a_result_file_that_is_not_a_plain_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    folder(
+        dir.path(),
+        &[
+            ("initial_program.txt", "x\n"),
+            (
+                "link.sh",
+                "#!/bin/sh\nln -s /dev/zero \"$2/metrics.json\"\n",
+            ),
+        ],
+    );
+    let task = Task::load(dir.path()).unwrap();
+    let ev = evaluator(
+        &task,
+        CommandParams {
+            argv: vec!["./link.sh".to_owned()],
+            timeout_secs: 5.0,
+            ..CommandParams::default()
+        },
+    );
+    let started = Instant::now();
+    let e = ev.evaluate(&cand(1, "x\n")).await;
+    assert!(started.elapsed().as_secs_f64() < 3.0);
+    assert!(!e.valid);
+    assert_eq!(
+        e.error.as_deref(),
+        Some("metrics.json is not a JSON object: it is not a plain file")
+    );
+}

@@ -428,11 +428,8 @@ impl CommandEvaluator {
         private: &mut BTreeMap<String, String>,
     ) {
         let metrics_file = results.join("metrics.json");
-        let metrics = if metrics_file.is_file() {
-            match std::fs::read_to_string(&metrics_file)
-                .map_err(|e| e.to_string())
-                .and_then(|t| parse_object(&t))
-            {
+        let metrics = if std::fs::symlink_metadata(&metrics_file).is_ok() {
+            match read_limited(&metrics_file).and_then(|t| parse_object(&t)) {
                 Ok(m) => Some(m),
                 Err(e) => {
                     observed.error = Some(format!("metrics.json is not a JSON object: {e}"));
@@ -455,10 +452,8 @@ impl CommandEvaluator {
                 .insert(crate::engine::genome::FITNESS_KEY.to_owned(), 0.0);
         }
         let correct_file = results.join("correct.json");
-        if correct_file.is_file() {
-            let verdict = std::fs::read_to_string(&correct_file)
-                .map_err(|e| e.to_string())
-                .and_then(|t| parse_object(&t));
+        if std::fs::symlink_metadata(&correct_file).is_ok() {
+            let verdict = read_limited(&correct_file).and_then(|t| parse_object(&t));
             match verdict {
                 Ok(v) => match v.get("correct") {
                     Some(serde_json::Value::Bool(true)) => {}
@@ -514,6 +509,30 @@ impl Evaluator for CommandEvaluator {
     fn timeout_secs(&self) -> Option<f64> {
         Some(self.params.timeout_secs)
     }
+}
+
+/// Largest `metrics.json` / `correct.json` read (a candidate cannot make the
+/// run read a file of any size).
+const MAX_RESULT_FILE: u64 = 16 << 20;
+
+/// The text of a result file: a plain file (not a link to a device or a
+/// pipe), at most [`MAX_RESULT_FILE`] bytes.
+fn read_limited(path: &Path) -> Result<String, String> {
+    use std::io::Read as _;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    if !meta.file_type().is_file() {
+        return Err("it is not a plain file".to_owned());
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_RESULT_FILE + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_RESULT_FILE {
+        return Err(format!(
+            "it is larger than the {MAX_RESULT_FILE} bytes read"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())
 }
 
 /// The sentinel a bare `NaN` / `Infinity` becomes before parsing.
