@@ -520,12 +520,6 @@ pub fn apply(
             compact(&models)
         );
     }
-    if !config.candidates().is_empty() {
-        m.out.changes.push(format!(
-            "several config files ({}): none is read; name one with --config FILE",
-            config.candidates().join(", ")
-        ));
-    }
     m.out.ignored = (!notice.is_empty()).then_some(notice);
     fit_evaluator(&mut m, task);
     let origins = m.origins;

@@ -421,7 +421,7 @@ impl Task {
                 if self.config.file().is_some() {
                     format!("{config} has no prompt.system_message")
                 } else {
-                    "the folder has no config.yaml with a system message".to_owned()
+                    "no config file with a system message was read".to_owned()
                 }
             )),
             (None, None) => out.push(format!(
@@ -433,12 +433,21 @@ impl Task {
         out
     }
 
-    /// Warnings about the task folder (markers), one line each.
+    /// Warnings about the task folder (markers, a config left unread), one
+    /// line each.
     pub fn warnings(&self) -> Vec<String> {
-        self.markers
+        let mut out: Vec<String> = self
+            .markers
             .warning(&self.program_file)
             .into_iter()
-            .collect()
+            .collect();
+        if !self.config.candidates().is_empty() {
+            out.push(format!(
+                "several config files ({}): none is read; name one with --config FILE",
+                self.config.candidates().join(", ")
+            ));
+        }
+        out
     }
 
     /// The task's text for readers other than the prompt (a memory that
