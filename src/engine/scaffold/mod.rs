@@ -307,13 +307,28 @@ impl Scaffold {
             }
             out.push(g);
         }
-        let memory_changed = learn
-            && self
-                .memory
+        // Memory writes what later prompts read: it never sees private
+        // metrics (the population's copies have none either).
+        let memory_changed = learn && {
+            let public: Vec<Arc<Genome>> = out
+                .iter()
+                .map(|g| {
+                    if g.private.is_empty() {
+                        Arc::clone(g)
+                    } else {
+                        Arc::new(Genome {
+                            private: std::collections::BTreeMap::new(),
+                            ..(**g).clone()
+                        })
+                    }
+                })
+                .collect();
+            self.memory
                 .write()
                 .await
-                .after_iteration(&out, &*self.population)
-                .await;
+                .after_iteration(&public, &*self.population)
+                .await
+        };
         if let Some(r) = st.recorder.as_mut() {
             let checkpoint = Checkpoint {
                 iterations_done: st.summary.iterations,
