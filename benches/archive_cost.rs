@@ -93,6 +93,7 @@ fn record(
         seed: 0,
         parallel: 1,
         run_dir: Some(dir.to_path_buf()),
+        unsandboxed: None,
     };
     recorder
         .begin(&info, card, dir)

@@ -108,6 +108,7 @@ fn main() {
             seed: 0,
             parallel: 1,
             run_dir: None,
+            unsandboxed: None,
         }));
         for i in 0..n {
             view.apply_event(admitted(common::genome(i), &mut best));

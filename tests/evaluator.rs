@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use galapagos::engine::evaluator::{Candidate, Evaluator, SubprocessEvaluator, SubprocessParams};
+use galapagos::engine::evaluator::{
+    Candidate, Evaluator, Sandbox, SubprocessEvaluator, SubprocessParams,
+};
 use galapagos::engine::task::Task;
 
 /// A task folder in a temp dir with the given evaluator.py and initial program.
@@ -22,6 +24,21 @@ fn evaluator(task: &Task, timeout_secs: f64) -> SubprocessEvaluator {
         task,
         SubprocessParams {
             timeout_secs,
+            ..SubprocessParams::default()
+        },
+        2,
+    )
+}
+
+/// Without the sandbox (`sandbox: none`): for tests whose evaluator or
+/// candidate leaves a marker in the task dir (read-only in the sandbox), or
+/// that look at the process tree from outside.
+fn unsandboxed(task: &Task, timeout_secs: f64) -> SubprocessEvaluator {
+    SubprocessEvaluator::new(
+        task,
+        SubprocessParams {
+            timeout_secs,
+            sandbox: Sandbox::None,
             ..SubprocessParams::default()
         },
         2,
@@ -144,7 +161,7 @@ async fn busy_loop_in_grandchild_process_is_killed_too() {
          def value():\n    time.sleep(300)\n",
         marker = marker.display().to_string()
     );
-    let ev = evaluator(&task, 1.0);
+    let ev = unsandboxed(&task, 1.0);
     let e = ev.evaluate(&cand(1, &program)).await;
     assert!(!e.valid);
     let pid: u32 = std::fs::read_to_string(&marker)
@@ -195,50 +212,65 @@ def evaluate(program_path):
 }
 
 #[tokio::test]
-async fn os_exit_and_self_kill_are_invalid_and_next_evaluation_works() {
-    let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
-    let ev = evaluator(&task, 10.0);
-    let e = ev
-        .evaluate(&cand(
-            1,
-            "import os\nos._exit(3)\ndef value():\n    return 1\n",
-        ))
-        .await;
-    assert!(!e.valid);
-    let err = e.error.unwrap_or_default();
-    assert!(err.contains("exited with status 3"), "{err}");
-
-    let e = ev
-        .evaluate(&cand(
+async fn os_exit_abort_and_self_kill_are_invalid_and_next_evaluation_works() {
+    for sandbox in [Sandbox::Bwrap, Sandbox::None] {
+        let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+        let ev = SubprocessEvaluator::new(
+            &task,
+            SubprocessParams {
+                timeout_secs: 10.0,
+                sandbox,
+                ..SubprocessParams::default()
+            },
             2,
-            "import os\nos.kill(os.getpid(), 9)\ndef value():\n    return 1\n",
-        ))
-        .await;
-    assert!(!e.valid);
-    let err = e.error.unwrap_or_default();
-    assert!(err.contains("SIGKILL"), "{err}");
-
-    let e = ev
-        .evaluate(&cand(
-            3,
-            "import ctypes\nctypes.string_at(0)\ndef value():\n    return 1\n",
-        ))
-        .await;
-    assert!(!e.valid);
-    let err = e.error.unwrap_or_default();
-    assert!(err.contains("SIGSEGV"), "{err}");
-
-    let e = ev
-        .evaluate(&cand(4, "def value():\n    return 0.5\n"))
-        .await;
-    assert!(e.valid, "{e:?}");
-    assert_eq!(e.scores["combined_score"], 0.5);
+        );
+        let crashes = [
+            ("import os\nos._exit(3)\n", "exited with status 3"),
+            ("import ctypes\nctypes.string_at(0)\n", "SIGSEGV"),
+            // abort() raises SIGABRT; in the sandbox (pid 1 of its namespace,
+            // which ignores its own SIGABRT) it ends at abort's fallback.
+            (
+                "import os\nos.abort()\n",
+                "candidate crashed: killed by SIG",
+            ),
+            ("import signal\nsignal.raise_signal(signal.SIGTERM)\n", ""),
+            ("import os\nos.kill(os.getpid(), 9)\n", ""),
+        ];
+        for (id, (crash, expected)) in crashes.into_iter().enumerate() {
+            let e = ev
+                .evaluate(&cand(
+                    id as u64,
+                    &format!("{crash}def value():\n    return 1\n"),
+                ))
+                .await;
+            let err = e.error.clone().unwrap_or_default();
+            if expected.is_empty() {
+                // A signal a candidate sends itself without handling it:
+                // without the sandbox it dies of it; in the sandbox it is
+                // its pid namespace's pid 1, which ignores it, and goes on.
+                if sandbox == Sandbox::None {
+                    assert!(!e.valid, "{crash}: {e:?}");
+                    assert!(err.contains("killed by SIG"), "{crash}: {err}");
+                } else {
+                    assert!(e.valid, "{crash}: {e:?}");
+                }
+                continue;
+            }
+            assert!(!e.valid, "{sandbox:?} {crash}: {e:?}");
+            assert!(err.contains(expected), "{sandbox:?} {crash}: {err}");
+        }
+        let e = ev
+            .evaluate(&cand(9, "def value():\n    return 0.5\n"))
+            .await;
+        assert!(e.valid, "{e:?}");
+        assert_eq!(e.scores["combined_score"], 0.5);
+    }
 }
 
 #[tokio::test]
 async fn candidate_killing_the_worker_is_invalid_and_worker_is_replaced() {
     let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
-    let ev = evaluator(&task, 10.0);
+    let ev = unsandboxed(&task, 10.0);
     let e = ev
         .evaluate(&cand(
             1,
@@ -338,7 +370,10 @@ def evaluate(program_path):
     let (_dir, task) = task_with(evaluator_py, "ok\n");
     let ev = evaluator(&task, 10.0);
     let e = ev.evaluate(&cand(1, "nan")).await;
-    assert_eq!(e.error.as_deref(), Some("non-finite score combined_score"));
+    assert_eq!(
+        e.error.as_deref(),
+        Some("non-finite score combined_score (NaN)")
+    );
     let e = ev.evaluate(&cand(2, "error")).await;
     assert!(!e.valid);
     assert!(e.error.unwrap_or_default().contains("circle 3 overlaps"));
@@ -435,55 +470,91 @@ def evaluate(program_path):
     assert_eq!(most, 2, "candidates in flight at once");
 }
 
+/// Live (not zombie) processes whose command line mentions `needle`: every
+/// process of a worker mentions its task dir (bubblewrap's arguments, the
+/// worker's configuration, inherited by its forks).
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(needle) && process_alive(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
 #[tokio::test]
 async fn dropping_the_evaluator_leaves_no_processes() {
-    let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
-    let ev = evaluator(&task, 30.0);
-    let e = ev
-        .evaluate(&cand(1, "def value():\n    return 0.5\n"))
-        .await;
-    assert!(e.valid);
-    let pids = ev.worker_pids();
-    assert!(!pids.is_empty());
-    // A candidate still running when the evaluation is abandoned and the
-    // evaluator dropped must die too.
-    let (dir2, task2) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
-    let marker = dir2.path().join("pid.txt");
-    let ev2 = evaluator(&task2, 30.0);
-    let program = format!(
-        "import os, time\nopen({:?}, 'w').write(str(os.getpid()))\ndef value():\n    time.sleep(60)\n",
-        marker.display().to_string()
-    );
-    let abandoned =
-        tokio::time::timeout(Duration::from_secs(3), ev2.evaluate(&cand(1, &program))).await;
-    assert!(
-        abandoned.is_err(),
-        "the sleeping candidate should not finish"
-    );
-    let candidate_pid: u32 = std::fs::read_to_string(&marker)
-        .expect("candidate started")
-        .trim()
-        .parse()
-        .expect("pid");
-    drop(ev);
-    drop(ev2);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    for pid in pids.iter().chain([&candidate_pid]) {
-        assert!(!process_alive(*pid), "process {pid} survived the drop");
-    }
-    let ps = std::process::Command::new("ps")
-        .args(["-eo", "pid,stat,args"])
-        .output()
-        .expect("ps runs");
-    let listing = String::from_utf8_lossy(&ps.stdout);
-    for line in listing.lines() {
-        if pids
-            .iter()
-            .chain([&candidate_pid])
-            .any(|p| line.split_whitespace().next() == Some(&p.to_string()))
-        {
-            assert!(line.contains(" Z"), "left running: {line}");
+    for sandbox in [Sandbox::Bwrap, Sandbox::None] {
+        let (dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+        let ev = SubprocessEvaluator::new(
+            &task,
+            SubprocessParams {
+                timeout_secs: 30.0,
+                sandbox,
+                ..SubprocessParams::default()
+            },
+            2,
+        );
+        let e = ev
+            .evaluate(&cand(1, "def value():\n    return 0.5\n"))
+            .await;
+        assert!(e.valid, "{sandbox:?}: {e:?}");
+        // A candidate still running when the evaluation is abandoned and the
+        // evaluator dropped must die too, with the process it started.
+        let token = format!("galapagos-drop-test-{}", std::process::id());
+        let program = format!(
+            "import subprocess, sys, time\n\
+             subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', '{token}'])\n\
+             print('started', flush=True)\n\
+             def value():\n    time.sleep(60)\n"
+        );
+        let ours = dir.path().display().to_string();
+        let sleeper = cand(2, &program);
+        let mut evaluation = Box::pin(ev.evaluate(&sleeper));
+        let started = tokio::select! {
+            e = &mut evaluation => panic!("{sandbox:?}: the sleeping candidate finished: {e:?}"),
+            found = async {
+                for _ in 0..100 {
+                    if !processes_mentioning(&token).is_empty() {
+                        return true;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                false
+            } => found,
+        };
+        assert!(started, "{sandbox:?}: the candidate's process started");
+        let before = processes_mentioning(&ours);
+        assert!(
+            before.len() >= 3,
+            "{sandbox:?}: worker, zygote, children: {before:?}"
+        );
+        // The evaluation is abandoned (a stopped run), then the evaluator
+        // dropped.
+        drop(evaluation);
+        drop(ev);
+        let mut left = Vec::new();
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            left = processes_mentioning(&ours);
+            left.extend(processes_mentioning(&token));
+            if left.is_empty() {
+                break;
+            }
         }
+        assert!(
+            left.is_empty(),
+            "{sandbox:?}: left running after the drop: {left:?}"
+        );
     }
 }
 
@@ -610,7 +681,7 @@ async fn a_frozen_zygote_still_times_out_and_its_worker_is_replaced() {
          os.kill(os.getppid(), signal.SIGSTOP)\ndef value():\n    time.sleep(120)\n",
         marker.display().to_string()
     );
-    let ev = evaluator(&task, 1.0);
+    let ev = unsandboxed(&task, 1.0);
     let started = Instant::now();
     let e = ev.evaluate(&cand(1, &program)).await;
     let wall = started.elapsed();
@@ -669,7 +740,7 @@ fn imports(dir: &tempfile::TempDir) -> usize {
 #[tokio::test]
 async fn warm_up_starts_the_worker_that_the_first_evaluations_use() {
     let (dir, task) = task_with(COUNTED_EVALUATOR, "x = 1\n");
-    let ev = evaluator(&task, 10.0);
+    let ev = unsandboxed(&task, 10.0);
     ev.warm_up().await;
     assert_eq!(imports(&dir), 1, "warm-up imported the evaluator");
     assert_eq!(ev.worker_pids().len(), 1, "and left a worker running");
@@ -684,7 +755,7 @@ async fn warm_up_starts_the_worker_that_the_first_evaluations_use() {
 async fn a_failed_warm_up_is_reported_by_the_first_evaluation_without_a_second_try() {
     let broken = COUNTED_EVALUATOR.replace("FAIL = False", "FAIL = True");
     let (dir, task) = task_with(&broken, "x = 1\n");
-    let ev = evaluator(&task, 10.0);
+    let ev = unsandboxed(&task, 10.0);
     ev.warm_up().await;
     for id in 0..2 {
         let e = ev.evaluate(&cand(id, "x = 2\n")).await;
@@ -760,4 +831,37 @@ def evaluate_stage2(program_path):
     let raised = ev.evaluate(&cand(4, "raise2")).await;
     assert_eq!(raised.artifacts["failure_stage"], "stage2", "{raised:?}");
     assert!(!raised.valid);
+}
+
+#[tokio::test]
+async fn in_the_sandbox_a_candidate_cannot_signal_the_processes_around_it() {
+    let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+    let ev = evaluator(&task, 10.0);
+    let e = ev
+        .evaluate(&cand(1, "def value():\n    return 0.5\n"))
+        .await;
+    assert!(e.valid, "{e:?}");
+    let worker = ev.worker_pids();
+    // Every process it can name (its parent, every pid /proc shows; not 0,
+    // its own group) gets a SIGKILL; none may arrive.
+    let program = "import os, signal\n\
+         me = os.getpid()\n\
+         targets = {os.getppid(), 1} | {int(p) for p in os.listdir('/proc') if p.isdigit()}\n\
+         for pid in sorted(targets - {me, 0}):\n\
+         \x20   try:\n\
+         \x20       os.kill(pid, signal.SIGKILL)\n\
+         \x20       print('killed', pid)\n\
+         \x20   except OSError as e:\n\
+         \x20       print('refused', pid, e.errno)\n\
+         def value():\n    return 0.75\n";
+    let e = ev.evaluate(&cand(2, program)).await;
+    assert!(e.valid, "{e:?}");
+    let out = &e.artifacts["stdout"];
+    assert!(out.contains("refused "), "{out}");
+    assert!(!out.contains("killed"), "{out}");
+    assert_eq!(ev.worker_pids(), worker, "the worker survives");
+    let e = ev
+        .evaluate(&cand(3, "def value():\n    return 0.5\n"))
+        .await;
+    assert!(e.valid, "{e:?}");
 }

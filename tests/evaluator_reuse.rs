@@ -7,13 +7,14 @@
 use std::collections::BTreeSet;
 
 use galapagos::engine::evaluator::{
-    Candidate, Evaluation, Evaluator, SubprocessEvaluator, SubprocessParams,
+    Candidate, Evaluation, Evaluator, Sandbox, SubprocessEvaluator, SubprocessParams,
 };
 use galapagos::engine::task::Task;
 
 /// Reports what a candidate sees of its process: pid, cwd, an environment
 /// variable, the first random number, whether `len` still works, and the
-/// evaluator's own global.
+/// evaluator's own global. The pid is the one /proc shows (in the sandbox,
+/// every candidate is pid 2 of its own namespace; /proc is the sandbox's).
 const PROBE_EVALUATOR: &str = r#"
 import importlib.util
 import os
@@ -22,9 +23,16 @@ import sys
 
 LIMIT = 7
 
+def process_id():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("NSpid:"):
+                return int(line.split()[1])
+    return os.getpid()
+
 def evaluate(program_path):
     seen = {
-        "pid": os.getpid(),
+        "pid": process_id(),
         "cwd": os.getcwd(),
         "env": os.environ.get("GALAPAGOS_REUSE_TEST", "unset"),
         "rand": random.random(),
@@ -51,11 +59,21 @@ fn task() -> (tempfile::TempDir, Task) {
 }
 
 fn evaluator(task: &Task, per_process: u32, timeout_secs: f64) -> SubprocessEvaluator {
+    with_sandbox(task, per_process, timeout_secs, Sandbox::default())
+}
+
+fn with_sandbox(
+    task: &Task,
+    per_process: u32,
+    timeout_secs: f64,
+    sandbox: Sandbox,
+) -> SubprocessEvaluator {
     SubprocessEvaluator::new(
         task,
         SubprocessParams {
             timeout_secs,
             candidates_per_process: per_process,
+            sandbox,
             ..SubprocessParams::default()
         },
         1,
@@ -226,7 +244,8 @@ async fn tampering_or_leftovers_retire_the_process() {
 #[tokio::test]
 async fn a_timeout_or_crash_in_a_reused_process_costs_only_that_candidate() {
     let (_dir, task) = task();
-    let ev = evaluator(&task, 100, 1.0);
+    // Unsandboxed: the test checks from outside that the process is gone.
+    let ev = with_sandbox(&task, 100, 1.0, Sandbox::None);
     let a = pid(&eval(&ev, 1, PLAIN).await);
     assert_eq!(pid(&eval(&ev, 2, PLAIN).await), a);
     let hung = eval(&ev, 3, "def value():\n    while True:\n        pass\n").await;
@@ -254,13 +273,15 @@ async fn a_candidate_cannot_register_a_second_lane_of_its_own() {
     // The child's connection to the run is the only one the run takes from
     // that process: a candidate that opens another (to be handed later
     // candidates and answer them itself) is ignored, and the candidates
-    // after it are scored as usual by the same process.
+    // after it are scored as usual by the same process. (In the sandbox a
+    // candidate cannot even reach the socket: its dir is hidden.)
     let (_dir, task) = task();
     let ev = SubprocessEvaluator::new(
         &task,
         SubprocessParams {
             timeout_secs: 3.0,
             candidates_per_process: 100,
+            sandbox: Sandbox::None,
             ..SubprocessParams::default()
         },
         3,

@@ -29,22 +29,30 @@ builtins, evaluator.py's globals or a module evaluator.py uses, or grew the
 process by more than RSS_GROWTH_LIMIT.
 
 Protocol with the run, on the worker's stdin/stdout (one JSON object per line):
-  worker -> rust  {"ready": true, "executable": str, "zygote": pid}
+  worker -> rust  {"ready": true, "executable": str, "zygote": pid (in the
+                  worker's own pid namespace), "stale": bool (its bytecode)}
                   or {"ready": false, "error": str, "traceback": str}
   rust -> worker  {"fork": n}            fork n more standby children
   rust -> worker  {"status": pid}        how did that child end?
-  worker -> rust  {"exited": pid, "status": int}   its wait status (once known)
+  worker -> rust  {"exited": pid, "status": int, "cpu": float}   its wait status
+                  and CPU seconds (once known)
 Each child's lane (a connection to the run's socket whose first line,
 b"lane", comes with the read ends of its stdout and stderr pipes, SCM_RIGHTS):
   rust -> child   {"id": int, "program": str, "timeout": float,
                    "cascade": bool, "thresholds": [float, ...]}   one line
-  child -> rust   8-byte big-endian length, then {"scores": {str: float},
-                  "nonfinite": [str], "artifacts": {str: str},
-                  "error": str | null, "reusable": bool}
+  child -> rust   8-byte big-endian length, then {"metrics": [[key, kind, value],
+                  ...] (see `raw_metric`), "artifacts": {str: str},
+                  "error": str | null, "limit": str | null, "reusable": bool}
+The run decides whether a result makes the candidate valid (one rule, in
+Rust); this module only reports what the evaluator returned.
+
+With the sandbox (config "isolate"), each child sets up namespaces of its
+own for its candidate before the request comes: see galapagos_sandbox.py.
 
 Only the standard library is used.
 """
 
+import errno
 import gc
 import json
 import math
@@ -115,52 +123,44 @@ def format_exception(exc):
 
 
 class Normalised:
-    """A result reduced to numeric scores and string artifacts."""
+    """An evaluator's result as the run receives it: every metric with its
+    kind (see `raw_metric`), the artifacts as strings, and an error when the
+    evaluator raised or returned something that is not a result. Whether
+    the candidate is valid is the run's decision (one rule, in Rust), not
+    this module's."""
 
     def __init__(self):
-        self.scores = {}
-        self.nonfinite = []
+        self.metrics = {}  # key -> [kind, value]
         self.artifacts = {}
         self.error = None
         self.raised = False  # the evaluator raised: the worker, not the evaluator, judged it
+        self.limit = None  # "memory", "file_size", "processes": the limit an exception points to
 
     def merge(self, other):
-        for k, v in other.scores.items():
-            self.scores[k] = v
-            if k in self.nonfinite:
-                self.nonfinite.remove(k)
-        for k in other.nonfinite:
-            self.scores.pop(k, None)
-            if k not in self.nonfinite:
-                self.nonfinite.append(k)
+        """A later cascade stage's result: its metrics and artifacts win."""
+        self.metrics.update(other.metrics)
         self.artifacts.update(other.artifacts)
         if other.error:
             self.error = other.error
-
-    def failed(self):
-        """Same invalidity rule as the Rust side (used to stop a cascade)."""
-        if self.error or self.nonfinite:
-            return True
-        err = self.artifacts.get("error")
-        if isinstance(err, str) and err.strip():
-            return True
-        for key in ("validity", "valid"):
-            if key in self.scores and self.scores[key] <= 0:
-                return True
-        return self.scores.get("timeout", 0.0) > 0
+            self.limit = other.limit
 
     def gate_score(self):
-        if "combined_score" in self.scores:
-            return self.scores["combined_score"]
-        vals = list(self.scores.values())
-        return sum(vals) / len(vals) if vals else 0.0
+        """What a cascade threshold is compared with: a numeric
+        `combined_score`, else the mean of the numeric metrics (bools as 0/1);
+        None when there is nothing to compare (the cascade stops)."""
+        combined = self.metrics.get("combined_score")
+        if combined is not None:
+            return combined[1] if combined[0] == "number" else None
+        values = [v for kind, v in self.metrics.values() if kind == "number"]
+        values += [1.0 if v else 0.0 for kind, v in self.metrics.values() if kind == "bool"]
+        return sum(values) / len(values) if values else 0.0
 
     def to_json(self):
         return {
-            "scores": self.scores,
-            "nonfinite": self.nonfinite,
+            "metrics": [[key, kind, value] for key, (kind, value) in self.metrics.items()],
             "artifacts": self.artifacts,
             "error": self.error,
+            "limit": self.limit,
         }
 
 
@@ -179,22 +179,33 @@ def as_artifact(value):
     return clip(text, ARTIFACT_LIMIT)
 
 
-def as_number(value):
-    """float for numeric-like values (bool -> 0/1, numpy scalars), else None."""
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
+def raw_metric(value):
+    """[kind, value] for the wire: "number" (a finite float), "nonfinite"
+    ("nan", "inf", "-inf"), "bool", "none", "text" (a string), or the Python
+    type's name with the value as text (lists and dicts as JSON)."""
+    if value is None:
+        return ["none", None]
+    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool8"):
+        return ["bool", bool(value)]
+    if isinstance(value, (str, bytes, bytearray)):
+        return ["text", as_artifact(value)]
+    number = None
     if isinstance(value, numbers.Real):
-        return float(value)
-    if type(value).__name__ in ("bool_", "bool8"):
-        return 1.0 if bool(value) else 0.0
-    if isinstance(value, (str, bytes, bytearray, list, tuple, dict)):
-        return None
-    if hasattr(value, "__float__") and getattr(value, "ndim", 0) == 0:
         try:
-            return float(value)
+            number = float(value)
+        except OverflowError:
+            number = math.copysign(math.inf, value)
+    elif not isinstance(value, (list, tuple, dict)) and hasattr(value, "__float__") \
+            and getattr(value, "ndim", 0) == 0:
+        try:
+            number = float(value)
         except (TypeError, ValueError, OverflowError):
-            return None
-    return None
+            number = None
+    if number is not None:
+        if math.isfinite(number):
+            return ["number", number]
+        return ["nonfinite", "nan" if math.isnan(number) else ("inf" if number > 0 else "-inf")]
+    return [type(value).__name__, as_artifact(value)]
 
 
 def normalise(result):
@@ -218,16 +229,7 @@ def normalise(result):
         )
         return out
     for key, value in metrics.items():
-        key = str(key)
-        if value is None:
-            continue
-        num = as_number(value)
-        if num is None:
-            out.artifacts[key] = as_artifact(value)
-        elif math.isfinite(num):
-            out.scores[key] = num
-        else:
-            out.nonfinite.append(key)
+        out.metrics[str(key)] = raw_metric(value)
     if isinstance(extra, dict):
         for key, value in extra.items():
             if value is not None:
@@ -246,7 +248,40 @@ def call_stage(fn, program_path):
         summary, out.artifacts["traceback"] = format_exception(exc)
         out.error = f"evaluator raised {summary}"
         out.raised = True
+        out.limit = limit_hit(exc)
         return out
+
+
+def limit_hit(exc):
+    """Which limit an exception from a candidate's evaluation points to:
+    "memory", "file_size", "processes", or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, MemoryError):
+            return "memory"
+        if isinstance(exc, OSError):
+            if exc.errno == errno.EFBIG:
+                return "file_size"
+            if exc.errno == errno.EAGAIN and _from_fork(exc):
+                return "processes"
+            if exc.errno == errno.ENOMEM:
+                return "memory"
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _from_fork(exc):
+    """Was `exc` raised while starting a process (os.fork, subprocess,
+    multiprocessing)?"""
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        name = os.path.basename(code.co_filename)
+        if name in ("subprocess.py", "popen_fork.py", "popen_forkserver.py", "os.py"):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def run_evaluation(module, program_path, cascade, thresholds):
@@ -267,10 +302,12 @@ def run_evaluation(module, program_path, cascade, thresholds):
     stages = [("stage2", getattr(module, "evaluate_stage2", None)),
               ("stage3", getattr(module, "evaluate_stage3", None))]
     for index, (name, fn) in enumerate(stages):
-        if result.failed():
+        if result.error:
             return result
-        if index < len(thresholds) and result.gate_score() < thresholds[index]:
-            return result
+        if index < len(thresholds):
+            gate = result.gate_score()
+            if gate is None or gate < thresholds[index]:
+                return result
         if not callable(fn):
             return result
         stage = call_stage(fn, program_path)
@@ -521,13 +558,14 @@ def connect_lane(path, kind, fds=()):
     return sock.detach()
 
 
-def standby_main(module, lanes, scratch, suffix, reuse=1, warm=True):
+def standby_main(module, lanes, scratch, suffix, reuse=1, warm=True, isolate=None, limits=None):
     """Body of a pre-forked standby child (zygote pattern).
 
     Everything that does not depend on the candidate (own process group,
     parent-death signal, default signal handlers, stdin from /dev/null,
-    closing the protocol channel, the connections to the run, a warm-up) is
-    done here, before any candidate exists, so it is off the critical path.
+    closing the protocol channel, the connections to the run, the
+    candidate's namespaces and limits, a warm-up) is done here, before any
+    candidate exists, so it is off the critical path.
 
     The child talks to the run directly: one connection to the run's lane
     socket (`lanes`) carries requests in (one JSON line each) and results out
@@ -537,19 +575,15 @@ def standby_main(module, lanes, scratch, suffix, reuse=1, warm=True):
     run even if it crashes. The run knows the child by the connection's peer
     pid; it enforces the timeout and kills the child's group itself.
 
-    With `reuse` 1 the child serves one candidate and then waits for the run
-    to kill its group (with any grandchildren); otherwise it waits for the
-    next line, up to `reuse` candidates. End of file on the lane (the run
-    closed it, or is gone) exits at once.
+    With `isolate` (a dict: "network", "root", "tmp_mib", "hide"), this
+    process is in namespaces of its own (see galapagos_sandbox). `limits`
+    ("memory_bytes", "cpu_secs", "file_bytes", "processes", each None for no
+    limit) apply to it.
     """
+    # Its own process group (the run kills it). Isolated, this process is
+    # pid 1 of its own pid namespace: its end ends the namespace.
     os.setpgid(0, 0)
     set_parent_death_signal()
-    if reuse > 1 and LIBC is not None:
-        # Orphaned grandchildren come back to this child, so `dirty` sees them.
-        try:
-            LIBC.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-        except Exception:
-            pass
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     release_protocol()
@@ -564,6 +598,119 @@ def standby_main(module, lanes, scratch, suffix, reuse=1, warm=True):
     os.dup2(err_w, 2)
     os.close(out_w)
     os.close(err_w)
+    limits = limits or {}
+    if isolate is None:
+        try:
+            apply_limits(limits, isolated=False, reused=reuse > 1)
+        except (OSError, ValueError) as exc:
+            refuse(lane, f"cannot apply the evaluator's limits: {exc}")
+        serve_lane(module, lane, scratch, suffix, reuse, warm, limits)
+        os._exit(0)
+    # Isolated: this process is pid 1 of a pid namespace of its own (the
+    # zygote forked it into one): namespaces, a private scratch dir, limits
+    # and no privileges for the candidate, then serve.
+    import galapagos_sandbox as sandbox
+
+    try:
+        sandbox.enter_namespaces()
+        sandbox.private_mounts(isolate["root"], isolate.get("tmp_mib"), list(isolate.get("hide") or []))
+        os.makedirs(scratch, exist_ok=True)
+    except (sandbox.SetupError, OSError) as exc:
+        refuse(lane, str(exc))
+    try:
+        apply_limits(limits, isolated=True, reused=reuse > 1)
+        sandbox.drop_privileges(bool(isolate.get("network")))
+    except (OSError, ValueError) as exc:
+        refuse(lane, f"cannot restrict the candidate's process: {exc}")
+    serve_lane(module, lane, scratch, suffix, reuse, warm, limits)
+    os._exit(0)
+
+
+def release_output():
+    """fds 1 and 2 to /dev/null (a process that must not hold the
+    candidate's output pipes open)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+def refuse(lane, message):
+    """Answer the next request on `lane` with `message` as the error (the
+    candidate cannot be evaluated safely), then end. Does not return."""
+    payload = {"error": message, "reusable": False}
+    data = json.dumps(payload).encode("utf-8")
+    try:
+        LineReader(lane).next_line()
+        write_all(lane, len(data).to_bytes(RESULT_HEADER, "big") + data)
+        while os.read(lane, 65536):
+            pass
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def apply_limits(limits, isolated, reused):
+    """Limits of the process that runs candidates: memory (RLIMIT_DATA),
+    CPU time (SIGXCPU at the limit, SIGKILL 1 s later; a reused process's
+    limit moves with each candidate, see `raise_cpu_limit`), file size, no
+    core files, and, `isolated` (counted in the candidate's own user
+    namespace), processes."""
+    import resource
+
+    def set_limit(which, value):
+        if value is None:
+            return
+        value = int(value)
+        _, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(which, (value, value))
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    set_limit(resource.RLIMIT_DATA, limits.get("memory_bytes"))
+    set_limit(resource.RLIMIT_FSIZE, limits.get("file_bytes"))
+    cpu = limits.get("cpu_secs")
+    if cpu is not None and not reused:
+        # SIGXCPU at the limit; SIGKILL a second later for a process that
+        # ignores it (a candidate that handles it, or pid 1 of its namespace).
+        soft = max(1, int(cpu + 0.999))
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        top = soft + 1 if hard == resource.RLIM_INFINITY else min(soft + 1, hard)
+        resource.setrlimit(resource.RLIMIT_CPU, (min(soft, top), top))
+    if isolated:
+        set_limit(resource.RLIMIT_NPROC, limits.get("processes"))
+
+
+def raise_cpu_limit(cpu_secs):
+    """Before each candidate of a reused process: its CPU limit counts from
+    now (the soft limit moves up; the hard one stays open)."""
+    if cpu_secs is None:
+        return
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = max(1, int(used.ru_utime + used.ru_stime + cpu_secs + 0.999))
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def serve_lane(module, lane, scratch, suffix, reuse, warm, limits):
+    """Serve candidates on `lane` in this process: one with `reuse` 1 (then
+    wait for the run to kill this process's group, with any
+    grandchildren), else up to `reuse` in turn. End of file on the lane (the
+    run closed it, or is gone) exits at once. Processes forked from this one
+    (an evaluator's helper running the candidate apart) lose the lane: no
+    code they run can write a result."""
+    if reuse > 1 and LIBC is not None:
+        # Orphaned grandchildren come back to this child, so `dirty` sees them.
+        try:
+            LIBC.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        except Exception:
+            pass
+    os.register_at_fork(after_in_child=lambda: _forget(lane))
     # The warm-up only pays off when it runs before the candidate arrives; a
     # candidate already waiting would just wait for it. The run's first child
     # (`warm` False) is forked just before its candidate is sent: it skips it.
@@ -577,6 +724,8 @@ def standby_main(module, lanes, scratch, suffix, reuse=1, warm=True):
         if line is None:
             os._exit(0)
         request = json.loads(line)
+        if reuse > 1:
+            raise_cpu_limit(limits.get("cpu_secs"))
         program_path = os.path.join(scratch, f"candidate_{request.get('id', 0)}{suffix}")
         with open(program_path, "w", encoding="utf-8") as f:
             f.write(request.get("program", ""))
@@ -615,6 +764,13 @@ def standby_main(module, lanes, scratch, suffix, reuse=1, warm=True):
             os._exit(0)
 
 
+def _forget(fd):
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
 # ------------------------------------------------------------ worker side
 
 
@@ -632,10 +788,11 @@ class Zygote:
     Messages on the socket (SOCK_SEQPACKET, one per packet):
       worker -> zygote  b"F"                 fork a standby child
                         (b"C": one that skips the warm-up)
-      zygote -> worker  b"X <pid> <status>"  a child ended (its wait status)
+      zygote -> worker  b"X <pid> <status> <cpu>"  a child ended (its wait status,
+                                             its CPU seconds)
     """
 
-    def __init__(self, module, lanes, scratch, suffix, reuse=1):
+    def __init__(self, module, lanes, scratch, suffix, reuse=1, isolate=None, limits=None):
         import socket
 
         self.sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -645,7 +802,7 @@ class Zygote:
         if pid == 0:
             try:
                 self.sock.close()
-                zygote_main(module, child_sock, lanes, scratch, suffix, reuse)
+                zygote_main(module, child_sock, lanes, scratch, suffix, reuse, isolate, limits)
             except BaseException:
                 import traceback
 
@@ -664,7 +821,7 @@ class Zygote:
             self.sock.setblocking(False)
 
     def exits(self):
-        """(pid, status) of the children that ended, as reported so far; None
+        """(pid, status, cpu seconds) of the children that ended, as reported so far; None
         when the zygote is gone."""
         out = []
         while True:
@@ -677,11 +834,11 @@ class Zygote:
             if not msg:
                 return None
             parts = msg.split()
-            if parts[0] == b"X" and len(parts) == 3:
-                out.append((int(parts[1]), int(parts[2])))
+            if parts[0] == b"X" and len(parts) == 4:
+                out.append((int(parts[1]), int(parts[2]), float(parts[3])))
 
 
-def zygote_main(module, sock, lanes, scratch, suffix, reuse):
+def zygote_main(module, sock, lanes, scratch, suffix, reuse, isolate, limits):
     """Fork a standby child per request; report exits."""
     global LIBC
     if sys.platform.startswith("linux"):
@@ -694,6 +851,15 @@ def zygote_main(module, sock, lanes, scratch, suffix, reuse):
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     fd = sock.fileno()
+    # Isolated: each standby child is forked into a pid namespace of its own,
+    # as its pid 1 (when it ends, the kernel kills every process left in it);
+    # this process (pid 1 of one the worker made, so it may make them) comes
+    # back to its own after each fork.
+    pidns = None
+    if isolate is not None:
+        import galapagos_sandbox as sandbox
+
+        pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     while True:
         try:
             ready, _, _ = select.select([fd, wake_r], [], [])
@@ -703,12 +869,12 @@ def zygote_main(module, sock, lanes, scratch, suffix, reuse):
             os.read(wake_r, 512)
             while True:
                 try:
-                    pid, status = os.waitpid(-1, os.WNOHANG)
+                    pid, status, usage = os.wait4(-1, os.WNOHANG)
                 except ChildProcessError:
                     break
                 if pid == 0:
                     break
-                sock.send(f"X {pid} {status}".encode())
+                sock.send(f"X {pid} {status} {usage.ru_utime + usage.ru_stime:.3f}".encode())
         if fd in ready:
             try:
                 msg = sock.recv(16)
@@ -716,19 +882,23 @@ def zygote_main(module, sock, lanes, scratch, suffix, reuse):
                 os._exit(0)
             if not msg:
                 os._exit(0)
+            if pidns is not None:
+                sandbox.new_pid_namespace()
             pid = os.fork()
             if pid == 0:
                 try:
                     signal.set_wakeup_fd(-1)
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    for f in (fd, wake_r, wake_w):
+                    for f in (fd, wake_r, wake_w) + ((pidns,) if pidns is not None else ()):
                         os.close(f)
-                    standby_main(module, lanes, scratch, suffix, reuse, warm=msg[:1] != b"C")
+                    standby_main(module, lanes, scratch, suffix, reuse, msg[:1] != b"C", isolate, limits)
                 except BaseException:
                     import traceback
 
                     traceback.print_exc()
                 os._exit(70)
+            if pidns is not None:
+                sandbox.back_to_pid_namespace(pidns)
             try:
                 os.setpgid(pid, pid)  # the child does it too; whichever runs first
             except OSError:
@@ -759,11 +929,11 @@ def serve(zygote, stdin_fd):
             ended = zygote.exits()
             if ended is None:
                 return
-            for pid, status in ended:
+            for pid, status, cpu in ended:
                 if pid in asked:
                     asked.discard(pid)
-                    send({"exited": pid, "status": status})
-                statuses[pid] = status
+                    send({"exited": pid, "status": status, "cpu": cpu})
+                statuses[pid] = (status, cpu)
                 if len(statuses) > STATUS_MEMORY:
                     del statuses[next(iter(statuses))]
         if stdin_fd in ready:
@@ -795,9 +965,33 @@ def serve(zygote, stdin_fd):
                 if "status" in message:
                     pid = int(message["status"])
                     if pid in statuses:
-                        send({"exited": pid, "status": statuses[pid]})
+                        status, cpu = statuses[pid]
+                        send({"exited": pid, "status": status, "cpu": cpu})
                     else:
                         asked.add(pid)
+
+
+def stale_bytecode():
+    """Whether a module of the worker's code ran without up-to-date bytecode
+    beside it (in the sandbox the code dir is read-only: the run compiles it
+    outside, for the next start)."""
+    import importlib.util
+
+    for name in ("galapagos_worker", "galapagos_sandbox", "openevolve", "openevolve.evaluation_result"):
+        source = getattr(sys.modules.get(name), "__file__", None)
+        if not source:
+            continue
+        try:
+            st = os.stat(source)
+            with open(importlib.util.cache_from_source(source), "rb") as f:
+                head = f.read(16)
+        except OSError:
+            return True
+        if (head[:4] != importlib.util.MAGIC_NUMBER or head[4:8] != bytes(4)
+                or int.from_bytes(head[8:12], "little") != int(st.st_mtime) & 0xFFFFFFFF
+                or int.from_bytes(head[12:16], "little") != st.st_size & 0xFFFFFFFF):
+            return True
+    return False
 
 
 def load_evaluator(path, task_dir):
@@ -856,8 +1050,18 @@ def main():
         return
     standby = max(1, int(config.get("standby", 2)))
     reuse = max(1, int(config.get("reuse", 1)))
+    isolate = config.get("isolate")
+    limits = config.get("limits") or {}
+    if isolate is not None:
+        try:
+            import galapagos_sandbox
+
+            galapagos_sandbox.enter_zygote_namespaces()
+        except Exception as exc:
+            send({"ready": False, "error": str(exc), "traceback": ""})
+            return
     try:
-        zygote = Zygote(module, lanes, scratch, suffix, reuse)
+        zygote = Zygote(module, lanes, scratch, suffix, reuse, isolate, limits)
         # The run sends its first candidate (the initial program) as soon as
         # a child is there: that child has no time to warm up.
         zygote.fork(warm=False)
@@ -866,7 +1070,8 @@ def main():
     except OSError as exc:
         send({"ready": False, "error": f"cannot start the zygote process: {exc}", "traceback": ""})
         return
-    send({"ready": True, "executable": sys.executable or "", "zygote": zygote.pid})
+    send({"ready": True, "executable": sys.executable or "", "zygote": zygote.pid,
+          "stale": stale_bytecode()})
     serve(zygote, sys.stdin.fileno())
 
 

@@ -41,6 +41,10 @@ pub struct RunInfo {
     pub parallel: u32,
     /// Where the run folder is, when the run is recorded.
     pub run_dir: Option<std::path::PathBuf>,
+    /// Set when candidates run without a sandbox (`evaluator.sandbox:
+    /// none`): the warning, also logged at the start of every such run. A UI
+    /// shows it as a badge.
+    pub unsandboxed: Option<String>,
 }
 
 /// How a run ended.

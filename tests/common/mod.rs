@@ -188,3 +188,5 @@ pub fn cli_run(card: &str, task: &str, iterations: u32, out: &Path) -> (f64, f64
     };
     (grab("best:"), grab("initial:"), stdout)
 }
+
+pub mod hostile;

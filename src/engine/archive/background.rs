@@ -306,6 +306,7 @@ mod tests {
             seed: 0,
             parallel: 1,
             run_dir: None,
+            unsandboxed: None,
         };
         (info, card)
     }

@@ -44,7 +44,7 @@ use tokio::sync::Semaphore;
 
 use super::worker::capture::Capture;
 use super::worker::process::{describe_status, kill_groups};
-use super::{Candidate, Evaluation, Evaluator, Observed};
+use super::{Candidate, Evaluation, Evaluator, Metric, Observed};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::task::TaskKind;
@@ -444,12 +444,14 @@ impl CommandEvaluator {
         }
         if self.shinka
             && !observed
-                .scores
-                .contains_key(crate::engine::genome::FITNESS_KEY)
+                .metrics
+                .iter()
+                .any(|(k, _)| k == crate::engine::genome::FITNESS_KEY)
         {
-            observed
-                .scores
-                .insert(crate::engine::genome::FITNESS_KEY.to_owned(), 0.0);
+            observed.metrics.push((
+                crate::engine::genome::FITNESS_KEY.to_owned(),
+                Metric::Number(0.0),
+            ));
         }
         let correct_file = results.join("correct.json");
         if std::fs::symlink_metadata(&correct_file).is_ok() {
@@ -617,26 +619,25 @@ fn as_text(v: &serde_json::Value) -> String {
     }
 }
 
-/// One reported value: a score, a non-finite score, or an artifact.
+/// One reported value, as a metric (the validity rule,
+/// [`Observed::judge`], decides what becomes a score or an artifact).
 fn put(key: &str, value: &serde_json::Value, observed: &mut Observed) {
-    match value {
-        serde_json::Value::Null => {}
-        serde_json::Value::Bool(b) => {
-            observed
-                .scores
-                .insert(key.to_owned(), if *b { 1.0 } else { 0.0 });
-        }
-        serde_json::Value::Number(n) => match n.as_f64() {
-            Some(f) => {
-                observed.scores.insert(key.to_owned(), f);
-            }
-            None => observed.nonfinite.push(key.to_owned()),
+    let metric = match value {
+        serde_json::Value::Null => Metric::Missing,
+        serde_json::Value::Bool(b) => Metric::Bool(*b),
+        serde_json::Value::Number(n) => Metric::Number(n.as_f64().unwrap_or(f64::NAN)),
+        serde_json::Value::String(s) if s == NONFINITE => Metric::Number(f64::NAN),
+        serde_json::Value::String(s) => Metric::Text(s.clone()),
+        serde_json::Value::Array(_) => Metric::Other {
+            type_name: "list".to_owned(),
+            text: as_text(value),
         },
-        serde_json::Value::String(s) if s == NONFINITE => observed.nonfinite.push(key.to_owned()),
-        other => {
-            observed.artifacts.insert(key.to_owned(), as_text(other));
-        }
-    }
+        serde_json::Value::Object(_) => Metric::Other {
+            type_name: "dict".to_owned(),
+            text: as_text(value),
+        },
+    };
+    observed.metrics.push((key.to_owned(), metric));
 }
 
 /// The metrics object: ShinkaEvolve's `public` / `private` /
@@ -688,9 +689,17 @@ mod tests {
             .unwrap_or_default();
         let mut o = Observed::default();
         take_metrics(&m, &mut o, &mut BTreeMap::new());
-        assert_eq!(o.nonfinite, ["a", "b"]);
-        assert_eq!(o.scores["c"], 1.0);
-        assert_eq!(o.artifacts["s"], "NaN and Infinity");
+        let nonfinite: Vec<&str> = o
+            .metrics
+            .iter()
+            .filter(|(_, m)| matches!(m, Metric::Number(v) if !v.is_finite()))
+            .map(|(k, _)| k.as_str())
+            .collect();
+        assert_eq!(nonfinite, ["a", "b"]);
+        let e = o.judge();
+        assert_eq!(e.error.as_deref(), Some("non-finite score a (NaN)"));
+        assert_eq!(e.scores["c"], 1.0);
+        assert_eq!(e.artifacts["s"], "NaN and Infinity");
     }
 
     #[test]
@@ -704,6 +713,8 @@ mod tests {
         let mut o = Observed::default();
         let mut private = BTreeMap::new();
         take_metrics(&m, &mut o, &mut private);
+        let o = o.judge();
+        assert!(o.valid, "{o:?}");
         assert_eq!(o.scores["combined_score"], 0.5);
         assert_eq!(o.scores["mse"], 2.0);
         assert_eq!(o.scores["ok"], 1.0);

@@ -9,7 +9,7 @@ pub(crate) mod worker;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
 pub use command::{CommandEvaluator, CommandParams};
-pub use subprocess::{SubprocessEvaluator, SubprocessParams};
+pub use subprocess::{Sandbox, SubprocessEvaluator, SubprocessParams};
 
 /// A candidate to score.
 #[derive(Clone, Debug, Default)]
@@ -57,6 +57,14 @@ pub trait Evaluator: Send + Sync {
     /// code) while the run sets up its record, so that start-up overlaps.
     /// Optional; a failure here is reported by the first `evaluate`.
     async fn warm_up(&self) {}
+
+    /// A warning when this evaluator runs candidates' code without a sandbox
+    /// by the user's choice (logged at the start of every run, shown as a
+    /// badge). None for evaluators that run no candidate code of their own
+    /// or run it sandboxed.
+    fn unsandboxed(&self) -> Option<String> {
+        None
+    }
 }
 
 impl SlotTrait for dyn Evaluator {
@@ -69,48 +77,95 @@ impl<T: Evaluator + 'static> Fills<dyn Evaluator> for T {
     }
 }
 
+/// The metric that is the genome's fitness.
+const COMBINED_SCORE: &str = "combined_score";
+
+/// One metric as an evaluator returned it, before the validity rule.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Metric {
+    Number(f64),
+    Bool(bool),
+    /// `None` in Python.
+    Missing,
+    Text(String),
+    /// Anything else (a list, a dict, an object): its type and its text.
+    Other {
+        type_name: String,
+        text: String,
+    },
+}
+
 /// What an evaluator backend observed for one candidate, before the
-/// validity rule: the scores and artifacts it reported, the metrics that
-/// were not finite, an error (the evaluator raised, the candidate crashed),
-/// and whether the time limit was hit.
+/// validity rule: the metrics the evaluator returned (in its order), its
+/// artifacts, an error (the evaluator raised, the candidate crashed, a
+/// limit was hit) and whether the time limit was hit.
 #[derive(Debug, Default)]
 pub(crate) struct Observed {
-    pub scores: BTreeMap<String, f64>,
-    pub nonfinite: Vec<String>,
+    pub metrics: Vec<(String, Metric)>,
     pub artifacts: BTreeMap<String, String>,
     pub error: Option<String>,
     pub timeout: bool,
 }
 
 impl Observed {
-    /// The validity rule (its one owner). A candidate is **invalid** when:
-    /// there is an error (the evaluator raised, the candidate crashed or
-    /// exited early, evaluator.py cannot be imported, the worker stopped
-    /// answering); the time limit was hit; any metric is NaN or infinite
-    /// ("non-finite score <key>"); an `error` artifact is a non-empty string;
-    /// a `validity` (or `valid`) score is present and <= 0; or a `timeout`
-    /// score is true. Everything else is valid, even with a low score.
+    /// The validity rule (its one owner; an evaluator backend only reports
+    /// what it saw). Finite numbers become scores, and so do bools (0/1);
+    /// `None` values are dropped; strings, lists and other values become
+    /// artifacts (as text). A candidate is **invalid** when: there is an
+    /// error (the evaluator raised, the candidate crashed or exited early or
+    /// hit a limit, evaluator.py cannot be imported, the worker stopped
+    /// answering); the time limit was hit; `combined_score` is anything but
+    /// a finite number (a string, list, None or bool: the error names it and
+    /// its type); any metric is NaN or infinite ("non-finite score <key>");
+    /// an `error` metric or artifact is a non-empty string; a `validity` (or
+    /// `valid`) score is present and <= 0; or a `timeout` score is true.
+    /// Everything else is valid, even with a low score.
     pub(crate) fn judge(self) -> Evaluation {
         let Self {
-            mut scores,
-            nonfinite,
-            artifacts,
+            metrics,
+            mut artifacts,
             error,
             timeout,
-            ..
         } = self;
-        let mut nonfinite = nonfinite;
-        nonfinite.extend(
-            scores
-                .iter()
-                .filter(|(_, v)| !v.is_finite())
-                .map(|(k, _)| k.clone()),
-        );
-        scores.retain(|_, v| v.is_finite());
+        let mut scores = BTreeMap::new();
+        let mut problem: Option<String> = None;
+        for (key, metric) in metrics {
+            let fitness = key == COMBINED_SCORE;
+            let not_a_number = |what: String| format!("{key} is {what}, not a number");
+            match metric {
+                Metric::Number(v) if v.is_finite() => {
+                    scores.insert(key, v);
+                }
+                Metric::Number(v) => {
+                    problem.get_or_insert(format!("non-finite score {key} ({v})"));
+                }
+                Metric::Bool(b) if fitness => {
+                    let value = if b { "True" } else { "False" };
+                    problem.get_or_insert(not_a_number(format!("a bool ({value})")));
+                }
+                Metric::Bool(b) => {
+                    scores.insert(key, if b { 1.0 } else { 0.0 });
+                }
+                Metric::Missing if fitness => {
+                    problem.get_or_insert(not_a_number("None".to_owned()));
+                }
+                Metric::Missing => {}
+                Metric::Text(text) if fitness => {
+                    problem.get_or_insert(not_a_number(format!("a string ({:?})", excerpt(&text))));
+                }
+                Metric::Other { type_name, text } if fitness => {
+                    problem
+                        .get_or_insert(not_a_number(format!("a {type_name} ({})", excerpt(&text))));
+                }
+                Metric::Text(text) | Metric::Other { text, .. } => {
+                    artifacts.insert(key, text);
+                }
+            }
+        }
         let reason = error
             .filter(|e| !e.trim().is_empty())
             .or_else(|| timeout.then(|| "timeout".to_owned()))
-            .or_else(|| nonfinite.first().map(|k| format!("non-finite score {k}")))
+            .or(problem)
             .or_else(|| {
                 artifacts
                     .get("error")
@@ -145,39 +200,55 @@ fn first_line(text: &str) -> &str {
     text.trim().lines().next().unwrap_or_default()
 }
 
+/// At most 60 characters of `text`, for an error message.
+fn excerpt(text: &str) -> String {
+    let mut out: String = text.chars().take(60).collect();
+    if text.chars().nth(60).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn reply(scores: &[(&str, f64)]) -> Observed {
+    fn observed(metrics: &[(&str, Metric)]) -> Observed {
         Observed {
-            scores: scores.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+            metrics: metrics
+                .iter()
+                .map(|(k, m)| ((*k).to_owned(), m.clone()))
+                .collect(),
             ..Observed::default()
         }
     }
 
+    fn number(v: f64) -> Metric {
+        Metric::Number(v)
+    }
+
     #[test]
     fn validity_rule() {
-        let ok = reply(&[("combined_score", 0.4)]).judge();
+        let ok = observed(&[("combined_score", number(0.4))]).judge();
         assert!(ok.valid, "{ok:?}");
         assert_eq!(ok.scores["combined_score"], 0.4);
 
-        let v = reply(&[("combined_score", 0.4), ("validity", 0.0)]).judge();
+        let v = observed(&[("combined_score", number(0.4)), ("validity", number(0.0))]).judge();
         assert!(!v.valid);
         assert!(v.error.unwrap_or_default().contains("validity = 0"));
 
-        let v = reply(&[("valid", 1.0)]).judge();
+        let v = observed(&[("valid", Metric::Bool(true))]).judge();
         assert!(v.valid);
+        assert_eq!(v.scores["valid"], 1.0);
 
-        let v = reply(&[("timeout", 1.0)]).judge();
+        let v = observed(&[("timeout", Metric::Bool(true))]).judge();
         assert!(!v.valid);
 
-        let mut r = reply(&[("combined_score", 1.0)]);
-        r.nonfinite = vec!["sum".to_owned()];
-        let v = r.judge();
-        assert_eq!(v.error.as_deref(), Some("non-finite score sum"));
+        let v = observed(&[("combined_score", number(1.0)), ("sum", number(f64::NAN))]).judge();
+        assert_eq!(v.error.as_deref(), Some("non-finite score sum (NaN)"));
+        assert!(!v.scores.contains_key("sum"));
 
-        let mut r = reply(&[("combined_score", 1.0)]);
+        let mut r = observed(&[("combined_score", number(1.0))]);
         r.artifacts
             .insert("error".to_owned(), "overlap\nmore".to_owned());
         let v = r.judge();
@@ -187,15 +258,63 @@ mod tests {
             Some("evaluator reported an error: overlap")
         );
 
-        let mut r = reply(&[("combined_score", 1.0)]);
+        let mut r = observed(&[("combined_score", number(1.0))]);
         r.artifacts.insert("error".to_owned(), "  ".to_owned());
         assert!(r.judge().valid);
 
-        let mut r = reply(&[]);
+        let mut r = observed(&[]);
         r.timeout = true;
         r.error = Some("timeout: evaluation exceeded 1 s and was killed".to_owned());
         let v = r.judge();
         assert!(!v.valid);
         assert!(v.error.unwrap_or_default().starts_with("timeout"));
+    }
+
+    #[test]
+    fn a_combined_score_that_is_not_a_number_is_invalid_and_named() {
+        let cases = [
+            (
+                Metric::Text("0.9".to_owned()),
+                "combined_score is a string (\"0.9\"), not a number",
+            ),
+            (Metric::Missing, "combined_score is None, not a number"),
+            (
+                Metric::Bool(true),
+                "combined_score is a bool (True), not a number",
+            ),
+            (
+                Metric::Other {
+                    type_name: "list".to_owned(),
+                    text: "[1.0, 2.0]".to_owned(),
+                },
+                "combined_score is a list ([1.0, 2.0]), not a number",
+            ),
+        ];
+        for (metric, error) in cases {
+            let v = observed(&[("combined_score", metric), ("other", number(0.5))]).judge();
+            assert!(!v.valid, "{v:?}");
+            assert_eq!(v.error.as_deref(), Some(error));
+            assert!(!v.scores.contains_key("combined_score"));
+        }
+        // Other metrics of those kinds are kept as scores or artifacts.
+        let v = observed(&[
+            ("combined_score", number(0.5)),
+            ("ok", Metric::Bool(true)),
+            ("note", Metric::Text("fine".to_owned())),
+            ("gone", Metric::Missing),
+            (
+                "trace",
+                Metric::Other {
+                    type_name: "list".to_owned(),
+                    text: "[1, 2]".to_owned(),
+                },
+            ),
+        ])
+        .judge();
+        assert!(v.valid, "{v:?}");
+        assert_eq!(v.scores["ok"], 1.0);
+        assert_eq!(v.artifacts["note"], "fine");
+        assert_eq!(v.artifacts["trace"], "[1, 2]");
+        assert!(!v.scores.contains_key("gone") && !v.artifacts.contains_key("gone"));
     }
 }

@@ -28,7 +28,7 @@
 //!   evaluator kills the worker, its zygote, every child the run knows of,
 //!   and any candidate still running.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -36,9 +36,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{OnceCell, Semaphore};
 
-use super::worker::code_dir::{Setup, prepare, write_code};
-use super::worker::protocol::Request;
-use super::worker::{Launch, RunError, SpawnError, Worker, bind_lanes, lock};
+use super::worker::code_dir::{CODE, Setup, prepare, write_code};
+use super::worker::protocol::{Reply, Request};
+use super::worker::sandbox::Interpreter;
+use super::worker::{Launch, RunError, SpawnError, Worker, bind_lanes, lock, sandbox};
 use super::{Candidate, Evaluation, Evaluator};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
@@ -71,6 +72,48 @@ pub struct SubprocessParams {
     /// seconds, on top of `timeout_secs`; a start that takes longer fails
     /// once, and the run says so.
     pub import_timeout_secs: f64,
+    /// Names of environment variables passed to the worker and candidates
+    /// on top of the allowlist (PATH, locale, time zone, GPU selection).
+    pub env: Vec<String>,
+    /// How candidates are isolated from the machine and from each other.
+    pub sandbox: Sandbox,
+    /// Candidates may use the network (off: no network at all).
+    pub network: bool,
+    /// Memory a candidate's process may allocate (RLIMIT_DATA), in MiB;
+    /// null: no limit.
+    pub memory_limit_mib: Option<u64>,
+    /// CPU time a candidate's process may use, in seconds; null: twice
+    /// `timeout_secs` (at least 10 s).
+    pub cpu_limit_secs: Option<f64>,
+    /// Processes a candidate may run at once (sandboxed; not enforced for
+    /// root); null: no limit.
+    pub process_limit: Option<u64>,
+    /// Largest file a candidate may write, in MiB; null: no limit.
+    pub file_size_limit_mib: Option<u64>,
+    /// Bytes of each of a candidate's stdout and stderr kept (its first and
+    /// last halves), in KB.
+    pub output_limit_kb: u64,
+}
+
+/// How candidates are isolated (`evaluator.sandbox`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sandbox {
+    /// A bubblewrap sandbox per run, namespaces and limits per candidate.
+    Bwrap,
+    /// No sandbox: candidates run as you, with your files and network.
+    None,
+}
+
+impl Default for Sandbox {
+    /// `bwrap` on Linux, where bubblewrap exists; `none` elsewhere.
+    fn default() -> Self {
+        if cfg!(target_os = "linux") {
+            Self::Bwrap
+        } else {
+            Self::None
+        }
+    }
 }
 
 impl Default for SubprocessParams {
@@ -82,6 +125,14 @@ impl Default for SubprocessParams {
             python: "python3".to_owned(),
             candidates_per_process: 1,
             import_timeout_secs: 60.0,
+            env: Vec::new(),
+            sandbox: Sandbox::default(),
+            network: false,
+            memory_limit_mib: Some(4096),
+            cpu_limit_secs: None,
+            process_limit: Some(256),
+            file_size_limit_mib: Some(1024),
+            output_limit_kb: 20,
         }
     }
 }
@@ -127,8 +178,8 @@ pub struct SubprocessEvaluator {
     next_request: AtomicU64,
     config: Config,
     setup: OnceCell<Result<Setup, String>>,
-    /// The interpreter's real path, as reported by the first worker.
-    resolved_python: Mutex<Option<PathBuf>>,
+    /// The interpreter, as it reported itself (see [`sandbox::probe`]).
+    interpreter: OnceCell<Result<Interpreter, String>>,
 }
 
 #[derive(Clone, Debug)]
@@ -137,6 +188,41 @@ struct Config {
     task_dir: PathBuf,
     suffix: String,
     params: SubprocessParams,
+    /// Variables that hold model API keys: never passed, even when listed.
+    key_vars: Vec<String>,
+}
+
+/// The worker's code files, by name in the code dir.
+const CODE_FILES: [&str; CODE.len()] = {
+    let mut names = [""; CODE.len()];
+    let mut i = 0;
+    while i < CODE.len() {
+        names[i] = CODE[i].0;
+        i += 1;
+    }
+    names
+};
+
+/// The key variable every run may use (`OPENAI_API_KEY`).
+fn default_key_vars() -> Vec<String> {
+    vec![crate::engine::model::openai::DEFAULT_API_KEY_ENV.to_owned()]
+}
+
+/// The first `env` entry refused by [`sandbox::refuse_listed`].
+fn check_env(
+    listed: &[String],
+    keys: &[String],
+    lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<(), ParamError> {
+    for (i, name) in listed.iter().enumerate() {
+        if let Some(reason) = sandbox::refuse_listed(name, keys, lookup) {
+            return Err(ParamError {
+                key: format!("env[{i}]"),
+                reason,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// How the interpreter starts the worker: import it as a module, so its
@@ -208,10 +294,69 @@ impl Component for SubprocessEvaluator {
                     max: 86400.0,
                 },
             },
+            ParamSpec {
+                key: "env",
+                doc: "Environment variables passed to evaluator.py and the candidates, by name, on top of \
+                      PATH, the locale, TZ and GPU selection (everything else, API keys included, is not \
+                      passed; HOME and TMPDIR are private). A model API key variable is refused",
+                ty: ParamType::TextList,
+            },
+            ParamSpec {
+                key: "sandbox",
+                doc: "bwrap: candidates run in a bubblewrap sandbox (read-only file system, your home \
+                      hidden, no network, a private scratch dir, namespaces and limits per candidate; needs \
+                      the bubblewrap package). none: no sandbox, candidates run as you (a warning on every run)",
+                ty: ParamType::Choice(&["bwrap", "none"]),
+            },
+            ParamSpec {
+                key: "network",
+                doc: "Let candidates (and evaluator.py) use the network; off, the sandbox has none",
+                ty: ParamType::Bool,
+            },
+            ParamSpec {
+                key: "memory_limit_mib",
+                doc: "Memory a candidate's process may allocate, in MiB (null: no limit)",
+                ty: ParamType::OptionalInt {
+                    min: 16,
+                    max: 1 << 30,
+                },
+            },
+            ParamSpec {
+                key: "cpu_limit_secs",
+                doc: "CPU seconds a candidate's process may use (null: twice timeout_secs, at least 10)",
+                ty: ParamType::OptionalFloat { min: 1.0, max: 1e7 },
+            },
+            ParamSpec {
+                key: "process_limit",
+                doc: "Processes a candidate may run at once (with the sandbox; the kernel does not \
+                      enforce it when galapagos runs as root; null: no limit)",
+                ty: ParamType::OptionalInt {
+                    min: 1,
+                    max: 1 << 22,
+                },
+            },
+            ParamSpec {
+                key: "file_size_limit_mib",
+                doc: "Largest file a candidate may write, in MiB (null: no limit)",
+                ty: ParamType::OptionalInt {
+                    min: 1,
+                    max: 1 << 30,
+                },
+            },
+            ParamSpec {
+                key: "output_limit_kb",
+                doc: "KB of each of a candidate's stdout and stderr kept (the first and last halves; the \
+                      rest is counted)",
+                ty: ParamType::Int {
+                    min: 1,
+                    max: 100_000,
+                },
+            },
         ],
     };
 
-    /// Ranges are the table's; an interpreter must be named.
+    /// Ranges are the table's; an interpreter must be named; `env` names
+    /// variables, none of them `OPENAI_API_KEY` (the default key variable).
     fn check(params: &SubprocessParams) -> Result<(), ParamError> {
         if params.python.trim().is_empty() {
             return Err(ParamError {
@@ -219,13 +364,31 @@ impl Component for SubprocessEvaluator {
                 reason: "must name an interpreter".to_owned(),
             });
         }
-        Ok(())
+        check_env(&params.env, &default_key_vars(), &|_| None)
     }
 
     /// Uses the task's evaluator path, folder and program suffix, and sizes
-    /// the pool by `ctx.parallel`.
+    /// the pool by `ctx.parallel`. Refuses an `env` entry that names (or
+    /// holds the value of) one of the model's key variables, or one of the
+    /// user settings' endpoints.
     fn build(params: SubprocessParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(ctx.task, params, ctx.parallel))
+        let mut keys = default_key_vars();
+        keys.extend(ctx.model.key_env_vars());
+        if let Ok(settings) = crate::engine::model::load_user_settings() {
+            keys.extend(settings.endpoints.into_iter().map(|e| e.api_key_env));
+        }
+        keys.sort();
+        keys.dedup();
+        check_env(&params.env, &keys, &|name| std::env::var_os(name))?;
+        if params.sandbox == Sandbox::Bwrap {
+            sandbox::find_bwrap().map_err(|reason| ParamError {
+                key: "sandbox".to_owned(),
+                reason,
+            })?;
+        }
+        let mut evaluator = Self::new(ctx.task, params, ctx.parallel);
+        evaluator.config.key_vars = keys;
+        Ok(evaluator)
     }
 }
 
@@ -259,9 +422,10 @@ impl SubprocessEvaluator {
                 task_dir: task.dir.clone(),
                 suffix: task.suffix.clone(),
                 params,
+                key_vars: default_key_vars(),
             },
             setup: OnceCell::new(),
-            resolved_python: Mutex::new(None),
+            interpreter: OnceCell::new(),
         }
     }
 
@@ -293,6 +457,75 @@ impl SubprocessEvaluator {
         lock(&self.import_failure).clone()
     }
 
+    /// Say which limit a candidate hit, when its error shows one: an
+    /// exception the worker traced to a limit (`MemoryError`, a file too
+    /// large, no more processes), or death by SIGXCPU / SIGXFSZ (or by
+    /// SIGKILL after using its CPU time).
+    fn explain_limit(&self, reply: &mut Reply) {
+        let params = &self.config.params;
+        let Some(error) = reply.error.as_deref() else {
+            return;
+        };
+        let limit = match reply.limit.as_deref() {
+            Some("memory") => params
+                .memory_limit_mib
+                .map(|m| format!("the {m} MiB memory limit")),
+            Some("file_size") => params
+                .file_size_limit_mib
+                .map(|m| format!("the {m} MiB file size limit")),
+            Some("processes") => params
+                .process_limit
+                .map(|n| format!("the {n}-process limit")),
+            // SIGXCPU at the limit; SIGKILL a second later for a process
+            // that ignores it (in the sandbox a candidate is its pid
+            // namespace's pid 1, which does).
+            _ if error.contains("SIGXCPU")
+                || (error.contains("SIGKILL")
+                    && reply
+                        .cpu_secs
+                        .is_some_and(|used| used + 0.5 >= self.cpu_limit_secs())) =>
+            {
+                Some(format!("the {} s CPU time limit", self.cpu_limit_secs()))
+            }
+            _ if error.contains("SIGXFSZ") => params
+                .file_size_limit_mib
+                .map(|m| format!("the {m} MiB file size limit")),
+            _ => None,
+        };
+        if let Some(limit) = limit {
+            reply.error = Some(format!("exceeded {limit} ({error})"));
+        }
+    }
+
+    /// CPU seconds a candidate's process may use.
+    fn cpu_limit_secs(&self) -> f64 {
+        let params = &self.config.params;
+        params
+            .cpu_limit_secs
+            .unwrap_or((2.0 * params.timeout_secs).max(10.0))
+    }
+
+    /// The interpreter, found once (outside any sandbox; see
+    /// [`sandbox::probe`]).
+    async fn interpreter(&self, setup: &Setup) -> Result<&Interpreter, String> {
+        self.interpreter
+            .get_or_init(|| async {
+                if let Some(found) = sandbox::locate(&self.config.params.python) {
+                    return Ok(found);
+                }
+                sandbox::probe(
+                    Path::new(&self.config.params.python),
+                    &self.config.task_dir,
+                    &setup.code,
+                    &CODE_FILES,
+                )
+                .await
+            })
+            .await
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
     async fn spawn_worker(&self, setup: &Setup) -> Result<Arc<Worker>, SpawnError> {
         let n = self.next_worker.fetch_add(1, Ordering::Relaxed);
         if n > 0 {
@@ -300,13 +533,52 @@ impl SubprocessEvaluator {
             // newer build meanwhile (see `mark_used_and_prune`).
             write_code(&setup.code).map_err(SpawnError::Other)?;
         }
-        let scratch = setup.dir.path().join(format!("w{n}"));
-        let reuse = self.config.params.candidates_per_process;
+        let params = &self.config.params;
+        let bwrap = match params.sandbox {
+            Sandbox::Bwrap => Some(sandbox::find_bwrap().map_err(SpawnError::Other)?),
+            Sandbox::None => None,
+        };
+        let interpreter = self
+            .interpreter(setup)
+            .await
+            .map_err(SpawnError::Other)?
+            .clone();
+        let dir = setup.dir.path().join(format!("w{n}"));
+        let reuse = params.candidates_per_process;
         // Standby children kept ready: a candidate that arrives finds a child
         // already set up; the one taken is replaced meanwhile. Reused children
         // need one only when a child retires.
         let depth = if reuse > 1 { 1 } else { 2 };
-        let lanes = bind_lanes(&scratch).map_err(SpawnError::Other)?;
+        let lanes = bind_lanes(&dir).map_err(SpawnError::Other)?;
+        let lanes_dir = lanes
+            .path
+            .parent()
+            .map_or_else(|| dir.clone(), Path::to_path_buf);
+        // Where candidates write: in the sandbox, a private tmpfs per
+        // candidate; without it, the private dirs of this run.
+        let scratch_root = Path::new(sandbox::SCRATCH_ROOT);
+        let (home, tmp, scratch) = match bwrap {
+            Some(_) => (
+                scratch_root.join("home"),
+                scratch_root.join("tmp"),
+                scratch_root.join("tmp"),
+            ),
+            None => (setup.home.clone(), setup.tmp.clone(), dir.clone()),
+        };
+        let limits = serde_json::json!({
+            "memory_bytes": params.memory_limit_mib.map(|m| m.saturating_mul(1 << 20)),
+            "cpu_secs": self.cpu_limit_secs(),
+            "file_bytes": params.file_size_limit_mib.map(|m| m.saturating_mul(1 << 20)),
+            "processes": params.process_limit,
+        });
+        let isolate = bwrap.as_ref().map(|_| {
+            serde_json::json!({
+                "network": params.network,
+                "root": scratch_root,
+                "tmp_mib": params.memory_limit_mib,
+                "hide": [&lanes_dir],
+            })
+        });
         let worker_config = serde_json::json!({
             "evaluator": self.config.evaluator_path,
             "task_dir": self.config.task_dir,
@@ -315,34 +587,69 @@ impl SubprocessEvaluator {
             "lanes": lanes.path,
             "standby": depth,
             "reuse": reuse,
+            "isolate": isolate,
+            "limits": limits,
         });
-        let mut python_path = std::env::var_os("PYTHONPATH")
-            .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-            .unwrap_or_default();
-        python_path.push(setup.code.clone());
-        let python_path = std::env::join_paths(python_path)
-            .map_err(|e| SpawnError::Other(format!("cannot build PYTHONPATH: {e}")))?;
-        let resolved = lock(&self.resolved_python).clone();
-        let python = resolved.unwrap_or_else(|| PathBuf::from(&self.config.params.python));
+        // Listed names that hold a key never pass, however the evaluator
+        // was built.
+        let listed: Vec<String> = params
+            .env
+            .iter()
+            .filter(|n| {
+                sandbox::refuse_listed(n, &self.config.key_vars, &|v| std::env::var_os(v)).is_none()
+            })
+            .cloned()
+            .collect();
+        let env = sandbox::environment(&listed, &home, &tmp, &setup.code, std::env::vars_os());
+        let command: Vec<std::ffi::OsString> = vec![
+            interpreter.executable.clone().into(),
+            "-c".into(),
+            LAUNCH.into(),
+            worker_config.to_string().into(),
+        ];
+        let (program, args) = match &bwrap {
+            Some(bwrap) => {
+                let jail = sandbox::Jail {
+                    network: params.network,
+                    interpreter: &interpreter,
+                    task_dir: &self.config.task_dir,
+                    code_dir: &setup.code,
+                    lanes_dir: &lanes_dir,
+                    extra: sandbox::python_path(&env),
+                    private: sandbox::private_dirs(),
+                    uid: rustix::process::getuid().as_raw(),
+                    gid: rustix::process::getgid().as_raw(),
+                };
+                (bwrap.clone(), sandbox::bwrap_args(&jail, &command))
+            }
+            None => (interpreter.executable.clone(), command[1..].to_vec()),
+        };
         let started = Worker::start(Launch {
-            python: &python,
-            program: LAUNCH,
-            config: worker_config,
+            program: &program,
+            args,
+            sandboxed: bwrap.is_some(),
             cwd: &self.config.task_dir,
-            python_path,
+            env,
             startup_limit: Duration::from_secs_f64(
-                self.config.params.import_timeout_secs + self.config.params.timeout_secs,
+                params.import_timeout_secs + params.timeout_secs,
             ),
             evaluator_path: &self.config.evaluator_path,
             lanes,
             depth,
+            output_limit: usize::try_from(params.output_limit_kb.saturating_mul(1000))
+                .unwrap_or(usize::MAX),
         })
         .await?;
-        if !started.executable.is_empty() {
-            lock(&self.resolved_python).get_or_insert_with(|| PathBuf::from(&started.executable));
+        if started.stale_bytecode {
+            // For the next start (the worker cannot write it in the
+            // sandbox): in the background, off this run's path.
+            let python = PathBuf::from(&params.python);
+            let (cwd, code) = (self.config.task_dir.clone(), setup.code.clone());
+            drop(tokio::spawn(async move {
+                let _ = sandbox::probe(&python, &cwd, &code, &CODE_FILES).await;
+            }));
         }
-        let worker = started.worker;
-        Ok(worker)
+        Ok(started.worker)
     }
 
     /// The shared worker, started (or replaced, when it died) as needed.
@@ -419,7 +726,10 @@ impl SubprocessEvaluator {
         let backstop =
             Duration::from_secs_f64(self.config.params.timeout_secs + BACKSTOP_GRACE_SECS);
         match worker.run(&request, backstop).await {
-            Ok(reply) => Attempt::Done(reply.into_evaluation()),
+            Ok(mut reply) => {
+                self.explain_limit(&mut reply);
+                Attempt::Done(reply.into_evaluation())
+            }
             Err(RunError::BeforeStart(reason)) => {
                 self.retire(&worker).await;
                 Attempt::Retry(reason)
@@ -460,6 +770,14 @@ impl Evaluator for SubprocessEvaluator {
 
     fn timeout_secs(&self) -> Option<f64> {
         Some(self.config.params.timeout_secs)
+    }
+
+    fn unsandboxed(&self) -> Option<String> {
+        (self.config.params.sandbox == Sandbox::None).then(|| {
+            "candidates run without a sandbox (evaluator.sandbox: none): they can read and change \
+             your files, use the network and leave processes behind"
+                .to_owned()
+        })
     }
 
     /// Start the worker (interpreter start and `evaluator.py` import, tens of
@@ -555,6 +873,16 @@ def evaluate(program_path):
         }
     }
 
+    /// Without the sandbox: these tests look at the worker's process tree
+    /// from outside (the pids a candidate sees in the sandbox are its own
+    /// namespace's).
+    fn unsandboxed() -> SubprocessParams {
+        SubprocessParams {
+            sandbox: Sandbox::None,
+            ..SubprocessParams::default()
+        }
+    }
+
     /// Children of `pid` that are alive (not zombies), from /proc.
     fn live_children(pid: u32) -> Vec<u32> {
         let path = format!("/proc/{pid}/task/{pid}/children");
@@ -612,7 +940,7 @@ def evaluate(program_path):
             return; // needs Linux /proc to see the worker's children
         }
         let (_dir, task) = value_task();
-        let ev = SubprocessEvaluator::new(&task, SubprocessParams::default(), 1);
+        let ev = SubprocessEvaluator::new(&task, unsandboxed(), 1);
         let e = ev.evaluate(&pid_candidate(1)).await;
         assert!(e.valid, "{e:?}");
         let first = e.scores["combined_score"] as u32;
@@ -659,7 +987,7 @@ def evaluate(program_path):
             return;
         }
         let (_dir, task) = value_task();
-        let ev = SubprocessEvaluator::new(&task, SubprocessParams::default(), 1);
+        let ev = SubprocessEvaluator::new(&task, unsandboxed(), 1);
         assert!(ev.evaluate(&value_candidate(1, 0.5)).await.valid);
         let worker = ev.worker_pids()[0];
         assert!(eventually(|| standbys(worker).len() == 2).await);
@@ -714,11 +1042,14 @@ def evaluate(program_path):
         let code = cache.path().join("worker-test");
         write_code(&code).unwrap();
         let private = tempfile::tempdir().unwrap();
+        let (home, tmp) = (private.path().join("h"), private.path().join("t"));
         assert!(
             ev.setup
                 .set(Ok(Setup {
                     dir: private,
-                    code: code.clone()
+                    code: code.clone(),
+                    home,
+                    tmp,
                 }))
                 .is_ok()
         );
@@ -729,6 +1060,9 @@ def evaluate(program_path):
         std::fs::remove_dir_all(&code).unwrap();
         kill_groups(&[i64::from(worker)]);
         assert!(eventually(|| !alive(worker)).await);
+        // Once the evaluator has seen it go (its standbys may outlive it by
+        // a moment), the next evaluation needs a new worker.
+        assert!(eventually(|| ev.worker_pids().is_empty()).await);
         let e = ev.evaluate(&value_candidate(2, 0.75)).await;
         assert!(e.valid, "{e:?}");
         assert_eq!(e.scores["combined_score"], 0.75);

@@ -97,6 +97,16 @@ impl LanguageModel for EnsembleModel {
         format!("ensemble of {}: {}", self.members.len(), parts.join(", "))
     }
 
+    fn key_env_vars(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for name in self.members.iter().flat_map(|m| m.model.key_env_vars()) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
+    }
+
     fn is_offline(&self) -> bool {
         self.members.iter().all(|m| m.model.is_offline())
     }

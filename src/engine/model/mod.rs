@@ -153,6 +153,13 @@ pub trait LanguageModel: Send + Sync {
     fn is_offline(&self) -> bool {
         false
     }
+
+    /// Names of the environment variables this model reads its API keys
+    /// from (none for a model without a key). The evaluator refuses to pass
+    /// them, or a variable holding the same value, to candidates.
+    fn key_env_vars(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The model used when nothing is configured: the built-in offline model.

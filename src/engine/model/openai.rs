@@ -615,6 +615,10 @@ impl LanguageModel for OpenAiModel {
     fn describe(&self) -> String {
         format!("{} @ {}", self.config.model, self.config.api_base)
     }
+
+    fn key_env_vars(&self) -> Vec<String> {
+        vec![self.config.api_key_env.clone()]
+    }
 }
 
 /// What is wrong with a chat completions body.

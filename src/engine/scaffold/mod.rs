@@ -378,6 +378,7 @@ impl Scaffold {
             seed: self.card.seed,
             parallel: general.parallel,
             run_dir,
+            unsandboxed: self.evaluator.unsandboxed(),
         };
         if let Some(r) = recorder.as_mut()
             && let Err(e) = r.begin(&info, &self.card, &self.task.dir)
@@ -389,7 +390,14 @@ impl Scaffold {
             events.send(RunEvent::Finished(summary.clone())).await;
             return summary;
         }
+        let unsandboxed = info.unsandboxed.clone();
         events.send(RunEvent::Started(info)).await;
+        if let Some(warning) = unsandboxed {
+            if let Some(r) = recorder.as_mut() {
+                r.log(LogLevel::Warn, &warning);
+            }
+            events.log(LogLevel::Warn, warning).await;
+        }
         for (level, msg) in std::mem::take(&mut self.notices) {
             if let Some(r) = recorder.as_mut() {
                 r.log(level, &msg);

@@ -142,6 +142,7 @@ impl RunHistory {
             seed: meta.seed,
             parallel: 0,
             run_dir: Some(dir.to_path_buf()),
+            unsandboxed: None,
         });
         h.genomes.reserve(genomes.len());
         h.children.reserve(genomes.len());
@@ -496,6 +497,7 @@ mod tests {
             seed: 0,
             parallel: 1,
             run_dir: None,
+            unsandboxed: None,
         }));
         h.apply(admitted(genome(0, None, 0, Some(1.0)), Some((0, 1.0)), 0));
         h.apply(RunEvent::IterationStarted {

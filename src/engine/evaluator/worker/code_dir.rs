@@ -7,6 +7,8 @@ use std::time::Duration;
 
 /// The worker's code, written into the code dir (see [`code_dir`]) when missing.
 const WORKER_SCRIPT: &str = include_str!("../../../../assets/python/galapagos_worker.py");
+/// Per-candidate namespaces and privileges (imported in the sandbox only).
+const SANDBOX_SCRIPT: &str = include_str!("../../../../assets/python/galapagos_sandbox.py");
 /// `openevolve/__init__.py` of the compatibility shim.
 const SHIM_INIT: &str = include_str!("../../../../assets/python/openevolve/__init__.py");
 /// `openevolve/evaluation_result.py` of the compatibility shim.
@@ -19,6 +21,9 @@ pub(crate) struct Setup {
     /// `galapagos_worker.py` and the `openevolve` shim: the user's cache dir
     /// when it can be written (see [`code_dir`]), else `dir`.
     pub code: PathBuf,
+    /// The worker's and candidates' `HOME` and `TMPDIR` (in `dir`).
+    pub home: PathBuf,
+    pub tmp: PathBuf,
 }
 
 /// Create the private dir, and find (or write) the worker's code.
@@ -53,12 +58,23 @@ pub(crate) fn prepare() -> Result<Setup, String> {
             code
         }
     };
-    Ok(Setup { dir, code })
+    let home = dir.path().join("home");
+    let tmp = dir.path().join("tmp");
+    for d in [&home, &tmp] {
+        std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+    }
+    Ok(Setup {
+        dir,
+        code,
+        home,
+        tmp,
+    })
 }
 
 /// The worker's code files, by path inside the code dir.
-pub(crate) const CODE: [(&str, &str); 3] = [
+pub(crate) const CODE: [(&str, &str); 4] = [
     ("galapagos_worker.py", WORKER_SCRIPT),
+    ("galapagos_sandbox.py", SANDBOX_SCRIPT),
     ("openevolve/__init__.py", SHIM_INIT),
     ("openevolve/evaluation_result.py", SHIM_RESULT),
 ];

@@ -14,7 +14,7 @@ use tokio::net::unix::pipe;
 use tokio::net::{UnixListener, UnixStream};
 
 use super::capture::Capture;
-use super::process::{describe_status, kill_groups, proc_stat, process_running};
+use super::process::{describe_status, kill_groups, ns_pids, proc_stat};
 use super::protocol::{MAX_RESULT_BYTES, RESULT_HEADER, Reply, Request, read_hello};
 use super::{RunError, Worker, lock};
 
@@ -56,7 +56,13 @@ pub(crate) fn bind_lanes(scratch: &Path) -> Result<Lanes, String> {
 /// One evaluation child: `stream` carries requests in and results out;
 /// `stdout`/`stderr` are the read ends of the pipes that are its fds 1 and 2.
 pub(super) struct Lane {
+    /// The child's pid in the run's pid namespace.
     pid: u32,
+    /// Its process group (in the sandbox, led by its namespace's pid 1:
+    /// killing the group ends the namespace).
+    group: u32,
+    /// Its pid in the zygote's namespace (how the worker reports it).
+    inner: u32,
     stream: UnixStream,
     stdout: pipe::Receiver,
     stderr: pipe::Receiver,
@@ -82,6 +88,8 @@ pub(super) struct LanePool {
 /// How a candidate's child ended before it sent a whole result.
 const ZYGOTE_GONE: &str = "evaluation worker died (its zygote, the candidate's parent process, ended); \
      the candidate may have killed or crashed it; the worker will be restarted";
+/// How long the run waits for a child whose lane closed to end by itself.
+const END_WAIT: Duration = Duration::from_millis(300);
 /// How long the run waits for a killed child's lane to close, and for the
 /// worker to report how a child ended.
 const REAP_WAIT: Duration = Duration::from_secs(2);
@@ -101,7 +109,7 @@ impl LanePool {
         self.fresh
             .drain(..)
             .chain(self.idle.drain(..))
-            .map(|l| i64::from(l.pid))
+            .map(|l| i64::from(l.group))
             .collect()
     }
 }
@@ -137,14 +145,40 @@ impl Worker {
     }
 
     /// Is `pid` a child of this worker's zygote? (Without /proc: accepted.)
-    fn forked_by_zygote(&self, pid: u32) -> bool {
+    /// Is `pid` (in the run's pid namespace) a child of this worker's
+    /// zygote? Its pid in the worker's namespace when it is. Without /proc:
+    /// accepted, under the same pid.
+    ///
+    /// The zygote reports its pid in its own namespace: the parent counts as
+    /// the zygote when its pid at the worker's level is that pid and it has
+    /// none below (a candidate's processes are in namespaces further down,
+    /// where the same number can come up).
+    fn forked_by_zygote(&self, pid: u32) -> Option<u32> {
         let Some(zygote) = self.zygote else {
-            return true;
+            return Some(pid);
         };
-        match proc_stat(pid) {
-            Some(fields) => fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(zygote),
-            None => !Path::new("/proc/self/stat").exists(),
+        if !Path::new("/proc/self/stat").exists() {
+            return Some(pid);
         }
+        let parent = proc_stat(pid)?.get(1)?.parse::<u32>().ok()?;
+        let known = *lock(&self.zygote_outer);
+        let depth = match known {
+            Some((outer, depth)) if outer == parent => depth,
+            Some(_) => return None,
+            None => {
+                // At the worker's level each process has its own pid: the
+                // one the worker reported is the zygote.
+                let ids = ns_pids(parent)?;
+                if ids.get(self.pid_level) != Some(&zygote) {
+                    return None;
+                }
+                let depth = ids.len() - 1;
+                lock(&self.zygote_outer).get_or_insert((parent, depth));
+                depth
+            }
+        };
+        // The zygote reports its children by their pids in its own namespace.
+        ns_pids(pid)?.get(depth).copied()
     }
 
     /// A ready child for the next candidate: the reused child that served
@@ -212,7 +246,7 @@ impl Worker {
         // (its lane is closed): the next one gets it.
         let (mut lane, guard, deadline) = loop {
             let mut lane = self.take_lane(lane_limit).await?;
-            let guard = RunningGuard::new(self, lane.pid);
+            let guard = RunningGuard::new(self, lane.pid, lane.group);
             let deadline = tokio::time::Instant::now() + limit;
             match tokio::time::timeout_at(deadline, lane.stream.write_all(&line)).await {
                 Ok(Ok(())) => break (lane, guard, deadline),
@@ -226,8 +260,8 @@ impl Worker {
             }
         };
         let mut guard = guard;
-        let mut out = Capture::default();
-        let mut err = Capture::default();
+        let mut out = Capture::new(self.output_limit);
+        let mut err = Capture::new(self.output_limit);
         let (mut out_open, mut err_open) = (true, true);
         let mut frame: Vec<u8> = Vec::with_capacity(4096);
         let mut need: Option<usize> = None;
@@ -266,7 +300,6 @@ impl Worker {
                 },
             }
         };
-        let pid = lane.pid;
         let mut reply = match ended {
             Ended::Result => {
                 let end = need.unwrap_or(frame.len()).min(frame.len());
@@ -288,18 +321,30 @@ impl Worker {
                 timeout_reply(request.timeout)
             }
             Ended::Closed => {
-                guard.finish();
-                let error = match self.exit_status(pid, REAP_WAIT).await {
-                    Ok(Some(status)) => describe_status(status),
-                    Ok(None) => {
-                        "candidate ended before the evaluator returned (how is unknown)".to_owned()
+                // The child ends a moment after its lane closes (in the
+                // sandbox, once the candidate's namespace is gone): its own
+                // exit says more than the kill below would.
+                let ended = match self.exit_status(lane.inner, END_WAIT).await {
+                    Ok(Some(exit)) => Ok(Some(exit)),
+                    _ => {
+                        guard.finish();
+                        self.exit_status(lane.inner, REAP_WAIT).await
                     }
+                };
+                guard.finish();
+                let (error, cpu_secs) = match ended {
+                    Ok(Some(exit)) => (describe_status(exit.status), exit.cpu_secs),
+                    Ok(None) => (
+                        "candidate ended before the evaluator returned (how is unknown)".to_owned(),
+                        None,
+                    ),
                     // Its parent, the zygote, ended (the candidate may have
                     // killed it), and the worker with it.
                     Err(_) => return Err(RunError::Failed(ZYGOTE_GONE.to_owned())),
                 };
                 Reply {
                     error: Some(error),
+                    cpu_secs,
                     ..Reply::default()
                 }
             }
@@ -317,11 +362,36 @@ impl Worker {
             self.bump();
         } else {
             // Clear the whole group: stray grandchildren must not outlive
-            // the candidate.
+            // the candidate. In the sandbox the child is its namespace's pid
+            // 1: once it is gone, so is every process the candidate started.
             guard.finish();
+            wait_gone(lane.group, REAP_WAIT).await;
         }
         Ok(reply)
     }
+}
+
+/// Wait (up to `limit`) until `pid`, which was killed, has exited.
+async fn wait_gone(pid: u32, limit: Duration) {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let Some(id) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return;
+    };
+    // A pidfd becomes readable when its process has exited (gone already:
+    // nothing to wait for).
+    let Ok(fd) = pidfd_open(id, PidfdFlags::NONBLOCK) else {
+        return;
+    };
+    let exited = |fd: &std::os::fd::OwnedFd, wait: Option<&Timespec>| {
+        let mut fds = [PollFd::new(fd, PollFlags::IN)];
+        matches!(poll(&mut fds, wait), Ok(n) if n > 0)
+    };
+    if exited(&fd, Some(&Timespec::default())) {
+        return;
+    }
+    let wait = Timespec::try_from(limit).unwrap_or_default();
+    let _ = tokio::task::spawn_blocking(move || exited(&fd, Some(&wait))).await;
 }
 
 /// How waiting for a candidate's result ended.
@@ -345,13 +415,11 @@ async fn wait_closed(lane: &mut Lane) {
                 Ok(_) => {}
             }
         }
-        // The lane closes as the child starts to exit; its exit ends a
-        // moment later (then it is a zombie until the zygote reaps it).
-        while process_running(lane.pid) {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
     })
     .await;
+    // The lane closes as the child starts to exit; its exit ends a moment
+    // later (then it is a zombie until the zygote reaps it).
+    wait_gone(lane.group, REAP_WAIT).await;
 }
 
 /// The reply for a candidate killed at its timeout.
@@ -385,29 +453,31 @@ impl Drop for WaitingGuard<'_> {
 struct RunningGuard<'a> {
     worker: &'a Worker,
     pid: u32,
+    group: u32,
     armed: bool,
 }
 
 impl<'a> RunningGuard<'a> {
-    fn new(worker: &'a Worker, pid: u32) -> Self {
-        lock(&worker.running).insert(pid);
+    fn new(worker: &'a Worker, pid: u32, group: u32) -> Self {
+        lock(&worker.running).insert(group);
         Self {
             worker,
             pid,
+            group,
             armed: true,
         }
     }
 
     /// The child stays (a reused child between candidates).
     fn release(&mut self) {
-        lock(&self.worker.running).remove(&self.pid);
+        lock(&self.worker.running).remove(&self.group);
         self.armed = false;
     }
 
     /// Kill the child's group now (its lane is done).
     fn finish(&mut self) {
         if self.armed {
-            kill_groups(&[i64::from(self.pid)]);
+            kill_groups(&[i64::from(self.group)]);
             lock(&self.worker.pool).known.remove(&self.pid);
         }
         self.release();
@@ -446,9 +516,16 @@ pub(super) async fn accept_lanes(listener: UnixListener, worker: std::sync::Weak
             let Some(worker) = worker.upgrade() else {
                 return;
             };
-            if kind != "lane" || fds.len() != 2 || !worker.forked_by_zygote(pid) {
+            if kind != "lane" || fds.len() != 2 {
                 return;
             }
+            let Some(inner) = worker.forked_by_zygote(pid) else {
+                return;
+            };
+            let group = proc_stat(pid)
+                .and_then(|f| f.get(2).and_then(|g| g.parse::<u32>().ok()))
+                .filter(|g| *g > 1)
+                .unwrap_or(pid);
             let (Some(err), Some(out)) = (fds.pop(), fds.pop()) else {
                 return;
             };
@@ -460,6 +537,8 @@ pub(super) async fn accept_lanes(listener: UnixListener, worker: std::sync::Weak
             };
             worker.add_lane(Lane {
                 pid,
+                group,
+                inner,
                 stream,
                 stdout,
                 stderr,

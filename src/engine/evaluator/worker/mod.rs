@@ -39,6 +39,7 @@ pub(crate) mod code_dir;
 mod lanes;
 pub(crate) mod process;
 pub(crate) mod protocol;
+pub(crate) mod sandbox;
 
 use lanes::{LanePool, accept_lanes};
 pub(crate) use lanes::{Lanes, bind_lanes};
@@ -50,25 +51,25 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::engine::evaluator::Evaluation;
+use capture::Capture;
 use process::kill_groups;
 use protocol::{Exited, Hello};
 
 /// How to start a worker.
 pub(crate) struct Launch<'a> {
-    /// The interpreter.
-    pub python: &'a Path,
-    /// `-c` program that imports and runs the worker.
-    pub program: &'a str,
-    /// The worker's configuration (its one argument).
-    pub config: serde_json::Value,
+    /// What to run: the interpreter, or `bwrap` starting it in the sandbox.
+    pub program: &'a Path,
+    pub args: Vec<OsString>,
+    /// The worker runs in the sandbox (one pid namespace below the run's).
+    pub sandboxed: bool,
     /// Working directory (the task dir).
     pub cwd: &'a Path,
-    /// `PYTHONPATH` (the code dir first).
-    pub python_path: OsString,
+    /// The worker's whole environment (see [`sandbox::environment`]).
+    pub env: Vec<(OsString, OsString)>,
     /// How long the worker may take to import `evaluator.py` and greet.
     pub startup_limit: Duration,
     /// The task's `evaluator.py` (named in errors).
@@ -77,13 +78,22 @@ pub(crate) struct Launch<'a> {
     pub lanes: Lanes,
     /// Standby children the worker forks as it starts.
     pub depth: usize,
+    /// Bytes of each of a candidate's stdout and stderr kept.
+    pub output_limit: usize,
 }
 
-/// A worker that greeted: the process, and the interpreter's real path.
+/// How a child ended: its wait status and the CPU time it used.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Exit {
+    pub status: i32,
+    pub cpu_secs: Option<f64>,
+}
+
+/// A worker that greeted.
 pub(crate) struct Started {
     pub worker: Arc<Worker>,
-    /// `sys.executable` of the worker (empty when it did not say).
-    pub executable: String,
+    /// Its code ran without up-to-date bytecode (compile it for the next).
+    pub stale_bytecode: bool,
 }
 
 /// The warm worker process and the evaluation children it forks.
@@ -110,18 +120,29 @@ pub(crate) struct Worker {
     pool: Mutex<LanePool>,
     /// Standby children kept ready beyond those evaluations are waiting for.
     depth: usize,
-    /// Exit statuses the worker reported, by pid (removed when read).
-    statuses: Mutex<HashMap<u32, i32>>,
+    /// How children ended, as the worker reported it, by pid (removed when
+    /// read).
+    statuses: Mutex<HashMap<u32, Exit>>,
     /// Bumped whenever a lane arrives or returns, a status arrives or the
     /// worker dies: waiters re-check their condition.
     events: tokio::sync::watch::Sender<u64>,
-    /// Children running a candidate (killed with the worker).
+    /// Process groups of the children running a candidate (killed with the
+    /// worker).
     running: Mutex<HashSet<u32>>,
     /// The task accepting lane connections.
     accept: Mutex<Option<tokio::task::AbortHandle>>,
     /// Holds the lane socket's dir when the private dir's path was too long
     /// for a socket address.
     _socket_dir: Option<tempfile::TempDir>,
+    /// How many pid namespaces the worker is below the run's (1 in the
+    /// sandbox): its pids (the zygote's, the children's it reports) are in
+    /// its own namespace, lanes' peers are in the run's.
+    pid_level: usize,
+    /// The zygote's pid in the run's namespace and the depth of its own pid
+    /// namespace below the run's, once a lane showed them.
+    zygote_outer: Mutex<Option<(u32, usize)>>,
+    /// Bytes of each of a candidate's stdout and stderr kept.
+    output_limit: usize,
 }
 
 impl Worker {
@@ -130,34 +151,35 @@ impl Worker {
     /// [`SpawnError::Import`]).
     pub(crate) async fn start(launch: Launch<'_>) -> Result<Started, SpawnError> {
         let Launch {
-            python,
             program,
-            config,
+            args,
+            sandboxed,
             cwd,
-            python_path,
+            env,
             startup_limit,
             evaluator_path,
             lanes,
             depth,
+            output_limit,
         } = launch;
-        let mut cmd = Command::new(python);
-        cmd.arg("-c")
-            .arg(program)
-            .arg(config.to_string())
+        // The worker and its candidates run as this user: keep them out of
+        // this process's memory and /proc entries (its environment holds
+        // the model's API key). Best effort; a no-op after the first call.
+        let _ =
+            rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+        let mut cmd = Command::new(program);
+        cmd.args(args)
             .current_dir(cwd)
-            .env("PYTHONPATH", python_path)
-            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env_clear()
+            .envs(env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        let child = cmd.spawn().map_err(|e| {
-            SpawnError::Other(format!(
-                "cannot run the Python interpreter `{}`: {e} (set the evaluator's `python` parameter)",
-                python.display()
-            ))
-        })?;
+        let child = cmd
+            .spawn()
+            .map_err(|e| SpawnError::Other(format!("cannot run `{}`: {e}", program.display())))?;
         let pid = child.id();
         // Until it greets, the worker (and whatever its import started) is
         // killed as a group if this start is abandoned: a run stopped while
@@ -171,11 +193,17 @@ impl Worker {
                 "evaluation worker was not started".to_owned(),
             ));
         };
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
             return Err(SpawnError::Other(
-                "evaluation worker has no stdin/stdout pipe".to_owned(),
+                "evaluation worker has no stdin/stdout/stderr pipe".to_owned(),
             ));
         };
+        // What the worker (and bubblewrap) say on stderr: the last few KB,
+        // for the error when it cannot start or dies.
+        let said = Arc::new(Mutex::new(Capture::new(STDERR_KEPT)));
+        tokio::spawn(keep_stderr(stderr, Arc::clone(&said)));
         let mut stdout = BufReader::new(stdout);
         let hello = match tokio::time::timeout(startup_limit, read_line(&mut stdout)).await {
             Err(_) => {
@@ -188,8 +216,24 @@ impl Worker {
             }
             Ok(Err(e)) => {
                 let status = exit_status(child).await;
+                // Let the stderr reader take the last bytes.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let said = lock(&said).text();
+                let said = said.trim();
+                if sandboxed && said.starts_with("bwrap:") {
+                    return Err(SpawnError::Other(format!(
+                        "the sandbox could not start: {said} (see the README's Security model for \
+                         what bubblewrap needs; the evaluator's `sandbox: none` runs candidates without \
+                         a sandbox)"
+                    )));
+                }
+                let said = if said.is_empty() {
+                    String::new()
+                } else {
+                    format!("; it said: {said}")
+                };
                 return Err(SpawnError::Other(format!(
-                    "evaluation worker for {} exited during start-up ({e}{status})",
+                    "evaluation worker for {} exited during start-up ({e}{status}){said}",
                     evaluator_path.display()
                 )));
             }
@@ -242,6 +286,9 @@ impl Worker {
             running: Mutex::new(HashSet::new()),
             accept: Mutex::new(None),
             _socket_dir: lanes.dir,
+            pid_level: usize::from(sandboxed),
+            zygote_outer: Mutex::new(None),
+            output_limit,
         });
         tokio::spawn(write_commands(stdin, lines));
         tokio::spawn(read_replies(Arc::clone(&worker), stdout));
@@ -249,7 +296,7 @@ impl Worker {
         *lock(&worker.accept) = Some(accept.abort_handle());
         Ok(Started {
             worker,
-            executable: hello.executable,
+            stale_bytecode: hello.stale,
         })
     }
 
@@ -299,7 +346,7 @@ impl Worker {
 
     /// How the child `pid` ended (its wait status, reported by the worker),
     /// waiting up to `limit`; `Err` with the reason when the worker is gone.
-    async fn exit_status(&self, pid: u32, limit: Duration) -> Result<Option<i32>, String> {
+    async fn exit_status(&self, pid: u32, limit: Duration) -> Result<Option<Exit>, String> {
         let mut events = self.events.subscribe();
         self.send(&serde_json::json!({ "status": pid }));
         let deadline = tokio::time::Instant::now() + limit;
@@ -314,6 +361,20 @@ impl Worker {
                 Ok(Ok(())) => {}
                 _ => return Ok(None),
             }
+        }
+    }
+}
+
+/// Bytes of the worker's own stderr kept for error messages.
+const STDERR_KEPT: usize = 4000;
+
+/// Read the worker's stderr to its end, keeping its head and tail.
+async fn keep_stderr(mut stderr: tokio::process::ChildStderr, said: Arc<Mutex<Capture>>) {
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => lock(&said).push(&buf[..n]),
         }
     }
 }
@@ -338,7 +399,13 @@ async fn read_replies(worker: Arc<Worker>, mut stdout: BufReader<ChildStdout>) {
             Err(e) => break e,
         };
         if let Ok(exited) = serde_json::from_str::<Exited>(&text) {
-            lock(&worker.statuses).insert(exited.exited, exited.status);
+            lock(&worker.statuses).insert(
+                exited.exited,
+                Exit {
+                    status: exited.status,
+                    cpu_secs: exited.cpu,
+                },
+            );
             worker.bump();
         }
     };

@@ -10,6 +10,16 @@ pub(crate) fn proc_stat(pid: u32) -> Option<Vec<String>> {
     Some(rest.split_whitespace().map(str::to_owned).collect())
 }
 
+/// The pids of `pid` in each pid namespace from the one /proc belongs to
+/// down to its own (`NSpid` of `/proc/<pid>/status`); None when the process
+/// (or that line) is not there.
+pub(crate) fn ns_pids(pid: u32) -> Option<Vec<u32>> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    line.split_whitespace().map(|p| p.parse().ok()).collect()
+}
+
+#[cfg(test)]
 /// Is `pid` a process that has not exited (from /proc; false without it)?
 pub(crate) fn process_running(pid: u32) -> bool {
     proc_stat(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z" && state != "X"))

@@ -11,7 +11,7 @@ use std::os::fd::OwnedFd;
 use serde::{Deserialize, Serialize};
 use tokio::net::UnixStream;
 
-use crate::engine::evaluator::{Evaluation, Observed};
+use crate::engine::evaluator::{Evaluation, Metric, Observed};
 
 /// Bytes of big-endian length before a result's JSON.
 pub(crate) const RESULT_HEADER: usize = 8;
@@ -60,6 +60,9 @@ pub(crate) async fn read_hello(stream: &UnixStream) -> Option<(String, Vec<Owned
 pub(crate) struct Exited {
     pub exited: u32,
     pub status: i32,
+    /// CPU seconds it used.
+    #[serde(default)]
+    pub cpu: Option<f64>,
 }
 
 /// One candidate for a child, on its lane.
@@ -72,14 +75,11 @@ pub(crate) struct Request<'a> {
     pub thresholds: &'a [f64],
 }
 
-/// The worker's first line: ready (with the interpreter's path and the
-/// zygote's pid) or why it cannot serve.
+/// The worker's first line: ready (with the zygote's pid) or why it cannot
+/// serve.
 #[derive(Deserialize)]
 pub(crate) struct Hello {
     pub ready: bool,
-    /// `sys.executable` of the worker: later workers start from it.
-    #[serde(default)]
-    pub executable: String,
     #[serde(default)]
     pub error: String,
     #[serde(default)]
@@ -87,22 +87,31 @@ pub(crate) struct Hello {
     /// The zygote's pid (lanes are accepted from its children only).
     #[serde(default)]
     pub zygote: Option<u32>,
+    /// The worker's code ran without up-to-date bytecode beside it.
+    #[serde(default)]
+    pub stale: bool,
 }
 
 /// A candidate's result, as its child sent it (or as the run made it up for
 /// a timeout or a crash).
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct Reply {
+    /// Every metric as `[key, kind, value]` (the worker's `raw_metric`).
     #[serde(default)]
-    pub scores: BTreeMap<String, f64>,
-    #[serde(default)]
-    pub nonfinite: Vec<String>,
+    pub metrics: Vec<(String, String, serde_json::Value)>,
     #[serde(default)]
     pub artifacts: BTreeMap<String, String>,
     #[serde(default)]
     pub error: Option<String>,
     #[serde(default)]
     pub timeout: bool,
+    /// The limit the evaluator's exception points to: `memory`,
+    /// `file_size` or `processes`.
+    #[serde(default)]
+    pub limit: Option<String>,
+    /// CPU seconds the child used, when it ended without a result.
+    #[serde(skip)]
+    pub cpu_secs: Option<f64>,
     /// The child will serve another candidate.
     #[serde(default)]
     pub reusable: bool,
@@ -113,12 +122,38 @@ impl Reply {
     /// [`Observed::judge`]'s).
     pub(crate) fn into_evaluation(self) -> Evaluation {
         Observed {
-            scores: self.scores,
-            nonfinite: self.nonfinite,
+            metrics: self
+                .metrics
+                .into_iter()
+                .map(|(key, kind, value)| (key, metric(&kind, value)))
+                .collect(),
             artifacts: self.artifacts,
             error: self.error,
             timeout: self.timeout,
         }
         .judge()
+    }
+}
+
+/// A metric from its wire kind and value.
+fn metric(kind: &str, value: serde_json::Value) -> Metric {
+    use serde_json::Value;
+    match (kind, value) {
+        ("number", Value::Number(n)) => Metric::Number(n.as_f64().unwrap_or(f64::NAN)),
+        ("nonfinite", Value::String(s)) => Metric::Number(match s.as_str() {
+            "inf" => f64::INFINITY,
+            "-inf" => f64::NEG_INFINITY,
+            _ => f64::NAN,
+        }),
+        ("bool", Value::Bool(b)) => Metric::Bool(b),
+        ("none", _) => Metric::Missing,
+        ("text", Value::String(s)) => Metric::Text(s),
+        (kind, value) => Metric::Other {
+            type_name: kind.to_owned(),
+            text: match value {
+                Value::String(s) => s,
+                other => other.to_string(),
+            },
+        },
     }
 }

@@ -1,0 +1,663 @@
+//! What an evaluation worker, and every candidate it runs, starts with: an
+//! environment built from an allowlist (never the run's own environment,
+//! which holds the model's API key), the interpreter found outside the
+//! sandbox, and the bubblewrap command line that puts the worker in it.
+//!
+//! The sandbox (`evaluator.sandbox: bwrap`, the default on Linux) is one
+//! bubblewrap container per worker, so its start is paid once per run:
+//! new user, pid, IPC, UTS and cgroup namespaces, no network namespace
+//! shared with the machine unless the card sets `evaluator.network`, no
+//! capabilities, a new session, and a file system that is the machine's,
+//! read-only, with the user's home dirs, /tmp, /var/tmp and /run replaced by
+//! empty read-only dirs, a fresh /dev and /proc, and only what the worker
+//! needs bound back read-only: the task folder, the worker's code, the
+//! interpreter's prefixes, the lane socket. Inside it, every candidate gets
+//! namespaces, a private writable scratch dir and limits of its own (see
+//! `assets/python/galapagos_sandbox.py`).
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Variables passed from the run's environment when set: the search path,
+/// locale and time zone, and which GPUs to use. `LC_*` too.
+const PASSED: [&str; 10] = [
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",
+];
+
+/// Variables the evaluator sets itself: a card may not list them.
+const OWN: [&str; 3] = ["HOME", "TMPDIR", "PYTHONDONTWRITEBYTECODE"];
+
+/// Why a name listed in `evaluator.env` is refused, if it is.
+///
+/// `keys` are the names of the variables that hold model API keys (the
+/// configured ones, and `OPENAI_API_KEY` always); `lookup` reads the run's
+/// environment, so a listed variable that holds the same value as a key is
+/// refused too.
+pub(crate) fn refuse_listed(
+    name: &str,
+    keys: &[String],
+    lookup: &dyn Fn(&str) -> Option<OsString>,
+) -> Option<String> {
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        // The text is not echoed: it may be a pasted key.
+        return Some(
+            "an entry is not an environment variable name (letters, digits and _, not starting \
+             with a digit)"
+                .to_owned(),
+        );
+    }
+    if keys.iter().any(|k| k == name) {
+        return Some(format!(
+            "`{name}` holds a model API key: it is never passed to the evaluator, whose candidates \
+             could read it (remove it from evaluator.env)"
+        ));
+    }
+    if OWN.contains(&name) {
+        return Some(format!(
+            "`{name}` is set by the evaluator itself (a private one per run); remove it from evaluator.env"
+        ));
+    }
+    let value = lookup(name).filter(|v| !v.is_empty())?;
+    let holder = keys.iter().find(|k| lookup(k).as_ref() == Some(&value))?;
+    Some(format!(
+        "`{name}` holds the same value as the model API key variable `{holder}`: it is never \
+         passed to the evaluator, whose candidates could read it (remove it from evaluator.env)"
+    ))
+}
+
+/// The environment of a worker and its candidates: [`PASSED`] and `LC_*`
+/// from `lookup` when set, the card's `listed` names when set, a private
+/// `home` and `tmp`, `PYTHONPATH` with `code_dir` first (then the entries of
+/// a listed `PYTHONPATH`), and bytecode writing off. Nothing else.
+pub(crate) fn environment(
+    listed: &[String],
+    home: &Path,
+    tmp: &Path,
+    code_dir: &Path,
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+) -> Vec<(OsString, OsString)> {
+    let mut out: Vec<(OsString, OsString)> = Vec::new();
+    let mut python_path = vec![code_dir.to_path_buf()];
+    for (name, value) in vars {
+        let Some(text) = name.to_str() else {
+            continue;
+        };
+        if text == "PYTHONPATH" {
+            if listed.iter().any(|l| l == text) {
+                python_path.extend(std::env::split_paths(&value));
+            }
+            continue;
+        }
+        let passed =
+            PASSED.contains(&text) || text.starts_with("LC_") || listed.iter().any(|l| l == text);
+        if passed && !OWN.contains(&text) {
+            out.push((name, value));
+        }
+    }
+    out.push(("HOME".into(), home.into()));
+    out.push(("TMPDIR".into(), tmp.into()));
+    out.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+    if let Ok(joined) = std::env::join_paths(&python_path) {
+        out.push(("PYTHONPATH".into(), joined));
+    } else {
+        out.push(("PYTHONPATH".into(), code_dir.into()));
+    }
+    out
+}
+
+/// The entries of `PYTHONPATH` in `env` (as [`environment`] built it).
+pub(crate) fn python_path(env: &[(OsString, OsString)]) -> Vec<PathBuf> {
+    env.iter()
+        .find(|(k, _)| k == OsStr::new("PYTHONPATH"))
+        .map(|(_, v)| std::env::split_paths(v).collect())
+        .unwrap_or_default()
+}
+
+/// Where the user's own data lives: `/home`, `/root`, `$HOME`, and the dir
+/// of galapagos's settings file (those that exist, never `/`).
+pub(crate) fn private_dirs() -> Vec<PathBuf> {
+    let mut dirs = vec![PathBuf::from("/home"), PathBuf::from("/root")];
+    dirs.extend(std::env::var_os("HOME").map(PathBuf::from));
+    dirs.extend(
+        crate::engine::model::settings::user_settings_path()
+            .and_then(|p| p.parent().map(Path::to_path_buf)),
+    );
+    dirs.retain(|d| d.is_absolute() && d.components().count() > 1 && d.is_dir());
+    dirs
+}
+
+/// Where a sandboxed candidate can write: a fresh tmpfs per candidate,
+/// holding its HOME (`home`) and TMPDIR (`tmp`).
+pub(crate) const SCRATCH_ROOT: &str = "/tmp/galapagos";
+
+/// The interpreter the worker runs, as the interpreter itself reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Interpreter {
+    /// `sys.executable`: the worker starts from it (no shim in between).
+    pub executable: PathBuf,
+    /// Dirs the interpreter reads its standard library and packages from.
+    pub prefixes: Vec<PathBuf>,
+}
+
+/// Asks the interpreter where it lives (`-I -S`: no site, no environment
+/// variables, so nothing but this code runs) and compiles the worker's code
+/// in the code dir (argument 1) when its bytecode is missing or stale, so a
+/// worker that cannot write there (in the sandbox) still starts from
+/// bytecode.
+const PROBE: &str = r#"import importlib.util, json, os, sys
+prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+            os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))}
+# A venv (found by its pyvenv.cfg; without `site`, sys.prefix is the base's).
+venv = os.path.dirname(os.path.dirname(sys.executable))
+if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+    prefixes.add(venv)
+out = {"executable": sys.executable, "prefixes": sorted(prefixes)}
+code = sys.argv[1]
+for rel in sys.argv[2:]:
+    src = os.path.join(code, rel)
+    try:
+        cached = importlib.util.cache_from_source(src)
+        st = os.stat(src)
+        try:
+            with open(cached, "rb") as f:
+                head = f.read(16)
+        except OSError:
+            head = b""
+        fresh = (head[:4] == importlib.util.MAGIC_NUMBER and head[4:8] == bytes(4)
+                 and int.from_bytes(head[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+                 and int.from_bytes(head[12:16], "little") == st.st_size & 0xFFFFFFFF)
+        if not fresh:
+            import py_compile
+            py_compile.compile(src, cfile=cached, doraise=True)
+    except Exception as exc:
+        out.setdefault("uncompiled", []).append(f"{rel}: {exc}")
+print(json.dumps(out))
+"#;
+
+/// Run `python` (as the user named it: a name on PATH, a path, a
+/// version-manager shim) outside the sandbox, from `cwd`, with the run's
+/// environment (only this module's own code runs), to learn where it lives;
+/// it also compiles the worker's `files` in `code_dir`.
+pub(crate) async fn probe(
+    python: &Path,
+    cwd: &Path,
+    code_dir: &Path,
+    files: &[&str],
+) -> Result<Interpreter, String> {
+    #[derive(serde::Deserialize)]
+    struct Found {
+        executable: PathBuf,
+        prefixes: Vec<PathBuf>,
+    }
+    let run = tokio::process::Command::new(python)
+        .args(["-I", "-S", "-c", PROBE])
+        .arg(code_dir)
+        .args(files)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = match tokio::time::timeout(Duration::from_secs(60), run).await {
+        Err(_) => {
+            return Err(format!(
+                "the Python interpreter `{}` did not answer within 60 s",
+                python.display()
+            ));
+        }
+        Ok(Err(e)) => {
+            return Err(format!(
+                "cannot run the Python interpreter `{}`: {e} (set the evaluator's `python` parameter)",
+                python.display()
+            ));
+        }
+        Ok(Ok(o)) => o,
+    };
+    let text = String::from_utf8_lossy(&output.stdout);
+    match serde_json::from_str::<Found>(text.trim()) {
+        Ok(found) if output.status.success() && found.executable.is_absolute() => Ok(Interpreter {
+            executable: found.executable,
+            prefixes: found
+                .prefixes
+                .into_iter()
+                .filter(|p| p.is_absolute())
+                .collect(),
+        }),
+        _ => Err(format!(
+            "the Python interpreter `{}` does not run ({}): {}",
+            python.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        )),
+    }
+}
+
+/// The interpreter `python` names, found without running it, when it is a
+/// binary (the common case: a venv's, a pyenv version's, the system's, a
+/// conda env's python): named by path, or by a name on `PATH`. None for a
+/// script (a version manager's shim), a relative path, or anything not
+/// found: [`probe`] asks the interpreter itself then.
+pub(crate) fn locate(python: &str) -> Option<Interpreter> {
+    let named = Path::new(python);
+    let path = if named.is_absolute() {
+        named.to_path_buf()
+    } else if python.contains('/') {
+        return None;
+    } else {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|dir| dir.join(python))
+            .find(|p| p.is_file())?
+    };
+    let mut head = [0u8; 4];
+    std::io::Read::read_exact(&mut std::fs::File::open(&path).ok()?, &mut head).ok()?;
+    if &head != b"\x7fELF" {
+        return None;
+    }
+    let real = std::fs::canonicalize(&path).ok()?;
+    let mut prefixes: Vec<PathBuf> = Vec::new();
+    let mut add = |p: Option<&Path>| {
+        if let Some(p) = p.filter(|p| p.components().count() > 1)
+            && !prefixes.iter().any(|q| q == p)
+        {
+            prefixes.push(p.to_path_buf());
+        }
+    };
+    add(path.parent());
+    add(real.parent());
+    add(real.parent().and_then(Path::parent));
+    // A venv: its dir (pyvenv.cfg beside bin/) and the base it names.
+    let venv = path.parent().and_then(Path::parent);
+    if let Some(cfg) = venv.and_then(|v| std::fs::read_to_string(v.join("pyvenv.cfg")).ok()) {
+        add(venv);
+        let home = cfg.lines().find_map(|l| {
+            let (key, value) = l.split_once('=')?;
+            (key.trim() == "home").then(|| PathBuf::from(value.trim()))
+        });
+        if let Some(home) = home {
+            add(Some(&home));
+            add(home.parent());
+        }
+    }
+    Some(Interpreter {
+        executable: path,
+        prefixes,
+    })
+}
+
+/// `bwrap` on PATH, or why there is none.
+pub(crate) fn find_bwrap() -> Result<PathBuf, String> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("bwrap"))
+            .find(|p| p.is_file())
+    });
+    found.ok_or_else(|| {
+        "the sandbox needs bubblewrap (`bwrap`), which is not installed: install it (Debian, Ubuntu: \
+         `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`; Arch: `pacman -S bubblewrap`), \
+         or set the evaluator's `sandbox: none` to run candidates without a sandbox (they can then read \
+         and change your files and use the network)"
+            .to_owned()
+    })
+}
+
+/// What the worker's sandbox shows.
+pub(crate) struct Jail<'a> {
+    /// Share the machine's network (`evaluator.network`).
+    pub network: bool,
+    pub interpreter: &'a Interpreter,
+    pub task_dir: &'a Path,
+    pub code_dir: &'a Path,
+    /// The lane socket's dir.
+    pub lanes_dir: &'a Path,
+    /// More dirs to show read-only when hidden (listed `PYTHONPATH` entries).
+    pub extra: Vec<PathBuf>,
+    /// Dirs the user's data lives in, replaced by empty read-only dirs:
+    /// `/home`, `/root`, `$HOME`, the settings file's dir.
+    pub private: Vec<PathBuf>,
+    /// The run's uid and gid (0 for root).
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// Dirs every sandbox replaces by empty ones (writable only where noted in
+/// [`bwrap_args`]).
+const SCRATCH_DIRS: [&str; 3] = ["/tmp", "/var/tmp", "/run"];
+
+/// GPU device nodes passed into the sandbox when they exist.
+fn gpu_devices() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/dev") {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("nvidia") || name == "dri" || name == "kfd" {
+                found.push(entry.path());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The `bwrap` arguments that start `command` in the worker's sandbox.
+pub(crate) fn bwrap_args(jail: &Jail<'_>, command: &[OsString]) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    let mut push = |items: &[&OsStr]| a.extend(items.iter().map(|i| i.to_os_string()));
+    push(&[
+        "--unshare-user".as_ref(),
+        "--unshare-ipc".as_ref(),
+        "--unshare-pid".as_ref(),
+        "--unshare-uts".as_ref(),
+        "--unshare-cgroup-try".as_ref(),
+    ]);
+    if !jail.network {
+        push(&["--unshare-net".as_ref()]);
+    }
+    // Inside, the worker is this user, or nobody when this is root: a
+    // candidate's own user namespace maps its uid to itself, which the
+    // kernel refuses for uid 0 without capabilities.
+    let uid = if jail.uid == 0 { 65534 } else { jail.uid };
+    let gid = if jail.gid == 0 { 65534 } else { jail.gid };
+    let (uid, gid) = (uid.to_string(), gid.to_string());
+    push(&[
+        "--uid".as_ref(),
+        uid.as_ref(),
+        "--gid".as_ref(),
+        gid.as_ref(),
+        "--die-with-parent".as_ref(),
+        "--new-session".as_ref(),
+        "--cap-drop".as_ref(),
+        "ALL".as_ref(),
+        "--ro-bind".as_ref(),
+        "/".as_ref(),
+        "/".as_ref(),
+        "--dev".as_ref(),
+        "/dev".as_ref(),
+    ]);
+    for device in gpu_devices() {
+        push(&[
+            "--dev-bind-try".as_ref(),
+            device.as_os_str(),
+            device.as_os_str(),
+        ]);
+    }
+    // /proc/sys and friends read-only: as root outside, the worker's uid is
+    // root's, and a writable /proc/sys would let it change the machine.
+    push(&[
+        "--tmpfs".as_ref(),
+        "/dev/shm".as_ref(),
+        "--proc".as_ref(),
+        "/proc".as_ref(),
+    ]);
+    for p in ["/proc/sys", "/proc/sysrq-trigger"] {
+        push(&["--ro-bind-try".as_ref(), p.as_ref(), p.as_ref()]);
+    }
+    let mut hidden: Vec<PathBuf> = SCRATCH_DIRS.iter().map(PathBuf::from).collect();
+    for p in &jail.private {
+        if !hidden.iter().any(|h| p.starts_with(h)) {
+            hidden.retain(|h| !h.starts_with(p));
+            hidden.push(p.clone());
+        }
+    }
+    for dir in &hidden {
+        push(&["--tmpfs".as_ref(), dir.as_os_str()]);
+    }
+    let scratch = Path::new(SCRATCH_ROOT);
+    push(&[
+        "--tmpfs".as_ref(),
+        scratch.as_os_str(),
+        "--dir".as_ref(),
+        scratch.join("home").as_os_str(),
+        "--dir".as_ref(),
+        scratch.join("tmp").as_os_str(),
+    ]);
+    // Bound back read-only: what the worker reads that lives in a hidden dir.
+    let wanted = [jail.task_dir, jail.code_dir, jail.lanes_dir]
+        .into_iter()
+        .map(Path::to_path_buf)
+        .chain(jail.interpreter.prefixes.iter().cloned())
+        .chain(std::iter::once(jail.interpreter.executable.clone()))
+        .chain(jail.extra.iter().cloned());
+    let mut binds: Vec<PathBuf> = Vec::new();
+    for path in wanted {
+        let real = std::fs::canonicalize(&path).ok();
+        for p in std::iter::once(path).chain(real) {
+            let covered = p.starts_with("/dev/shm") || hidden.iter().any(|h| p.starts_with(h));
+            if covered && !binds.contains(&p) {
+                binds.push(p);
+            }
+        }
+    }
+    binds.sort();
+    // A dir bound already shows what is below it (and an ro bind takes no
+    // mount point of its own).
+    let mut kept: Vec<&PathBuf> = Vec::new();
+    for p in &binds {
+        if !kept.iter().any(|k| p.starts_with(k)) {
+            kept.push(p);
+        }
+    }
+    for p in kept {
+        push(&["--ro-bind-try".as_ref(), p.as_os_str(), p.as_os_str()]);
+    }
+    for dir in &hidden {
+        push(&["--remount-ro".as_ref(), dir.as_os_str()]);
+    }
+    push(&[
+        "--remount-ro".as_ref(),
+        "/dev".as_ref(),
+        "--chdir".as_ref(),
+        jail.task_dir.as_os_str(),
+        "--".as_ref(),
+    ]);
+    a.extend(command.iter().cloned());
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    #[test]
+    fn only_the_allowlist_and_the_listed_names_pass() {
+        let run_env = vars(&[
+            ("PATH", "/usr/bin"),
+            ("LANG", "C.UTF-8"),
+            ("LC_NUMERIC", "de_DE"),
+            ("OPENAI_API_KEY", "sk-secret"),
+            ("AWS_SECRET_ACCESS_KEY", "x"),
+            ("HOME", "/home/me"),
+            ("CUDA_VISIBLE_DEVICES", "1"),
+            ("DATA_DIR", "/data"),
+            ("PYTHONPATH", "/opt/lib:/opt/more"),
+            ("SSH_AUTH_SOCK", "/tmp/agent"),
+        ]);
+        let listed = vec!["DATA_DIR".to_owned(), "PYTHONPATH".to_owned()];
+        let env = environment(
+            &listed,
+            Path::new("/p/home"),
+            Path::new("/p/tmp"),
+            Path::new("/code"),
+            run_env,
+        );
+        let names: Vec<&str> = env.iter().filter_map(|(k, _)| k.to_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "PATH",
+                "LANG",
+                "LC_NUMERIC",
+                "CUDA_VISIBLE_DEVICES",
+                "DATA_DIR",
+                "HOME",
+                "TMPDIR",
+                "PYTHONDONTWRITEBYTECODE",
+                "PYTHONPATH"
+            ]
+        );
+        let get = |n: &str| env.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+        assert_eq!(get("HOME"), Some("/p/home".into()));
+        assert_eq!(get("PYTHONPATH"), Some("/code:/opt/lib:/opt/more".into()));
+    }
+
+    #[test]
+    fn key_variables_names_and_values_are_refused() {
+        let keys = vec!["OPENAI_API_KEY".to_owned(), "MY_LLM_KEY".to_owned()];
+        let lookup = |n: &str| match n {
+            "MY_LLM_KEY" => Some(OsString::from("sk-abc")),
+            "COPY" => Some(OsString::from("sk-abc")),
+            "DATA_DIR" => Some(OsString::from("/data")),
+            _ => None,
+        };
+        let refused = |n: &str| refuse_listed(n, &keys, &lookup);
+        assert!(refused("OPENAI_API_KEY").unwrap().contains("API key"));
+        assert!(refused("MY_LLM_KEY").unwrap().contains("API key"));
+        assert!(refused("COPY").unwrap().contains("same value"));
+        assert!(refused("HOME").unwrap().contains("set by the evaluator"));
+        assert!(
+            refused("1BAD")
+                .unwrap()
+                .contains("not an environment variable name")
+        );
+        let pasted = refused("sk-abc").unwrap();
+        assert!(!pasted.contains("sk-abc"), "{pasted}");
+        assert_eq!(refused("DATA_DIR"), None);
+        assert_eq!(refused("UNSET_BUT_FINE"), None);
+    }
+
+    #[test]
+    fn the_sandbox_hides_the_users_data_and_binds_back_only_what_the_worker_reads() {
+        let interpreter = Interpreter {
+            executable: PathBuf::from("/nonexistent-venv/bin/python"),
+            prefixes: vec![
+                PathBuf::from("/root/.pyenv/versions/9.9"),
+                PathBuf::from("/root/.pyenv/versions/9.9/bin"),
+                PathBuf::from("/usr"),
+            ],
+        };
+        let jail = Jail {
+            network: false,
+            interpreter: &interpreter,
+            task_dir: Path::new("/home/me/tasks/t"),
+            code_dir: Path::new("/home/me/.cache/galapagos/worker-1"),
+            lanes_dir: Path::new("/dev/shm/galapagos-eval-x/w0"),
+            extra: vec![],
+            private: ["/home", "/root", "/home/me"]
+                .iter()
+                .map(PathBuf::from)
+                .collect(),
+            uid: 0,
+            gid: 0,
+        };
+        let args: Vec<String> = bwrap_args(&jail, &["python".into(), "-c".into()])
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let text = args.join(" ");
+        let has = |s: &str| text.contains(s);
+        assert!(has("--unshare-net") && has("--cap-drop ALL") && has("--die-with-parent"));
+        assert!(
+            has("--uid 65534 --gid 65534"),
+            "root maps to nobody inside: {text}"
+        );
+        for hidden in ["/tmp", "/var/tmp", "/run", "/home", "/root"] {
+            assert!(
+                has(&format!("--tmpfs {hidden} ")),
+                "{hidden} hidden: {text}"
+            );
+            assert!(
+                has(&format!("--remount-ro {hidden} ")),
+                "{hidden} read-only: {text}"
+            );
+        }
+        assert!(!has("--tmpfs /home/me "), "/home covers $HOME: {text}");
+        for shown in [
+            "/home/me/tasks/t",
+            "/home/me/.cache/galapagos/worker-1",
+            "/dev/shm/galapagos-eval-x/w0",
+            "/root/.pyenv/versions/9.9",
+        ] {
+            assert!(
+                has(&format!("--ro-bind-try {shown} {shown} ")),
+                "{shown}: {text}"
+            );
+        }
+        assert!(!has("versions/9.9/bin"), "inside a bound dir: {text}");
+        assert!(!has("--ro-bind-try /usr"), "not hidden: {text}");
+        assert!(
+            text.ends_with("--chdir /home/me/tasks/t -- python -c"),
+            "{text}"
+        );
+        let shared = Jail {
+            network: true,
+            uid: 1000,
+            gid: 1000,
+            ..jail
+        };
+        let text: Vec<String> = bwrap_args(&shared, &[])
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let text = text.join(" ");
+        assert!(!text.contains("--unshare-net") && text.contains("--uid 1000 --gid 1000"));
+    }
+
+    #[test]
+    fn a_binary_interpreter_is_located_without_running_it_and_a_script_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let venv = dir.path().join("venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        let binary = std::env::current_exe().unwrap();
+        std::os::unix::fs::symlink(&binary, venv.join("bin/python")).unwrap();
+        std::fs::write(
+            venv.join("pyvenv.cfg"),
+            "home = /opt/base/bin\nversion = 3.11\n",
+        )
+        .unwrap();
+        let python = venv.join("bin/python");
+        let found = locate(python.to_str().unwrap()).expect("an ELF binary");
+        assert_eq!(
+            found.executable, python,
+            "the venv's path, not the link's target"
+        );
+        for p in [
+            venv.clone(),
+            venv.join("bin"),
+            PathBuf::from("/opt/base/bin"),
+            PathBuf::from("/opt/base"),
+            binary.parent().unwrap().to_path_buf(),
+        ] {
+            assert!(found.prefixes.contains(&p), "{p:?} in {:?}", found.prefixes);
+        }
+        let shim = dir.path().join("python-shim");
+        std::fs::write(&shim, "#!/bin/sh\nexec python3 \"$@\"\n").unwrap();
+        assert_eq!(
+            locate(shim.to_str().unwrap()),
+            None,
+            "a script is asked instead"
+        );
+        assert_eq!(locate("relative/python"), None);
+        assert_eq!(locate("/nonexistent/python9"), None);
+    }
+}
