@@ -79,6 +79,17 @@ pub(crate) const CODE: [(&str, &str); 4] = [
     ("openevolve/evaluation_result.py", SHIM_RESULT),
 ];
 
+/// The worker's code files, by name in the code dir.
+pub(crate) const CODE_FILES: [&str; CODE.len()] = {
+    let mut names = [""; CODE.len()];
+    let mut i = 0;
+    while i < CODE.len() {
+        names[i] = CODE[i].0;
+        i += 1;
+    }
+    names
+};
+
 /// A code dir in the user's cache dir (`~/.cache/galapagos/worker-<hash>` on
 /// Linux) that outlives the run, so Python compiles the 1,200-line worker
 /// once (~8 ms) instead of at every run start. The hash of the code names

@@ -37,6 +37,7 @@
 pub(crate) mod capture;
 pub(crate) mod code_dir;
 mod lanes;
+pub(crate) mod limits;
 pub(crate) mod process;
 pub(crate) mod protocol;
 pub(crate) mod sandbox;
@@ -58,6 +59,20 @@ use crate::engine::evaluator::Evaluation;
 use capture::Capture;
 use process::kill_groups;
 use protocol::{Exited, Hello};
+
+/// How the interpreter starts the worker: import it as a module, so its
+/// bytecode is cached next to it in the code dir (`-B`/`PYTHONDONTWRITEBYTECODE`
+/// stay in force for everything else, candidates included), then serve. The
+/// `-c` entry `''` (the current dir, which is the task dir) leaves
+/// `sys.path`: the code dir comes from `PYTHONPATH`, as the script's own dir
+/// did, and the worker puts the task dir on the path as before.
+pub(crate) const LAUNCH: &str = "import sys
+if sys.path and sys.path[0] == '': del sys.path[0]
+sys.dont_write_bytecode = False
+import galapagos_worker
+sys.dont_write_bytecode = True
+galapagos_worker.main()
+";
 
 /// How to start a worker.
 pub(crate) struct Launch<'a> {

@@ -19,6 +19,9 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::code_dir::CODE_FILES;
+use crate::engine::params::ParamError;
+
 /// Variables passed from the run's environment when set: the search path,
 /// locale and time zone, and which GPUs to use. `LC_*` too.
 const PASSED: [&str; 10] = [
@@ -78,6 +81,28 @@ pub(crate) fn refuse_listed(
         "`{name}` holds the same value as the model API key variable `{holder}`: it is never \
          passed to the evaluator, whose candidates could read it (remove it from evaluator.env)"
     ))
+}
+
+/// The key variable every run may use (`OPENAI_API_KEY`).
+pub(crate) fn default_key_vars() -> Vec<String> {
+    vec![crate::engine::model::openai::DEFAULT_API_KEY_ENV.to_owned()]
+}
+
+/// The first `env` entry refused by [`refuse_listed`].
+pub(crate) fn check_env(
+    listed: &[String],
+    keys: &[String],
+    lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<(), ParamError> {
+    for (i, name) in listed.iter().enumerate() {
+        if let Some(reason) = refuse_listed(name, keys, lookup) {
+            return Err(ParamError {
+                key: format!("env[{i}]"),
+                reason,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The environment of a worker and its candidates: [`PASSED`] and `LC_*`
@@ -144,6 +169,38 @@ pub(crate) fn private_dirs() -> Vec<PathBuf> {
 /// Where a sandboxed candidate can write: a fresh tmpfs per candidate,
 /// holding its HOME (`home`) and TMPDIR (`tmp`).
 pub(crate) const SCRATCH_ROOT: &str = "/tmp/galapagos";
+
+/// Where a worker's candidates write: (HOME, TMPDIR, the dir their program
+/// files go in). In the sandbox, a private tmpfs per candidate
+/// ([`SCRATCH_ROOT`]); without it, the run's private dirs (`dir` is the
+/// worker's own).
+pub(crate) fn scratch_dirs(
+    sandboxed: bool,
+    setup: &super::code_dir::Setup,
+    dir: &Path,
+) -> (PathBuf, PathBuf, PathBuf) {
+    let root = Path::new(SCRATCH_ROOT);
+    if sandboxed {
+        (root.join("home"), root.join("tmp"), root.join("tmp"))
+    } else {
+        (setup.home.clone(), setup.tmp.clone(), dir.to_path_buf())
+    }
+}
+
+/// The worker configuration's `isolate` entry: what each candidate's
+/// namespaces get (see `assets/python/galapagos_sandbox.py`).
+pub(crate) fn isolation(
+    network: bool,
+    memory_mib: Option<u64>,
+    lanes_dir: &Path,
+) -> serde_json::Value {
+    serde_json::json!({
+        "network": network,
+        "root": SCRATCH_ROOT,
+        "tmp_mib": memory_mib,
+        "hide": [lanes_dir],
+    })
+}
 
 /// The interpreter the worker runs, as the interpreter itself reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -296,6 +353,33 @@ pub(crate) fn locate(python: &str) -> Option<Interpreter> {
         executable: path,
         prefixes,
     })
+}
+
+/// The interpreter `python` names: [`locate`]d when it is a binary, else
+/// [`probe`]d (outside any sandbox).
+pub(crate) async fn find_interpreter(
+    python: &str,
+    cwd: &Path,
+    code_dir: &Path,
+) -> Result<Interpreter, String> {
+    match locate(python) {
+        Some(found) => Ok(found),
+        None => probe(Path::new(python), cwd, code_dir, &CODE_FILES).await,
+    }
+}
+
+/// Compile the worker's code for the next start (a worker in the sandbox
+/// cannot write its bytecode): [`probe`] does, in the background, off this
+/// run's path.
+pub(crate) fn compile_in_background(python: &str, cwd: &Path, code_dir: &Path) {
+    let (python, cwd, code) = (
+        PathBuf::from(python),
+        cwd.to_path_buf(),
+        code_dir.to_path_buf(),
+    );
+    drop(tokio::spawn(async move {
+        let _ = probe(&python, &cwd, &code, &CODE_FILES).await;
+    }));
 }
 
 /// `bwrap` on PATH, or why there is none.
