@@ -288,11 +288,13 @@ fn stop_during_the_initial_evaluation_does_not_wait_for_it() {
     .unwrap();
     let registry = registry();
     let run_dir = dir.path().join("run");
-    let h = spawn(request(
-        card("best_of_n.yaml", &registry),
-        &task,
-        Some(run_dir.clone()),
-    ));
+    // Unsandboxed: the evaluator leaves its pid in the test's dir.
+    let mut unsandboxed = card("best_of_n.yaml", &registry);
+    unsandboxed.evaluator.params.set(
+        "sandbox",
+        galapagos::engine::params::ParamValue::Str("none".to_owned()),
+    );
+    let h = spawn(request(unsandboxed, &task, Some(run_dir.clone())));
     let deadline = Instant::now() + Duration::from_secs(30);
     while !marker.exists() {
         assert!(

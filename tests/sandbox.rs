@@ -622,3 +622,47 @@ fn without_bubblewrap_the_run_stops_before_its_first_iteration_saying_how_to_ins
         outcome.stderr
     );
 }
+
+#[test]
+fn read_paths_show_a_dir_of_the_home_read_only_and_never_the_whole_home() {
+    let hostile = Hostile::new();
+    let data = hostile.home.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("table.txt"), "0.375\n").unwrap();
+    let program = format!(
+        "def run():\n\
+         \x20   value = float(open({table:?}).read())\n\
+         \x20   try:\n\
+         \x20       open({table:?}, 'a').write('1')\n\
+         \x20       return 99.0\n\
+         \x20   except OSError as e:\n\
+         \x20       print('cannot write:', e)\n\
+         \x20   return value\n",
+        table = data.join("table.txt").display().to_string()
+    );
+    let outcome = hostile.run(&program, "read_paths: [\"~/data\"]", 2);
+    went_on(&outcome, 2);
+    for child in outcome.children() {
+        let evidence = Outcome::evidence(child);
+        assert_eq!(
+            child["scores"]["combined_score"].as_f64(),
+            Some(0.375),
+            "{evidence}"
+        );
+        assert!(evidence.contains("Read-only file system"), "{evidence}");
+    }
+    // The SSH key beside it stays hidden, and the whole home is refused.
+    let ssh = hostile.run(
+        &format!(
+            "def run():\n    return float(len(open({:?}).read()))\n",
+            hostile.home.join(".ssh/id_ed25519").display().to_string()
+        ),
+        "read_paths: [\"~/data\"]",
+        1,
+    );
+    went_on(&ssh, 1);
+    assert!(ssh.children()[0]["valid"] == false);
+    let whole = hostile.run(common::hostile::INITIAL, "read_paths: [\"~\"]", 1);
+    assert!(!whole.success && whole.genomes.is_empty());
+    assert!(whole.stderr.contains("read_paths[0]"), "{}", whole.stderr);
+}

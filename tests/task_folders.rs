@@ -375,7 +375,17 @@ async fn the_shipped_rust_task_compiles_and_runs_its_candidates() {
     let task = galapagos::engine::task::Task::load(&root().join("assets/tasks/hash_rust")).unwrap();
     assert_eq!(task.language, "rust");
     assert!(task.warnings().is_empty());
-    let ev = SubprocessEvaluator::new(&task, SubprocessParams::default(), 1);
+    // Unsandboxed: rustup keeps its toolchains in the home dir, which the
+    // sandbox hides (a card shows one with `read_paths`; Debian's rustc is
+    // visible as it is).
+    let ev = SubprocessEvaluator::new(
+        &task,
+        SubprocessParams {
+            sandbox: galapagos::engine::evaluator::Sandbox::None,
+            ..SubprocessParams::default()
+        },
+        1,
+    );
     let score = |content: String| {
         let ev = &ev;
         async move { ev.evaluate(&Candidate { id: 1, content }).await }

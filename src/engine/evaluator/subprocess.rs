@@ -75,6 +75,9 @@ pub struct SubprocessParams {
     pub sandbox: Sandbox,
     /// Candidates may use the network (off: no network at all).
     pub network: bool,
+    /// More paths shown, read-only, inside the sandbox (data sets,
+    /// toolchains under your home); `~/` is your home.
+    pub read_paths: Vec<String>,
     /// Memory a candidate's process may allocate (RLIMIT_DATA), in MiB;
     /// null: no limit.
     pub memory_limit_mib: Option<u64>,
@@ -124,6 +127,7 @@ impl Default for SubprocessParams {
             env: Vec::new(),
             sandbox: Sandbox::default(),
             network: false,
+            read_paths: Vec::new(),
             memory_limit_mib: Some(4096),
             cpu_limit_secs: None,
             process_limit: Some(256),
@@ -257,6 +261,12 @@ impl Component for SubprocessEvaluator {
                 ty: ParamType::Bool,
             },
             ParamSpec {
+                key: "read_paths",
+                doc: "More files or dirs candidates and evaluator.py may read inside the sandbox (a data \
+                      set, a toolchain under your home such as ~/.rustup); ~/ is your home. Read-only",
+                ty: ParamType::TextList,
+            },
+            ParamSpec {
                 key: "memory_limit_mib",
                 doc: "Memory a candidate's process may allocate, in MiB (null: no limit)",
                 ty: ParamType::OptionalInt {
@@ -307,7 +317,16 @@ impl Component for SubprocessEvaluator {
                 reason: "must name an interpreter".to_owned(),
             });
         }
-        sandbox::check_env(&params.env, &sandbox::default_key_vars(), &|_| None)
+        sandbox::check_env(&params.env, &sandbox::default_key_vars(), &|_| None)?;
+        for (i, path) in params.read_paths.iter().enumerate() {
+            if let Some(reason) = sandbox::refuse_read_path(path) {
+                return Err(ParamError {
+                    key: format!("read_paths[{i}]"),
+                    reason,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Uses the task's evaluator path, folder and program suffix, and sizes
@@ -498,7 +517,10 @@ impl SubprocessEvaluator {
                     task_dir: &self.config.task_dir,
                     code_dir: &setup.code,
                     lanes_dir: &lanes_dir,
-                    extra: sandbox::python_path(&env),
+                    extra: sandbox::python_path(&env)
+                        .into_iter()
+                        .chain(params.read_paths.iter().map(|p| sandbox::expand_home(p)))
+                        .collect(),
                     private: sandbox::private_dirs(),
                     uid: rustix::process::getuid().as_raw(),
                     gid: rustix::process::getgid().as_raw(),

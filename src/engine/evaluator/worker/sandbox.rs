@@ -153,6 +153,39 @@ pub(crate) fn python_path(env: &[(OsString, OsString)]) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
+/// Why a `read_paths` entry is refused, if it is: it would show the user's
+/// whole home (or `/`, `/home`, `/root`) or the settings file.
+pub(crate) fn refuse_read_path(path: &str) -> Option<String> {
+    let p = expand_home(path);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let whole = [
+        Some(PathBuf::from("/")),
+        Some("/home".into()),
+        Some("/root".into()),
+        home,
+    ];
+    if whole.iter().flatten().any(|w| *w == p) {
+        return Some(format!(
+            "`{path}` would show all of it to candidates; name the dirs they need"
+        ));
+    }
+    let settings = crate::engine::model::settings::user_settings_path();
+    if settings.is_some_and(|s| s.starts_with(&p)) {
+        return Some(format!("`{path}` holds galapagos's settings file"));
+    }
+    None
+}
+
+/// `path` with a leading `~/` (or a lone `~`) replaced by `$HOME`.
+pub(crate) fn expand_home(path: &str) -> PathBuf {
+    let home = || std::env::var_os("HOME").map(PathBuf::from);
+    match (path.strip_prefix("~/"), path == "~") {
+        (Some(rest), _) => home().map_or_else(|| PathBuf::from(path), |h| h.join(rest)),
+        (None, true) => home().unwrap_or_else(|| PathBuf::from(path)),
+        _ => PathBuf::from(path),
+    }
+}
+
 /// Where the user's own data lives: `/home`, `/root`, `$HOME`, and the dir
 /// of galapagos's settings file (those that exist, never `/`).
 pub(crate) fn private_dirs() -> Vec<PathBuf> {
@@ -407,7 +440,8 @@ pub(crate) struct Jail<'a> {
     pub code_dir: &'a Path,
     /// The lane socket's dir.
     pub lanes_dir: &'a Path,
-    /// More dirs to show read-only when hidden (listed `PYTHONPATH` entries).
+    /// More paths to show read-only when hidden (listed `PYTHONPATH`
+    /// entries, `read_paths`).
     pub extra: Vec<PathBuf>,
     /// Dirs the user's data lives in, replaced by empty read-only dirs:
     /// `/home`, `/root`, `$HOME`, the settings file's dir.
