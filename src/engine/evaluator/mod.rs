@@ -9,7 +9,8 @@ pub(crate) mod worker;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
 pub use command::{CommandEvaluator, CommandParams};
-pub use subprocess::{Sandbox, SubprocessEvaluator, SubprocessParams};
+pub use subprocess::{SubprocessEvaluator, SubprocessParams};
+pub use worker::sandbox::Sandbox;
 
 /// A candidate to score.
 #[derive(Clone, Debug, Default)]

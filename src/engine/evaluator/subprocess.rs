@@ -32,9 +32,11 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{OnceCell, Semaphore};
 
 use super::worker::code_dir::{Setup, prepare, write_code};
+use super::worker::environment;
 use super::worker::limits::Limits;
 use super::worker::protocol::Request;
 use super::worker::sandbox::Interpreter;
+use super::worker::sandbox::Sandbox;
 use super::worker::{LAUNCH, Launch, RunError, SpawnError, Worker, bind_lanes, lock, sandbox};
 use super::{Candidate, Evaluation, Evaluator};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
@@ -92,27 +94,6 @@ pub struct SubprocessParams {
     /// Bytes of each of a candidate's stdout and stderr kept (its first and
     /// last halves), in KB.
     pub output_limit_kb: u64,
-}
-
-/// How candidates are isolated (`evaluator.sandbox`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Sandbox {
-    /// A bubblewrap sandbox per run, namespaces and limits per candidate.
-    Bwrap,
-    /// No sandbox: candidates run as you, with your files and network.
-    None,
-}
-
-impl Default for Sandbox {
-    /// `bwrap` on Linux, where bubblewrap exists; `none` elsewhere.
-    fn default() -> Self {
-        if cfg!(target_os = "linux") {
-            Self::Bwrap
-        } else {
-            Self::None
-        }
-    }
 }
 
 impl Default for SubprocessParams {
@@ -317,16 +298,8 @@ impl Component for SubprocessEvaluator {
                 reason: "must name an interpreter".to_owned(),
             });
         }
-        sandbox::check_env(&params.env, &sandbox::default_key_vars(), &|_| None)?;
-        for (i, path) in params.read_paths.iter().enumerate() {
-            if let Some(reason) = sandbox::refuse_read_path(path) {
-                return Err(ParamError {
-                    key: format!("read_paths[{i}]"),
-                    reason,
-                });
-            }
-        }
-        Ok(())
+        environment::check_env(&params.env, &environment::default_key_vars(), &|_| None)?;
+        sandbox::check_read_paths(&params.read_paths)
     }
 
     /// Uses the task's evaluator path, folder and program suffix, and sizes
@@ -334,14 +307,14 @@ impl Component for SubprocessEvaluator {
     /// holds the value of) one of the model's key variables, or one of the
     /// user settings' endpoints.
     fn build(params: SubprocessParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        let mut keys = sandbox::default_key_vars();
+        let mut keys = environment::default_key_vars();
         keys.extend(ctx.model.key_env_vars());
         if let Ok(settings) = crate::engine::model::load_user_settings() {
             keys.extend(settings.endpoints.into_iter().map(|e| e.api_key_env));
         }
         keys.sort();
         keys.dedup();
-        sandbox::check_env(&params.env, &keys, &|name| std::env::var_os(name))?;
+        environment::check_env(&params.env, &keys, &|name| std::env::var_os(name))?;
         if params.sandbox == Sandbox::Bwrap {
             sandbox::find_bwrap().map_err(|reason| ParamError {
                 key: "sandbox".to_owned(),
@@ -384,7 +357,7 @@ impl SubprocessEvaluator {
                 task_dir: task.dir.clone(),
                 suffix: task.suffix.clone(),
                 params,
-                key_vars: sandbox::default_key_vars(),
+                key_vars: environment::default_key_vars(),
             },
             setup: OnceCell::new(),
             interpreter: OnceCell::new(),
@@ -498,11 +471,12 @@ impl SubprocessEvaluator {
             .env
             .iter()
             .filter(|n| {
-                sandbox::refuse_listed(n, &self.config.key_vars, &|v| std::env::var_os(v)).is_none()
+                environment::refuse_listed(n, &self.config.key_vars, &|v| std::env::var_os(v))
+                    .is_none()
             })
             .cloned()
             .collect();
-        let env = sandbox::environment(&listed, &home, &tmp, &setup.code, std::env::vars_os());
+        let env = environment::environment(&listed, &home, &tmp, &setup.code, std::env::vars_os());
         let command: Vec<std::ffi::OsString> = vec![
             interpreter.executable.clone().into(),
             "-c".into(),
@@ -517,7 +491,7 @@ impl SubprocessEvaluator {
                     task_dir: &self.config.task_dir,
                     code_dir: &setup.code,
                     lanes_dir: &lanes_dir,
-                    extra: sandbox::python_path(&env)
+                    extra: environment::python_path(&env)
                         .into_iter()
                         .chain(params.read_paths.iter().map(|p| sandbox::expand_home(p)))
                         .collect(),

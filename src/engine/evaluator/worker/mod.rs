@@ -30,12 +30,21 @@
 //!   [`Worker::kill`] kills the worker, its zygote, every child the run knows
 //!   of, and any candidate still running.
 //!
-//! The pieces a backend that runs `evaluator.py` reuses: [`protocol`] (the
-//! wire formats), [`code_dir`] (the worker's code), [`capture`] (bounded
-//! output), [`process`] (process groups and wait statuses).
+//! In the sandbox (the default), the worker runs in bubblewrap and each
+//! standby child is pid 1 of a pid namespace of its own, with its own user,
+//! mount and IPC namespaces, a private scratch dir, limits and no privileges
+//! (see [`sandbox`] and `assets/python/galapagos_sandbox.py`); the run maps
+//! the lanes' pids across those namespaces.
+//!
+//! The pieces a backend that runs `evaluator.py` (or any candidate) reuses:
+//! [`protocol`] (the wire formats), [`code_dir`] (the worker's code),
+//! [`environment`] (the allowlisted environment), [`sandbox`] (the
+//! interpreter, the bubblewrap command line), [`limits`], [`capture`]
+//! (bounded output), [`process`] (process groups and wait statuses).
 
 pub(crate) mod capture;
 pub(crate) mod code_dir;
+pub(crate) mod environment;
 mod lanes;
 pub(crate) mod limits;
 pub(crate) mod process;
