@@ -127,7 +127,7 @@ impl Default for SubprocessParams {
 /// artifacts), what the candidate printed (the artifacts `stdout` / `stderr`,
 /// head and tail kept, or `stdout (captured)` ... beside an artifact of that
 /// name) and an exception's `traceback`; the run decides validity
-/// ([`super::Observed::judge`]): a crash, a timeout, a limit hit, an
+/// (`Observed::judge` in the slot module): a crash, a timeout, a limit hit, an
 /// evaluator that raised or cannot be imported make the candidate invalid,
 /// as do a `combined_score` that is not a finite number and the evaluator's
 /// own verdicts (`error`, `validity`).
