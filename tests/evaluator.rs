@@ -865,3 +865,40 @@ async fn in_the_sandbox_a_candidate_cannot_signal_the_processes_around_it() {
         .await;
     assert!(e.valid, "{e:?}");
 }
+
+/// An evaluator.py whose imports start threads (numpy's BLAS starts its
+/// thread pool on import; so does anything that starts a thread at module
+/// level) runs in the sandbox, and its candidates are still isolated: each
+/// is pid 1 of a pid namespace of its own.
+#[tokio::test]
+async fn an_evaluator_that_starts_threads_on_import_runs_in_the_sandbox() {
+    let evaluator_py = r#"
+import importlib.util, threading, time
+
+def _pool():
+    while True:
+        time.sleep(3600)
+
+for _ in range(3):
+    threading.Thread(target=_pool, daemon=True).start()
+THREADS = threading.active_count()
+
+def evaluate(program_path):
+    spec = importlib.util.spec_from_file_location("cand", program_path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return {"combined_score": mod.value(), "threads_at_import": float(THREADS)}
+"#;
+    let (_dir, task) = task_with(evaluator_py, "def value():\n    return 0.25\n");
+    let ev = evaluator(&task, 10.0);
+    let e = ev
+        .evaluate(&cand(
+            1,
+            "import os\nprint('pid', os.getpid())\ndef value():\n    return 0.5\n",
+        ))
+        .await;
+    assert!(e.valid, "{e:?}");
+    assert_eq!(e.scores["combined_score"], 0.5);
+    assert!(e.scores["threads_at_import"] >= 4.0, "{e:?}");
+    assert_eq!(e.artifacts["stdout"].trim(), "pid 1", "{e:?}");
+}

@@ -5,9 +5,13 @@ system, no network unless the card allows it, no capabilities). Inside it,
 every candidate gets namespaces of its own, set up while its process waits
 in standby, before any candidate exists:
 
-  worker  `enter_zygote_namespaces`: a user namespace of its own and a new
-          pid namespace, whose pid 1 is the zygote it forks next (so the
-          zygote may make pid namespaces, and come back to its own).
+  worker  `enter_user_namespace`, before it imports evaluator.py: a user
+          namespace of its own (the kernel makes one only for a process
+          with a single thread, and imports start threads: numpy's BLAS
+          starts its pool as it is imported); then, after the import,
+          `zygote_pid_namespace`: a new pid namespace, whose pid 1 is the
+          zygote it forks next (so the zygote may make pid namespaces, and
+          come back to its own).
   zygote  forks each standby child into a new pid namespace, as its pid 1
           (`new_pid_namespace`, fork, `back_to_pid_namespace`). When the
           child ends (the run kills its process group when the candidate is
@@ -67,11 +71,6 @@ LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.syscall.restype = ctypes.c_long
 LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 
-
-LIBC = ctypes.CDLL(None, use_errno=True)
-LIBC.syscall.restype = ctypes.c_long
-LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
-
 SETUP_HINT = (
     "the system does not allow unprivileged user namespaces inside bubblewrap (on Ubuntu 23.10 and "
     "later AppArmor restricts them: see the README's Security model); set the evaluator's "
@@ -108,11 +107,21 @@ def _own_user_namespace(flags):
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
 
 
-def enter_zygote_namespaces():
-    """In the worker, before it forks the zygote: a user namespace of its own
-    and a new pid namespace for its next child (the zygote, its pid 1)."""
+def enter_user_namespace():
+    """In the worker, before it imports evaluator.py (while it has one
+    thread): a user namespace of its own."""
     try:
-        _own_user_namespace(CLONE_NEWPID)
+        _own_user_namespace(0)
+    except OSError as exc:
+        raise SetupError(f"cannot isolate candidates inside the sandbox ({exc}); {SETUP_HINT}") from None
+
+
+def zygote_pid_namespace():
+    """In the worker, after the import, before it forks the zygote: a new pid
+    namespace for its next child (the zygote, its pid 1). Unlike a user
+    namespace, this is allowed with threads running."""
+    try:
+        _check(LIBC.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
     except OSError as exc:
         raise SetupError(f"cannot isolate candidates inside the sandbox ({exc}); {SETUP_HINT}") from None
 

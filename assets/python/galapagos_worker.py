@@ -31,7 +31,8 @@ process by more than RSS_GROWTH_LIMIT.
 Protocol with the run, on the worker's stdin/stdout (one JSON object per line):
   worker -> rust  {"ready": true, "executable": str, "zygote": pid (in the
                   worker's own pid namespace), "stale": bool (its bytecode)}
-                  or {"ready": false, "error": str, "traceback": str}
+                  or {"ready": false, "error": str, "traceback": str,
+                  "import_failed": bool (evaluator.py itself failed)}
   rust -> worker  {"fork": n}            fork n more standby children
   rust -> worker  {"status": pid}        how did that child end?
   worker -> rust  {"exited": pid, "status": int, "cpu": float}   its wait status
@@ -1025,22 +1026,33 @@ def main():
     suffix = config.get("suffix", ".py")
     scratch = config["scratch"]
     lanes = config["lanes"]
+    if sys.version_info < (3, 9):
+        send({"ready": False, "error": f"Python 3.9 or newer is needed, this is {sys.version.split()[0]}",
+              "traceback": ""})
+        return
     os.makedirs(scratch, exist_ok=True)
+    isolate = config.get("isolate")
+    if isolate is not None:
+        # Before the import: a user namespace is only made for a process
+        # with one thread, and an import may start threads.
+        try:
+            import galapagos_sandbox
+
+            galapagos_sandbox.enter_user_namespace()
+        except Exception as exc:
+            send({"ready": False, "error": str(exc), "traceback": ""})
+            return
     try:
         module = load_evaluator(evaluator_path, task_dir)
     except BaseException as exc:
         error, text = format_exception(exc)
-        send({"ready": False, "error": error, "traceback": text})
+        send({"ready": False, "error": error, "traceback": text, "import_failed": True})
         return
     # Objects that exist now (the evaluator and its imports) are never
     # collected: a collection in a forked child then does not touch, and so
     # copy, their memory pages.
     if hasattr(gc, "freeze"):
         gc.freeze()
-    if sys.version_info < (3, 9):
-        send({"ready": False, "error": f"Python 3.9 or newer is needed, this is {sys.version.split()[0]}",
-              "traceback": ""})
-        return
     try:
         # The children connect to the run's lane socket: fail here, clearly,
         # rather than in every child.
@@ -1050,13 +1062,10 @@ def main():
         return
     standby = max(1, int(config.get("standby", 2)))
     reuse = max(1, int(config.get("reuse", 1)))
-    isolate = config.get("isolate")
     limits = config.get("limits") or {}
     if isolate is not None:
         try:
-            import galapagos_sandbox
-
-            galapagos_sandbox.enter_zygote_namespaces()
+            galapagos_sandbox.zygote_pid_namespace()
         except Exception as exc:
             send({"ready": False, "error": str(exc), "traceback": ""})
             return

@@ -281,11 +281,19 @@ impl Worker {
             return Err(SpawnError::Import(Evaluation {
                 valid: false,
                 artifacts,
-                error: Some(format!(
-                    "cannot import the task evaluator {}: {}",
-                    evaluator_path.display(),
-                    hello.error
-                )),
+                error: Some(if hello.import_failed {
+                    format!(
+                        "cannot import the task evaluator {}: {}",
+                        evaluator_path.display(),
+                        hello.error
+                    )
+                } else {
+                    format!(
+                        "the evaluation worker for {} cannot start: {}",
+                        evaluator_path.display(),
+                        hello.error
+                    )
+                }),
                 evaluator_failed: true,
                 ..Evaluation::default()
             }));

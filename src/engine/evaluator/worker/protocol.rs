@@ -84,6 +84,10 @@ pub(crate) struct Hello {
     pub error: String,
     #[serde(default)]
     pub traceback: String,
+    /// Not ready because evaluator.py itself did not import (otherwise the
+    /// worker could not start around it: the sandbox, its socket, Python).
+    #[serde(default)]
+    pub import_failed: bool,
     /// The zygote's pid (lanes are accepted from its children only).
     #[serde(default)]
     pub zygote: Option<u32>,
