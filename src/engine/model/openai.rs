@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use super::pricing::Price;
+use super::url::{ApiBase, redact_url};
 use super::{ConfigError, LanguageModel, ModelError, ModelReply, ModelRequest};
 use crate::engine::genome::TokenUsage;
 use crate::engine::rng::seeded;
@@ -60,8 +61,9 @@ pub fn install_crypto_provider() {
 pub struct OpenAiConfig {
     /// Model name sent to the API (`gpt-4o`, `qwen2.5-coder:7b`...).
     pub model: String,
-    /// Base URL, e.g. `https://api.openai.com/v1` or `http://localhost:8000/v1`.
-    pub api_base: String,
+    /// Base URL, e.g. `https://api.openai.com/v1` or `http://localhost:8000/v1`
+    /// (shown without the credentials it may carry).
+    pub api_base: ApiBase,
     /// Name of the environment variable holding the API key.
     pub api_key_env: String,
     /// Whether a missing key is an error. Local servers usually need none.
@@ -97,7 +99,7 @@ impl OpenAiConfig {
     pub fn new(model: &str, api_base: &str) -> Self {
         Self {
             model: model.to_owned(),
-            api_base: api_base.to_owned(),
+            api_base: ApiBase::new(api_base),
             api_key_env: DEFAULT_API_KEY_ENV.to_owned(),
             key_required: !is_local_base(api_base),
             temperature: None,
@@ -115,29 +117,9 @@ impl OpenAiConfig {
     }
 
     /// The chat completions URL for this base (a base already ending in
-    /// `/chat/completions` is used as is).
+    /// `/chat/completions` is used as is; a query stays the query).
     pub fn completions_url(&self) -> Result<Url, ConfigError> {
-        let base = self.api_base.trim().trim_end_matches('/');
-        let full = if base.ends_with("/chat/completions") {
-            base.to_owned()
-        } else {
-            format!("{base}/chat/completions")
-        };
-        let invalid =
-            |why: String| ConfigError::invalid(format!("invalid api_base `{base}`: {why}"));
-        let url = Url::parse(&full).map_err(|e| invalid(e.to_string()))?;
-        match url.scheme() {
-            "http" | "https" => {}
-            other => {
-                return Err(invalid(format!(
-                    "scheme must be http or https, not `{other}`"
-                )));
-            }
-        }
-        if url.host().is_none() {
-            return Err(invalid("no host".to_owned()));
-        }
-        Ok(url)
+        self.api_base.completions_url()
     }
 
     /// Checks the settings, so a bad value is reported before a run starts.
@@ -267,7 +249,7 @@ impl EndpointHandle {
             builder = builder.tls_certs_only(Vec::<reqwest::Certificate>::new());
         }
         let client = builder.build().map_err(|e| ConfigError::HttpClient {
-            base: api_base.to_owned(),
+            base: redact_url(api_base),
             reason: e.to_string(),
         })?;
         let concurrency = concurrency.clamp(1, Semaphore::MAX_PERMITS);
@@ -309,7 +291,11 @@ impl OpenAiModel {
     /// A model with its own connection pool allowing `concurrency` requests
     /// in flight.
     pub fn new(config: OpenAiConfig, concurrency: usize) -> Result<Self, ConfigError> {
-        let endpoint = EndpointHandle::new(&config.api_base, concurrency, config.connect_timeout)?;
+        let endpoint = EndpointHandle::new(
+            config.api_base.expose(),
+            concurrency,
+            config.connect_timeout,
+        )?;
         Self::with_endpoint(config, endpoint)
     }
 
@@ -513,7 +499,7 @@ impl OpenAiModel {
             return Attempt::Stop(ModelError::Fatal {
                 message: format!(
                     "HTTP 404 from {} for model `{}`: wrong api_base or unknown model name ({})",
-                    self.url,
+                    redact_url(self.url.as_str()),
                     cfg.model,
                     excerpt(&text)
                 ),

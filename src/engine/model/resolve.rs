@@ -260,7 +260,7 @@ fn openai_config(
     c.max_attempts = ep.max_attempts;
     c.price = settings.prices.lookup(&spec.name);
     c.validate()
-        .map_err(|e| e.within(format!("model `{}` at {}", spec.name, ep.api_base)))?;
+        .map_err(|e| e.within(format!("model `{}` at {}", spec.name, c.api_base)))?;
     Ok(c)
 }
 

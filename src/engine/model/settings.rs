@@ -89,7 +89,7 @@ impl EndpointSettings {
     /// Checks every field.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let what = if self.name.is_empty() {
-            format!("endpoint {}", self.api_base)
+            format!("endpoint {}", super::url::redact_url(&self.api_base))
         } else {
             format!("endpoint `{}`", self.name)
         };
