@@ -8,7 +8,6 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 
-use crate::engine::archive::new_run_dir;
 use crate::engine::card::{Card, ValidCard};
 use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
 use crate::engine::launch::{LaunchError, RunPlan};
@@ -340,8 +339,7 @@ pub fn run(args: &RunArgs) -> i32 {
             return 2;
         }
     };
-    let run_dir = new_run_dir(&args.out, &card.card().name, &task.name);
-    let plan = match RunPlan::new(card, task, Some(run_dir), &registry) {
+    let plan = match RunPlan::new_in(card, task, &args.out, &registry) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");
@@ -375,6 +373,7 @@ fn launch(plan: RunPlan, model_args: &ModelArgs, out: Output) -> i32 {
         }
     };
     let total = plan.card().general.max_iterations;
+    let recorded = plan.recorded_counts();
     let offline = model.is_offline();
     let Some(run_dir) = plan.run_dir().map(Path::to_path_buf) else {
         eprintln!("error: the command line records every run; no run folder was given");
@@ -387,27 +386,21 @@ fn launch(plan: RunPlan, model_args: &ModelArgs, out: Output) -> i32 {
             return 1;
         }
     };
-    drive(
-        handle,
-        &run_dir,
-        total,
-        out.quiet,
-        out.verbose,
-        offline,
-        &model_desc,
-    )
+    drive(handle, &run_dir, total, out, recorded, offline, &model_desc)
 }
 
-/// Follow a running scaffold to its end: progress, Ctrl-C, summary, exit code.
+/// Follow a running scaffold to its end: progress, Ctrl-C, summary, exit
+/// code. `recorded`: the (valid, invalid) genomes a resumed run had already.
 fn drive(
     mut handle: RunHandle,
     run_dir: &Path,
     total: u64,
-    quiet: bool,
-    verbose: bool,
+    out: Output,
+    recorded: (u64, u64),
     offline: bool,
     model_desc: &str,
 ) -> i32 {
+    let Output { quiet, verbose } = out;
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -435,7 +428,7 @@ fn drive(
         let mut terminate =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let mut interrupted = false;
-        let (mut valid, mut invalid, mut best) = (0u64, 0u64, None);
+        let ((mut valid, mut invalid), mut best) = (recorded, None);
         // What the fitness is, as the best and the initial genome have it
         // ("fitness" for one not seen here, e.g. the initial program of a
         // resumed run).

@@ -11,8 +11,9 @@
 //! names the smallest budget that would ([`LaunchError::NothingToDo`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::engine::archive::{Archive, ArchiveError};
+use crate::engine::archive::{Archive, ArchiveError, RunLock};
 use crate::engine::card::{Card, CardErrors, ValidCard};
 use crate::engine::component::Slot;
 use crate::engine::registry::Registry;
@@ -58,8 +59,12 @@ pub struct RunPlan {
     task: Task,
     settings: TaskSettings,
     run_dir: Option<PathBuf>,
+    /// The run folder's writer lock, held from the plan to the run's end.
+    lock: Option<Arc<RunLock>>,
     /// Iterations already done, when this continues a recorded run.
     resumed_after: Option<u64>,
+    /// Genomes on record (valid, invalid), when this continues a recorded run.
+    recorded: (u64, u64),
 }
 
 /// The card fitted to the task: its config's settings mapped onto it, and a
@@ -79,10 +84,11 @@ fn fit(
 
 impl RunPlan {
     /// A new run of `card` on `task` (see [`Task::load`]), recorded in
-    /// `run_dir` (created when the run starts; `None` records nothing). The
-    /// task's settings are mapped onto the card here; a value the card
-    /// cannot take, or a folder with no evaluator for the card's evaluator,
-    /// is an error and nothing is written.
+    /// `run_dir` (`None` records nothing). The task's settings are mapped
+    /// onto the card here; a value the card cannot take, or a folder with no
+    /// evaluator for the card's evaluator, is an error and nothing is
+    /// written. Then the folder is created and its writer lock taken
+    /// (refused while another process writes there).
     pub fn new(
         card: ValidCard,
         task: Task,
@@ -90,13 +96,43 @@ impl RunPlan {
         registry: &Registry,
     ) -> Result<Self, LaunchError> {
         let (card, settings) = fit(card, &task, registry)?;
+        let lock = match &run_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|e| ArchiveError::Io {
+                    path: dir.clone(),
+                    message: e.to_string(),
+                })?;
+                Some(Arc::new(RunLock::acquire(dir)?))
+            }
+            None => None,
+        };
         Ok(Self {
             card,
             task,
             settings,
             run_dir,
+            lock,
             resumed_after: None,
+            recorded: (0, 0),
         })
+    }
+
+    /// A new run recorded in a fresh folder under `runs_root`, named
+    /// `<card>-<task>-<time>` and claimed atomically (two runs started at
+    /// once get two folders). The folder is made only once the card and task
+    /// fit (see [`RunPlan::new`]).
+    pub fn new_in(
+        card: ValidCard,
+        task: Task,
+        runs_root: &Path,
+        registry: &Registry,
+    ) -> Result<Self, LaunchError> {
+        let mut plan = Self::new(card, task, None, registry)?;
+        let dir =
+            crate::engine::archive::new_run_dir(runs_root, &plan.card().name, &plan.task.name)?;
+        plan.lock = Some(Arc::new(RunLock::acquire(&dir)?));
+        plan.run_dir = Some(dir);
+        Ok(plan)
     }
 
     /// Continue the run recorded in `run_dir`: its own card and task folder,
@@ -108,9 +144,15 @@ impl RunPlan {
         budget: Option<u64>,
         registry: &Registry,
     ) -> Result<Self, LaunchError> {
+        // Checked before taking the lock: a folder that holds no run gets no
+        // lock file either.
+        drop(Archive::open(run_dir)?);
+        let lock = RunLock::acquire(run_dir)?;
         let archive = Archive::open(run_dir)?;
         let meta = archive.meta()?;
-        let done = archive.checkpoint()?.map_or(0, |c| c.iterations_done);
+        let checkpoint = archive.checkpoint()?;
+        let done = checkpoint.as_ref().map_or(0, |c| c.iterations_done);
+        let recorded = checkpoint.as_ref().map_or((0, 0), |c| (c.valid, c.invalid));
         drop(archive);
         let origin = format!("{} (card stored in the run archive)", run_dir.display());
         let card = ValidCard::from_yaml(&meta.card_yaml, &origin, registry)
@@ -140,7 +182,9 @@ impl RunPlan {
             task,
             settings,
             run_dir: Some(run_dir.to_path_buf()),
+            lock: Some(Arc::new(lock)),
             resumed_after: Some(done),
+            recorded,
         })
     }
 
@@ -201,6 +245,17 @@ impl RunPlan {
     /// Iterations the recorded run had done, when this continues one.
     pub fn resumed_after(&self) -> Option<u64> {
         self.resumed_after
+    }
+
+    /// Genomes the recorded run had admitted, (valid, invalid); (0, 0) for a
+    /// new run. A front end counting admissions starts from these.
+    pub fn recorded_counts(&self) -> (u64, u64) {
+        self.recorded
+    }
+
+    /// The run folder's writer lock; the run holds it until it ends.
+    pub fn lock(&self) -> Option<Arc<RunLock>> {
+        self.lock.clone()
     }
 }
 

@@ -125,6 +125,8 @@ pub async fn run_plan(
     let name = plan.card().name.clone();
     let resume = plan.is_resume();
     let run_dir = plan.run_dir().map(Path::to_path_buf);
+    // Held until the run has finished writing its folder.
+    let _lock = plan.lock();
     // Building may resolve interpreters and start processes: keep it off the
     // async workers.
     let card = plan.valid_card().clone();

@@ -460,15 +460,6 @@ impl App {
                 return;
             }
         };
-        let task_name = self
-            .task_dir
-            .file_name()
-            .map_or_else(|| "task".to_owned(), |n| n.to_string_lossy().into_owned());
-        let run_dir = crate::engine::archive::new_run_dir(
-            &self.state.runs_folder,
-            &self.doc.card.name,
-            &task_name,
-        );
         let card = match self.doc.card.clone().check(&self.registry) {
             Ok(c) => c,
             Err(problems) => {
@@ -480,7 +471,7 @@ impl App {
         };
         let plan = match crate::engine::task::Task::load(&self.task_dir)
             .map_err(crate::engine::launch::LaunchError::from)
-            .and_then(|task| RunPlan::new(card, task, Some(run_dir), &self.registry))
+            .and_then(|task| RunPlan::new_in(card, task, &self.state.runs_folder, &self.registry))
         {
             Ok(p) => p,
             Err(e) => return self.error(format!("Cannot start: {e}")),

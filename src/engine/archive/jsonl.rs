@@ -66,14 +66,7 @@ impl RunRecorder for JsonlRecorder {
         std::fs::write(&card_path, card.to_yaml()).map_err(|e| io_err(&card_path, e))?;
         let path = self.dir.join("genomes.jsonl");
         let file = if self.append {
-            // drop a torn last line left by a crash, then append
-            if let Ok(text) = std::fs::read_to_string(&path)
-                && !text.is_empty()
-                && !text.ends_with('\n')
-            {
-                let keep = text.rfind('\n').map_or(0, |i| i + 1);
-                std::fs::write(&path, &text[..keep]).map_err(|e| io_err(&path, e))?;
-            }
+            match_archive(&path, &self.dir)?;
             OpenOptions::new().create(true).append(true).open(&path)
         } else {
             File::create(&path)
@@ -121,6 +114,62 @@ impl RunRecorder for JsonlRecorder {
         .map_err(|e| io_err(&path, e))?;
         std::fs::write(&path, text + "\n").map_err(|e| io_err(&path, e))
     }
+}
+
+/// Before a resume appends to `genomes.jsonl`, make it hold exactly the
+/// archive's genomes, in id order. The two can differ after a crash: a torn
+/// last line; genomes the archive lost (its WAL deleted or damaged, so the
+/// resumed run numbers them again) that would otherwise be written twice; or
+/// the last iteration committed to the archive but not yet appended here.
+/// The longest prefix of lines whose ids run 0, 1, 2... and that the archive
+/// also holds is kept, the rest cut, and what the archive has beyond it is
+/// appended as the archive stored it.
+fn match_archive(path: &Path, dir: &Path) -> Result<(), ArchiveError> {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: u64,
+    }
+    let archive = super::Archive::open(dir)?;
+    let on_record = archive.genome_count()?;
+    let text = match std::fs::read(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(io_err(path, e)),
+    };
+    let mut keep = 0usize; // bytes of the good prefix
+    let mut next = 0u64; // ids in it
+    for line in text.split_inclusive(|b| *b == b'\n') {
+        let whole = line.ends_with(b"\n");
+        let id = serde_json::from_slice::<Id>(line.trim_ascii()).ok();
+        if !whole || next >= on_record || id.is_none_or(|g| g.id != next) {
+            break;
+        }
+        keep += line.len();
+        next += 1;
+    }
+    if keep == text.len() && next == on_record {
+        return Ok(());
+    }
+    let file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| io_err(path, e))?;
+    file.set_len(keep as u64).map_err(|e| io_err(path, e))?;
+    let mut w = BufWriter::new(
+        OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| io_err(path, e))?,
+    );
+    for (_, json) in archive.genome_json_from(next)? {
+        w.write_all(json.as_bytes())
+            .and_then(|()| w.write_all(b"\n"))
+            .map_err(|e| io_err(path, e))?;
+    }
+    w.flush().map_err(|e| io_err(path, e))?;
+    file.sync_all().map_err(|e| io_err(path, e))
 }
 
 /// Read a `genomes.jsonl` back. A torn last line (crash mid-write) is

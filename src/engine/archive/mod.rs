@@ -11,6 +11,7 @@
 
 mod background;
 mod jsonl;
+mod lock;
 mod sqlite;
 
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ use crate::engine::rng::SearchRng;
 
 pub use background::BackgroundRecorder;
 pub use jsonl::{JsonlRecorder, read_genomes};
+pub use lock::{LOCK_FILE, RunLock, reserve_run_dir};
 pub use sqlite::{
     ARCHIVE_FILE, Archive, ArchiveContents, RunListing, RunMeta, SCHEMA_VERSION, SqliteRecorder,
     list_runs,
@@ -37,6 +39,12 @@ pub enum ArchiveError {
     Io { path: PathBuf, message: String },
     #[error("{path}: not a readable Galapagos run archive: {message}")]
     Corrupt { path: PathBuf, message: String },
+    /// Another process is writing the run folder.
+    #[error(
+        "{dir} is in use by {}: one process writes a run folder at a time; wait for it to end or stop it, then resume",
+        pid.map_or_else(|| "another galapagos process".to_owned(), |p| format!("another galapagos process (PID {p})"))
+    )]
+    Locked { dir: PathBuf, pid: Option<u32> },
     #[error(
         "{path}: archive schema version {found} is newer than this build understands ({supported}); upgrade galapagos to open it"
     )]
@@ -166,16 +174,10 @@ pub fn timestamp(unix: u64) -> String {
     )
 }
 
-/// A fresh run folder name under `root`: `<card>-<task>-<timestamp>`.
-pub fn new_run_dir(root: &Path, card: &str, task: &str) -> PathBuf {
-    let base = format!("{card}-{task}-{}", timestamp(unix_now()));
-    let mut dir = root.join(&base);
-    let mut n = 1;
-    while dir.exists() {
-        n += 1;
-        dir = root.join(format!("{base}-{n}"));
-    }
-    dir
+/// A fresh run folder under `root`, created here: `<card>-<task>-<timestamp>`
+/// (with `-2`, `-3`... when that name is taken; see [`reserve_run_dir`]).
+pub fn new_run_dir(root: &Path, card: &str, task: &str) -> Result<PathBuf, ArchiveError> {
+    reserve_run_dir(root, &format!("{card}-{task}-{}", timestamp(unix_now())))
 }
 
 #[cfg(test)]

@@ -161,6 +161,29 @@ impl Archive {
         Ok(out)
     }
 
+    /// How many genomes are on record.
+    pub fn genome_count(&self) -> Result<u64, ArchiveError> {
+        self.conn
+            .query_row("SELECT COUNT(*) FROM genomes", [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(|e| corrupt(&self.path, e))
+    }
+
+    /// The stored JSON of every genome from id `first` on, in id order.
+    pub fn genome_json_from(&self, first: u64) -> Result<Vec<(u64, String)>, ArchiveError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, json FROM genomes WHERE id >= ?1 ORDER BY id")
+            .map_err(|e| corrupt(&self.path, e))?;
+        let rows = stmt
+            .query_map([first as i64], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?))
+            })
+            .map_err(|e| corrupt(&self.path, e))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| corrupt(&self.path, e))
+    }
+
     pub fn checkpoint(&self) -> Result<Option<Checkpoint>, ArchiveError> {
         let json: Option<String> = self
             .conn
