@@ -437,6 +437,53 @@ async fn a_hanging_server_times_out_and_is_retried() {
 }
 
 #[tokio::test]
+async fn a_server_that_never_sends_a_header_is_cut_by_the_first_byte_timeout() {
+    bounded(async {
+        // Accepts, reads the request, never answers: the whole-request
+        // timeout (20 s) must not be what ends each attempt.
+        let server = Server::start(vec![], Action::Hang).await;
+        let mut c = config(&server.base);
+        c.request_timeout = Duration::from_secs(20);
+        c.stall_timeout = Duration::from_secs(3);
+        c.first_byte_timeout = Duration::from_millis(300);
+        c.max_attempts = 2;
+        let m = model(c);
+        let t0 = Instant::now();
+        let (message, raw) = failed(m.complete(&request(4)).await);
+        let took = t0.elapsed();
+        assert!(
+            message.contains("no response header within the first-byte timeout of 0.3 s"),
+            "{message}"
+        );
+        assert!(message.contains("2 attempts"), "{message}");
+        assert_eq!(raw, None);
+        assert_eq!(server.requests(), 2);
+        assert!(
+            took >= Duration::from_millis(600) && took < Duration::from_secs(3),
+            "{took:?}"
+        );
+    })
+    .await;
+}
+
+#[test]
+fn the_first_byte_timeout_is_set_per_endpoint_in_the_settings() {
+    let settings: galapagos::engine::model::settings::ModelSettings = serde_json::from_str(
+        r#"{"endpoints":[{"api_base":"http://127.0.0.1:9/v1","first_byte_timeout_secs":7.5}]}"#,
+    )
+    .expect("settings parse");
+    assert_eq!(settings.endpoints[0].first_byte_timeout_secs, 7.5);
+    let default: galapagos::engine::model::settings::ModelSettings =
+        serde_json::from_str(r#"{"endpoints":[{"api_base":"http://127.0.0.1:9/v1"}]}"#)
+            .expect("settings parse");
+    assert_eq!(default.endpoints[0].first_byte_timeout_secs, 120.0);
+    let mut bad = settings.endpoints[0].clone();
+    bad.first_byte_timeout_secs = 0.0;
+    let e = bad.validate().expect_err("zero is refused").to_string();
+    assert!(e.contains("first_byte_timeout_secs"), "{e}");
+}
+
+#[tokio::test]
 async fn a_reply_stalling_mid_body_is_cut_by_the_stall_timeout() {
     bounded(async {
         let start = r#"{"choices":[{"message":{"content":"par"#;

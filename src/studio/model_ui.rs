@@ -277,6 +277,19 @@ impl ModelDialog {
                                 .labelled_by(label.id)
                                 .changed();
                             ui.end_row();
+                            let label = ui.label("First byte (s)");
+                            changed |= ui
+                                .add(
+                                    egui::DragValue::new(&mut ep.settings.first_byte_timeout_secs)
+                                        .range(1.0..=86_400.0)
+                                        .speed(1.0),
+                                )
+                                .labelled_by(label.id)
+                                .on_hover_text(
+                                    "Longest wait for the reply's header; most servers send it only with the whole reply",
+                                )
+                                .changed();
+                            ui.end_row();
                             let label = ui.label("Max attempts");
                             changed |= ui
                                 .add(egui::DragValue::new(&mut ep.settings.max_attempts).range(1..=100))

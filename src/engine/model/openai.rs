@@ -5,7 +5,8 @@
 //! Failures are handled like a production client: 429, 5xx, connect errors
 //! and timeouts are retried with exponential backoff and jitter (honouring
 //! `Retry-After`) up to a bounded number of attempts; every attempt has a
-//! whole-request timeout and a stall timeout between body chunks; a
+//! whole-request timeout, a first-byte timeout (from sending the request to
+//! the response's header) and a stall timeout between body chunks; a
 //! semaphore limits requests in flight per endpoint. An unusable reply (no
 //! choices, empty content, invalid JSON) is a `ModelError::Failed` carrying
 //! the raw body; 401/403 is `ModelError::Fatal` naming the environment
@@ -76,6 +77,11 @@ pub struct OpenAiConfig {
     pub max_tokens: Option<u32>,
     /// Longest time one attempt may take, from sending to the last body byte.
     pub request_timeout: Duration,
+    /// Longest wait for the response's header once the request is sent (a
+    /// server that accepts the connection and never answers). A server that
+    /// sends its header only with the whole reply (most do for a request
+    /// that is not streamed) needs this above its slowest reply.
+    pub first_byte_timeout: Duration,
     /// Longest silence between two body chunks once the reply has started.
     pub stall_timeout: Duration,
     /// Longest time to open a connection.
@@ -94,7 +100,8 @@ pub struct OpenAiConfig {
 
 impl OpenAiConfig {
     /// Defaults for `model` at `api_base`: key in `OPENAI_API_KEY` (required
-    /// unless the host is local), 300 s request timeout, 60 s stall timeout,
+    /// unless the host is local), 300 s request timeout, 120 s first-byte
+    /// timeout, 60 s stall timeout,
     /// 4 attempts, backoff 1 s doubling to 30 s, `Retry-After` capped at 60 s.
     pub fn new(model: &str, api_base: &str) -> Self {
         Self {
@@ -106,6 +113,7 @@ impl OpenAiConfig {
             top_p: None,
             max_tokens: None,
             request_timeout: Duration::from_secs(300),
+            first_byte_timeout: Duration::from_secs(120),
             stall_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(10),
             max_attempts: 4,
@@ -151,6 +159,7 @@ impl OpenAiConfig {
         }
         for (what, d) in [
             ("request_timeout", self.request_timeout),
+            ("first_byte_timeout", self.first_byte_timeout),
             ("stall_timeout", self.stall_timeout),
             ("connect_timeout", self.connect_timeout),
         ] {
@@ -400,9 +409,19 @@ impl OpenAiModel {
             .headers(headers)
             .json(body)
             .send();
-        let mut response = match send.await {
-            Ok(r) => r,
-            Err(e) => {
+        let mut response = match tokio::time::timeout(self.config.first_byte_timeout, send).await {
+            Ok(Ok(r)) => r,
+            Err(_) => {
+                return Attempt::Retry {
+                    message: format!(
+                        "no response header within the first-byte timeout of {:.1} s",
+                        self.config.first_byte_timeout.as_secs_f64()
+                    ),
+                    raw: None,
+                    retry_after: None,
+                };
+            }
+            Ok(Err(e)) => {
                 let kind = if e.is_connect() {
                     "cannot connect"
                 } else if e.is_timeout() {

@@ -257,6 +257,7 @@ fn openai_config(
         .or(ep.max_tokens);
     c.request_timeout = secs(ep.timeout_secs)?;
     c.stall_timeout = secs(ep.stall_timeout_secs)?;
+    c.first_byte_timeout = secs(ep.first_byte_timeout_secs)?;
     c.max_attempts = ep.max_attempts;
     c.price = settings.prices.lookup(&spec.name);
     c.validate()

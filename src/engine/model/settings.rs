@@ -49,6 +49,11 @@ pub struct EndpointSettings {
     pub max_tokens: Option<u32>,
     /// Longest time one attempt may take, in seconds.
     pub timeout_secs: f64,
+    /// Longest wait for the response's header after sending, in seconds (a
+    /// server that accepts and never answers fails after this, not after
+    /// `timeout_secs`). Above the slowest whole reply: most servers send the
+    /// header only with the reply.
+    pub first_byte_timeout_secs: f64,
     /// Longest silence between reply chunks, in seconds.
     pub stall_timeout_secs: f64,
     /// Attempts per request (1 = no retries).
@@ -70,6 +75,7 @@ impl Default for EndpointSettings {
             top_p: None,
             max_tokens: None,
             timeout_secs: 300.0,
+            first_byte_timeout_secs: 120.0,
             stall_timeout_secs: 60.0,
             max_attempts: 4,
             concurrency: 8,
@@ -100,6 +106,7 @@ impl EndpointSettings {
         validate_env_name(&self.api_key_env).map_err(|e| e.within(what.clone()))?;
         for (field, v) in [
             ("timeout_secs", self.timeout_secs),
+            ("first_byte_timeout_secs", self.first_byte_timeout_secs),
             ("stall_timeout_secs", self.stall_timeout_secs),
         ] {
             if !(v.is_finite() && v > 0.0 && v <= MAX_TIMEOUT_SECS) {
