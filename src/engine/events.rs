@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use crate::engine::genome::{Genome, GenomeId, TokenUsage};
+use crate::engine::redact::Redactor;
 use crate::engine::selection::PolicyStatus;
 
 /// Commands a UI (or the CLI's signal handler) sends to a running scaffold.
@@ -47,6 +48,18 @@ pub struct RunInfo {
     pub unsandboxed: Option<String>,
 }
 
+impl RunInfo {
+    /// Takes the run's secrets out of every text field.
+    pub fn redact(&mut self, r: &Redactor) {
+        r.string(&mut self.card_name);
+        r.string(&mut self.task_name);
+        r.string(&mut self.model);
+        if let Some(warning) = &mut self.unsandboxed {
+            r.string(warning);
+        }
+    }
+}
+
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RunStatus {
@@ -67,6 +80,16 @@ impl RunStatus {
             Self::BudgetReached(why) => format!("budget reached ({why})"),
             Self::Stopped => "stopped".to_owned(),
             Self::Failed(why) => format!("failed: {why}"),
+        }
+    }
+
+    /// Takes the run's secrets out of the reason, if any.
+    pub fn redact(&mut self, r: &Redactor) {
+        match self {
+            Self::BudgetReached(why) | Self::Failed(why) => {
+                r.string(why);
+            }
+            Self::Completed | Self::Stopped => {}
         }
     }
 }
@@ -137,11 +160,63 @@ pub enum RunEvent {
     Finished(RunSummary),
 }
 
-/// Sending half of the event channel plus the UI's waker.
+impl RunEvent {
+    /// This event with the run's secrets taken out of every text it carries.
+    #[must_use]
+    pub fn redacted(self, r: &Redactor) -> Self {
+        match self {
+            Self::Started(mut info) => {
+                info.redact(r);
+                Self::Started(info)
+            }
+            Self::GenomeAdmitted {
+                genome,
+                best_id,
+                best_score,
+                iterations_done,
+                mut policy,
+                active,
+            } => {
+                for (label, value) in &mut policy.fields {
+                    r.string(label);
+                    r.string(value);
+                }
+                Self::GenomeAdmitted {
+                    genome: r.genome(&genome).map_or(genome, Arc::new),
+                    best_id,
+                    best_score,
+                    iterations_done,
+                    policy,
+                    active,
+                }
+            }
+            Self::Log { level, mut message } => {
+                r.string(&mut message);
+                Self::Log { level, message }
+            }
+            Self::MemoryUpdated { mut notes } => {
+                for note in &mut notes {
+                    r.string(note);
+                }
+                Self::MemoryUpdated { notes }
+            }
+            Self::Finished(mut summary) => {
+                summary.status.redact(r);
+                Self::Finished(summary)
+            }
+            other @ (Self::IterationStarted { .. } | Self::Paused | Self::Resumed) => other,
+        }
+    }
+}
+
+/// Sending half of the event channel plus the UI's waker. With a redactor,
+/// every event is sent redacted (the reporting boundary of the run's
+/// redactor: the CLI's output and the studio see only what it let through).
 #[derive(Clone)]
 pub struct EventSink {
     tx: tokio::sync::mpsc::Sender<RunEvent>,
     waker: Option<Arc<dyn Fn() + Send + Sync>>,
+    redactor: Option<Arc<Redactor>>,
 }
 
 impl EventSink {
@@ -149,12 +224,27 @@ impl EventSink {
         tx: tokio::sync::mpsc::Sender<RunEvent>,
         waker: Option<Arc<dyn Fn() + Send + Sync>>,
     ) -> Self {
-        Self { tx, waker }
+        Self {
+            tx,
+            waker,
+            redactor: None,
+        }
+    }
+
+    /// This sink, sending every event through `redactor`.
+    #[must_use]
+    pub fn with_redactor(mut self, redactor: Arc<Redactor>) -> Self {
+        self.redactor = (!redactor.is_empty()).then_some(redactor);
+        self
     }
 
     /// Send (waits when the channel is full: backpressure). A dropped
     /// receiver is ignored: the run goes on and is still recorded.
     pub async fn send(&self, event: RunEvent) {
+        let event = match &self.redactor {
+            Some(r) => event.redacted(r),
+            None => event,
+        };
         if self.tx.send(event).await.is_ok()
             && let Some(w) = &self.waker
         {

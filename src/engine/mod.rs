@@ -17,6 +17,7 @@ pub mod params;
 pub mod population;
 pub mod prompt;
 pub mod proposer;
+pub mod redact;
 pub mod registry;
 pub mod rng;
 pub mod run_thread;

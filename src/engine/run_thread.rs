@@ -5,10 +5,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::engine::archive::{Archive, RunRecorder, open_run_folder};
+use crate::engine::archive::{Archive, Redacted, RunRecorder, open_run_folder};
 use crate::engine::events::{EventSink, LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
 use crate::engine::launch::RunPlan;
-use crate::engine::model::LanguageModel;
+use crate::engine::model::{LanguageModel, RedactedModel, run_secrets};
+use crate::engine::redact::Redactor;
 use crate::engine::scaffold::Scaffold;
 
 /// Capacity of the event channel. The engine waits when the UI falls this far
@@ -108,12 +109,20 @@ fn sink_blocking(sink: &EventSink, event: RunEvent) {
 }
 
 /// Load the task, build the scaffold and run it (on the current runtime).
+///
+/// The run's secrets ([`run_secrets`]: the model's keys and endpoint
+/// credentials) are taken out at its three boundaries by one [`Redactor`]:
+/// every event `sink` reports, everything the run folder's recorder writes,
+/// and every prompt sent to `model`.
 pub async fn run_plan(
     plan: RunPlan,
     model: Arc<dyn LanguageModel>,
     sink: EventSink,
     commands: tokio::sync::mpsc::Receiver<RunCommand>,
 ) -> RunSummary {
+    let redactor = Arc::new(Redactor::new(run_secrets(model.as_ref())));
+    let sink = sink.with_redactor(Arc::clone(&redactor));
+    let model = RedactedModel::wrap(model, Arc::clone(&redactor));
     let fail = |msg: String| async {
         sink.log(LogLevel::Error, msg.clone()).await;
         let s = failed_summary(msg);
@@ -168,7 +177,7 @@ pub async fn run_plan(
     tokio::task::yield_now().await;
     let recorder: Option<Box<dyn RunRecorder>> = match run_dir.as_deref() {
         Some(d) => match open_run_folder(d, resume) {
-            Ok(r) => Some(r),
+            Ok(r) => Some(Redacted::wrap(r, redactor)),
             Err(e) => return fail(e.to_string()).await,
         },
         None => None,

@@ -12,6 +12,7 @@
 mod background;
 mod jsonl;
 mod lock;
+mod redacted;
 mod sqlite;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ use crate::engine::rng::SearchRng;
 pub use background::BackgroundRecorder;
 pub use jsonl::{JsonlRecorder, read_genomes};
 pub use lock::{LOCK_FILE, RunLock, reserve_run_dir};
+pub use redacted::Redacted;
 pub use sqlite::{
     ARCHIVE_FILE, Archive, ArchiveContents, RunListing, RunMeta, SCHEMA_VERSION, SqliteRecorder,
     list_runs,

@@ -110,6 +110,13 @@ impl LanguageModel for EnsembleModel {
     fn is_offline(&self) -> bool {
         self.members.iter().all(|m| m.model.is_offline())
     }
+
+    fn secrets(&self) -> Vec<(String, String)> {
+        self.members
+            .iter()
+            .flat_map(|m| m.model.secrets())
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -160,6 +160,43 @@ pub trait LanguageModel: Send + Sync {
     fn key_env_vars(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// `(where, value)` of every secret this model uses: the value of each
+    /// of its key variables that is set, and the credentials in its
+    /// endpoint's URL. The run's redactor keeps them out of everything the
+    /// run writes, reports or sends.
+    fn secrets(&self) -> Vec<(String, String)> {
+        env_secrets(&self.key_env_vars())
+    }
+}
+
+/// `("$NAME", value)` for each of `vars` that is set to something.
+pub fn env_secrets(vars: &[String]) -> Vec<(String, String)> {
+    vars.iter()
+        .filter_map(|name| {
+            let value = std::env::var(name).ok()?;
+            (!value.trim().is_empty()).then(|| (format!("${name}"), value))
+        })
+        .collect()
+}
+
+/// Every secret a run with `model` must never write, report or send: the
+/// model's own ([`LanguageModel::secrets`]), the value of `OPENAI_API_KEY`
+/// (set for other tools, it is there whatever the model), and the key
+/// variables and URL credentials of every endpoint in the user settings.
+pub fn run_secrets(model: &dyn LanguageModel) -> Vec<(String, String)> {
+    let mut out = model.secrets();
+    let mut vars = vec![openai::DEFAULT_API_KEY_ENV.to_owned()];
+    // An unreadable settings file was reported when the model was chosen;
+    // its endpoints cannot be known here.
+    if let Ok(settings) = load_user_settings() {
+        for endpoint in settings.endpoints {
+            out.extend(url::url_secrets(&endpoint.api_base));
+            vars.push(endpoint.api_key_env);
+        }
+    }
+    out.extend(env_secrets(&vars));
+    out
 }
 
 /// The model used when nothing is configured: the built-in offline model.
@@ -171,12 +208,14 @@ pub fn default_model() -> std::sync::Arc<dyn LanguageModel> {
 pub mod ensemble;
 pub mod openai;
 pub mod pricing;
+pub mod redacted;
 pub mod resolve;
 pub mod settings;
 pub mod url;
 pub use ensemble::{EnsembleMember, EnsembleModel};
 pub use openai::{EndpointHandle, OpenAiConfig, OpenAiModel};
 pub use pricing::{Price, PriceTable};
+pub use redacted::RedactedModel;
 pub use resolve::{ModelOverrides, build_model};
 pub use settings::{EndpointSettings, ModelSettings, load_user_settings, save_user_settings};
 pub use url::{ApiBase, redact_url};

@@ -624,6 +624,12 @@ impl LanguageModel for OpenAiModel {
     fn key_env_vars(&self) -> Vec<String> {
         vec![self.config.api_key_env.clone()]
     }
+
+    fn secrets(&self) -> Vec<(String, String)> {
+        let mut out = super::env_secrets(&self.key_env_vars());
+        out.extend(self.config.api_base.secrets());
+        out
+    }
 }
 
 /// What is wrong with a chat completions body.

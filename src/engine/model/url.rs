@@ -153,8 +153,8 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
-/// `(what, value)` for every credential in `url`: the user and the password
-/// of its userinfo, and the values of key-like query parameters, each as
+/// `(what, value)` for every credential in `url`: the password of its
+/// userinfo (or the user, when there is no password), and the values of key-like query parameters, each as
 /// written and, when different, percent-decoded.
 pub fn url_secrets(url: &str) -> Vec<(String, String)> {
     let p = parts(url);
@@ -171,11 +171,9 @@ pub fn url_secrets(url: &str) -> Vec<(String, String)> {
     };
     if let Some((start, end)) = p.userinfo {
         let info = &url[start..end];
+        // A user beside a password is a name; alone, it is the token.
         match info.split_once(':') {
-            Some((user, password)) => {
-                push("the api_base user", user);
-                push("the api_base password", password);
-            }
+            Some((_, password)) => push("the api_base password", password),
             None => push("the api_base user", info),
         }
     }
@@ -246,7 +244,12 @@ mod tests {
         );
         assert!(!format!("{base:?}").contains("tok-value"));
         let values: Vec<String> = base.secrets().into_iter().map(|(_, v)| v).collect();
-        assert_eq!(values, ["me", "p%40ss", "p@ss", "tok-value"]);
+        assert_eq!(values, ["p%40ss", "p@ss", "tok-value"]);
+        let token_as_user = ApiBase::new("https://tok-as-user@h/v1").secrets();
+        assert_eq!(
+            token_as_user,
+            [("the api_base user".to_owned(), "tok-as-user".to_owned())]
+        );
     }
 
     #[test]
