@@ -64,7 +64,7 @@ impl Redactor {
                 });
             }
         }
-        list.sort_by(|a, b| b.value.len().cmp(&a.value.len()));
+        list.sort_by_key(|s| std::cmp::Reverse(s.value.len()));
         Self { secrets: list }
     }
 
