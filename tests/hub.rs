@@ -73,6 +73,7 @@ fn config_keys(card: &Card, registry: &Registry) -> Vec<String> {
         "general.parallel",
         "general.max_cost_usd",
         "general.max_tokens",
+        "general.max_response_bytes",
         "seed",
     ] {
         keys.push(k.to_owned());

@@ -111,9 +111,14 @@ pub struct Genome {
     /// The exact prompt sent to the model.
     #[serde(default)]
     pub prompt: Option<Prompt>,
-    /// The raw model response, kept for failed proposals too.
+    /// The raw model response, kept for failed proposals too; at most the
+    /// card's `general.max_response_bytes` of it (see `response_bytes`).
     #[serde(default)]
     pub response: Option<String>,
+    /// The whole reply's length in bytes when `response` keeps only its
+    /// first part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_bytes: Option<u64>,
     #[serde(default)]
     pub timings: Timings,
     #[serde(default)]

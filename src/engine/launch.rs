@@ -38,6 +38,18 @@ pub enum LaunchError {
     /// A setting of the task's config file cannot be applied.
     #[error(transparent)]
     Settings(#[from] SettingsError),
+    /// The initial program is already over a limit every child must keep,
+    /// so every proposal would be rejected.
+    #[error(
+        "{program}: the initial program has {length} characters, more than the proposer's max_code_length \
+         ({limit}): every child would be rejected; raise max_code_length ({where_set}) or shorten the program"
+    )]
+    ProgramTooLong {
+        program: PathBuf,
+        length: usize,
+        limit: i64,
+        where_set: &'static str,
+    },
 }
 
 /// Check the resume rule: a budget of `budget` total iterations leaves work
@@ -79,7 +91,40 @@ fn fit(
     if card.card().slot(Slot::Evaluator).kind == "subprocess" {
         task.require_evaluator_file()?;
     }
+    check_limits(&card, task, registry)?;
     Ok((card, settings))
+}
+
+/// The limits a child program must keep, checked against the initial
+/// program before any model is asked: a program already over them would
+/// have every child rejected while each prompt carried it whole.
+fn check_limits(card: &ValidCard, task: &Task, registry: &Registry) -> Result<(), LaunchError> {
+    let block = card.card().slot(Slot::Proposer);
+    let Ok(entry) = registry.entry(Slot::Proposer, &block.kind) else {
+        return Ok(());
+    };
+    if entry.default_of("max_code_length").is_none() {
+        return Ok(());
+    }
+    let crate::engine::params::ParamValue::Int(limit) =
+        entry.value_or_default(&block.params, "max_code_length")
+    else {
+        return Ok(());
+    };
+    let length = task.initial_program.chars().count();
+    if i64::try_from(length).is_ok_and(|n| n <= limit) {
+        return Ok(());
+    }
+    Err(LaunchError::ProgramTooLong {
+        program: task.dir.join(&task.program_file),
+        length,
+        limit,
+        where_set: if task.config.get("max_code_length").is_some() {
+            "max_code_length in the task's config"
+        } else {
+            "the card's proposer.max_code_length"
+        },
+    })
 }
 
 impl RunPlan {

@@ -56,6 +56,20 @@ pub struct General {
     /// Stop cleanly once the run has used this many model tokens.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
+    /// Bytes of a raw model reply stored on its genome; a longer reply keeps
+    /// its first part and records its full length (`Genome::response_bytes`).
+    #[serde(skip_serializing_if = "is_default_response_cap")]
+    pub max_response_bytes: u64,
+}
+
+/// Stored bytes of a raw model reply unless a card says otherwise (256 KiB).
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 256 * 1024;
+/// The range a card may set `general.max_response_bytes` in: from 1 KiB to
+/// the largest reply the model client accepts (32 MiB).
+pub const RESPONSE_BYTES_RANGE: (u64, u64) = (1024, 32 * 1024 * 1024);
+
+fn is_default_response_cap(v: &u64) -> bool {
+    *v == DEFAULT_MAX_RESPONSE_BYTES
 }
 
 impl Default for General {
@@ -66,6 +80,7 @@ impl Default for General {
             parallel: 1,
             max_cost_usd: None,
             max_tokens: None,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -315,6 +330,13 @@ impl Card {
         }
         if g.max_tokens == Some(0) {
             out.push(Problem::new("general.max_tokens", "must be at least 1"));
+        }
+        let (lo, hi) = RESPONSE_BYTES_RANGE;
+        if !(lo..=hi).contains(&g.max_response_bytes) {
+            out.push(Problem::new(
+                "general.max_response_bytes",
+                &format!("must be between {lo} and {hi}"),
+            ));
         }
         if let Some(llm) = &self.llm {
             for (i, m) in llm.models.iter().enumerate() {

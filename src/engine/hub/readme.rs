@@ -264,6 +264,11 @@ fn configuration_lines(card: &Card, registry: &Registry) -> Vec<String> {
         opt_u(g.max_tokens)
     ));
     lines.push(format!(
+        "- `general.max_response_bytes` ({}) — bytes of a raw model reply stored on its genome; a longer \
+         reply keeps its start and records its full length; value: {}",
+        d.max_response_bytes, g.max_response_bytes
+    ));
+    lines.push(format!(
         "- `seed` (0) — seeds the run's random generator, so selection and sampling are reproducible; \
          value: {}",
         card.seed

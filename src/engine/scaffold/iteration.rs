@@ -37,6 +37,28 @@ pub(super) fn name_fitness(genome: &mut Genome, metric: Option<&str>) {
     }
 }
 
+/// A raw reply as stored on a genome: whole when it fits in `cap` bytes,
+/// else its first `cap` bytes (cut on a character boundary) with a line
+/// saying so, and the whole reply's length.
+pub(super) fn bounded_reply(reply: Option<&str>, cap: usize) -> (Option<String>, Option<u64>) {
+    let Some(reply) = reply else {
+        return (None, None);
+    };
+    if reply.len() <= cap {
+        return (Some(reply.to_owned()), None);
+    }
+    let mut end = cap;
+    while !reply.is_char_boundary(end) {
+        end -= 1;
+    }
+    let kept = format!(
+        "{}\n[reply cut: the first {end} of {} bytes are kept (general.max_response_bytes)]",
+        &reply[..end],
+        reply.len()
+    );
+    (Some(kept), Some(reply.len() as u64))
+}
+
 /// Everything an in-flight iteration needs (owned, so it can run concurrently).
 pub(super) struct Job {
     pub(super) iteration: u64,
@@ -54,6 +76,8 @@ pub(super) struct Job {
 
 pub(super) struct Shared {
     pub(super) brief: TaskBrief,
+    /// Bytes of a raw reply kept on a genome (`general.max_response_bytes`).
+    pub(super) max_response_bytes: usize,
     /// The metric the task names as its fitness, if any.
     pub(super) fitness_metric: Option<String>,
     pub(super) prompt_builder: Arc<dyn PromptBuilder>,
@@ -133,7 +157,6 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                 features: Default::default(),
             },
             prompt: Some(prompt),
-            response: proposal.response.clone(),
             usage: proposal.usage,
             timings: Timings {
                 prompt_ms,
@@ -142,6 +165,8 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
             },
             ..Genome::default()
         };
+        (genome.response, genome.response_bytes) =
+            bounded_reply(proposal.response.as_deref(), shared.max_response_bytes);
         let content = match (proposal.content, foreign) {
             (Ok(_), Some(id)) => Err(ProposalError::Parse(format!(
                 "the proposer made the child from #{id}, which is not among the parents it was handed"
@@ -217,5 +242,31 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
         genomes,
         fatal: None,
         model_down: if other_outcome { None } else { model_down },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bounded_reply;
+
+    #[test]
+    fn a_reply_over_the_cap_keeps_its_head_and_records_its_length() {
+        assert_eq!(bounded_reply(None, 10), (None, None));
+        assert_eq!(
+            bounded_reply(Some("short"), 10),
+            (Some("short".to_owned()), None)
+        );
+        // 'é' is two bytes: a cut inside it moves back to the boundary.
+        let reply = "ab".to_owned() + &"é".repeat(2000);
+        let (kept, full) = bounded_reply(Some(&reply), 1025);
+        let kept = kept.unwrap();
+        assert_eq!(full, Some(4002));
+        assert!(kept.starts_with(&reply[..1024]), "{kept}");
+        assert!(
+            kept.ends_with(
+                "[reply cut: the first 1024 of 4002 bytes are kept (general.max_response_bytes)]"
+            ),
+            "{kept}"
+        );
     }
 }

@@ -414,6 +414,7 @@ impl Scaffold {
 
         let shared = Arc::new(Shared {
             brief: self.task.brief(self.evaluator.timeout_secs()),
+            max_response_bytes: usize::try_from(general.max_response_bytes).unwrap_or(usize::MAX),
             fitness_metric: self.task.config.fitness_metric(),
             prompt_builder: Arc::clone(&self.prompt_builder),
             proposer: Arc::clone(&self.proposer),

@@ -113,6 +113,19 @@ pub fn general_ui(
                 },
             );
 
+            int_row(
+                ui,
+                "max_response_bytes",
+                "Bytes of a raw model reply kept on its genome (a longer one keeps its start and its length)",
+                i64::try_from(g.max_response_bytes).unwrap_or(i64::MAX),
+                (1024, 32 * 1024 * 1024),
+                &mut |n| {
+                    let mut next = g.clone();
+                    next.max_response_bytes = u64::try_from(n.max(0)).unwrap_or(0);
+                    commands.push(UiCommand::SetGeneral(next));
+                },
+            );
+
             let id = row(
                 ui,
                 "max_cost_usd",
