@@ -256,13 +256,7 @@ fn fitness_text(basis: &str, value: f64) -> String {
     }
 }
 
-fn print_summary(
-    s: &RunSummary,
-    run_dir: &Path,
-    offline: bool,
-    model: &str,
-    fitness: &FitnessLabels,
-) {
+fn print_summary(s: &RunSummary, run_dir: &Path, model: &str, fitness: &FitnessLabels) {
     // A failure's reason is printed once, as the error after the summary.
     let status = match &s.status {
         RunStatus::Failed(_) => "failed".to_owned(),
@@ -292,14 +286,9 @@ fn print_summary(
         "tokens:      {} prompt + {} completion{cost}",
         s.usage.prompt_tokens, s.usage.completion_tokens
     );
-    println!(
-        "model:       {model}{}",
-        if offline {
-            " — offline, no endpoint configured"
-        } else {
-            ""
-        }
-    );
+    // The description says it all once: the model, and for the offline
+    // model why it is in use and how to name a real one.
+    println!("model:       {model}");
     println!("wall time:   {:.2} s", s.wall_secs);
     println!("run folder:  {}", run_dir.display());
 }
@@ -325,7 +314,16 @@ pub fn run(args: &RunArgs) -> i32 {
         Ok(c) => c,
         Err(problems) => {
             for p in problems {
-                eprintln!("error: {}: {}: {}", args.card.display(), p.field, p.message);
+                // A value set on the command line is the flag's error, not the card's.
+                let flag = match p.field.as_str() {
+                    "general.max_iterations" if args.iterations.is_some() => Some("--iterations"),
+                    "general.parallel" if args.parallel.is_some() => Some("--parallel"),
+                    _ => None,
+                };
+                match flag {
+                    Some(flag) => eprintln!("error: {flag}: {}", p.message),
+                    None => eprintln!("error: {}: {}: {}", args.card.display(), p.field, p.message),
+                }
             }
             return 2;
         }
@@ -374,7 +372,6 @@ fn launch(plan: RunPlan, model_args: &ModelArgs, out: Output) -> i32 {
     };
     let total = plan.card().general.max_iterations;
     let recorded = plan.recorded_counts();
-    let offline = model.is_offline();
     let Some(run_dir) = plan.run_dir().map(Path::to_path_buf) else {
         eprintln!("error: the command line records every run; no run folder was given");
         return 2;
@@ -386,7 +383,7 @@ fn launch(plan: RunPlan, model_args: &ModelArgs, out: Output) -> i32 {
             return 1;
         }
     };
-    drive(handle, &run_dir, total, out, recorded, offline, &model_desc)
+    drive(handle, &run_dir, total, out, recorded, &model_desc)
 }
 
 /// Follow a running scaffold to its end: progress, Ctrl-C, summary, exit
@@ -397,7 +394,6 @@ fn drive(
     total: u64,
     out: Output,
     recorded: (u64, u64),
-    offline: bool,
     model_desc: &str,
 ) -> i32 {
     let Output { quiet, verbose } = out;
@@ -490,7 +486,7 @@ fn drive(
         eprintln!("error: the run ended without a summary");
         return 1;
     };
-    print_summary(&summary, run_dir, offline, model_desc, &fitness);
+    print_summary(&summary, run_dir, model_desc, &fitness);
     match summary.status {
         RunStatus::Completed | RunStatus::BudgetReached(_) => 0,
         RunStatus::Stopped => 130,
@@ -606,6 +602,14 @@ pub fn import(bundle: &Path, out: &Path, force: bool) -> i32 {
             return 2;
         }
     };
+    if out.exists() && !out.is_dir() {
+        eprintln!(
+            "error: --out {}: not a folder; --out names the folder to write {}.yaml into",
+            out.display(),
+            card.name
+        );
+        return 2;
+    }
     let target = out.join(format!("{}.yaml", card.name));
     if target.exists() && !force {
         eprintln!(

@@ -75,6 +75,26 @@ fn bad_cards_exit_nonzero_with_one_located_message() {
             "CARD:41:19: general.max_iterations: invalid type: integer `-1`, expected u64",
         ),
         (
+            "huge_iterations",
+            Box::new(|t: String| {
+                t.replace(
+                    "max_iterations: 100",
+                    "max_iterations: 99999999999999999999999",
+                )
+            }),
+            "CARD:41:19: general.max_iterations: 99999999999999999999999 is too large: the limit is 18446744073709551615",
+        ),
+        (
+            "huge_param",
+            Box::new(|t: String| t.replace("best_of_n: 5", "best_of_n: 99999999999999999999999")),
+            "CARD:29:14: selection_policy.best_of_n: 99999999999999999999999 is too large: the limit is 9223372036854775807",
+        ),
+        (
+            "hugely_negative_param",
+            Box::new(|t: String| t.replace("best_of_n: 5", "best_of_n: -99999999999999999999999")),
+            "CARD:29:14: selection_policy.best_of_n: -99999999999999999999999 is too small: the limit is -9223372036854775808",
+        ),
+        (
             "not_yaml",
             Box::new(|_| "population: [\n".to_owned()),
             "CARD:1:13: population: invalid type: sequence",
@@ -337,4 +357,131 @@ fn the_worker_bytecode_is_cached_between_runs_and_an_unwritable_cache_still_runs
     let blocked = tmp.path().join("not-a-dir");
     std::fs::write(&blocked, "x").unwrap();
     run(&blocked, "c");
+}
+
+/// `galapagos ARGS` from the crate root with a fresh HOME; (exit code,
+/// stdout, stderr).
+fn cli(args: &[&str], home: &Path) -> (i32, String, String) {
+    let o = galapagos()
+        .args(args)
+        .env("HOME", home)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_bad_flag_value_is_the_flags_error_not_the_cards() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("runs");
+    let out = out.to_str().unwrap();
+    let task = "assets/tasks/function_minimization";
+    for (flag, value, expect) in [
+        (
+            "--iterations",
+            "0",
+            "error: --iterations: must be at least 1",
+        ),
+        (
+            "--parallel",
+            "0",
+            "error: --parallel: must be between 1 and 256",
+        ),
+    ] {
+        let (code, _, stderr) = cli(
+            &[
+                "run",
+                "cards/best_of_n.yaml",
+                "--task",
+                task,
+                flag,
+                value,
+                "--out",
+                out,
+            ],
+            home.path(),
+        );
+        assert_eq!(code, 2, "{stderr}");
+        assert_eq!(stderr.trim(), expect);
+    }
+    assert!(!Path::new(out).exists(), "nothing written");
+}
+
+#[test]
+fn import_names_a_file_given_as_out_and_never_follows_a_card_link() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let (code, _, stderr) = cli(
+        &[
+            "import",
+            "cards/best_of_n.yaml",
+            "--out",
+            file.to_str().unwrap(),
+        ],
+        home.path(),
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("not a folder") && !stderr.contains("File exists"),
+        "{stderr}"
+    );
+    // A bundle folder whose card.yaml links elsewhere: refused without
+    // reading (or quoting) what the link points at.
+    let secret = home.path().join("secret.txt");
+    std::fs::write(&secret, "SECRET-FIRST-LINE: do not print\n").unwrap();
+    let bundle = home.path().join("bundle");
+    std::fs::create_dir(&bundle).unwrap();
+    std::os::unix::fs::symlink(&secret, bundle.join("card.yaml")).unwrap();
+    let (code, _, stderr) = cli(&["import", bundle.to_str().unwrap()], home.path());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("symbolic link"), "{stderr}");
+    assert!(!stderr.contains("SECRET"), "{stderr}");
+}
+
+#[test]
+fn the_summary_names_the_model_once_and_each_progress_line_prints_once() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("runs");
+    let (code, stdout, stderr) = cli(
+        &[
+            "run",
+            "cards/best_of_n.yaml",
+            "--task",
+            "assets/tasks/function_minimization",
+            "--iterations",
+            "20",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        home.path(),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let model = stdout.lines().find(|l| l.starts_with("model:")).unwrap();
+    assert_eq!(
+        model,
+        "model:       offline model (built-in, no network): no model configured; use --api-base URL \
+         --model NAME or the user settings file for a real model"
+    );
+    // Output is not a terminal here: plain lines, none of them twice.
+    let progress: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("iteration "))
+        .collect();
+    let mut unique = progress.clone();
+    unique.dedup();
+    assert_eq!(progress, unique, "{stderr}");
+    assert_eq!(
+        progress
+            .iter()
+            .filter(|l| l.starts_with("iteration 20/20"))
+            .count(),
+        1,
+        "{stderr}"
+    );
 }

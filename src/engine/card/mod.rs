@@ -379,6 +379,27 @@ pub struct ValidCard {
     slots: BTreeMap<Slot, Configured>,
 }
 
+/// serde's words for an integer outside every integer type it was asked
+/// for ("invalid type: integer `1e23` as u128, expected u64", or "expected
+/// any value" for a parameter), said as a range error.
+fn too_large_integer(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("invalid type: integer `")?;
+    let (digits, rest) = rest.split_once('`')?;
+    if !(rest.starts_with(" as u128") || rest.starts_with(" as i128")) {
+        return None;
+    }
+    let (word, limit) = if digits.starts_with('-') {
+        ("small", i64::MIN.to_string())
+    } else if rest.ends_with("expected u64") {
+        ("large", u64::MAX.to_string())
+    } else if rest.ends_with("expected u32") {
+        ("large", u32::MAX.to_string())
+    } else {
+        ("large", i64::MAX.to_string())
+    };
+    Some(format!("{digits} is too {word}: the limit is {limit}"))
+}
+
 impl ValidCard {
     /// Parse and check YAML text; `origin` names the file in errors.
     pub fn from_yaml(text: &str, origin: &str, registry: &Registry) -> Result<Self, CardErrors> {
@@ -416,6 +437,9 @@ impl ValidCard {
                         format!("{field}.{missing}")
                     };
                     message = "missing (this key is required)".to_owned();
+                }
+                if let Some(big) = too_large_integer(&message) {
+                    message = big;
                 }
                 if field.ends_with("api_key") || message.contains("`api_key`") {
                     message.push_str(

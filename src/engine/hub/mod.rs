@@ -222,7 +222,18 @@ pub fn import_bundle(path: &Path, registry: &Registry) -> Result<Card, HubError>
     let meta = fs::metadata(path).map_err(io_err(path))?;
     if meta.is_dir() {
         let card = path.join(CARD_FILE);
-        if !card.is_file() {
+        // A bundle's card is a file of the folder: a link is not followed
+        // (it could point anywhere, and an error would quote what it found).
+        let kind = fs::symlink_metadata(&card).map(|m| m.file_type());
+        if kind.as_ref().is_ok_and(fs::FileType::is_symlink) {
+            return Err(HubError::NotABundle {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "its {CARD_FILE} is a symbolic link; a bundle's card must be a regular file"
+                ),
+            });
+        }
+        if !kind.is_ok_and(|k| k.is_file()) {
             return Err(HubError::NotABundle {
                 path: path.to_path_buf(),
                 reason: format!("the folder has no {CARD_FILE}"),

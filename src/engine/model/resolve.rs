@@ -108,7 +108,7 @@ pub fn build_model_with_env(
             "no model named by --model, the card or the user settings"
         };
         let desc = format!(
-            "{} ({why}; use --api-base URL --model NAME or the user settings file for a real model)",
+            "{}: {why}; use --api-base URL --model NAME or the user settings file for a real model",
             fallback.describe()
         );
         return Ok((fallback, desc));
@@ -139,8 +139,8 @@ pub fn build_model_with_env(
         } else if settings.is_empty() {
             // The card names models but nothing says where to send them.
             let desc = format!(
-                "{} (the card names model `{}` but no endpoint is configured; use --api-base URL, \
-                 {BASE_URL_ENV} or the user settings file for a real model)",
+                "{}: the card names model `{}` but no endpoint is configured; use --api-base URL, \
+                 {BASE_URL_ENV} or the user settings file for a real model",
                 fallback.describe(),
                 spec.name
             );
