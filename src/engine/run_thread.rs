@@ -149,7 +149,8 @@ pub async fn run_plan(
         let Some(dir) = run_dir.as_deref() else {
             return fail("resume needs a run folder".to_owned()).await;
         };
-        let read = Archive::open(dir).and_then(|a| Ok((a.genomes()?, a.checkpoint()?)));
+        let read = Archive::open(dir)
+            .and_then(|a| Ok((a.genomes_without_transcripts()?, a.checkpoint()?)));
         match read {
             Ok((genomes, Some(checkpoint))) => {
                 if let Err(e) = scaffold.restore(genomes, checkpoint) {

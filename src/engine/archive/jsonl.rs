@@ -2,7 +2,7 @@
 //! folder.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write as _};
+use std::io::{BufRead as _, BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -131,23 +131,37 @@ fn match_archive(path: &Path, dir: &Path) -> Result<(), ArchiveError> {
     }
     let archive = super::Archive::open(dir)?;
     let on_record = archive.genome_count()?;
-    let text = match std::fs::read(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(io_err(path, e)),
-    };
-    let mut keep = 0usize; // bytes of the good prefix
-    let mut next = 0u64; // ids in it
-    for line in text.split_inclusive(|b| *b == b'\n') {
-        let whole = line.ends_with(b"\n");
-        let id = serde_json::from_slice::<Id>(line.trim_ascii()).ok();
-        if !whole || next >= on_record || id.is_none_or(|g| g.id != next) {
-            break;
+    // Line by line: the file holds every prompt of the run.
+    let (mut keep, mut len) = (0u64, 0u64); // bytes of the good prefix, of the file
+    let mut next = 0u64; // ids in the good prefix
+    match File::open(path) {
+        Ok(f) => {
+            let mut reader = std::io::BufReader::new(f);
+            let mut line = Vec::new();
+            let mut good = true;
+            loop {
+                line.clear();
+                let n = reader
+                    .read_until(b'\n', &mut line)
+                    .map_err(|e| io_err(path, e))?;
+                if n == 0 {
+                    break;
+                }
+                len += n as u64;
+                good = good
+                    && line.ends_with(b"\n")
+                    && next < on_record
+                    && serde_json::from_slice::<Id>(line.trim_ascii()).is_ok_and(|g| g.id == next);
+                if good {
+                    keep += n as u64;
+                    next += 1;
+                }
+            }
         }
-        keep += line.len();
-        next += 1;
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err(path, e)),
     }
-    if keep == text.len() && next == on_record {
+    if keep == len && next == on_record {
         return Ok(());
     }
     let file = OpenOptions::new()
@@ -156,7 +170,7 @@ fn match_archive(path: &Path, dir: &Path) -> Result<(), ArchiveError> {
         .truncate(false)
         .open(path)
         .map_err(|e| io_err(path, e))?;
-    file.set_len(keep as u64).map_err(|e| io_err(path, e))?;
+    file.set_len(keep).map_err(|e| io_err(path, e))?;
     let mut w = BufWriter::new(
         OpenOptions::new()
             .append(true)

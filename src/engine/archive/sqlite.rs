@@ -144,6 +144,23 @@ impl Archive {
 
     /// Every genome in id (admission) order.
     pub fn genomes(&self) -> Result<Vec<Genome>, ArchiveError> {
+        self.genomes_mapped(|g| g)
+    }
+
+    /// Every genome in id order without its prompt, raw reply and private
+    /// metrics: what a resumed run's population holds. Read one at a time,
+    /// so a long run's transcripts are never all in memory at once (the
+    /// process would keep that peak for the rest of the run).
+    pub fn genomes_without_transcripts(&self) -> Result<Vec<Genome>, ArchiveError> {
+        self.genomes_mapped(|g| Genome {
+            prompt: None,
+            response: None,
+            private: std::collections::BTreeMap::new(),
+            ..g
+        })
+    }
+
+    fn genomes_mapped(&self, map: impl Fn(Genome) -> Genome) -> Result<Vec<Genome>, ArchiveError> {
         let mut stmt = self
             .conn
             .prepare("SELECT id, json FROM genomes ORDER BY id")
@@ -156,7 +173,7 @@ impl Archive {
             let (id, json) = row.map_err(|e| corrupt(&self.path, e))?;
             let g: Genome = serde_json::from_str(&json)
                 .map_err(|e| corrupt(&self.path, format!("genome {id}: {e}")))?;
-            out.push(g);
+            out.push(map(g));
         }
         Ok(out)
     }
