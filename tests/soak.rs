@@ -181,11 +181,15 @@ fn tree(root: u32) -> BTreeSet<Proc> {
             parent_of.push((pid, ppid, start));
         }
     }
-    let mut out = BTreeSet::new();
+    let mut out: BTreeSet<Proc> = parent_of
+        .iter()
+        .filter(|e| e.0 == root)
+        .map(|e| (e.0, e.2))
+        .collect();
     let mut frontier = vec![root];
     while let Some(p) = frontier.pop() {
         for &(pid, ppid, start) in &parent_of {
-            if (pid == p || ppid == p) && out.insert((pid, start)) && pid != p {
+            if ppid == p && out.insert((pid, start)) {
                 frontier.push(pid);
             }
         }

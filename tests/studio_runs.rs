@@ -216,6 +216,56 @@ fn runs_are_listed_opened_read_only_and_compared() {
 }
 
 #[test]
+fn resuming_a_run_another_process_writes_is_refused_naming_its_pid() {
+    let registry = registry();
+    let tmp = tempfile::tempdir().unwrap();
+    let task = temp_task(tmp.path());
+    let runs = tmp.path().join("runs");
+    let dir = runs.join("busy-run");
+    let mut c = paced(card("best_of_n.yaml", &registry));
+    c.general.max_iterations = 24;
+    assert_eq!(
+        record(c, &task, &dir, &registry, Some(3)),
+        RunStatus::Stopped
+    );
+    let before = Archive::open(&dir).unwrap().events().unwrap().len();
+    // The folder's writer lock, as another process running it would hold it.
+    let held = galapagos::engine::archive::RunLock::acquire(&dir).unwrap();
+    let mut h = app(&runs, Arc::clone(&registry), None);
+    h.run();
+    h.get_by_label("Runs").click();
+    h.run_steps(2);
+    h.get_by_label("busy-run").click();
+    h.run_steps(2);
+    h.get_by_label("Resume").click();
+    h.run_steps(2);
+    let message = h.state().message().unwrap_or_default().to_owned();
+    assert!(
+        message.contains("in use by another galapagos process")
+            && message.contains(&format!("(PID {})", std::process::id())),
+        "{message}"
+    );
+    assert!(!h.state().run_view.is_running());
+    assert_eq!(
+        Archive::open(&dir).unwrap().events().unwrap().len(),
+        before,
+        "nothing written"
+    );
+    // Once the other writer is gone, the same click resumes.
+    drop(held);
+    h.get_by_label("Resume").click();
+    h.run_steps(2);
+    assert!(
+        h.state().message().unwrap_or_default().contains("Resuming"),
+        "{:?}",
+        h.state().message()
+    );
+    step_until(&mut h, Duration::from_secs(60), |a| {
+        !a.run_view.is_running()
+    });
+}
+
+#[test]
 fn a_stopped_run_resumes_live_to_its_budget_without_duplicates() {
     let registry = registry();
     let tmp = tempfile::tempdir().unwrap();
