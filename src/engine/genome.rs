@@ -74,6 +74,48 @@ pub struct GenomeMeta {
     pub features: BTreeMap<String, f64>,
 }
 
+/// A would-be best evaluated again (`evaluator.confirm`): every
+/// evaluation's metrics, and whether they agree.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Confirmation {
+    /// The metrics of every valid evaluation, the first one first.
+    pub runs: Vec<BTreeMap<String, f64>>,
+    /// The fitness of each of them.
+    pub fitness: Vec<f64>,
+    /// How the genome's `scores` were made from `runs`: `mean` or `min`.
+    pub aggregate: String,
+    /// max − min of `fitness` (`None` when not finite).
+    #[serde(default)]
+    pub spread: Option<f64>,
+    /// The evaluations disagree beyond the tolerance, or one failed: never a
+    /// parent.
+    pub unconfirmed: bool,
+    /// Why it is unconfirmed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Confirmation {
+    /// One line for the inspector and logs.
+    pub fn summary(&self) -> String {
+        let values: Vec<String> = self.fitness.iter().map(|f| format!("{f:.6}")).collect();
+        let head = if self.unconfirmed {
+            format!(
+                "unconfirmed (never a parent): {}",
+                self.note.as_deref().unwrap_or("the evaluations disagree")
+            )
+        } else {
+            "confirmed".to_owned()
+        };
+        format!(
+            "{head} · fitness of {} evaluations: {} · scores are their {}",
+            self.fitness.len(),
+            values.join(", "),
+            self.aggregate
+        )
+    }
+}
+
 /// One candidate solution plus everything needed to select, evaluate and
 /// trace it, including what the inspector shows: the prompt that produced it,
 /// the raw model response, the applied diff, the error, timings.
@@ -133,6 +175,10 @@ pub struct Genome {
     /// ([`Genome::without_transcript`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub private: BTreeMap<String, String>,
+    /// Set when it would have become the run's best and was evaluated again
+    /// (`evaluator.confirm`); `scores` are then the evaluations' aggregate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<Confirmation>,
 }
 
 /// What a genome's fitness is (see [`Genome::fitness`]), for labels.
@@ -215,6 +261,29 @@ impl Genome {
             private: BTreeMap::new(),
             ..self.clone()
         }
+    }
+
+    /// True when it was evaluated again and the evaluations disagreed (see
+    /// [`Confirmation`]).
+    pub fn unconfirmed(&self) -> bool {
+        self.confirmation.as_ref().is_some_and(|c| c.unconfirmed)
+    }
+
+    /// The copy the population and the selection policy are given: without
+    /// its transcript, and an unconfirmed genome seen as invalid, so no
+    /// policy ever takes it as a parent or an inspiration, nor as the best.
+    /// The one place that rule lives (the loop admits and resumes through
+    /// it); the record and the events keep the genome as it was scored.
+    pub fn for_selection(&self) -> Self {
+        let mut copy = self.without_transcript();
+        if let Some(c) = self.confirmation.as_ref().filter(|c| c.unconfirmed) {
+            copy.valid = false;
+            copy.error = Some(format!(
+                "unconfirmed: {}",
+                c.note.as_deref().unwrap_or("its evaluations disagree")
+            ));
+        }
+        copy
     }
 
     /// Fitness, with invalid genomes ranked below every valid one.

@@ -42,6 +42,7 @@ use serde::{Deserialize, Serialize};
 use tokio::net::unix::pipe;
 use tokio::sync::Semaphore;
 
+use super::confirm::{Aggregate, Confirm, SPECS as CONFIRM_SPECS};
 use super::worker::capture::Capture;
 use super::worker::process::{describe_status, kill_groups};
 use super::{Candidate, Evaluation, Evaluator, Metric, Observed};
@@ -60,6 +61,12 @@ pub struct CommandParams {
     pub timeout_secs: f64,
     /// The interpreter `{python}` stands for.
     pub python: String,
+    /// Evaluations more for a would-be best ([`super::confirm`]; 0: off).
+    pub confirm: u32,
+    /// A confirmed candidate's metrics: the evaluations' mean or minimum.
+    pub confirm_aggregate: Aggregate,
+    /// Largest fitness spread allowed, relative to the mean's size.
+    pub confirm_tolerance: f64,
 }
 
 /// ShinkaEvolve's command line for a task's `evaluate.py` (the default
@@ -80,6 +87,9 @@ impl Default for CommandParams {
             argv: SHINKA_ARGV.iter().map(|a| (*a).to_owned()).collect(),
             timeout_secs: 60.0,
             python: "python3".to_owned(),
+            confirm: Confirm::default().times,
+            confirm_aggregate: Confirm::default().aggregate,
+            confirm_tolerance: Confirm::default().tolerance,
         }
     }
 }
@@ -142,6 +152,9 @@ impl Component for CommandEvaluator {
                 doc: "The interpreter {python} stands for (a name on PATH or a path)",
                 ty: ParamType::Text,
             },
+            CONFIRM_SPECS[0],
+            CONFIRM_SPECS[1],
+            CONFIRM_SPECS[2],
         ],
     };
 
@@ -510,6 +523,15 @@ impl Evaluator for CommandEvaluator {
 
     fn timeout_secs(&self) -> Option<f64> {
         Some(self.params.timeout_secs)
+    }
+
+    /// Each evaluation is a new process already.
+    fn confirmation(&self) -> Confirm {
+        Confirm {
+            times: self.params.confirm,
+            aggregate: self.params.confirm_aggregate,
+            tolerance: self.params.confirm_tolerance,
+        }
     }
 }
 

@@ -4,11 +4,13 @@
 use std::collections::BTreeMap;
 
 mod command;
+pub mod confirm;
 mod subprocess;
 pub(crate) mod worker;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
 pub use command::{CommandEvaluator, CommandParams};
+pub use confirm::{Aggregate, Confirm, confirm};
 pub use subprocess::{SubprocessEvaluator, SubprocessParams};
 pub use worker::sandbox::Sandbox;
 
@@ -65,6 +67,12 @@ pub trait Evaluator: Send + Sync {
     /// or run it sandboxed.
     fn unsandboxed(&self) -> Option<String> {
         None
+    }
+
+    /// Whether a candidate that would become the run's best is evaluated
+    /// again before it counts, and how ([`Confirm`]; off by default).
+    fn confirmation(&self) -> Confirm {
+        Confirm::default()
     }
 }
 

@@ -1,3 +1,6 @@
+//! Over 800 lines for now: the parameter table, with the docs the studio and
+//! the hub README show, is a third of it.
+//!
 //! `SubprocessEvaluator` (kind `subprocess`): runs the task's `evaluator.py`
 //! (OpenEvolve format) in one warm Python worker, one forked child per
 //! candidate, so a runaway, crashing or misbehaving candidate can always be
@@ -31,6 +34,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{OnceCell, Semaphore};
 
+use super::confirm::{Aggregate, Confirm, SPECS as CONFIRM_SPECS, check_fresh};
 use super::worker::code_dir::{Setup, prepare, write_code};
 use super::worker::environment;
 use super::worker::limits::Limits;
@@ -94,6 +98,12 @@ pub struct SubprocessParams {
     /// Bytes of each of a candidate's stdout and stderr kept (its first and
     /// last halves), in KB.
     pub output_limit_kb: u64,
+    /// Evaluations more for a would-be best ([`super::confirm`]; 0: off).
+    pub confirm: u32,
+    /// A confirmed candidate's metrics: the evaluations' mean or minimum.
+    pub confirm_aggregate: Aggregate,
+    /// Largest fitness spread allowed, relative to the mean's size.
+    pub confirm_tolerance: f64,
 }
 
 impl Default for SubprocessParams {
@@ -114,6 +124,9 @@ impl Default for SubprocessParams {
             process_limit: Some(256),
             file_size_limit_mib: Some(1024),
             output_limit_kb: 20,
+            confirm: Confirm::default().times,
+            confirm_aggregate: Confirm::default().aggregate,
+            confirm_tolerance: Confirm::default().tolerance,
         }
     }
 }
@@ -286,6 +299,9 @@ impl Component for SubprocessEvaluator {
                     max: 100_000,
                 },
             },
+            CONFIRM_SPECS[0],
+            CONFIRM_SPECS[1],
+            CONFIRM_SPECS[2],
         ],
     };
 
@@ -299,6 +315,7 @@ impl Component for SubprocessEvaluator {
             });
         }
         environment::check_env(&params.env, &environment::default_key_vars(), &|_| None)?;
+        check_fresh(params.confirm, params.candidates_per_process)?;
         sandbox::check_read_paths(&params.read_paths)
     }
 
@@ -643,6 +660,16 @@ impl Evaluator for SubprocessEvaluator {
 
     fn timeout_secs(&self) -> Option<f64> {
         Some(self.config.params.timeout_secs)
+    }
+
+    /// A fresh child per evaluation (`check` refuses reused ones).
+    fn confirmation(&self) -> Confirm {
+        let p = &self.config.params;
+        Confirm {
+            times: p.confirm,
+            aggregate: p.confirm_aggregate,
+            tolerance: p.confirm_tolerance,
+        }
     }
 
     fn unsandboxed(&self) -> Option<String> {

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use rand::Rng as _;
 
-use crate::engine::evaluator::{Candidate, Evaluator};
+use crate::engine::evaluator::{Candidate, Evaluator, confirm};
 use crate::engine::genome::{Genome, GenomeMeta, Timings};
 use crate::engine::memory::Knowledge;
 use crate::engine::prompt::{FailedAttempt, PromptBuilder, PromptContext, TaskBrief};
@@ -70,6 +70,9 @@ pub(super) struct Job {
     pub(super) knowledge: Knowledge,
     pub(super) seed: u64,
     pub(super) attempts: u32,
+    /// The best fitness when the iteration was dispatched: a child above it
+    /// is confirmed when the evaluator asks for it.
+    pub(super) best: Option<f64>,
     pub(super) island: Option<u32>,
     pub(super) pool: Vec<Arc<Genome>>,
 }
@@ -206,21 +209,26 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                 other_outcome = true;
                 genome.diff = Some(unified_diff(&parent.content, &content));
                 let t_eval = Instant::now();
-                let eval = shared
-                    .evaluator
-                    .evaluate(&Candidate {
-                        id: job.iteration,
-                        content: content.clone(),
-                    })
-                    .await;
-                genome.timings.evaluate_ms = ms(t_eval);
-                genome.content = content;
+                let candidate = Candidate {
+                    id: job.iteration,
+                    content,
+                };
+                let eval = shared.evaluator.evaluate(&candidate).await;
                 genome.valid = eval.valid;
                 genome.scores = eval.scores;
                 genome.artifacts = eval.artifacts;
                 genome.error = eval.error;
                 genome.private = eval.private;
                 name_fitness(&mut genome, shared.fitness_metric.as_deref());
+                let settings = shared.evaluator.confirmation();
+                let new_best = genome
+                    .fitness()
+                    .is_some_and(|f| job.best.is_none_or(|b| f > b));
+                if settings.times > 0 && new_best {
+                    confirm(shared.evaluator.as_ref(), &candidate, &mut genome, settings).await;
+                }
+                genome.timings.evaluate_ms = ms(t_eval);
+                genome.content = candidate.content;
                 if !genome.valid {
                     failed.push(FailedAttempt {
                         error: format!(

@@ -200,7 +200,7 @@ impl Scaffold {
             });
         }
         for g in genomes {
-            self.population.add(Arc::new(g.without_transcript()));
+            self.population.add(Arc::new(g.for_selection()));
         }
         self.policy
             .restore(&checkpoint.policy)
@@ -215,14 +215,16 @@ impl Scaffold {
         Ok(())
     }
 
-    /// Admit a genome: the population keeps it without its transcript (prompt
-    /// and raw response, which the archive and the events carry), so memory
-    /// stays small over long runs.
+    /// Admit a genome: the population keeps, and the policy observes, the
+    /// copy selection may see ([`Genome::for_selection`]: no transcript,
+    /// which the archive and the events carry, so memory stays small over
+    /// long runs; an unconfirmed genome as invalid).
     fn admit(&mut self, mut genome: Genome, id: GenomeId) -> Arc<Genome> {
         genome.id = id;
         let genome = Arc::new(genome);
-        self.population.add(Arc::new(genome.without_transcript()));
-        self.policy.observe(&genome);
+        let seen = Arc::new(genome.for_selection());
+        self.population.add(Arc::clone(&seen));
+        self.policy.observe(&seen);
         genome
     }
 
@@ -608,6 +610,7 @@ impl Scaffold {
                     }),
                     seed: self.rng.next_u64(),
                     attempts,
+                    best: self.population.best().and_then(|b| b.fitness()),
                     island: selection.island,
                     pool: match self.proposer.novelty_pool_size() {
                         0 => Vec::new(),

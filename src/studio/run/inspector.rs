@@ -146,7 +146,9 @@ impl Inspector {
         // Header.
         ui.horizontal_wrapped(|ui| {
             ui.heading(format!("Genome #{}", genome.id));
-            if genome.valid {
+            if genome.unconfirmed() {
+                ui.label(RichText::new("valid, unconfirmed").color(BAD).strong());
+            } else if genome.valid {
                 ui.label(RichText::new("valid").color(GOOD));
             } else {
                 ui.label(RichText::new("invalid").color(BAD).strong());
@@ -181,6 +183,15 @@ impl Inspector {
         });
         if let Some(err) = &genome.error {
             ui.label(RichText::new(format!("error: {}", first_line(err))).color(BAD));
+        }
+        // A would-be best evaluated again: unconfirmed ones are never parents.
+        if let Some(c) = &genome.confirmation {
+            let text = RichText::new(c.summary());
+            ui.label(if c.unconfirmed {
+                text.color(BAD).strong()
+            } else {
+                text.weak()
+            });
         }
         // Lineage back to the root.
         ui.horizontal_wrapped(|ui| {
@@ -437,6 +448,46 @@ fn output_ui(ui: &mut egui::Ui, genome: &Genome) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An unconfirmed genome says so, with every evaluation's fitness.
+    #[test]
+    fn an_unconfirmed_genome_says_so_in_the_inspector() {
+        use crate::engine::events::RunEvent;
+        use crate::engine::genome::Confirmation;
+        use egui_kittest::kittest::Queryable as _;
+        let genome = Genome {
+            id: 3,
+            valid: true,
+            scores: [(FITNESS_KEY.to_owned(), 37.0)].into(),
+            confirmation: Some(Confirmation {
+                runs: Vec::new(),
+                fitness: vec![100.0, 1.0, 10.0],
+                aggregate: "mean".to_owned(),
+                spread: Some(99.0),
+                unconfirmed: true,
+                note: Some("fitness spread 99 over 3 evaluations".to_owned()),
+            }),
+            ..Genome::default()
+        };
+        let mut history = RunHistory::new();
+        history.apply(RunEvent::GenomeAdmitted {
+            genome: std::sync::Arc::new(genome),
+            best_id: None,
+            best_score: None,
+            iterations_done: 1,
+            policy: Default::default(),
+            active: Vec::new(),
+        });
+        let mut inspector = Inspector {
+            tab: InspectorTab::default(),
+        };
+        let harness = egui_kittest::Harness::new_ui(|ui| {
+            inspector.ui(ui, &history, Some(3), "python");
+        });
+        let label = harness.get_by_label_contains("unconfirmed (never a parent)");
+        let text = format!("{label:?}");
+        assert!(text.contains("100.000000, 1.000000, 10.000000"), "{text}");
+    }
 
     #[test]
     fn delta_text_signs() {
