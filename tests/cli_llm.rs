@@ -179,3 +179,81 @@ fn a_rejected_key_stops_the_run_at_once_naming_the_variable_not_the_value() {
     assert!(!stderr.contains(wrong));
     assert_eq!(seen.load(Ordering::SeqCst), 1, "stopped at the first 401");
 }
+
+#[test]
+fn a_server_that_never_answers_is_cut_at_the_first_byte_timeout_and_the_retry_is_said() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let s2 = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        // The first request is read by nobody and never answered; the
+        // connection stays open while the rest are served.
+        let (_silent, _) = listener.accept().unwrap();
+        serve(listener, 50, s2);
+    });
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".config");
+    std::fs::create_dir_all(config.join("galapagos")).unwrap();
+    let base = format!("http://127.0.0.1:{port}/v1");
+    std::fs::write(
+        config.join("galapagos/settings.json"),
+        format!(r#"{{"endpoints":[{{"api_base":"{base}","first_byte_timeout_secs":1.0}}]}}"#),
+    )
+    .unwrap();
+    let out = home.path().join("runs");
+    let started = std::time::Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .args([
+            "run",
+            "cards/best_of_n.yaml",
+            "--task",
+            "assets/tasks/circle_packing",
+            "--iterations",
+            "2",
+            "--quiet",
+            "--api-base",
+            &base,
+            "--model",
+            "fake-coder",
+            "--api-key-env",
+            "GALAPAGOS_TEST_KEY",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .env("GALAPAGOS_TEST_KEY", SECRET)
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", &config)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let said = format!(
+        "warning: fake-coder at {base}: attempt 1 of 4 failed (no response header within the \
+         first-byte timeout of 1.0 s); retrying in"
+    );
+    assert!(stderr.contains(&said), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    // The run's record says it too.
+    let dir = std::fs::read_dir(&out)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let events = galapagos::engine::archive::Archive::open(&dir)
+        .unwrap()
+        .events()
+        .unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|(_, level, m)| level == "warn" && m.contains("attempt 1 of 4 failed")),
+        "{events:?}"
+    );
+}

@@ -410,6 +410,16 @@ async fn a_500_then_success_recovers() {
             .expect("third attempt succeeds");
         assert_eq!(r.text, "ok text");
         assert_eq!(server.requests(), 3);
+        // Each retried attempt is reported once, for the run to log.
+        let notices = m.take_notices();
+        assert_eq!(notices.len(), 2, "{notices:?}");
+        assert!(
+            notices[0].starts_with("test-model at http://127.0.0.1:")
+                && notices[0].contains("attempt 1 of 3 failed (HTTP 503: busy); retrying in"),
+            "{notices:?}"
+        );
+        assert!(notices[1].contains("attempt 2 of 3 failed (HTTP 502: bad gateway)"));
+        assert!(m.take_notices().is_empty(), "taken once");
     })
     .await;
 }

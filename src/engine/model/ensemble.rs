@@ -117,6 +117,13 @@ impl LanguageModel for EnsembleModel {
             .flat_map(|m| m.model.secrets())
             .collect()
     }
+
+    fn take_notices(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .flat_map(|m| m.model.take_notices())
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -168,6 +168,14 @@ pub trait LanguageModel: Send + Sync {
     fn secrets(&self) -> Vec<(String, String)> {
         env_secrets(&self.key_env_vars())
     }
+
+    /// What happened on the way to replies that no reply shows: an attempt
+    /// that failed and was retried ("… attempt 1 of 4 failed (HTTP 500: …);
+    /// retrying in 1.2 s"). Taken, and cleared, by the run, which logs them,
+    /// so a slow or failing endpoint is never silent. Default: none.
+    fn take_notices(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// `("$NAME", value)` for each of `vars` that is set to something.

@@ -281,7 +281,13 @@ pub struct OpenAiModel {
     config: OpenAiConfig,
     url: Url,
     endpoint: EndpointHandle,
+    /// Failed attempts that were retried, not yet taken by the run (see
+    /// [`LanguageModel::take_notices`]); at most [`MAX_NOTICES`].
+    notices: std::sync::Mutex<std::collections::VecDeque<String>>,
 }
+
+/// Retry notices kept for the run to take; older ones are dropped first.
+const MAX_NOTICES: usize = 256;
 
 /// Outcome of one HTTP attempt.
 enum Attempt {
@@ -321,7 +327,23 @@ impl OpenAiModel {
             config,
             url,
             endpoint,
+            notices: std::sync::Mutex::new(std::collections::VecDeque::new()),
         })
+    }
+
+    /// Say that attempt `attempt` of `max` failed and is retried after `wait`.
+    fn notice_retry(&self, attempt: u32, max: u32, message: &str, wait: Duration) {
+        if let Ok(mut notices) = self.notices.lock() {
+            if notices.len() >= MAX_NOTICES {
+                notices.pop_front();
+            }
+            notices.push_back(format!(
+                "{} at {}: attempt {attempt} of {max} failed ({message}); retrying in {:.1} s",
+                self.config.model,
+                self.config.api_base,
+                wait.as_secs_f64()
+            ));
+        }
     }
 
     /// The model's settings.
@@ -611,7 +633,13 @@ impl LanguageModel for OpenAiModel {
                         };
                         return Err(redact(err, key.as_deref()));
                     }
-                    tokio::time::sleep(self.backoff(attempt, retry_after, request.seed)).await;
+                    let wait = self.backoff(attempt, retry_after, request.seed);
+                    let shown = match key.as_deref().filter(|k| k.len() >= 4) {
+                        Some(k) => excerpt(&message).replace(k, "[redacted]"),
+                        None => excerpt(&message),
+                    };
+                    self.notice_retry(attempt, max, &shown, wait);
+                    tokio::time::sleep(wait).await;
                 }
             }
         }
@@ -623,6 +651,13 @@ impl LanguageModel for OpenAiModel {
 
     fn key_env_vars(&self) -> Vec<String> {
         vec![self.config.api_key_env.clone()]
+    }
+
+    fn take_notices(&self) -> Vec<String> {
+        self.notices
+            .lock()
+            .map(|mut n| n.drain(..).collect())
+            .unwrap_or_default()
     }
 
     fn secrets(&self) -> Vec<(String, String)> {

@@ -55,6 +55,14 @@ impl LanguageModel for RedactedModel {
     fn secrets(&self) -> Vec<(String, String)> {
         self.inner.secrets()
     }
+
+    fn take_notices(&self) -> Vec<String> {
+        self.inner
+            .take_notices()
+            .into_iter()
+            .map(|n| self.redactor.text(&n).into_owned())
+            .collect()
+    }
 }
 
 #[cfg(test)]

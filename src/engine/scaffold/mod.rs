@@ -41,6 +41,10 @@ use iteration::{Job, Shared, ms, name_fitness, run_iteration};
 /// endpoint that is down.
 pub const MAX_CONSECUTIVE_MODEL_FAILURES: u32 = 5;
 
+/// How often the loop wakes, while iterations are in flight, to log what the
+/// model reports (see [`LanguageModel::take_notices`]).
+const NOTICE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Why a recorded run cannot be continued.
 #[derive(Debug, thiserror::Error)]
 pub enum ResumeError {
@@ -528,6 +532,7 @@ impl Scaffold {
             // Announce whatever was admitted, once it is on disk.
             self.stage(&mut admitted, &mut st);
             Self::release(&mut st.held, st.durable.as_ref(), &events, false).await;
+            self.say_model_notices(&events, &mut st).await;
             if let Some(e) = st.record_error.take() {
                 events
                     .log(
@@ -641,6 +646,9 @@ impl Scaffold {
                     None => commands_open = false,
                 },
                 () = written(&mut st.durable), if waiting_for_disk => {}
+                // Wake up to say what the model is going through (retries)
+                // while a call takes long.
+                () = tokio::time::sleep(NOTICE_INTERVAL) => {}
                 Some(outcome) = in_flight.next() => {
                     st.summary.iterations += 1;
                     if let Some(msg) = outcome.fatal {
@@ -669,6 +677,7 @@ impl Scaffold {
             }
         }
         drop(in_flight);
+        self.say_model_notices(&events, &mut st).await;
         self.stage(&mut admitted, &mut st);
         let best = self.population.best();
 
@@ -693,6 +702,17 @@ impl Scaffold {
         Self::release(&mut st.held, None, &events, true).await;
         events.send(RunEvent::Finished(summary.clone())).await;
         summary
+    }
+
+    /// Log what the model reports about its calls (failed attempts it
+    /// retries), in the run's output and its record.
+    async fn say_model_notices(&self, events: &EventSink, st: &mut LoopState) {
+        for notice in self.model.take_notices() {
+            if let Some(r) = st.recorder.as_mut() {
+                r.log(LogLevel::Warn, &notice);
+            }
+            events.log(LogLevel::Warn, notice).await;
+        }
     }
 
     async fn apply(
