@@ -289,12 +289,12 @@ impl ModelDialog {
                                     "Longest wait for the reply's header; most servers send it only with the whole reply",
                                 )
                                 .changed();
-                            ui.end_row();
                             let label = ui.label("Max attempts");
                             changed |= ui
                                 .add(egui::DragValue::new(&mut ep.settings.max_attempts).range(1..=100))
                                 .labelled_by(label.id)
                                 .changed();
+                            ui.end_row();
                             let label = ui.label("Concurrency");
                             changed |= ui
                                 .add(egui::DragValue::new(&mut ep.settings.concurrency).range(1..=4096))
