@@ -1,8 +1,10 @@
 //! Studio frame benchmark (not a timed test): CPU time of one frame of the run
 //! view (toolbar, fitness plot, archive table, inspector on a selected genome,
 //! status bar; layout plus tessellation, no GPU) with 1,000, 10,000 and
-//! 100,000 synthetic genomes (`common::genome`) loaded. Three cases per size: the first frame
-//! (caches built), steady frames with the pointer moving over the plot, and
+//! 100,000 synthetic genomes (`common::genome`) loaded, once with the fitness
+//! plot in the upper half and once with the genealogy tree (the whole tree
+//! fitted in view). Three cases per size and view: the first frame (caches
+//! built), steady frames with the pointer moving over the plot or tree, and
 //! "live" frames where one genome is admitted before each frame.
 //!
 //! `cargo bench --bench studio_frame` (FRAMES=N to change the sample size).
@@ -14,7 +16,7 @@ use std::time::{Duration, Instant};
 use galapagos::engine::events::{RunEvent, RunInfo};
 use galapagos::engine::genome::Genome;
 use galapagos::engine::selection::PolicyStatus;
-use galapagos::studio::run::RunView;
+use galapagos::studio::run::{RunView, SearchView};
 
 mod common;
 
@@ -93,10 +95,17 @@ fn main() {
         SCREEN.x, SCREEN.y
     );
     println!(
-        "| genomes | first frame ms | steady mean ms | steady p50 | steady p95 | live mean ms (1 genome/frame) | live p95 | points drawn |"
+        "| view | genomes | first frame ms | steady mean ms | steady p50 | steady p95 | live mean ms (1 genome/frame) | live p95 | drawn |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for n in [1_000u64, 10_000, 100_000] {
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (view_kind, n) in [
+        (SearchView::Plot, 1_000u64),
+        (SearchView::Plot, 10_000),
+        (SearchView::Plot, 100_000),
+        (SearchView::Tree, 1_000),
+        (SearchView::Tree, 10_000),
+        (SearchView::Tree, 100_000),
+    ] {
         let mut view = RunView::default();
         let mut best = (0, f64::NEG_INFINITY);
         view.apply_event(RunEvent::Started(RunInfo {
@@ -114,6 +123,7 @@ fn main() {
             view.apply_event(admitted(common::genome(i), &mut best));
         }
         view.select(Some(best.0));
+        view.set_search_view(view_kind);
         let mut b = Bench {
             ctx: egui::Context::default(),
             view,
@@ -144,10 +154,18 @@ fn main() {
             .collect();
         let (sm, s50, s95) = stats(steady);
         let (lm, _, l95) = stats(live);
+        let drawn = match view_kind {
+            SearchView::Plot => format!("{} points", b.view.plot_drawn_count()),
+            _ => format!(
+                "{} nodes, {} edges",
+                b.view.tree().drawn_nodes(),
+                b.view.tree().drawn_edges()
+            ),
+        };
         println!(
-            "| {n} | {:.2} | {sm:.2} | {s50:.2} | {s95:.2} | {lm:.2} | {l95:.2} | {} |",
+            "| {} | {n} | {:.2} | {sm:.2} | {s50:.2} | {s95:.2} | {lm:.2} | {l95:.2} | {drawn} |",
+            view_kind.label(),
             first.as_secs_f64() * 1e3,
-            b.view.plot_drawn_count()
         );
     }
 }

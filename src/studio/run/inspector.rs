@@ -9,6 +9,7 @@ use egui::{Color32, FontId, RichText, TextFormat};
 
 use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId};
 use crate::engine::text::unified_diff;
+use crate::studio::run::diff_view::{self, DiffMode};
 use crate::studio::run::history::{RunHistory, format_tokens};
 
 /// Colour of an improvement / an added line.
@@ -59,6 +60,10 @@ impl InspectorTab {
 pub struct Inspector {
     /// The open tab.
     pub tab: InspectorTab,
+    /// Unified or side by side.
+    pub diff_mode: DiffMode,
+    /// Diff against the picked genome rather than the parent.
+    pub against_pick: bool,
 }
 
 /// Text of a metric delta (`+0.0123`, `−0.5`, `±0`).
@@ -128,6 +133,7 @@ impl Inspector {
         ui: &mut egui::Ui,
         history: &RunHistory,
         selected: Option<GenomeId>,
+        picked: Option<GenomeId>,
         language: &str,
     ) -> Option<GenomeId> {
         let Some(genome) = selected.and_then(|id| history.get(id)) else {
@@ -230,7 +236,55 @@ impl Inspector {
             .auto_shrink(false)
             .show(ui, |ui| match self.tab {
                 InspectorTab::Scores => scores_ui(ui, genome, parent.map(|p| &**p)),
-                InspectorTab::Diff => diff_ui(ui, genome, parent.map(|p| &**p)),
+                InspectorTab::Diff => {
+                    let picked = picked
+                        .filter(|p| *p != genome.id)
+                        .and_then(|p| history.get(p));
+                    ui.horizontal_wrapped(|ui| {
+                        ui.label("against");
+                        let parent_label = parent.map_or_else(
+                            || "parent".to_owned(),
+                            |p| format!("parent #{}", p.id),
+                        );
+                        ui.selectable_value(&mut self.against_pick, false, parent_label);
+                        match picked {
+                            Some(o) => {
+                                ui.selectable_value(
+                                    &mut self.against_pick,
+                                    true,
+                                    format!("picked #{}", o.id),
+                                );
+                            }
+                            None => {
+                                ui.label(
+                                    RichText::new(
+                                        "(Ctrl+click another genome in the table or the tree to diff against it)",
+                                    )
+                                    .weak(),
+                                );
+                            }
+                        }
+                        ui.separator();
+                        ui.selectable_value(&mut self.diff_mode, DiffMode::Unified, "unified");
+                        ui.selectable_value(&mut self.diff_mode, DiffMode::SideBySide, "side by side");
+                    });
+                    ui.separator();
+                    match picked.filter(|_| self.against_pick) {
+                        Some(other) => {
+                            ui.label(
+                                RichText::new(format!("from #{} to #{}", other.id, genome.id)).strong(),
+                            );
+                            diff_view::diff_ui(ui, &other.content, &genome.content, self.diff_mode);
+                        }
+                        None => match (self.diff_mode, parent) {
+                            (DiffMode::SideBySide, Some(p)) => {
+                                ui.label(RichText::new(format!("from #{} to #{}", p.id, genome.id)).strong());
+                                diff_view::diff_ui(ui, &p.content, &genome.content, self.diff_mode);
+                            }
+                            _ => diff_ui(ui, genome, parent.map(|p| &**p)),
+                        },
+                    }
+                }
                 InspectorTab::Program => {
                     let theme = egui_extras::syntax_highlighting::CodeTheme::from_memory(
                         ui.ctx(),

@@ -17,10 +17,12 @@
 //! that the panels read each frame; a finished run stays browsable until the
 //! next [`RunView::start`].
 
+pub mod diff_view;
 pub mod history;
 pub mod inspector;
 pub mod plot;
 pub mod table;
+pub mod tree;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,6 +35,7 @@ pub use history::{Metric, RunHistory};
 pub use inspector::{Inspector, InspectorTab};
 pub use plot::FitnessPlot;
 pub use table::{ArchiveTable, SortColumn};
+pub use tree::GenealogyView;
 
 use crate::engine::archive::Archive;
 use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
@@ -47,13 +50,46 @@ pub const DRAIN_BUDGET: Duration = Duration::from_millis(5);
 /// Colour of the "offline model" badge.
 const OFFLINE_BADGE: Color32 = Color32::from_rgb(200, 150, 40);
 
+/// What the run panel's upper half shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SearchView {
+    /// Fitness over time.
+    #[default]
+    Plot,
+    /// The genealogy tree.
+    Tree,
+}
+
+impl SearchView {
+    /// Tab label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Plot => "Plot",
+            Self::Tree => "Tree",
+        }
+    }
+
+    /// What the tab shows (tooltip).
+    pub fn hint(self) -> &'static str {
+        match self {
+            Self::Plot => "Fitness of every genome over time, with the best so far",
+            Self::Tree => "The genealogy: every genome under its parent, coloured by score",
+        }
+    }
+}
+
 /// The run panel's runtime state (not persisted).
 #[derive(Default)]
 pub struct RunView {
+    /// What the upper half shows.
+    view: SearchView,
+    tree: GenealogyView,
     handle: Option<RunHandle>,
     last_error: Option<String>,
     history: RunHistory,
     selected: Option<GenomeId>,
+    /// A second genome picked to diff the selected one against.
+    picked: Option<GenomeId>,
     plot: FitnessPlot,
     table: ArchiveTable,
     inspector: Inspector,
@@ -196,7 +232,9 @@ impl RunView {
         }
         self.history = history;
         self.selected = None;
+        self.picked = None;
         self.plot.reset();
+        self.tree.reset();
         self.table.reset();
         self.last_error = None;
         self.pause_requested = false;
@@ -262,9 +300,44 @@ impl RunView {
         self.selected = id;
     }
 
+    /// The genome picked to diff the selected one against.
+    pub fn picked(&self) -> Option<GenomeId> {
+        self.picked
+    }
+
+    /// Pick a second genome: the inspector's Diff tab compares the selected
+    /// genome against it.
+    pub fn pick(&mut self, id: Option<GenomeId>) {
+        self.picked = id;
+        if id.is_some() {
+            self.inspector.against_pick = true;
+            self.inspector.tab = InspectorTab::Diff;
+        }
+    }
+
     /// The inspector's open tab.
     pub fn set_inspector_tab(&mut self, tab: InspectorTab) {
         self.inspector.tab = tab;
+    }
+
+    /// What the upper half shows.
+    pub fn search_view(&self) -> SearchView {
+        self.view
+    }
+
+    /// Show the plot, the tree, ...
+    pub fn set_search_view(&mut self, view: SearchView) {
+        self.view = view;
+    }
+
+    /// The genealogy view (its last frame: where nodes were drawn, counts).
+    pub fn tree(&self) -> &GenealogyView {
+        &self.tree
+    }
+
+    /// Where genome `id` was drawn in the tree in the last frame.
+    pub fn tree_node_pos(&self, id: GenomeId) -> Option<egui::Pos2> {
+        self.tree.screen_pos(&self.history, id)
     }
 
     /// The plot's y metric.
@@ -518,8 +591,18 @@ impl RunView {
             .default_size(plot_height)
             .size_range(100.0..=ui.available_height() * 0.8)
             .show(ui, |ui| {
-                if let Some(id) = self.plot.ui(ui, history, selected) {
-                    clicked = Some(id);
+                ui.horizontal(|ui| {
+                    for v in [SearchView::Plot, SearchView::Tree] {
+                        ui.selectable_value(&mut self.view, v, v.label())
+                            .on_hover_text(v.hint());
+                    }
+                });
+                let id = match self.view {
+                    SearchView::Plot => self.plot.ui(ui, history, selected),
+                    SearchView::Tree => self.tree.ui(ui, history, selected),
+                };
+                if id.is_some() {
+                    clicked = id;
                 }
             });
         egui::Panel::right("run_inspector_panel")
@@ -527,7 +610,10 @@ impl RunView {
             .default_size((ui.available_width() * 0.5).max(320.0))
             .size_range(260.0..=ui.available_width() * 0.8)
             .show(ui, |ui| {
-                if let Some(id) = self.inspector.ui(ui, history, selected, &self.language) {
+                if let Some(id) =
+                    self.inspector
+                        .ui(ui, history, selected, self.picked, &self.language)
+                {
                     clicked = Some(id);
                 }
             });
@@ -537,7 +623,13 @@ impl RunView {
             }
         });
         if let Some(id) = clicked {
-            self.select(Some(id));
+            // Ctrl (or Shift) + click picks a second genome to diff against.
+            let picking = ui.input(|i| i.modifiers.command || i.modifiers.shift);
+            if picking && self.selected.is_some_and(|s| s != id) {
+                self.pick(Some(id));
+            } else {
+                self.select(Some(id));
+            }
         }
     }
 

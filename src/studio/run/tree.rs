@@ -1,0 +1,890 @@
+//! The genealogy view: every genome a node under its parent (tree depth
+//! downwards, subtrees side by side), crossover's second parent as a dashed
+//! edge, inspirations on hover. Nodes are filled by score (invalid ones red
+//! with a cross), ringed by island; a click selects, a double click (or the
+//! context menu) collapses a subtree; drag pans, the wheel zooms across,
+//! Ctrl+wheel (or a pinch) zooms both ways.
+//!
+//! Fast at 100k genomes: the layout is cached (rebuilt when genomes arrive,
+//! at most every [`RELAYOUT_SECS`], or at once when a subtree is collapsed),
+//! and drawing is culled. Nodes of one depth are kept sorted by x, so the
+//! visible ones are found by binary search; edges never cross (leaf-order
+//! layout), so the edges crossing the view are a contiguous run of each row,
+//! found by binary search too. Everything is drawn into one mesh, and
+//! several nodes or edges falling on the same pixel column are drawn once.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use egui::epaint::{Mesh, Vertex, WHITE_UV};
+use egui::{Color32, Pos2, Rect, RichText, Sense, Shape, Stroke, Vec2, pos2, vec2};
+
+use crate::engine::genome::GenomeId;
+use crate::studio::run::history::RunHistory;
+
+/// Minimum time between two layouts caused only by new genomes.
+pub const RELAYOUT_SECS: f64 = 0.5;
+/// No position.
+const NONE: u32 = u32::MAX;
+/// Margin around the tree inside the view, in points.
+const MARGIN: f32 = 18.0;
+/// Colour of invalid genomes.
+pub const INVALID_COLOR: Color32 = Color32::from_rgb(225, 80, 70);
+/// Colour of the path to the best genome.
+const BEST_PATH: Color32 = Color32::from_rgb(240, 180, 60);
+/// Colour of the selection.
+const SELECTED: Color32 = Color32::from_rgb(250, 250, 250);
+/// Colour of inspiration links (on hover).
+const INSPIRATION: Color32 = Color32::from_rgb(120, 200, 200);
+
+/// Island colours (island `i` gets `ISLAND_COLORS[i % len]`).
+pub const ISLAND_COLORS: [Color32; 8] = [
+    Color32::from_rgb(230, 120, 60),
+    Color32::from_rgb(90, 170, 240),
+    Color32::from_rgb(130, 210, 110),
+    Color32::from_rgb(210, 110, 210),
+    Color32::from_rgb(240, 210, 70),
+    Color32::from_rgb(80, 210, 200),
+    Color32::from_rgb(240, 140, 170),
+    Color32::from_rgb(170, 170, 170),
+];
+
+/// A score in `0..=1` as a colour (dark blue → teal → green → yellow).
+pub fn score_color(t: f32) -> Color32 {
+    const STOPS: [(f32, [f32; 3]); 4] = [
+        (0.0, [68.0, 60.0, 140.0]),
+        (0.4, [40.0, 140.0, 150.0]),
+        (0.75, [90.0, 200.0, 100.0]),
+        (1.0, [250.0, 225.0, 40.0]),
+    ];
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let mut prev = STOPS[0];
+    for stop in STOPS {
+        if t <= stop.0 {
+            let span = (stop.0 - prev.0).max(1e-6);
+            let f = (t - prev.0) / span;
+            let c = |k: usize| (prev.1[k] + (stop.1[k] - prev.1[k]) * f).round() as u8;
+            return Color32::from_rgb(c(0), c(1), c(2));
+        }
+        prev = stop;
+    }
+    Color32::from_rgb(250, 225, 40)
+}
+
+/// The cached layout: world x in leaf slots, world y in tree depths.
+#[derive(Default)]
+struct Layout {
+    /// x of each genome (by position in the history); NaN when hidden.
+    x: Vec<f32>,
+    /// Depth of each genome; `NONE` when hidden.
+    depth: Vec<u32>,
+    /// Position of each genome's parent, `NONE` for a root.
+    parent: Vec<u32>,
+    /// Descendants hidden under a collapsed genome (0 otherwise).
+    hidden: Vec<u32>,
+    /// Fill colour of each genome.
+    color: Vec<Color32>,
+    /// Positions per depth, sorted by x.
+    rows: Vec<Vec<u32>>,
+    /// Leaf slots used (the tree's width).
+    width: f32,
+    /// How many genomes the layout covers.
+    len: usize,
+    /// `history.version` it was built from.
+    version: u64,
+}
+
+impl Layout {
+    fn build(history: &RunHistory, collapsed: &HashSet<GenomeId>) -> Self {
+        let genomes = &history.genomes;
+        let n = genomes.len();
+        let mut parent = vec![NONE; n];
+        let mut child_count = vec![0u32; n];
+        for (i, g) in genomes.iter().enumerate() {
+            if let Some(p) = g.parent_id.and_then(|p| history.position(p))
+                && p != i
+            {
+                parent[i] = p as u32;
+                child_count[p] += 1;
+            }
+        }
+        // Children in CSR form, in admission order.
+        let mut start = vec![0u32; n + 1];
+        for i in 0..n {
+            start[i + 1] = start[i] + child_count[i];
+        }
+        let mut fill = start.clone();
+        let mut children = vec![0u32; start[n] as usize];
+        for (i, &p) in parent.iter().enumerate() {
+            if p != NONE {
+                let slot = &mut fill[p as usize];
+                children[*slot as usize] = i as u32;
+                *slot += 1;
+            }
+        }
+        // Subtree sizes (parents come before children in admission order;
+        // anything else only makes a badge count short).
+        let mut size = vec![1u32; n];
+        for i in (0..n).rev() {
+            let p = parent[i];
+            if p != NONE && (p as usize) < i {
+                size[p as usize] += size[i];
+            }
+        }
+        let (lo, hi) = genomes
+            .iter()
+            .filter_map(|g| g.fitness().filter(|f| f.is_finite()))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), f| {
+                (a.min(f), b.max(f))
+            });
+        let span = if hi > lo { hi - lo } else { 1.0 };
+        let color = genomes
+            .iter()
+            .map(|g| match g.fitness().filter(|f| f.is_finite() && g.valid) {
+                Some(f) => score_color(((f - lo) / span) as f32),
+                None if g.valid => score_color(0.0),
+                None => INVALID_COLOR,
+            })
+            .collect();
+
+        let mut x = vec![f32::NAN; n];
+        let mut depth = vec![NONE; n];
+        let mut hidden = vec![0u32; n];
+        let mut rows: Vec<Vec<u32>> = Vec::new();
+        let mut visited = vec![false; n];
+        let mut next_leaf = 0.0f32;
+        // Iterative DFS: (position, index of the next child to visit).
+        let mut stack: Vec<(u32, u32)> = Vec::new();
+        for root in 0..n {
+            if parent[root] != NONE || visited[root] {
+                continue;
+            }
+            stack.push((root as u32, 0));
+            while let Some(top) = stack.len().checked_sub(1) {
+                let d = top as u32;
+                let (pos, next) = stack[top];
+                let p = pos as usize;
+                if next == 0 && !visited[p] {
+                    visited[p] = true;
+                    depth[p] = d;
+                    if rows.len() <= d as usize {
+                        rows.resize_with(d as usize + 1, Vec::new);
+                    }
+                    rows[d as usize].push(pos);
+                    if collapsed.contains(&genomes[p].id) {
+                        hidden[p] = size[p].saturating_sub(1);
+                    }
+                }
+                let kids = &children[start[p] as usize..start[p + 1] as usize];
+                let open = !collapsed.contains(&genomes[p].id);
+                let child = if open {
+                    kids.get(next as usize).copied()
+                } else {
+                    None
+                };
+                match child {
+                    Some(c) => {
+                        stack[top].1 += 1;
+                        if !visited[c as usize] {
+                            stack.push((c, 0));
+                        }
+                    }
+                    None => {
+                        let placed = |c: &&u32| !x[**c as usize].is_nan();
+                        let first = kids.iter().find(placed).filter(|_| open);
+                        let last = kids.iter().rev().find(placed).filter(|_| open);
+                        x[p] = match (first, last) {
+                            (Some(a), Some(b)) => (x[*a as usize] + x[*b as usize]) / 2.0,
+                            _ => {
+                                next_leaf += 1.0;
+                                next_leaf - 1.0
+                            }
+                        };
+                        stack.pop();
+                    }
+                }
+            }
+        }
+        Self {
+            x,
+            depth,
+            parent,
+            hidden,
+            color,
+            rows,
+            width: next_leaf.max(1.0),
+            len: n,
+            version: history.version,
+        }
+    }
+
+    fn is_placed(&self, pos: usize) -> bool {
+        self.depth.get(pos).is_some_and(|d| *d != NONE)
+    }
+}
+
+/// The camera: world → screen is `origin + (world - center) * scale`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Camera {
+    center: Pos2,
+    /// Points per leaf slot (x) and per depth (y).
+    scale: Vec2,
+}
+
+impl Camera {
+    fn to_screen(self, rect: Rect, w: Pos2) -> Pos2 {
+        rect.center() + (w - self.center) * self.scale
+    }
+
+    fn to_world(self, rect: Rect, s: Pos2) -> Pos2 {
+        self.center + (s - rect.center()) / self.scale
+    }
+}
+
+/// What the view was asked to do this frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Action {
+    Select(GenomeId),
+    Toggle(GenomeId),
+}
+
+/// The genealogy view's state.
+pub struct GenealogyView {
+    layout: Layout,
+    built_at: Option<Instant>,
+    collapsed: HashSet<GenomeId>,
+    relayout: bool,
+    camera: Option<Camera>,
+    /// Keep fitting the whole tree until the person pans or zooms.
+    follow: bool,
+    /// Draw the path from the root to the best genome.
+    pub path_to_best: bool,
+    /// Genome whose context menu is open.
+    menu: Option<GenomeId>,
+    /// The selection the view last saw (to bring a new one into view).
+    seen_selection: Option<GenomeId>,
+    /// The last frame's view rectangle.
+    rect: Rect,
+    drawn_nodes: usize,
+    drawn_edges: usize,
+}
+
+impl Default for GenealogyView {
+    fn default() -> Self {
+        Self {
+            layout: Layout::default(),
+            built_at: None,
+            collapsed: HashSet::new(),
+            relayout: true,
+            camera: None,
+            follow: true,
+            path_to_best: true,
+            menu: None,
+            seen_selection: None,
+            rect: Rect::NOTHING,
+            drawn_nodes: 0,
+            drawn_edges: 0,
+        }
+    }
+}
+
+/// The range `lo..hi` of `row` whose item satisfies neither `before` (the
+/// prefix) nor `after` (the suffix); both predicates must be monotone.
+fn visible_range(
+    row: &[u32],
+    before: impl Fn(u32) -> bool,
+    after: impl Fn(u32) -> bool,
+) -> (usize, usize) {
+    let lo = row.partition_point(|&p| before(p));
+    let hi = row.partition_point(|&p| !after(p));
+    (lo, hi.max(lo))
+}
+
+fn quad(mesh: &mut Mesh, a: Pos2, b: Pos2, half_width: f32, color: Color32) {
+    let d = b - a;
+    let len = d.length();
+    let n = if len > 1e-6 {
+        vec2(-d.y, d.x) / len * half_width
+    } else {
+        vec2(half_width, 0.0)
+    };
+    let i = mesh.vertices.len() as u32;
+    for p in [a + n, a - n, b - n, b + n] {
+        mesh.vertices.push(Vertex {
+            pos: p,
+            uv: WHITE_UV,
+            color,
+        });
+    }
+    mesh.indices
+        .extend_from_slice(&[i, i + 1, i + 2, i, i + 2, i + 3]);
+}
+
+fn square(mesh: &mut Mesh, c: Pos2, r: f32, color: Color32) {
+    mesh.add_colored_rect(Rect::from_center_size(c, Vec2::splat(2.0 * r)), color);
+}
+
+impl GenealogyView {
+    /// Forget the layout and the camera (a new run is shown); collapsed
+    /// subtrees are forgotten too.
+    pub fn reset(&mut self) {
+        *self = Self {
+            path_to_best: self.path_to_best,
+            ..Self::default()
+        };
+    }
+
+    /// Nodes drawn in the last frame (after culling and merging).
+    pub fn drawn_nodes(&self) -> usize {
+        self.drawn_nodes
+    }
+
+    /// Edges drawn in the last frame (after culling and merging).
+    pub fn drawn_edges(&self) -> usize {
+        self.drawn_edges
+    }
+
+    /// Whether a genome's subtree is collapsed.
+    pub fn is_collapsed(&self, id: GenomeId) -> bool {
+        self.collapsed.contains(&id)
+    }
+
+    /// Collapse or expand a genome's subtree.
+    pub fn set_collapsed(&mut self, id: GenomeId, collapsed: bool) {
+        let changed = if collapsed {
+            self.collapsed.insert(id)
+        } else {
+            self.collapsed.remove(&id)
+        };
+        self.relayout |= changed;
+    }
+
+    /// Where a genome was drawn in the last frame (its centre on screen), if
+    /// it is laid out (not under a collapsed subtree).
+    pub fn screen_pos(&self, history: &RunHistory, id: GenomeId) -> Option<Pos2> {
+        let cam = self.camera?;
+        let pos = history.position(id)?;
+        self.world(pos).map(|w| cam.to_screen(self.rect, w))
+    }
+
+    fn world(&self, pos: usize) -> Option<Pos2> {
+        if !self.layout.is_placed(pos) {
+            return None;
+        }
+        Some(pos2(self.layout.x[pos], self.layout.depth[pos] as f32))
+    }
+
+    /// Bring the layout up to date (cheap when nothing changed).
+    pub fn sync(&mut self, history: &RunHistory) {
+        let stale =
+            self.layout.version != history.version || self.layout.len != history.genomes.len();
+        let shrunk = history.genomes.len() < self.layout.len;
+        let due = history.is_finished()
+            || self.layout.len == 0
+            || self
+                .built_at
+                .is_none_or(|t| t.elapsed().as_secs_f64() >= RELAYOUT_SECS);
+        if self.relayout || shrunk || (stale && due) {
+            self.layout = Layout::build(history, &self.collapsed);
+            self.built_at = Some(Instant::now());
+            self.relayout = false;
+        }
+    }
+
+    fn fit(&self, rect: Rect) -> Camera {
+        let rows = self.layout.rows.len().max(1) as f32;
+        let inner = rect.shrink(MARGIN);
+        let sx = inner.width() / self.layout.width.max(1.0);
+        let sy = if rows > 1.0 {
+            (inner.height() / (rows - 1.0)).min(80.0)
+        } else {
+            1.0
+        };
+        let sx = sx.clamp(1e-4, 60.0);
+        let center = pos2((self.layout.width - 1.0) / 2.0, (rows - 1.0) / 2.0);
+        Camera {
+            center,
+            scale: vec2(sx, sy),
+        }
+    }
+
+    /// The placed genome nearest to `pointer` within `radius` points.
+    fn hit(&self, cam: Camera, rect: Rect, pointer: Pos2, radius: f32) -> Option<usize> {
+        let w = cam.to_world(rect, pointer);
+        let row_r = (radius / cam.scale.y).max(0.5);
+        let dx = radius / cam.scale.x;
+        let mut best: Option<(f32, usize)> = None;
+        let first = (w.y - row_r).floor().max(0.0) as usize;
+        let last = (w.y + row_r).ceil().max(0.0) as usize;
+        for d in first..=last {
+            let Some(row) = self.layout.rows.get(d) else {
+                continue;
+            };
+            let x = &self.layout.x;
+            let (lo, hi) = visible_range(
+                row,
+                |p| x[p as usize] < w.x - dx,
+                |p| x[p as usize] > w.x + dx,
+            );
+            for &p in &row[lo..hi] {
+                let s = cam.to_screen(rect, pos2(x[p as usize], d as f32));
+                let dist = s.distance(pointer);
+                if dist <= radius && best.is_none_or(|(b, _)| dist < b) {
+                    best = Some((dist, p as usize));
+                }
+            }
+        }
+        best.map(|(_, p)| p)
+    }
+
+    /// Expand every collapsed ancestor of `pos` (so it can be shown).
+    fn reveal(&mut self, history: &RunHistory, id: GenomeId) {
+        for ancestor in history.lineage(id) {
+            if ancestor != id && self.collapsed.remove(&ancestor) {
+                self.relayout = true;
+            }
+        }
+    }
+
+    /// Toolbar and canvas. Returns the genome clicked this frame.
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) -> Option<GenomeId> {
+        if selected != self.seen_selection
+            && let Some(id) = selected
+        {
+            self.reveal(history, id);
+        }
+        self.sync(history);
+        let mut fit_now = false;
+        ui.horizontal(|ui| {
+            if ui
+                .button("Fit")
+                .on_hover_text("Show the whole tree (and follow it as it grows)")
+                .clicked()
+            {
+                fit_now = true;
+            }
+            ui.checkbox(&mut self.path_to_best, "path to best")
+                .on_hover_text("Highlight the lineage from the root to the best genome");
+            if !self.collapsed.is_empty()
+                && ui
+                    .button(format!("Expand all ({})", self.collapsed.len()))
+                    .clicked()
+            {
+                self.collapsed.clear();
+                self.relayout = true;
+            }
+            ui.label(
+                RichText::new(
+                    "click: inspect · double-click: collapse/expand · drag: pan · wheel: zoom across · Ctrl+wheel: zoom",
+                )
+                .small()
+                .weak(),
+            );
+        });
+        if self.relayout {
+            self.sync(history);
+        }
+        let (rect, response) = ui.allocate_exact_size(
+            ui.available_size().max(vec2(50.0, 50.0)),
+            Sense::click_and_drag(),
+        );
+        response
+            .widget_info(|| egui::WidgetInfo::labeled(egui::Role::Canvas, true, "genealogy tree"));
+        self.rect = rect;
+        if fit_now || self.camera.is_none() {
+            self.follow = true;
+        }
+        let mut cam = if self.follow {
+            self.fit(rect)
+        } else {
+            self.camera.unwrap_or_else(|| self.fit(rect))
+        };
+
+        // Bring a selection made elsewhere into view.
+        if selected != self.seen_selection {
+            self.seen_selection = selected;
+            if let Some(w) = selected
+                .and_then(|id| history.position(id))
+                .and_then(|p| self.world(p))
+            {
+                let s = cam.to_screen(rect, w);
+                if !rect.shrink(MARGIN).contains(s) {
+                    cam.center = w;
+                    if cam.scale.x < 4.0 {
+                        cam.scale.x = 12.0;
+                    }
+                    self.follow = false;
+                }
+            }
+        }
+
+        // Pan and zoom.
+        if response.dragged() {
+            cam.center -= response.drag_delta() / cam.scale;
+            self.follow = false;
+        }
+        if let Some(pointer) = response.hover_pos() {
+            let (scroll, zoom) = ui.input(|i| (i.smooth_scroll_delta, i.zoom_delta()));
+            let factor = if zoom != 1.0 {
+                vec2(zoom, zoom)
+            } else if scroll.y != 0.0 {
+                vec2((scroll.y / 200.0).exp(), 1.0)
+            } else {
+                vec2(1.0, 1.0)
+            };
+            if factor != vec2(1.0, 1.0) {
+                let before = cam.to_world(rect, pointer);
+                cam.scale = (cam.scale * factor)
+                    .max(vec2(1e-4, 2.0))
+                    .min(vec2(400.0, 400.0));
+                let after = cam.to_world(rect, pointer);
+                cam.center += before - after;
+                self.follow = false;
+            }
+        }
+        self.camera = Some(cam);
+
+        // Clicks.
+        let mut action = None;
+        if let Some(pointer) = response.interact_pointer_pos().or(response.hover_pos()) {
+            let hit = self.hit(cam, rect, pointer, 9.0);
+            if let Some(p) = hit {
+                let id = history.genomes[p].id;
+                if response.double_clicked() {
+                    action = Some(Action::Toggle(id));
+                } else if response.clicked() {
+                    action = Some(Action::Select(id));
+                } else if response.secondary_clicked() {
+                    self.menu = Some(id);
+                }
+            }
+        }
+        let painter = ui.painter_at(rect);
+        painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
+        self.paint(&painter, ui.visuals(), cam, rect, history, selected);
+
+        // Hover: the genome and its inspirations.
+        if let Some(pointer) = response.hover_pos()
+            && let Some(p) = self.hit(cam, rect, pointer, 9.0)
+        {
+            let g = &history.genomes[p];
+            let from = cam.to_screen(rect, self.world(p).unwrap_or(Pos2::ZERO));
+            for &ins in &g.inspiration_ids {
+                if let Some(w) = history.position(ins).and_then(|q| self.world(q)) {
+                    painter.add(Shape::dashed_line(
+                        &[from, cam.to_screen(rect, w)],
+                        Stroke::new(1.5, INSPIRATION),
+                        5.0,
+                        4.0,
+                    ));
+                }
+            }
+            let score = g
+                .fitness()
+                .filter(|_| g.valid)
+                .map_or_else(|| "invalid".to_owned(), |s| format!("score {s:.6}"));
+            let mut text = format!("genome #{} · {score}\niteration {}", g.id, g.iteration);
+            if let Some(i) = g.metadata.island {
+                text.push_str(&format!(" · island {i}"));
+            }
+            if !g.metadata.patch_type.is_empty() {
+                text.push_str(&format!(" · {}", g.metadata.patch_type));
+            }
+            if !g.inspiration_ids.is_empty() {
+                let ids: Vec<String> = g.inspiration_ids.iter().map(|i| format!("#{i}")).collect();
+                text.push_str(&format!("\ninspirations {}", ids.join(" ")));
+            }
+            if self.layout.hidden[p] > 0 {
+                text.push_str(&format!(
+                    "\n{} descendants collapsed",
+                    self.layout.hidden[p]
+                ));
+            }
+            response.clone().on_hover_text_at_pointer(text);
+        }
+
+        if let Some(menu) = self.menu {
+            let collapsed = self.collapsed.contains(&menu);
+            let mut close = false;
+            response.context_menu(|ui| {
+                ui.label(RichText::new(format!("genome #{menu}")).strong());
+                if ui.button("Inspect").clicked() {
+                    action = Some(Action::Select(menu));
+                    close = true;
+                }
+                let label = if collapsed {
+                    "Expand subtree"
+                } else {
+                    "Collapse subtree"
+                };
+                if ui.button(label).clicked() {
+                    action = Some(Action::Toggle(menu));
+                    close = true;
+                }
+                if close {
+                    ui.close();
+                }
+            });
+            if close {
+                self.menu = None;
+            }
+        }
+        match action {
+            Some(Action::Select(id)) => {
+                self.seen_selection = Some(id);
+                Some(id)
+            }
+            Some(Action::Toggle(id)) => {
+                let on = !self.collapsed.contains(&id);
+                self.set_collapsed(id, on);
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn paint(
+        &mut self,
+        painter: &egui::Painter,
+        visuals: &egui::Visuals,
+        cam: Camera,
+        rect: Rect,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) {
+        let layout = &self.layout;
+        let x = &layout.x;
+        let edge_color = visuals.weak_text_color().gamma_multiply(0.55);
+        let mut mesh = Mesh::default();
+        let mut edges = 0usize;
+        let mut nodes = 0usize;
+        let left = cam.to_world(rect, rect.left_top());
+        let right = cam.to_world(rect, rect.right_bottom());
+        let (wx0, wx1) = (left.x, right.x);
+        let first_row = left.y.floor().max(0.0) as usize;
+        let last_row = (right.y.ceil().max(0.0) as usize).min(layout.rows.len().saturating_sub(1));
+        // Edges into rows first_row..=last_row+1 (an edge into the row below
+        // the view still crosses it).
+        for d in first_row.max(1)..=(last_row + 1).min(layout.rows.len().saturating_sub(1)) {
+            let row = &layout.rows[d];
+            let px = |p: u32| x[layout.parent[p as usize] as usize];
+            let (lo, hi) = visible_range(
+                row,
+                |p| x[p as usize].max(px(p)) < wx0,
+                |p| x[p as usize].min(px(p)) > wx1,
+            );
+            let mut last: Option<(i32, i32)> = None;
+            for &p in &row[lo..hi] {
+                let parent = layout.parent[p as usize];
+                if parent == NONE {
+                    continue;
+                }
+                let a = cam.to_screen(rect, pos2(x[parent as usize], d as f32 - 1.0));
+                let b = cam.to_screen(rect, pos2(x[p as usize], d as f32));
+                let key = (a.x as i32, b.x as i32);
+                if last == Some(key) {
+                    continue;
+                }
+                last = Some(key);
+                quad(&mut mesh, a, b, 0.5, edge_color);
+                edges += 1;
+            }
+        }
+        let radius = (cam.scale.x * 0.35).clamp(1.0, 6.0);
+        for d in first_row..=last_row {
+            let Some(row) = layout.rows.get(d) else {
+                continue;
+            };
+            let (lo, hi) = visible_range(
+                row,
+                |p| x[p as usize] < wx0 - 1.0,
+                |p| x[p as usize] > wx1 + 1.0,
+            );
+            let mut last_px = i32::MIN;
+            for &p in &row[lo..hi] {
+                let s = cam.to_screen(rect, pos2(x[p as usize], d as f32));
+                let col = s.x as i32;
+                // Several nodes on one pixel column: draw one (invalid last
+                // drawn wins, so a column of failures stays visible).
+                if col == last_px && radius <= 1.5 {
+                    continue;
+                }
+                last_px = col;
+                square(&mut mesh, s, radius, layout.color[p as usize]);
+                nodes += 1;
+            }
+        }
+        painter.add(Shape::mesh(mesh));
+
+        // Overlays drawn as shapes: crossover edges, islands, collapsed
+        // badges, invalid crosses, the path to the best and the selection
+        // (only for visible nodes, and only when zoomed in enough to see).
+        if radius >= 2.5 {
+            for d in first_row..=last_row {
+                let Some(row) = layout.rows.get(d) else {
+                    continue;
+                };
+                let (lo, hi) = visible_range(
+                    row,
+                    |p| x[p as usize] < wx0 - 1.0,
+                    |p| x[p as usize] > wx1 + 1.0,
+                );
+                for &p in &row[lo..hi] {
+                    let p = p as usize;
+                    let g = &history.genomes[p];
+                    let s = cam.to_screen(rect, pos2(x[p], d as f32));
+                    if let Some(i) = g.metadata.island {
+                        let c = ISLAND_COLORS[i as usize % ISLAND_COLORS.len()];
+                        painter.rect_stroke(
+                            Rect::from_center_size(s, Vec2::splat(2.0 * radius + 3.0)),
+                            1.0,
+                            Stroke::new(1.5, c),
+                            egui::StrokeKind::Middle,
+                        );
+                    }
+                    if !g.valid {
+                        let r = radius + 1.5;
+                        let st = Stroke::new(1.5, Color32::WHITE);
+                        painter.line_segment([s - vec2(r, r), s + vec2(r, r)], st);
+                        painter.line_segment([s + vec2(-r, r), s + vec2(r, -r)], st);
+                    }
+                    if g.metadata.patch_type == "crossover"
+                        && let Some(w) = g
+                            .inspiration_ids
+                            .first()
+                            .and_then(|q| history.position(*q))
+                            .and_then(|q| self.world(q))
+                    {
+                        painter.add(Shape::dashed_line(
+                            &[cam.to_screen(rect, w), s],
+                            Stroke::new(1.0, edge_color),
+                            4.0,
+                            3.0,
+                        ));
+                    }
+                    if layout.hidden[p] > 0 {
+                        painter.text(
+                            s + vec2(radius + 3.0, 0.0),
+                            egui::Align2::LEFT_CENTER,
+                            format!("+{}", layout.hidden[p]),
+                            egui::FontId::proportional(10.0),
+                            visuals.text_color(),
+                        );
+                    }
+                }
+            }
+        }
+        let path = |id: Option<GenomeId>, color: Color32, width: f32| {
+            let Some(id) = id else { return };
+            let points: Vec<Pos2> = history
+                .lineage(id)
+                .into_iter()
+                .filter_map(|a| history.position(a))
+                .filter_map(|p| self.world(p))
+                .map(|w| cam.to_screen(rect, w))
+                .collect();
+            if points.len() > 1 {
+                painter.add(Shape::line(points.clone(), Stroke::new(width, color)));
+            }
+            if let Some(last) = points.last() {
+                painter.circle_stroke(*last, radius + 3.0, Stroke::new(2.0, color));
+            }
+        };
+        if self.path_to_best {
+            path(history.best_id, BEST_PATH, 2.5);
+        }
+        path(selected, SELECTED, 1.5);
+        self.drawn_nodes = nodes;
+        self.drawn_edges = edges;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::engine::events::RunEvent;
+    use crate::engine::genome::{FITNESS_KEY, Genome};
+    use crate::engine::selection::PolicyStatus;
+
+    fn history(parents: &[Option<GenomeId>]) -> RunHistory {
+        let mut h = RunHistory::new();
+        for (i, p) in parents.iter().enumerate() {
+            let mut g = Genome {
+                id: i as u64,
+                parent_id: *p,
+                iteration: i as u64,
+                valid: i != 3,
+                ..Genome::default()
+            };
+            g.scores.insert(FITNESS_KEY.into(), i as f64);
+            h.apply(RunEvent::GenomeAdmitted {
+                genome: Arc::new(g),
+                best_id: None,
+                best_score: None,
+                iterations_done: i as u64,
+                policy: PolicyStatus::default(),
+                active: vec![],
+            });
+        }
+        h
+    }
+
+    #[test]
+    fn parents_sit_over_their_children_and_rows_are_sorted_without_crossings() {
+        // 0 ─┬─ 1 ─┬─ 3
+        //    │     └─ 4
+        //    └─ 2 ─── 5 ─── 6
+        let h = history(&[None, Some(0), Some(0), Some(1), Some(1), Some(2), Some(5)]);
+        let l = Layout::build(&h, &HashSet::new());
+        assert_eq!(l.depth, vec![0, 1, 1, 2, 2, 2, 3]);
+        assert_eq!(l.rows[2], vec![3, 4, 5]);
+        assert_eq!((l.x[3], l.x[4], l.x[6]), (0.0, 1.0, 2.0));
+        assert_eq!(l.x[1], 0.5);
+        assert_eq!(l.x[5], 2.0);
+        assert_eq!(l.x[0], (0.5 + 2.0) / 2.0);
+        assert_eq!(l.width, 3.0);
+        for row in &l.rows {
+            assert!(
+                row.windows(2)
+                    .all(|w| l.x[w[0] as usize] < l.x[w[1] as usize])
+            );
+            // no crossings: parents' x is monotone along the row
+            let px: Vec<f32> = row
+                .iter()
+                .filter(|p| l.parent[**p as usize] != NONE)
+                .map(|p| l.x[l.parent[*p as usize] as usize])
+                .collect();
+            assert!(px.windows(2).all(|w| w[0] <= w[1]), "{px:?}");
+        }
+        assert_eq!(l.color[3], INVALID_COLOR);
+        assert_eq!(l.color[6], score_color(1.0));
+    }
+
+    #[test]
+    fn a_collapsed_subtree_is_one_leaf_with_its_hidden_count() {
+        let h = history(&[None, Some(0), Some(0), Some(1), Some(1), Some(2), Some(5)]);
+        let l = Layout::build(&h, &HashSet::from([1]));
+        assert_eq!(l.hidden[1], 2);
+        assert!(!l.is_placed(3) && !l.is_placed(4));
+        assert_eq!(l.rows[2], vec![5]);
+        assert_eq!(l.width, 2.0);
+    }
+
+    #[test]
+    fn visible_range_finds_the_run_between_two_monotone_cuts() {
+        let row = [0u32, 1, 2, 3, 4, 5];
+        assert_eq!(visible_range(&row, |p| p < 2, |p| p > 4), (2, 5));
+        assert_eq!(visible_range(&row, |p| p < 9, |p| p > 9), (6, 6));
+    }
+}
