@@ -6,14 +6,22 @@
     reason = "integration tests: a panic is a failed test"
 )]
 
+mod common;
+
+use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
-use galapagos::engine::events::RunEvent;
+use galapagos::engine::card::Card;
+use galapagos::engine::events::{RunEvent, RunStatus};
 use galapagos::engine::genome::{FITNESS_KEY, Genome, GenomeId};
+use galapagos::engine::registry::Registry;
 use galapagos::engine::selection::PolicyStatus;
+use galapagos::studio::App;
 use galapagos::studio::run::{RunHistory, RunView, SearchView};
+use galapagos::studio::state::State;
 
 /// A history of `n` genomes: genome `i` is a child of `i / 3` (a tree three
 /// wide), every seventh one invalid, scores growing with depth.
@@ -155,4 +163,108 @@ fn two_genomes_picked_in_the_table_are_diffed_unified_and_side_by_side() {
     h.run_steps(2);
     h.get_by_label("from #1 to #3");
     h.get_by_label("picked #8");
+}
+
+/// Record a run of `card` on `task` into `dir`.
+fn record(card: Card, task: &Path, dir: &Path, registry: &Arc<Registry>) {
+    let handle = common::spawn(common::plan_in(
+        card,
+        task,
+        Some(dir.to_path_buf()),
+        registry,
+    ));
+    let (_, summary) = common::collect(handle, |_, _| {});
+    assert_eq!(summary.status, RunStatus::Completed);
+}
+
+fn app_harness(runs: &Path, registry: Arc<Registry>) -> Harness<'static, App> {
+    let state = State {
+        runs_folder: runs.to_path_buf(),
+        ..State::default()
+    };
+    Harness::builder()
+        .with_size(egui::vec2(1400.0, 900.0))
+        .build_ui_state(
+            |ui, app: &mut App| {
+                app.logic(ui.ctx());
+                app.show(ui);
+            },
+            App::new(state, registry).with_settings_path(None),
+        )
+}
+
+fn step_until(h: &mut Harness<'static, App>, done: impl Fn(&App) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done(h.state()) {
+        assert!(Instant::now() < deadline, "timed out");
+        h.step();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.run_steps(2);
+}
+
+#[test]
+fn compared_runs_keep_their_curves_and_colours_across_a_refresh() {
+    let registry = common::registry();
+    let tmp = tempfile::tempdir().unwrap();
+    let task = common::temp_task(tmp.path());
+    let runs = tmp.path().join("runs");
+    let mut first = common::with_evaluator(common::card("best_of_n.yaml", &registry), "trivial");
+    first.general.max_iterations = 5;
+    let mut second = first.clone();
+    second.name = "second_card".to_owned();
+    second.seed = 7;
+    let (dir_a, dir_b) = (runs.join("run-a"), runs.join("run-b"));
+    record(first, &task, &dir_a, &registry);
+    record(second, &task, &dir_b, &registry);
+
+    let mut h = app_harness(&runs, registry);
+    h.run();
+    h.get_by_label("Runs").click();
+    h.run_steps(2);
+    h.get_by_label("compare run-a").click();
+    h.run_steps(1);
+    h.get_by_label("compare run-b").click();
+    step_until(&mut h, |a| a.runs.compared().len() == 2);
+    let colors = (
+        h.state().runs.color_of(&dir_a),
+        h.state().runs.color_of(&dir_b),
+    );
+    assert_ne!(colors.0, colors.1);
+    // The summary table and the card diff beside the curves.
+    for header in ["seed", "valid %", "tokens", "cost", "wall time"] {
+        h.get_by_label(header);
+    }
+    h.get_by_label("7");
+    h.get_by_label("- name: best_of_n");
+    h.get_by_label("+ name: second_card");
+    h.get_by_label("+ seed: 7");
+
+    // A refresh keeps both curves on screen, reads them again, and keeps
+    // the colours.
+    h.get_by_label("Refresh runs").click();
+    h.run_steps(1);
+    assert_eq!(
+        h.state().runs.compared().len(),
+        2,
+        "curves dropped by a refresh"
+    );
+    step_until(&mut h, |a| a.runs.compared().len() == 2);
+    h.run_steps(5);
+    assert_eq!(h.state().runs.compared().len(), 2);
+    h.get_by_label("+ name: second_card");
+    assert_eq!(
+        (
+            h.state().runs.color_of(&dir_a),
+            h.state().runs.color_of(&dir_b)
+        ),
+        colors
+    );
+    // Untick and tick again: the same colour.
+    h.get_by_label("compare run-a").click();
+    h.run_steps(2);
+    h.get_by_label("compare run-a").click();
+    step_until(&mut h, |a| a.runs.compared().len() == 2);
+    assert_eq!(h.state().runs.color_of(&dir_a), colors.0);
+    assert_eq!(h.state().runs.color_of(&dir_b), colors.1);
 }

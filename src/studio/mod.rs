@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod command;
+pub mod compare;
 pub mod editor;
 pub mod files;
 pub mod library;

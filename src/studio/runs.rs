@@ -10,33 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use egui::{Color32, RichText, Ui};
-use egui_plot::{Line, Plot, PlotPoints};
 
 use crate::engine::archive::{Archive, RunListing, list_runs, timestamp};
 use crate::studio::command::{Commands, UiCommand};
-use crate::studio::run::history::card_name_of;
-use crate::studio::theme;
-
-/// Colours of the compared runs' curves, in tick order (then repeated).
-pub const CURVE_COLORS: [Color32; 8] = [
-    Color32::from_rgb(90, 160, 230),
-    Color32::from_rgb(240, 180, 60),
-    Color32::from_rgb(120, 200, 120),
-    Color32::from_rgb(225, 95, 85),
-    Color32::from_rgb(175, 125, 225),
-    Color32::from_rgb(80, 200, 200),
-    Color32::from_rgb(230, 130, 190),
-    Color32::from_rgb(170, 170, 170),
-];
-
-/// One run's best-so-far curve: iteration against the best fitness so far.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Curve {
-    /// Legend text: card, task and start time.
-    pub label: String,
-    /// Step-line vertices (x = iteration, y = best fitness), x monotone.
-    pub points: Vec<[f64; 2]>,
-}
+use crate::studio::compare::RunCompare;
+pub use crate::studio::compare::{CURVE_COLORS, Curve, RunDigest, read_curve};
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) of a unix time; empty for 0 (unknown).
 pub fn format_started(unix: u64) -> String {
@@ -63,45 +41,6 @@ pub fn format_started(unix: u64) -> String {
 /// The legend text of a run: `card · task · start time`.
 pub fn run_label(card: &str, task: &str, started_unix: u64) -> String {
     format!("{card} · {task} · {}", format_started(started_unix))
-}
-
-/// Read a run's best-so-far curve from its archive (read-only).
-pub fn read_curve(dir: &Path) -> Result<Curve, String> {
-    let archive = Archive::open(dir).map_err(|e| e.to_string())?;
-    let meta = archive.meta().map_err(|e| e.to_string())?;
-    let genomes = archive.genomes().map_err(|e| e.to_string())?;
-    drop(archive);
-    let task = meta
-        .task_dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut points: Vec<[f64; 2]> = Vec::new();
-    let mut best: Option<f64> = None;
-    let mut max_x = 0u64;
-    for g in &genomes {
-        max_x = max_x.max(g.iteration);
-        let Some(f) = g.fitness().filter(|f| f.is_finite()) else {
-            continue;
-        };
-        if best.is_none_or(|b| f > b) {
-            let x = max_x as f64;
-            if let Some(b) = best {
-                points.push([x, b]);
-            }
-            points.push([x, f]);
-            best = Some(f);
-        }
-    }
-    if let Some(b) = best
-        && points.last().is_some_and(|p| p[0] < max_x as f64)
-    {
-        points.push([max_x as f64, b]);
-    }
-    Ok(Curve {
-        label: run_label(&card_name_of(&meta.card_yaml), &task, meta.started_unix),
-        points,
-    })
 }
 
 /// What the app tells the panel each frame.
@@ -170,8 +109,8 @@ pub struct RunsPanel {
     scanned: Option<PathBuf>,
     /// Runs ticked for comparison, in tick order.
     checked: Vec<PathBuf>,
-    curves: BTreeMap<PathBuf, Result<Curve, String>>,
-    loading: BTreeSet<PathBuf>,
+    /// The ticked runs' curves, colours and card diff.
+    compare: RunCompare,
     selected: Option<Selected>,
     /// The Resume budget field's text.
     pub iterations: String,
@@ -199,8 +138,9 @@ impl RunsPanel {
         {
             self.selected = None;
         }
-        // Runs may have grown since: curves are read again when needed.
-        self.curves.clear();
+        // Runs may have grown since: their curves stay on screen and are
+        // read again.
+        self.compare.refreshed(&present);
         self.scanned = Some(folder);
     }
 
@@ -225,6 +165,7 @@ impl RunsPanel {
     pub fn set_checked(&mut self, dir: &Path, on: bool) {
         if on {
             if !self.checked.iter().any(|d| d == dir) {
+                self.compare.ticked(dir, &self.checked);
                 self.checked.push(dir.to_path_buf());
             }
         } else {
@@ -247,30 +188,27 @@ impl RunsPanel {
 
     /// A curve read in the background arrived.
     pub fn set_curve(&mut self, dir: PathBuf, curve: Result<Curve, String>) {
-        self.loading.remove(&dir);
-        self.curves.insert(dir, curve);
+        self.compare.set_curve(dir, curve);
     }
 
     /// The curves of the ticked runs that are loaded, in tick order.
     pub fn compared(&self) -> Vec<&Curve> {
-        self.checked
-            .iter()
-            .filter_map(|d| self.curves.get(d))
-            .filter_map(|c| c.as_ref().ok())
+        self.compare
+            .loaded(&self.checked)
+            .into_iter()
+            .map(|(_, c)| c)
             .collect()
+    }
+
+    /// The colour of a run's curve (kept for as long as the panel lives).
+    pub fn color_of(&self, dir: &Path) -> Color32 {
+        self.compare.color_of(dir)
     }
 
     /// The legend text of each compared run: its curve's label, with the
     /// folder name added where two runs would read the same.
     pub fn legend_labels(&self) -> BTreeMap<PathBuf, String> {
-        let loaded: Vec<(&PathBuf, &Curve)> = self
-            .checked
-            .iter()
-            .filter_map(|d| match self.curves.get(d) {
-                Some(Ok(c)) => Some((d, c)),
-                _ => None,
-            })
-            .collect();
+        let loaded = self.compare.loaded(&self.checked);
         loaded
             .iter()
             .map(|(dir, c)| {
@@ -314,6 +252,7 @@ impl RunsPanel {
     /// Draw the panel.
     pub fn ui(&mut self, ui: &mut Ui, ctx: &RunsCtx<'_>, commands: &mut Commands) {
         self.ensure_scanned();
+        self.compare.request(&self.checked, commands);
         ui.horizontal(|ui| {
             let label = ui.label("Runs folder");
             ui.add(
@@ -433,10 +372,8 @@ impl RunsPanel {
             });
         for (dir, on) in toggles {
             self.set_checked(&dir, on);
-            if on && !self.curves.contains_key(&dir) && self.loading.insert(dir.clone()) {
-                commands.push(UiCommand::LoadCurve(dir));
-            }
         }
+        self.compare.request(&self.checked, commands);
         if let Some(dir) = select {
             self.select(&dir);
         }
@@ -496,60 +433,17 @@ impl RunsPanel {
         });
     }
 
-    fn compare_ui(&self, ui: &mut Ui, ctx: &RunsCtx<'_>) {
+    fn compare_ui(&mut self, ui: &mut Ui, ctx: &RunsCtx<'_>) {
         ui.label(RichText::new("Compare").strong());
         if self.checked.len() < 2 {
             ui.label(
-                RichText::new("Tick two or more runs to overlay their best-so-far curves.").weak(),
+                RichText::new("Tick two or more runs to compare their curves, results and cards.")
+                    .weak(),
             );
             return;
         }
-        let series: Vec<(usize, &PathBuf)> = self.checked.iter().enumerate().collect();
-        for (_, dir) in &series {
-            if let Some(Err(e)) = self.curves.get(*dir) {
-                ui.label(RichText::new(format!("{}: {e}", dir.display())).color(ctx.error));
-            }
-        }
-        if !self.loading.is_empty() {
-            ui.horizontal(|ui| {
-                ui.spinner();
-                ui.weak("reading runs");
-            });
-        }
-        // Legend (drawn by hand so every entry is a plain, findable label).
         let labels = self.legend_labels();
-        ui.horizontal_wrapped(|ui| {
-            for (i, dir) in &series {
-                let Some(label) = labels.get(*dir) else {
-                    continue;
-                };
-                let color = CURVE_COLORS[i % CURVE_COLORS.len()];
-                let (rect, _) = ui.allocate_exact_size(egui::vec2(18.0, 4.0), egui::Sense::hover());
-                ui.painter().rect_filled(rect, 1.0, color);
-                ui.label(label).on_hover_text(dir.display().to_string());
-                ui.add_space(theme::SECTION_GAP);
-            }
-        });
-        Plot::new("runs-compare")
-            .height(ui.available_height().max(160.0))
-            .x_axis_label("iteration")
-            .y_axis_label("best fitness so far")
-            .allow_scroll(false)
-            .show(ui, |plot| {
-                for (i, dir) in &series {
-                    let Some(Ok(curve)) = self.curves.get(*dir) else {
-                        continue;
-                    };
-                    let color = CURVE_COLORS[i % CURVE_COLORS.len()];
-                    let name = labels.get(*dir).cloned().unwrap_or_default();
-                    plot.line(
-                        Line::new(name, PlotPoints::from(curve.points.clone()))
-                            .color(color)
-                            .width(2.0)
-                            .allow_band(false),
-                    );
-                }
-            });
+        self.compare.ui(ui, &self.checked, &labels, ctx.error);
     }
 }
 

@@ -23,6 +23,7 @@ pub mod inspector;
 pub mod plot;
 pub mod table;
 pub mod tree;
+pub mod tree_layout;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
