@@ -532,11 +532,9 @@ mod tests {
             policy: Default::default(),
             active: Vec::new(),
         });
-        let mut inspector = Inspector {
-            tab: InspectorTab::default(),
-        };
+        let mut inspector = Inspector::default();
         let harness = egui_kittest::Harness::new_ui(|ui| {
-            inspector.ui(ui, &history, Some(3), "python");
+            inspector.ui(ui, &history, Some(3), None, "python");
         });
         let label = harness.get_by_label_contains("unconfirmed (never a parent)");
         let text = format!("{label:?}");
