@@ -337,7 +337,8 @@ pub fn run(args: &RunArgs) -> i32 {
             return 2;
         }
     };
-    let plan = match RunPlan::new_in(card, task, &args.out, &registry) {
+    // The folder is made once the model is resolved too (in `launch`).
+    let plan = match RunPlan::new(card, task, None, &registry) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");
@@ -351,6 +352,7 @@ pub fn run(args: &RunArgs) -> i32 {
             quiet: args.quiet,
             verbose: args.verbose,
         },
+        Some(&args.out),
     )
 }
 
@@ -361,14 +363,25 @@ struct Output {
     verbose: bool,
 }
 
-/// Resolve the model, start the run on its thread and follow it.
-fn launch(plan: RunPlan, model_args: &ModelArgs, out: Output) -> i32 {
+/// Resolve the model, start the run on its thread and follow it. A new
+/// run gets its folder under `runs_root` here, once everything is checked.
+fn launch(plan: RunPlan, model_args: &ModelArgs, out: Output, runs_root: Option<&Path>) -> i32 {
     let (model, model_desc) = match resolve_model(plan.card(), model_args) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("error: model: {e}");
             return 2;
         }
+    };
+    let plan = match runs_root {
+        None => plan,
+        Some(root) => match plan.in_new_folder(root) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        },
     };
     let total = plan.card().general.max_iterations;
     let recorded = plan.recorded_counts();
@@ -522,7 +535,7 @@ pub fn resume(
             return 2;
         }
     };
-    launch(plan, model_args, Output { quiet, verbose })
+    launch(plan, model_args, Output { quiet, verbose }, None)
 }
 
 /// `galapagos export-run --jsonl`.

@@ -238,3 +238,16 @@ fn a_jsonl_behind_the_archive_is_completed_on_resume() {
     );
     assert_eq!(summary.valid + summary.invalid, summary.next_id);
 }
+
+#[test]
+fn a_run_refused_for_its_model_leaves_no_folder() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("runs");
+    let mut args = run_args(2, &out);
+    args.extend(["--api-base".into(), "http://127.0.0.1:9/v1".into()]);
+    let o = galapagos(home.path()).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no model is named"), "{stderr}");
+    assert!(!out.exists(), "a refused run writes nothing");
+}

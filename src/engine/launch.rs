@@ -172,12 +172,18 @@ impl RunPlan {
         runs_root: &Path,
         registry: &Registry,
     ) -> Result<Self, LaunchError> {
-        let mut plan = Self::new(card, task, None, registry)?;
+        Self::new(card, task, None, registry)?.in_new_folder(runs_root)
+    }
+
+    /// Record this new run in a fresh folder under `runs_root` (see
+    /// [`RunPlan::new_in`]); for a front end that checks more (the model)
+    /// before anything is written.
+    pub fn in_new_folder(mut self, runs_root: &Path) -> Result<Self, LaunchError> {
         let dir =
-            crate::engine::archive::new_run_dir(runs_root, &plan.card().name, &plan.task.name)?;
-        plan.lock = Some(Arc::new(RunLock::acquire(&dir)?));
-        plan.run_dir = Some(dir);
-        Ok(plan)
+            crate::engine::archive::new_run_dir(runs_root, &self.card().name, &self.task.name)?;
+        self.lock = Some(Arc::new(RunLock::acquire(&dir)?));
+        self.run_dir = Some(dir);
+        Ok(self)
     }
 
     /// Continue the run recorded in `run_dir`: its own card and task folder,
