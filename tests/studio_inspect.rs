@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
-use galapagos::engine::card::Card;
+use galapagos::engine::card::{Card, SlotSpec};
 use galapagos::engine::events::{RunEvent, RunStatus};
 use galapagos::engine::genome::{FITNESS_KEY, Genome, GenomeId};
 use galapagos::engine::registry::Registry;
@@ -267,4 +267,75 @@ fn compared_runs_keep_their_curves_and_colours_across_a_refresh() {
     step_until(&mut h, |a| a.runs.compared().len() == 2);
     assert_eq!(h.state().runs.color_of(&dir_a), colors.0);
     assert_eq!(h.state().runs.color_of(&dir_b), colors.1);
+}
+
+/// A history whose genomes live on two islands (programs of growing length,
+/// so the complexity feature spreads them over the grid).
+fn island_history(n: u64) -> RunHistory {
+    let mut h = RunHistory::new();
+    for i in 0..n {
+        let mut g = Genome {
+            id: i,
+            parent_id: (i > 0).then_some(i / 2),
+            iteration: i,
+            valid: true,
+            content: format!("x = {i}\n{}", "# pad\n".repeat((i % 9) as usize)),
+            ..Genome::default()
+        };
+        g.metadata.island = (i > 0).then_some((i % 2) as u32);
+        g.scores
+            .insert(FITNESS_KEY.to_owned(), ((i * 37) % 101) as f64 / 100.0);
+        h.apply(RunEvent::GenomeAdmitted {
+            genome: Arc::new(g),
+            best_id: None,
+            best_score: None,
+            iterations_done: i,
+            policy: PolicyStatus::default(),
+            active: vec![],
+        });
+    }
+    h
+}
+
+#[test]
+fn an_island_population_shows_its_grids_and_a_beam_its_membership_over_time() {
+    let spec: SlotSpec = serde_yaml::from_str(
+        "kind: islands\nnum_islands: 2\nfeature_dimensions: [complexity]\nfeature_bins: 4\nmigration_interval: 5\n",
+    )
+    .unwrap();
+    let mut view = RunView::default();
+    view.load_history(island_history(60));
+    view.set_population(&spec);
+    view.set_search_view(SearchView::Islands);
+    let mut h = harness(view);
+    h.run_steps(10);
+    assert_eq!(h.state().structure().fed(), 60);
+    h.get_by_label("Island 0");
+    h.get_by_label("Island 1");
+    h.get_by_label("island 0 grid");
+    let islands = h.state().structure().islands().unwrap();
+    assert_eq!(islands.islands.len(), 2);
+    assert!(islands.islands.iter().all(|i| i.cells > 1), "{islands:?}");
+    assert!(!h.state().structure().migrations.is_empty());
+    assert_eq!(h.query_all_by_label_contains("migrants").count(), 2);
+
+    let spec: SlotSpec = serde_yaml::from_str("kind: beam\nbeam_width: 3\n").unwrap();
+    let mut view = RunView::default();
+    view.load_history(island_history(30));
+    view.set_population(&spec);
+    view.set_search_view(SearchView::Beam);
+    let mut h = harness(view);
+    h.run_steps(5);
+    h.get_by_label("beam membership over time");
+    let beam = &h.state().structure().beam;
+    assert!(beam.len() > 3, "{beam:?}");
+    assert!(beam.iter().all(|s| s.members.len() <= 3));
+    // A flat population offers neither view.
+    let mut view = RunView::default();
+    view.load_history(island_history(5));
+    view.set_search_view(SearchView::Islands);
+    let mut h = harness(view);
+    h.run_steps(2);
+    assert_eq!(h.state().search_view(), SearchView::Plot);
+    assert!(h.query_by_label("Islands").is_none());
 }

@@ -90,6 +90,9 @@ pub struct RunHistory {
     pub active: Vec<GenomeId>,
     /// Number of children (all attempts) of each genome, indexed like `genomes`.
     pub children: Vec<u32>,
+    /// Seconds since the first event when each genome arrived (live runs;
+    /// empty for a recorded run, whose genomes carry no wall time).
+    pub arrived_secs: Vec<f64>,
     /// Every metric name seen, sorted.
     pub metric_names: BTreeSet<String>,
     /// Log lines (level, message).
@@ -229,6 +232,10 @@ impl RunHistory {
                 policy,
                 active,
             } => {
+                if self.arrived_secs.len() == self.genomes.len() {
+                    let since = self.started_at.map_or(0.0, |s| s.elapsed().as_secs_f64());
+                    self.arrived_secs.push(since);
+                }
                 self.push_genome(genome);
                 self.iterations_done = iterations_done;
                 self.policy = policy;

@@ -21,6 +21,7 @@ pub mod diff_view;
 pub mod history;
 pub mod inspector;
 pub mod plot;
+pub mod structure;
 pub mod table;
 pub mod tree;
 pub mod tree_layout;
@@ -59,6 +60,10 @@ pub enum SearchView {
     Plot,
     /// The genealogy tree.
     Tree,
+    /// Islands and their MAP-Elites grids (island populations).
+    Islands,
+    /// The beam's membership over time (beam populations).
+    Beam,
 }
 
 impl SearchView {
@@ -67,6 +72,8 @@ impl SearchView {
         match self {
             Self::Plot => "Plot",
             Self::Tree => "Tree",
+            Self::Islands => "Islands",
+            Self::Beam => "Beam",
         }
     }
 
@@ -75,6 +82,10 @@ impl SearchView {
         match self {
             Self::Plot => "Fitness of every genome over time, with the best so far",
             Self::Tree => "The genealogy: every genome under its parent, coloured by score",
+            Self::Islands => {
+                "Each island's MAP-Elites grid, cells coloured by their elite's score; migrants marked"
+            }
+            Self::Beam => "Which genomes were in the beam, rank by rank, after every change",
         }
     }
 }
@@ -85,6 +96,8 @@ pub struct RunView {
     /// What the upper half shows.
     view: SearchView,
     tree: GenealogyView,
+    /// The population's islands or beam, replayed from the genomes.
+    structure: structure::StructureMirror,
     handle: Option<RunHandle>,
     last_error: Option<String>,
     history: RunHistory,
@@ -166,6 +179,7 @@ impl RunView {
         }
         self.language = language_of(plan.task_dir());
         self.load_history(RunHistory::new());
+        self.set_population(&plan.card().population);
         let waker_ctx = ctx.clone();
         match start(
             plan,
@@ -180,6 +194,7 @@ impl RunView {
     /// Show a recorded run read-only (any live run is stopped).
     pub fn show_archived(&mut self, run: ArchivedRun) {
         self.load_history(run.history);
+        self.structure = structure::StructureMirror::for_card_yaml(&run.card_yaml);
         self.language = language_of(&run.task_dir);
         self.viewing = Some(run.dir);
     }
@@ -198,6 +213,7 @@ impl RunView {
         self.language = language_of(plan.task_dir());
         history.reopen_for_resume();
         self.load_history(history);
+        self.set_population(&plan.card().population);
         let waker_ctx = ctx.clone();
         match start(
             plan,
@@ -236,6 +252,7 @@ impl RunView {
         self.picked = None;
         self.plot.reset();
         self.tree.reset();
+        self.structure = structure::StructureMirror::default();
         self.table.reset();
         self.last_error = None;
         self.pause_requested = false;
@@ -329,6 +346,17 @@ impl RunView {
     /// Show the plot, the tree, ...
     pub fn set_search_view(&mut self, view: SearchView) {
         self.view = view;
+    }
+
+    /// Replay this population block (a card's) for the islands and beam
+    /// views; a flat population shows neither.
+    pub fn set_population(&mut self, population: &crate::engine::card::SlotSpec) {
+        self.structure = structure::StructureMirror::for_population(population);
+    }
+
+    /// The replayed population structure.
+    pub fn structure(&self) -> &structure::StructureMirror {
+        &self.structure
     }
 
     /// The genealogy view (its last frame: where nodes were drawn, counts).
@@ -546,6 +574,17 @@ impl RunView {
 
     /// The run panel: toolbar, plot above, archive table and inspector below.
     pub fn ui(&mut self, ui: &mut egui::Ui) {
+        // A recorded beam run: its beam (shown above the table) comes from
+        // the replayed population, as events are not there to carry it.
+        if self.viewing.is_some() && self.structure.has_beam() {
+            if self.structure.sync(&self.history, structure::FEED_BUDGET) {
+                ui.ctx().request_repaint();
+            } else if self.history.active.is_empty()
+                && let Some(last) = self.structure.beam.last()
+            {
+                self.history.active = last.members.clone();
+            }
+        }
         if let Some(e) = &self.last_error {
             ui.colored_label(ui.visuals().error_fg_color, e);
         }
@@ -592,15 +631,41 @@ impl RunView {
             .default_size(plot_height)
             .size_range(100.0..=ui.available_height() * 0.8)
             .show(ui, |ui| {
+                let islands = self.structure.has_islands();
+                let beam = self.structure.has_beam();
+                if (self.view == SearchView::Islands && !islands)
+                    || (self.view == SearchView::Beam && !beam)
+                {
+                    self.view = SearchView::Plot;
+                }
                 ui.horizontal(|ui| {
-                    for v in [SearchView::Plot, SearchView::Tree] {
-                        ui.selectable_value(&mut self.view, v, v.label())
-                            .on_hover_text(v.hint());
+                    for v in [
+                        SearchView::Plot,
+                        SearchView::Tree,
+                        SearchView::Islands,
+                        SearchView::Beam,
+                    ] {
+                        let shown = match v {
+                            SearchView::Islands => islands,
+                            SearchView::Beam => beam,
+                            _ => true,
+                        };
+                        if shown {
+                            ui.selectable_value(&mut self.view, v, v.label())
+                                .on_hover_text(v.hint());
+                        }
                     }
                 });
+                if matches!(self.view, SearchView::Islands | SearchView::Beam)
+                    && self.structure.sync(history, structure::FEED_BUDGET)
+                {
+                    ui.ctx().request_repaint();
+                }
                 let id = match self.view {
                     SearchView::Plot => self.plot.ui(ui, history, selected),
                     SearchView::Tree => self.tree.ui(ui, history, selected),
+                    SearchView::Islands => self.structure.islands_ui(ui, history, selected),
+                    SearchView::Beam => self.structure.beam_ui(ui, history, selected),
                 };
                 if id.is_some() {
                     clicked = id;

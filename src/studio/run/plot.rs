@@ -1,8 +1,11 @@
 //! Fitness over time: every genome a point (iteration vs the chosen metric),
 //! invalid genomes as red crosses in a band below the valid ones, the
-//! best-so-far as a step line. Point vectors are cached (extended
-//! incrementally as genomes arrive) and what is drawn is binned per pixel
-//! column (min and max kept) once the visible count is large.
+//! best-so-far as a step line drawn on top. Point vectors are cached
+//! (extended incrementally as genomes arrive) and what is drawn is binned per
+//! pixel column (min and max kept) once the visible count is large. Density
+//! controls: point opacity, a window of the most recent N genomes, and the x
+//! axis as iteration, time or tokens spent. The legend sits above the plot,
+//! never on the data.
 
 use egui::{Color32, Vec2b};
 use egui_plot::{Line, MarkerShape, Plot, PlotBounds, PlotPoint, PlotPoints, Points};
@@ -21,6 +24,33 @@ const INVALID_COLOR: Color32 = Color32::from_rgb(225, 80, 70);
 const BEST_COLOR: Color32 = Color32::from_rgb(240, 180, 60);
 /// Colour of the selection ring.
 const SELECTED_COLOR: Color32 = Color32::from_rgb(250, 250, 250);
+
+/// What the x axis measures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum XAxis {
+    /// The genome's iteration.
+    #[default]
+    Iteration,
+    /// Seconds since the run started when the genome arrived (a recorded
+    /// run: the genomes' own timings summed in order).
+    Time,
+    /// Tokens spent up to and including the genome.
+    Tokens,
+}
+
+impl XAxis {
+    /// Axis label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Iteration => "iteration",
+            Self::Time => "time (s)",
+            Self::Tokens => "tokens",
+        }
+    }
+}
+
+/// Choices of the recent-N window (0: every genome).
+pub const RECENT_CHOICES: [usize; 5] = [0, 100, 1000, 10_000, 100_000];
 
 const VALID_NAME: &str = "valid";
 const INVALID_NAME: &str = "invalid";
@@ -50,14 +80,24 @@ struct DrawnKey {
     data_version: u64,
     x_range: Option<(f64, f64)>,
     columns: u32,
+    recent: usize,
 }
 
 /// The plot's cached state.
-#[derive(Default)]
 pub struct FitnessPlot {
     /// The metric on the y axis.
     pub metric: Metric,
     cached_metric: Metric,
+    /// What the x axis measures.
+    pub x_axis: XAxis,
+    cached_x_axis: XAxis,
+    /// Opacity of the points (0.05..=1).
+    pub alpha: f32,
+    /// Show only the most recent N genomes (0: all).
+    pub recent: usize,
+    /// Running sums for the time and tokens axes.
+    tokens_sum: u64,
+    time_sum: f64,
     /// How many genomes of the history are in the caches.
     processed: usize,
     /// Bumped when any cached vector changes.
@@ -67,7 +107,7 @@ pub struct FitnessPlot {
     /// Step-line vertices (x monotone).
     best: Vec<Pt>,
     running_best: Option<f64>,
-    max_x: u64,
+    max_x: f64,
     y_min: f64,
     y_max: f64,
     drawn: Drawn,
@@ -75,6 +115,34 @@ pub struct FitnessPlot {
     /// Plot bounds and auto-bounds flags of the last frame.
     last_bounds: Option<PlotBounds>,
     last_auto: Vec2b,
+}
+
+impl Default for FitnessPlot {
+    fn default() -> Self {
+        Self {
+            metric: Metric::default(),
+            cached_metric: Metric::default(),
+            x_axis: XAxis::default(),
+            cached_x_axis: XAxis::default(),
+            alpha: 0.8,
+            recent: 0,
+            tokens_sum: 0,
+            time_sum: 0.0,
+            processed: 0,
+            data_version: 0,
+            valid: Vec::new(),
+            invalid: Vec::new(),
+            best: Vec::new(),
+            running_best: None,
+            max_x: 0.0,
+            y_min: 0.0,
+            y_max: 0.0,
+            drawn: Drawn::default(),
+            drawn_key: None,
+            last_bounds: None,
+            last_auto: Vec2b::default(),
+        }
+    }
 }
 
 /// The band where invalid genomes are drawn (below every valid point).
@@ -92,6 +160,7 @@ impl FitnessPlot {
     pub fn sync(&mut self, history: &RunHistory) {
         let restart = self.processed == 0
             || self.cached_metric != self.metric
+            || self.cached_x_axis != self.x_axis
             || history.genomes.len() < self.processed;
         if restart {
             self.valid.clear();
@@ -99,7 +168,10 @@ impl FitnessPlot {
             self.best.clear();
             self.running_best = None;
             self.processed = 0;
-            self.max_x = 0;
+            self.max_x = 0.0;
+            self.tokens_sum = 0;
+            self.time_sum = 0.0;
+            self.cached_x_axis = self.x_axis;
             self.y_min = f64::INFINITY;
             self.y_max = f64::NEG_INFINITY;
             self.cached_metric = self.metric.clone();
@@ -108,16 +180,27 @@ impl FitnessPlot {
         if self.processed == history.genomes.len() {
             return;
         }
-        for g in &history.genomes[self.processed..] {
-            let x = g.iteration as f64;
-            self.max_x = self.max_x.max(g.iteration);
+        for (i, g) in history.genomes.iter().enumerate().skip(self.processed) {
+            self.tokens_sum += g.usage.map_or(0, |u| u.total_tokens());
+            let t = &g.timings;
+            self.time_sum += (t.prompt_ms + t.propose_ms + t.evaluate_ms) / 1000.0;
+            let x = match self.x_axis {
+                XAxis::Iteration => g.iteration as f64,
+                XAxis::Tokens => self.tokens_sum as f64,
+                XAxis::Time => history
+                    .arrived_secs
+                    .get(i)
+                    .copied()
+                    .unwrap_or(self.time_sum),
+            };
+            self.max_x = self.max_x.max(x);
             match self.metric.value(g) {
                 Some(y) => {
                     self.valid.push(Pt { x, y, id: g.id });
                     self.y_min = self.y_min.min(y);
                     self.y_max = self.y_max.max(y);
                     if self.running_best.is_none_or(|b| y > b) {
-                        let step_x = self.max_x as f64;
+                        let step_x = self.max_x;
                         if let Some(prev) = self.running_best {
                             self.best.push(Pt {
                                 x: step_x,
@@ -163,11 +246,12 @@ impl FitnessPlot {
         self.drawn.valid.len() + self.drawn.invalid.len()
     }
 
-    fn rebuild_drawn(&mut self, x_range: Option<(f64, f64)>, columns: u32) {
+    fn rebuild_drawn(&mut self, x_range: Option<(f64, f64)>, columns: u32, total: usize) {
         let key = DrawnKey {
             data_version: self.data_version,
             x_range,
             columns,
+            recent: self.recent,
         };
         if self.drawn_key.as_ref() == Some(&key) {
             return;
@@ -175,12 +259,26 @@ impl FitnessPlot {
         let band = invalid_band(self.y_min, self.y_max);
         let cols = columns.max(1) as usize;
         let (x0, x1) = x_range.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
-        let visible = |p: &Pt| p.x >= x0 && p.x <= x1;
+        // The recent-N window: genomes are admitted in id order.
+        let first_id = if self.recent > 0 {
+            total.saturating_sub(self.recent) as u64
+        } else {
+            0
+        };
+        let window_x0 = self
+            .valid
+            .iter()
+            .chain(&self.invalid)
+            .filter(|p| p.id >= first_id)
+            .map(|p| p.x)
+            .fold(f64::INFINITY, f64::min);
+        let visible = |p: &Pt| p.x >= x0 && p.x <= x1 && p.id >= first_id;
         let mut drawn = Drawn::default();
         let visible_count = self.valid.iter().filter(|p| visible(p)).count();
         let (lo, hi) = match x_range {
             Some(r) => r,
-            None => (0.0, self.max_x as f64),
+            None if self.recent > 0 && window_x0.is_finite() => (window_x0, self.max_x),
+            None => (0.0, self.max_x),
         };
         let width = (hi - lo).max(1e-9);
         let col_of = |x: f64| -> usize {
@@ -236,7 +334,17 @@ impl FitnessPlot {
         }
         // The step line: keep the first and last vertex of each column, plus
         // one vertex on each side of the visible range.
-        if self.best.len() <= 2 * DECIMATE_ABOVE {
+        if self.recent > 0 && window_x0.is_finite() {
+            // The step line from the window's start: the best at that point,
+            // then every later step.
+            let start = self.best.partition_point(|p| p.x < window_x0);
+            if let Some(before) = start.checked_sub(1).and_then(|i| self.best.get(i)) {
+                drawn.best.push(PlotPoint::new(window_x0, before.y));
+            }
+            drawn
+                .best
+                .extend(self.best[start..].iter().map(|p| PlotPoint::new(p.x, p.y)));
+        } else if self.best.len() <= 2 * DECIMATE_ABOVE {
             drawn.best = self.best.iter().map(|p| PlotPoint::new(p.x, p.y)).collect();
         } else {
             let mut last_col = usize::MAX;
@@ -252,12 +360,67 @@ impl FitnessPlot {
         }
         // Extend the step line to the latest iteration.
         if let Some(last) = self.best.last()
-            && last.x < self.max_x as f64
+            && last.x < self.max_x
         {
-            drawn.best.push(PlotPoint::new(self.max_x as f64, last.y));
+            drawn.best.push(PlotPoint::new(self.max_x, last.y));
         }
         self.drawn = drawn;
         self.drawn_key = Some(key);
+    }
+
+    /// The density controls and the legend, in one row above the plot.
+    fn controls_ui(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal_wrapped(|ui| {
+            let swatch = |ui: &mut egui::Ui, color: Color32, text: String| {
+                let (rect, _) = ui.allocate_exact_size(egui::vec2(14.0, 8.0), egui::Sense::hover());
+                ui.painter().rect_filled(rect, 2.0, color);
+                ui.label(egui::RichText::new(text).small());
+            };
+            swatch(
+                ui,
+                VALID_COLOR,
+                format!("{VALID_NAME} ({})", self.valid.len()),
+            );
+            swatch(
+                ui,
+                INVALID_COLOR,
+                format!("{INVALID_NAME} ({})", self.invalid.len()),
+            );
+            swatch(ui, BEST_COLOR, BEST_NAME.to_owned());
+            ui.separator();
+            let label = ui.label("x:");
+            egui::ComboBox::from_id_salt("plot_x_axis")
+                .selected_text(self.x_axis.label())
+                .show_ui(ui, |ui| {
+                    for x in [XAxis::Iteration, XAxis::Time, XAxis::Tokens] {
+                        ui.selectable_value(&mut self.x_axis, x, x.label());
+                    }
+                })
+                .response
+                .labelled_by(label.id);
+            let label = ui.label("recent:");
+            let text = |n: usize| {
+                if n == 0 {
+                    "all".to_owned()
+                } else {
+                    n.to_string()
+                }
+            };
+            egui::ComboBox::from_id_salt("plot_recent")
+                .selected_text(text(self.recent))
+                .show_ui(ui, |ui| {
+                    for n in RECENT_CHOICES {
+                        ui.selectable_value(&mut self.recent, n, text(n));
+                    }
+                })
+                .response
+                .labelled_by(label.id)
+                .on_hover_text("Show only the most recent genomes");
+            let label = ui.label("opacity:");
+            ui.add(egui::Slider::new(&mut self.alpha, 0.05..=1.0).fixed_decimals(2))
+                .labelled_by(label.id)
+                .on_hover_text("Lower it to see where thousands of points pile up");
+        });
     }
 
     /// Draw the plot. Returns the genome clicked this frame, if any.
@@ -274,21 +437,32 @@ impl FitnessPlot {
             (Some(b), false) => Some((b.min()[0], b.max()[0])),
             _ => None,
         };
-        self.rebuild_drawn(x_range, columns);
+        self.rebuild_drawn(x_range, columns, history.genomes.len());
 
         let selected_point = selected.and_then(|id| history.get(id)).map(|g| {
             let y = self
                 .metric
                 .value(g)
                 .unwrap_or_else(|| invalid_band(self.y_min, self.y_max));
-            PlotPoint::new(g.iteration as f64, y)
+            let x = match self.x_axis {
+                XAxis::Iteration => g.iteration as f64,
+                _ => self
+                    .valid
+                    .iter()
+                    .chain(&self.invalid)
+                    .find(|p| p.id == g.id)
+                    .map_or(0.0, |p| p.x),
+            };
+            PlotPoint::new(x, y)
         });
+        self.controls_ui(ui);
+        let alpha = self.alpha.clamp(0.05, 1.0);
         let drawn = &self.drawn;
         let y_label = self.metric.label(&history.fitness_basis());
+        let x_label = self.x_axis.label();
         let plot = Plot::new("fitness_plot")
-            .x_axis_label("iteration")
+            .x_axis_label(x_label)
             .y_axis_label(y_label)
-            .legend(egui_plot::Legend::default().position(egui_plot::Corner::RightBottom))
             .allow_double_click_reset(true)
             .label_formatter(|pos| match pos {
                 egui_plot::HoverPosition::NearDataPoint {
@@ -304,27 +478,19 @@ impl FitnessPlot {
                     let id = ids.get(*index)?;
                     Some(if valid {
                         format!(
-                            "genome #{id}\nscore {:.6}\niteration {}",
+                            "genome #{id}\nscore {:.6}\n{x_label} {}",
                             position.y, position.x
                         )
                     } else {
-                        format!("genome #{id} (invalid)\niteration {}", position.x)
+                        format!("genome #{id} (invalid)\n{x_label} {}", position.x)
                     })
                 }
                 egui_plot::HoverPosition::Elsewhere { .. } => None,
             });
         let response = plot.show(ui, |plot_ui| {
-            if !drawn.best.is_empty() {
-                plot_ui.line(
-                    Line::new(BEST_NAME, PlotPoints::Borrowed(&drawn.best))
-                        .color(BEST_COLOR)
-                        .width(2.0)
-                        .allow_band(false),
-                );
-            }
             plot_ui.points(
                 Points::new(VALID_NAME, PlotPoints::Borrowed(&drawn.valid))
-                    .color(VALID_COLOR)
+                    .color(VALID_COLOR.gamma_multiply(alpha))
                     .radius(2.5)
                     .filled(true),
             );
@@ -336,6 +502,16 @@ impl FitnessPlot {
                         .radius(5.0),
                 );
             }
+            // The best so far on top of the points.
+            if !drawn.best.is_empty() {
+                plot_ui.line(
+                    Line::new(BEST_NAME, PlotPoints::Borrowed(&drawn.best))
+                        .color(BEST_COLOR)
+                        .width(2.0)
+                        .allow_band(false),
+                );
+            }
+
             if let Some(p) = selected_point {
                 plot_ui.points(
                     Points::new("", PlotPoints::Owned(vec![p]))
@@ -422,7 +598,7 @@ mod tests {
         let xs: Vec<f64> = b.best.iter().map(|p| p.x).collect();
         assert!(xs.windows(2).all(|w| w[0] <= w[1]));
         assert_eq!(a.best.last().map(|p| p.y), b.best.last().map(|p| p.y));
-        b.rebuild_drawn(None, 400);
+        b.rebuild_drawn(None, 400, 0);
         assert_eq!(b.drawn.best.last().map(|p| p.x), Some(499.0));
     }
 
@@ -431,7 +607,7 @@ mod tests {
         let h = history(100_000);
         let mut p = FitnessPlot::default();
         p.sync(&h);
-        p.rebuild_drawn(None, 800);
+        p.rebuild_drawn(None, 800, 0);
         assert!(p.drawn.valid.len() <= 1600, "{}", p.drawn.valid.len());
         assert!(p.drawn.invalid.len() <= 800);
         let max_y = p
@@ -448,7 +624,7 @@ mod tests {
             .fold(f64::INFINITY, f64::min);
         assert_eq!((min_y, max_y), (0.0, 100.0));
         // Zoomed in on 1,000 iterations: everything there is drawn.
-        p.rebuild_drawn(Some((1000.0, 1999.0)), 800);
+        p.rebuild_drawn(Some((1000.0, 1999.0)), 800, 0);
         assert_eq!(p.drawn.valid.len() + p.drawn.invalid.len(), 1000);
     }
 
@@ -462,5 +638,35 @@ mod tests {
         p.sync(&h);
         assert!(p.valid.is_empty());
         assert_eq!(p.invalid.len(), 50);
+    }
+
+    #[test]
+    fn the_recent_window_and_the_tokens_axis() {
+        let h = history(500);
+        let mut p = FitnessPlot {
+            recent: 100,
+            ..FitnessPlot::default()
+        };
+        p.sync(&h);
+        p.rebuild_drawn(None, 800, h.genomes.len());
+        assert_eq!(p.drawn.valid.len() + p.drawn.invalid.len(), 100);
+        assert!(p.drawn.valid.iter().all(|q| q.x >= 400.0));
+        // The step line starts at the window with the best seen before it.
+        let first = p.drawn.best.first().copied().unwrap();
+        assert_eq!(first.x, 400.0);
+        assert!(
+            p.drawn
+                .best
+                .windows(2)
+                .all(|w| w[0].x <= w[1].x && w[0].y <= w[1].y)
+        );
+        // Tokens: x is the running total (no usage recorded here: all 0),
+        // and switching the axis rebuilds the cache.
+        p.x_axis = XAxis::Tokens;
+        p.sync(&h);
+        assert!(p.valid.iter().all(|q| q.x == 0.0));
+        p.x_axis = XAxis::Iteration;
+        p.sync(&h);
+        assert_eq!(p.valid.last().map(|q| q.x), Some(499.0));
     }
 }

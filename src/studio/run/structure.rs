@@ -1,0 +1,514 @@
+//! The population's own structure, replayed in the studio: a population is a
+//! pure function of the genomes added to it, in order, so the studio builds
+//! its own copy of an island or beam population from the card's population
+//! block and feeds it the run's genomes (a few milliseconds' worth per frame,
+//! never blocking). From it come the island / MAP-Elites grid view (cells
+//! coloured by their elite's score, per island, migrants marked, the ring's
+//! migrations counted) and the beam's membership over time.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use egui::{Color32, Rect, RichText, Sense, Stroke, Vec2, pos2, vec2};
+
+use crate::engine::card::SlotSpec;
+use crate::engine::genome::{Genome, GenomeId};
+use crate::engine::population::{
+    BeamParams, BeamPopulation, IslandParams, IslandPopulation, IslandsView, Population, Structure,
+};
+use crate::studio::run::history::RunHistory;
+use crate::studio::run::tree::{ISLAND_COLORS, score_color};
+
+/// Time spent feeding genomes to the copy per frame.
+pub const FEED_BUDGET: Duration = Duration::from_millis(3);
+/// Minimum time between two island views taken while genomes arrive.
+pub const VIEW_SECS: f64 = 0.5;
+/// Beam snapshots kept (oldest dropped first).
+pub const MAX_SNAPSHOTS: usize = 5000;
+
+/// The structured population being replayed, if the card has one.
+enum Copy {
+    Islands(Box<IslandPopulation>),
+    Beam(Box<BeamPopulation>),
+}
+
+/// The beam after a change: the iteration and its members, best first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BeamSnapshot {
+    pub iteration: u64,
+    pub members: Vec<GenomeId>,
+}
+
+/// A replayed island or beam population and what the views read from it.
+#[derive(Default)]
+pub struct StructureMirror {
+    /// The card's population block.
+    spec: Option<SlotSpec>,
+    copy: Option<Copy>,
+    /// Why the card's population block could not be replayed, if so.
+    problem: Option<String>,
+    /// Genomes of the history fed so far.
+    fed: usize,
+    /// Beam membership after every change.
+    pub beam: Vec<BeamSnapshot>,
+    /// The islands as of the last view taken, and when.
+    islands: Option<IslandsView>,
+    islands_at: Option<Instant>,
+    islands_fed: usize,
+    /// Iterations at which a migration happened.
+    pub migrations: Vec<u64>,
+    /// Each genome's cell, per island view (`None`: not placed).
+    cells: BTreeMap<GenomeId, Vec<usize>>,
+}
+
+impl StructureMirror {
+    /// A mirror of `population` (a card's population block); a flat
+    /// population has nothing to mirror.
+    pub fn for_population(population: &SlotSpec) -> Self {
+        let params = || serde_json::to_value(&population.params).map_err(|e| e.to_string());
+        let copy = match population.kind.as_str() {
+            "islands" => params()
+                .and_then(|v| serde_json::from_value::<IslandParams>(v).map_err(|e| e.to_string()))
+                .map(|p| Some(Copy::Islands(Box::new(IslandPopulation::new(p))))),
+            "beam" => params()
+                .and_then(|v| serde_json::from_value::<BeamParams>(v).map_err(|e| e.to_string()))
+                .map(|p| Some(Copy::Beam(Box::new(BeamPopulation::new(p))))),
+            _ => Ok(None),
+        };
+        match copy {
+            Ok(copy) => Self {
+                spec: Some(population.clone()),
+                copy,
+                ..Self::default()
+            },
+            Err(e) => Self {
+                problem: Some(format!("population.{}: {e}", population.kind)),
+                ..Self::default()
+            },
+        }
+    }
+
+    /// The population block of a card's YAML (as an archive records it).
+    pub fn for_card_yaml(yaml: &str) -> Self {
+        let block = serde_yaml::from_str::<serde_yaml::Value>(yaml)
+            .ok()
+            .and_then(|v| v.get("population").cloned())
+            .and_then(|p| serde_yaml::from_value::<SlotSpec>(p).ok());
+        block.map_or_else(Self::default, |b| Self::for_population(&b))
+    }
+
+    /// True for an island population.
+    pub fn has_islands(&self) -> bool {
+        matches!(self.copy, Some(Copy::Islands(_)))
+    }
+
+    /// True for a beam population.
+    pub fn has_beam(&self) -> bool {
+        matches!(self.copy, Some(Copy::Beam(_)))
+    }
+
+    /// Genomes replayed so far.
+    pub fn fed(&self) -> usize {
+        self.fed
+    }
+
+    /// The latest island view.
+    pub fn islands(&self) -> Option<&IslandsView> {
+        self.islands.as_ref()
+    }
+
+    /// Feed the copy the history's new genomes within `budget`. Returns true
+    /// while genomes are left (ask for another frame).
+    pub fn sync(&mut self, history: &RunHistory, budget: Duration) -> bool {
+        if self.copy.is_none() {
+            return false;
+        }
+        if history.genomes.len() < self.fed {
+            // A different history: start over.
+            if let Some(spec) = self.spec.clone() {
+                *self = Self::for_population(&spec);
+            }
+            return self.sync(history, budget);
+        }
+        let Some(copy) = self.copy.as_mut() else {
+            return false;
+        };
+        let start = Instant::now();
+        while self.fed < history.genomes.len() {
+            let g = &history.genomes[self.fed];
+            let seen: Arc<Genome> = if g.confirmation.as_ref().is_some_and(|c| c.unconfirmed) {
+                Arc::new(g.for_selection())
+            } else {
+                Arc::clone(g)
+            };
+            match copy {
+                Copy::Islands(p) => {
+                    let before = p.migrations();
+                    p.add(seen);
+                    if p.migrations() > before {
+                        self.migrations.push(g.iteration);
+                    }
+                }
+                Copy::Beam(p) => {
+                    p.add(seen);
+                    if let Structure::Beam(b) = p.structure()
+                        && self.beam.last().is_none_or(|s| s.members != b.members)
+                    {
+                        if self.beam.len() >= MAX_SNAPSHOTS {
+                            self.beam.drain(..MAX_SNAPSHOTS / 4);
+                        }
+                        self.beam.push(BeamSnapshot {
+                            iteration: g.iteration,
+                            members: b.members,
+                        });
+                    }
+                }
+            }
+            self.fed += 1;
+            if start.elapsed() >= budget {
+                break;
+            }
+        }
+        if let Copy::Islands(p) = copy {
+            let due = self.fed == history.genomes.len()
+                || self
+                    .islands_at
+                    .is_none_or(|t| t.elapsed().as_secs_f64() >= VIEW_SECS);
+            if self.islands_fed != self.fed && due {
+                if let Structure::Islands(v) = p.structure() {
+                    self.cells.clear();
+                    for isl in &v.islands {
+                        for id in &isl.elites {
+                            if let Some(c) = p.cell_of(*id) {
+                                self.cells.insert(*id, c.to_vec());
+                            }
+                        }
+                    }
+                    self.islands = Some(v);
+                }
+                self.islands_at = Some(Instant::now());
+                self.islands_fed = self.fed;
+            }
+        }
+        self.fed < history.genomes.len()
+    }
+
+    /// The island / MAP-Elites grid view. Returns a genome clicked.
+    pub fn islands_ui(
+        &self,
+        ui: &mut egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) -> Option<GenomeId> {
+        if let Some(p) = &self.problem {
+            ui.colored_label(ui.visuals().error_fg_color, p);
+            return None;
+        }
+        let Some(view) = &self.islands else {
+            ui.weak("Replaying the island population…");
+            return None;
+        };
+        let mut clicked = None;
+        ui.horizontal_wrapped(|ui| {
+            ui.label(
+                RichText::new(format!(
+                    "{} islands · MAP-Elites over {} × {} bins · ring migration (island i to i + 1) every {} generations: {} so far",
+                    view.islands.len(),
+                    view.feature_dimensions.join(" × "),
+                    view.feature_bins,
+                    view.migration_interval,
+                    view.migrations,
+                ))
+                .small(),
+            );
+            if self.fed < history.genomes.len() {
+                ui.weak(format!("replaying {} / {}", self.fed, history.genomes.len()));
+            }
+        });
+        if let Some(last) = self.migrations.last() {
+            ui.label(
+                RichText::new(format!("last migration at iteration {last}"))
+                    .small()
+                    .weak(),
+            );
+        }
+        let (lo, hi) = history
+            .genomes
+            .iter()
+            .filter_map(|g| g.fitness().filter(|f| f.is_finite() && g.valid))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), f| {
+                (a.min(f), b.max(f))
+            });
+        let span = if hi > lo { hi - lo } else { 1.0 };
+        let bins = view.feature_bins.max(1);
+        let dims = view.feature_dimensions.len();
+        let (cols, rows) = match dims {
+            0 => (1, 1),
+            1 => (bins, 1),
+            _ => (bins, bins),
+        };
+        let n = view.islands.len().max(1);
+        let avail = ui.available_size();
+        // Island cards side by side, as many per row as fit.
+        let per_row = ((avail.x / 220.0).floor() as usize).clamp(1, n);
+        let card_w = avail.x / per_row as f32 - 8.0;
+        let lines = n.div_ceil(per_row);
+        let card_h = ((avail.y - 4.0) / lines as f32 - 8.0).max(90.0);
+        let cell = ((card_w - 8.0) / cols as f32)
+            .min((card_h - 40.0) / rows as f32)
+            .max(2.0);
+        egui::ScrollArea::vertical()
+            .id_salt("islands-scroll")
+            .auto_shrink(false)
+            .show(ui, |ui| {
+                egui::Grid::new("islands-grid")
+                    .num_columns(per_row)
+                    .spacing([8.0, 8.0])
+                    .show(ui, |ui| {
+                        for (i, isl) in view.islands.iter().enumerate() {
+                            let color = ISLAND_COLORS[i % ISLAND_COLORS.len()];
+                            ui.vertical(|ui| {
+                                ui.set_width(card_w);
+                                let migrants = isl
+                                    .members
+                                    .iter()
+                                    .filter(|id| {
+                                        history
+                                            .get(**id)
+                                            .and_then(|g| g.metadata.island)
+                                            .is_some_and(|home| home as usize % n != i)
+                                    })
+                                    .count();
+                                ui.label(
+                                    RichText::new(format!("Island {i}")).strong().color(color),
+                                );
+                                ui.label(
+                                    RichText::new(format!(
+                                        "{} members · {} cells · gen {} · {migrants} migrants",
+                                        isl.members.len(),
+                                        isl.cells,
+                                        isl.generation
+                                    ))
+                                    .small(),
+                                );
+                                let size = vec2(cols as f32 * cell, rows as f32 * cell);
+                                let (rect, response) = ui.allocate_exact_size(size, Sense::click());
+                                response.widget_info(|| {
+                                    egui::WidgetInfo::labeled(
+                                        egui::Role::Grid,
+                                        true,
+                                        format!("island {i} grid"),
+                                    )
+                                });
+                                let painter = ui.painter_at(rect);
+                                painter.rect_filled(rect, 0.0, ui.visuals().extreme_bg_color);
+                                let mut at: BTreeMap<(usize, usize), GenomeId> = BTreeMap::new();
+                                for id in &isl.elites {
+                                    let Some(c) = self.cells.get(id) else {
+                                        continue;
+                                    };
+                                    let key = (
+                                        c.first().copied().unwrap_or(0).min(cols - 1),
+                                        c.get(1).copied().unwrap_or(0).min(rows - 1),
+                                    );
+                                    // elites are best first: keep the best per drawn cell
+                                    at.entry(key).or_insert(*id);
+                                }
+                                let cell_rect =
+                                    |x: usize, y: usize| {
+                                        Rect::from_min_size(
+                                            pos2(
+                                                rect.left() + x as f32 * cell,
+                                                rect.bottom() - (y + 1) as f32 * cell,
+                                            ),
+                                            Vec2::splat(cell),
+                                        )
+                                        .shrink(if cell > 6.0 { 0.5 } else { 0.0 })
+                                    };
+                                for ((x, y), id) in &at {
+                                    let Some(g) = history.get(*id) else { continue };
+                                    let t = g.fitness().map_or(0.0, |f| ((f - lo) / span) as f32);
+                                    let r = cell_rect(*x, *y);
+                                    painter.rect_filled(r, 0.0, score_color(t));
+                                    let migrant = g
+                                        .metadata
+                                        .island
+                                        .is_some_and(|home| home as usize % n != i);
+                                    if migrant && cell >= 6.0 {
+                                        painter.circle_filled(
+                                            r.center(),
+                                            cell * 0.18,
+                                            Color32::WHITE,
+                                        );
+                                    }
+                                    if selected == Some(*id) {
+                                        painter.rect_stroke(
+                                            r,
+                                            0.0,
+                                            Stroke::new(2.0, Color32::WHITE),
+                                            egui::StrokeKind::Inside,
+                                        );
+                                    }
+                                }
+                                painter.rect_stroke(
+                                    rect,
+                                    0.0,
+                                    Stroke::new(1.0, color),
+                                    egui::StrokeKind::Outside,
+                                );
+                                if let Some(p) = response.hover_pos() {
+                                    let x = ((p.x - rect.left()) / cell) as usize;
+                                    let y = ((rect.bottom() - p.y) / cell) as usize;
+                                    if let Some(id) = at.get(&(x, y)) {
+                                        let text = history.get(*id).map_or_else(String::new, |g| {
+                                            let home =
+                                                g.metadata.island.map_or(String::new(), |h| {
+                                                    if h as usize % n == i {
+                                                        String::new()
+                                                    } else {
+                                                        format!("\nmigrant from island {h}")
+                                                    }
+                                                });
+                                            format!(
+                                                "cell ({x}, {y}) elite #{} · score {}{home}",
+                                                g.id,
+                                                g.fitness().map_or("—".to_owned(), |f| format!(
+                                                    "{f:.6}"
+                                                ))
+                                            )
+                                        });
+                                        response.clone().on_hover_text_at_pointer(text);
+                                        if response.clicked() {
+                                            clicked = Some(*id);
+                                        }
+                                    }
+                                }
+                            });
+                            if (i + 1) % per_row == 0 {
+                                ui.end_row();
+                            }
+                        }
+                    });
+            });
+        clicked
+    }
+
+    /// The beam's membership over time: one column per change of the beam
+    /// (newest right), one row per rank, cells coloured by score; the
+    /// selected genome is outlined wherever it was a member. Returns a
+    /// genome clicked.
+    pub fn beam_ui(
+        &self,
+        ui: &mut egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) -> Option<GenomeId> {
+        if let Some(p) = &self.problem {
+            ui.colored_label(ui.visuals().error_fg_color, p);
+            return None;
+        }
+        if self.beam.is_empty() {
+            ui.weak("Replaying the beam…");
+            return None;
+        }
+        let width = self
+            .beam
+            .iter()
+            .map(|s| s.members.len())
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        ui.label(
+            RichText::new(format!(
+                "Beam membership over time: {} changes, newest on the right; rows are ranks (best at the top), colour is score; the selected genome is outlined",
+                self.beam.len()
+            ))
+            .small(),
+        );
+        let avail = ui.available_size();
+        let cell_h = ((avail.y - 24.0) / width as f32).clamp(3.0, 28.0);
+        let cell_w = 10.0f32.min(avail.x / self.beam.len() as f32).max(3.0);
+        let shown = ((avail.x / cell_w) as usize).min(self.beam.len()).max(1);
+        let first = self.beam.len() - shown;
+        let (rect, response) =
+            ui.allocate_exact_size(vec2(avail.x, cell_h * width as f32 + 16.0), Sense::click());
+        response.widget_info(|| {
+            egui::WidgetInfo::labeled(egui::Role::Grid, true, "beam membership over time")
+        });
+        let painter = ui.painter_at(rect);
+        let (lo, hi) = history
+            .genomes
+            .iter()
+            .filter_map(|g| g.fitness().filter(|f| f.is_finite() && g.valid))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), f| {
+                (a.min(f), b.max(f))
+            });
+        let span = if hi > lo { hi - lo } else { 1.0 };
+        let cell_rect = |col: usize, rank: usize| {
+            Rect::from_min_size(
+                pos2(
+                    rect.left() + col as f32 * cell_w,
+                    rect.top() + rank as f32 * cell_h,
+                ),
+                vec2(cell_w, cell_h),
+            )
+        };
+        for (col, snap) in self.beam[first..].iter().enumerate() {
+            for (rank, id) in snap.members.iter().enumerate() {
+                let t = history
+                    .get(*id)
+                    .and_then(|g| g.fitness())
+                    .map_or(0.0, |f| ((f - lo) / span) as f32);
+                let r = cell_rect(col, rank);
+                painter.rect_filled(r.shrink(0.3), 0.0, score_color(t));
+                if selected == Some(*id) {
+                    painter.rect_stroke(
+                        r,
+                        0.0,
+                        Stroke::new(1.5, Color32::WHITE),
+                        egui::StrokeKind::Inside,
+                    );
+                }
+            }
+        }
+        if let (Some(a), Some(b)) = (self.beam.get(first), self.beam.last()) {
+            let y = rect.top() + cell_h * width as f32 + 2.0;
+            let font = egui::FontId::proportional(10.0);
+            let color = ui.visuals().weak_text_color();
+            painter.text(
+                pos2(rect.left(), y),
+                egui::Align2::LEFT_TOP,
+                format!("iteration {}", a.iteration),
+                font.clone(),
+                color,
+            );
+            painter.text(
+                pos2(rect.left() + shown as f32 * cell_w, y),
+                egui::Align2::RIGHT_TOP,
+                format!("iteration {}", b.iteration),
+                font,
+                color,
+            );
+        }
+        let mut clicked = None;
+        if let Some(p) = response.hover_pos() {
+            let col = ((p.x - rect.left()) / cell_w) as usize;
+            let rank = ((p.y - rect.top()) / cell_h) as usize;
+            if let Some(id) = self.beam.get(first + col).and_then(|s| s.members.get(rank)) {
+                let snap = &self.beam[first + col];
+                let text = format!(
+                    "#{id} · rank {} of {} after iteration {}",
+                    rank + 1,
+                    snap.members.len(),
+                    snap.iteration
+                );
+                response.clone().on_hover_text_at_pointer(text);
+                if response.clicked() {
+                    clicked = Some(*id);
+                }
+            }
+        }
+        clicked
+    }
+}
