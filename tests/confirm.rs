@@ -109,8 +109,19 @@ fn an_inflated_first_score_is_unconfirmed_and_never_a_parent_even_after_a_resume
         "a false elite is not the best"
     );
 
-    // The record keeps it (archive and jsonl), and a resume goes on with it.
-    let recorded = Archive::open(&run_dir).unwrap().genomes().unwrap();
+    // The record keeps it (archive and jsonl), says it in its log, and a
+    // resume goes on with it.
+    let archive = Archive::open(&run_dir).unwrap();
+    let said = format!("{:?}", archive.events().unwrap());
+    for id in &bad {
+        assert!(
+            said.contains(&format!(
+                "genome #{id} would have been the new best: unconfirmed"
+            )),
+            "{said}"
+        );
+    }
+    let recorded = archive.genomes().unwrap();
     let lines = read_genomes(&run_dir.join("genomes.jsonl")).unwrap();
     for id in &bad {
         let (a, j) = (&recorded[*id as usize], &lines[*id as usize]);

@@ -246,6 +246,18 @@ impl Scaffold {
         );
         let iterations_done = st.summary.iterations;
         for genome in admitted.drain(..) {
+            // A false elite is said once, in the log and the record.
+            let warning = genome
+                .confirmation
+                .as_ref()
+                .filter(|c| c.unconfirmed)
+                .map(|c| {
+                    format!(
+                        "genome #{} would have been the new best: {}",
+                        genome.id,
+                        c.summary()
+                    )
+                });
             st.held.push_back((
                 st.recorded,
                 RunEvent::GenomeAdmitted {
@@ -257,6 +269,14 @@ impl Scaffold {
                     active: self.active_ids(),
                 },
             ));
+            if let Some(message) = warning {
+                if let Some(r) = st.recorder.as_mut() {
+                    r.log(LogLevel::Warn, &message);
+                }
+                let level = LogLevel::Warn;
+                st.held
+                    .push_back((st.recorded, RunEvent::Log { level, message }));
+            }
         }
     }
 
