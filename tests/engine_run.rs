@@ -191,7 +191,9 @@ fn stop_ends_the_run_within_one_iteration_even_while_evaluating() {
 #[test]
 fn pause_holds_new_iterations_and_resume_continues() {
     let registry = registry();
-    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
+    // 20 ms per child: the run must still be going when the pause is sent
+    // (30 instant iterations can all finish first on a busy machine).
+    let mut c = with_slow_evaluator(card("best_of_n.yaml", &registry), 20);
     c.general.max_iterations = 30;
     let dir = tempfile::tempdir().unwrap();
     let task = temp_task(dir.path());
