@@ -255,6 +255,14 @@ fn shinka_layout_run(card: &str, iterations: &str) {
         err.contains("runs this task's evaluate.py as ShinkaEvolve does"),
         "{err}"
     );
+    // The author's message is run_evo.py's task_sys_msg, as ShinkaEvolve's
+    // runner passes it; the README (for people) is not shown.
+    assert!(
+        err.contains(
+            "system prompt: run_evo.py's task_sys_msg (the task author's); README.md not shown"
+        ),
+        "{err}"
+    );
     let run = std::fs::read_dir(out.path())
         .unwrap()
         .next()
@@ -271,6 +279,14 @@ fn shinka_layout_run(card: &str, iterations: &str) {
     assert!(genomes[0].valid, "{:?}", genomes[0].error);
     for g in genomes[1..].iter().filter(|g| g.prompt.is_some()) {
         let prompt = g.prompt.as_ref().unwrap();
+        assert!(
+            prompt
+                .system
+                .starts_with("You are tuning a cubic polynomial"),
+            "{}",
+            prompt.system
+        );
+        assert!(!prompt.user.contains("laid out as ShinkaEvolve"));
         let text = format!("{}\n{}", prompt.system, prompt.user);
         assert!(
             text.contains("## text_feedback"),

@@ -273,7 +273,11 @@ impl TaskSettings {
             out.push(format!(
                 "settings from {}: the task's own settings replace the card's; search-method settings \
                  apply where the card leaves them out; the command line wins over both",
-                self.file
+                if self.file.is_empty() {
+                    "the task folder"
+                } else {
+                    &self.file
+                }
             ));
             out.extend(self.mapped.iter().map(|l| format!("  {l}")));
         }
@@ -521,6 +525,7 @@ pub fn apply(
         );
     }
     m.out.ignored = (!notice.is_empty()).then_some(notice);
+    fit_system_message(&mut m, task);
     fit_evaluator(&mut m, task);
     let origins = m.origins;
     let out = m.out;
@@ -608,6 +613,31 @@ fn llm(
         );
     }
     Ok(())
+}
+
+/// A system message the task has outside its config (a ShinkaEvolve
+/// folder's `run_evo.py` `task_sys_msg`) is the prompt's, as the config's
+/// would be.
+fn fit_system_message(m: &mut Mapper<'_>, task: &Task) {
+    if task.config.system_message().is_some() {
+        return;
+    }
+    let Some(message) = &task.system_message else {
+        return;
+    };
+    let source = task
+        .system_message_source
+        .clone()
+        .unwrap_or_else(|| "system message".to_owned());
+    let shown = show(&serde_yaml::Value::String(message.clone()));
+    m.param(
+        &source,
+        &shown,
+        ParamValue::Str(message.clone()),
+        Slot::PromptBuilder,
+        "system_message",
+        true,
+    );
 }
 
 /// A ShinkaEvolve task's evaluator is its `evaluate.py`, run as a command:

@@ -9,7 +9,8 @@
 //!   [`crate::engine::task_settings`]).
 //! - **ShinkaEvolve**: `initial.<ext>` and `evaluate.py`, run as
 //!   `python evaluate.py --program_path P --results_dir D`, which writes
-//!   `metrics.json` and `correct.json`.
+//!   `metrics.json` and `correct.json`; the author's system message is the
+//!   `task_sys_msg` its `run_evo.py` passes (see [`run_evo`]).
 //!
 //! A folder with an initial program and no evaluator file is a task for a
 //! card whose evaluator is a command (`evaluator: {kind: command, argv:
@@ -17,6 +18,7 @@
 //! refused with a message that says so.
 
 pub mod config;
+pub mod run_evo;
 
 use std::path::{Path, PathBuf};
 
@@ -209,8 +211,15 @@ pub struct Task {
     /// Where `description` came from (`README.md`), when it came from a file.
     pub description_source: Option<String>,
     /// The task author's system message (`prompt.system_message` of
-    /// `config.yaml`).
+    /// `config.yaml`; in a ShinkaEvolve folder without one, the
+    /// `task_sys_msg` its `run_evo.py` passes).
     pub system_message: Option<String>,
+    /// Where `system_message` came from, for the output
+    /// (`config.yaml's prompt.system_message`).
+    pub system_message_source: Option<String>,
+    /// Why a message the task has was not used (`run_evo.py` builds its
+    /// `task_sys_msg` at run time), for the output.
+    pub system_message_note: Option<String>,
     /// The evaluator file (`evaluator.py`, `evaluate.py`); a path that does
     /// not exist for [`TaskKind::ProgramOnly`].
     pub evaluator_path: PathBuf,
@@ -336,7 +345,31 @@ impl Task {
         let name = dir
             .file_name()
             .map_or_else(|| "task".to_owned(), |n| n.to_string_lossy().into_owned());
-        let system_message = config.system_message();
+        let config_name = config
+            .file()
+            .map_or_else(|| "config.yaml".to_owned(), display_name);
+        let mut system_message = config.system_message();
+        let mut system_message_source = system_message
+            .as_ref()
+            .map(|_| format!("{config_name}'s prompt.system_message"));
+        let mut system_message_note = None;
+        if system_message.is_none() && kind == TaskKind::ShinkaEvolve && has("run_evo.py") {
+            // ShinkaEvolve's runner passes the author's message as
+            // `task_sys_msg`; it never reads the README.
+            match run_evo::task_sys_msg(&read(&dir.join("run_evo.py"))?) {
+                run_evo::RunEvoMessage::Text(text) if !text.trim().is_empty() => {
+                    system_message = Some(text.trim().to_owned());
+                    system_message_source = Some("run_evo.py's task_sys_msg".to_owned());
+                }
+                run_evo::RunEvoMessage::Computed => {
+                    system_message_note = Some(
+                        "run_evo.py builds its task_sys_msg when it runs (not read here)"
+                            .to_owned(),
+                    );
+                }
+                _ => {}
+            }
+        }
         // The task's system message describes it (OpenEvolve never reads
         // a README); without one, a description file is the context.
         let (mut description, mut description_source) = (String::new(), None);
@@ -370,6 +403,8 @@ impl Task {
             description,
             description_source,
             system_message,
+            system_message_source,
+            system_message_note,
             config,
         })
     }
@@ -406,11 +441,19 @@ impl Task {
                     .copied()
                     .filter(|f| self.dir.join(f).is_file())
                     .collect();
-                let mut line =
-                    format!("system prompt: {config}'s prompt.system_message (the task author's)");
+                let source = self
+                    .system_message_source
+                    .clone()
+                    .unwrap_or_else(|| format!("{config}'s prompt.system_message"));
+                let mut line = format!("system prompt: {source} (the task author's)");
                 if !unread.is_empty() {
+                    let tool = if self.kind == TaskKind::ShinkaEvolve {
+                        "ShinkaEvolve"
+                    } else {
+                        "OpenEvolve"
+                    };
                     line.push_str(&format!(
-                        "; {} not shown to the model (OpenEvolve never reads it)",
+                        "; {} not shown to the model ({tool} never reads it)",
                         unread.join(", ")
                     ));
                 }
@@ -418,8 +461,12 @@ impl Task {
             }
             (None, Some(source)) => out.push(format!(
                 "task description: {source}, shown to the model as context ({})",
-                if self.config.file().is_some() {
+                if let Some(note) = &self.system_message_note {
+                    note.clone()
+                } else if self.config.file().is_some() {
                     format!("{config} has no prompt.system_message")
+                } else if self.kind == TaskKind::ShinkaEvolve {
+                    "no config file with a system message and no task_sys_msg in run_evo.py".to_owned()
                 } else {
                     "no config file with a system message was read".to_owned()
                 }
@@ -563,6 +610,46 @@ mod tests {
             e.contains("no initial program") && e.contains("initial.<ext>"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_shinka_folder_takes_its_message_from_run_evo() {
+        let files = |run_evo: &'static str| {
+            folder(&[
+                ("initial.py", PROGRAM),
+                ("evaluate.py", ""),
+                ("README.md", "Run `python run_evo.py` to start."),
+                ("run_evo.py", run_evo),
+            ])
+        };
+        let dir = files("msg = '''Fit exp.'''\nEvolutionConfig(task_sys_msg=msg)\n");
+        let t = Task::load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(t.system_message.as_deref(), Some("Fit exp."));
+        assert!(t.description.is_empty());
+        let notes = t.notices().join("\n");
+        assert!(
+            notes.contains("system prompt: run_evo.py's task_sys_msg (the task author's); README.md not shown to the model (ShinkaEvolve never reads it)"),
+            "{notes}"
+        );
+        // Built at run time: not guessed; the README is the context and the
+        // output says why.
+        let dir = files("EvolutionConfig(task_sys_msg=BASE + spec())\n");
+        let t = Task::load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(t.system_message.is_none());
+        assert!(t.description.contains("run_evo.py"));
+        let notes = t.notices().join("\n");
+        assert!(
+            notes.contains("README.md, shown to the model as context (run_evo.py builds its task_sys_msg when it runs"),
+            "{notes}"
+        );
+        // A config's message wins, as it does for OpenEvolve folders.
+        std::fs::write(
+            dir.path().join("config.yaml"),
+            "prompt:\n  system_message: From the config.\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let t = Task::load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(t.system_message.as_deref(), Some("From the config."));
     }
 
     #[test]
