@@ -235,16 +235,21 @@ impl RunCompare {
         let loaded = self.loaded(checked);
         self.summary_ui(ui, &loaded, labels);
         ui.add_space(theme::SECTION_GAP);
-        let wide = ui.available_width() >= 900.0;
-        let height = ui.available_height().max(160.0);
+        let wide = ui.available_width() >= 900.0 && ui.available_height() >= 260.0;
         if wide {
+            let height = ui.available_height();
             ui.columns(2, |cols| {
                 self.plot_ui(&mut cols[0], &loaded, labels, height);
                 card_diff_ui(&mut cols[1], &mut pair, &loaded, labels, height);
             });
         } else {
-            self.plot_ui(ui, &loaded, labels, 220.0);
-            card_diff_ui(ui, &mut pair, &loaded, labels, 260.0);
+            // Narrow or short: one under the other, scrolled.
+            egui::ScrollArea::vertical()
+                .id_salt("compare-scroll")
+                .show(ui, |ui| {
+                    self.plot_ui(ui, &loaded, labels, 260.0);
+                    card_diff_ui(ui, &mut pair, &loaded, labels, 260.0);
+                });
         }
         self.pair = pair;
     }
@@ -314,6 +319,7 @@ impl RunCompare {
         labels: &BTreeMap<PathBuf, String>,
         height: f32,
     ) {
+        let top = ui.cursor().top();
         ui.label(RichText::new("Best fitness so far").strong());
         // Legend drawn by hand above the plot, so it never covers a curve and
         // every entry is a plain, findable label.
@@ -328,8 +334,9 @@ impl RunCompare {
                 ui.add_space(theme::SECTION_GAP);
             }
         });
+        let used = ui.cursor().top() - top;
         Plot::new("runs-compare")
-            .height((height - 40.0).max(120.0))
+            .height((height - used - 8.0).max(140.0))
             .x_axis_label("iteration")
             .y_axis_label("best fitness so far")
             .allow_scroll(false)
@@ -356,6 +363,7 @@ fn card_diff_ui(
     labels: &BTreeMap<PathBuf, String>,
     height: f32,
 ) {
+    let top = ui.cursor().top();
     ui.label(RichText::new("Card diff").strong());
     let present = |p: &Option<PathBuf>| {
         p.as_ref()
@@ -398,9 +406,10 @@ fn card_diff_ui(
     };
     match (yaml(&pair[0]), yaml(&pair[1])) {
         (Some(a), Some(b)) => {
+            let used = ui.cursor().top() - top;
             egui::ScrollArea::both()
                 .id_salt("card-diff-scroll")
-                .max_height(height)
+                .max_height((height - used - 8.0).max(120.0))
                 .show(ui, |ui| diff_view::diff_ui(ui, a, b, DiffMode::Unified));
         }
         _ => {

@@ -4,6 +4,8 @@
 //! the raw model response, and the evaluator's output (error, stdout,
 //! stderr, artifacts, timings).
 
+use std::collections::BTreeSet;
+
 use egui::text::LayoutJob;
 use egui::{Color32, FontId, RichText, TextFormat};
 
@@ -64,6 +66,42 @@ pub struct Inspector {
     pub diff_mode: DiffMode,
     /// Diff against the picked genome rather than the parent.
     pub against_pick: bool,
+    /// Show every ancestor in the lineage, not the root and the last few.
+    pub lineage_open: bool,
+    /// Metrics where lower is better (Δ colours flip for them).
+    pub lower_better: BTreeSet<String>,
+}
+
+/// Ancestors shown at the end of a collapsed lineage.
+pub const LINEAGE_TAIL: usize = 6;
+
+/// The lineage shown: every id when it is short or open, else the root, the
+/// number of ancestors left out, and the last [`LINEAGE_TAIL`].
+pub fn lineage_shown(chain: &[GenomeId], open: bool) -> (Vec<GenomeId>, usize) {
+    if open || chain.len() <= LINEAGE_TAIL + 2 {
+        return (chain.to_vec(), 0);
+    }
+    let tail = &chain[chain.len() - LINEAGE_TAIL..];
+    let mut shown = vec![chain[0]];
+    shown.extend_from_slice(tail);
+    (shown, chain.len() - LINEAGE_TAIL - 1)
+}
+
+/// The colour of a metric's change: good when it moved the way that is
+/// better for the metric.
+pub fn delta_color(delta: f64, lower_is_better: bool, neutral: Color32) -> Color32 {
+    let better = if lower_is_better {
+        delta < 0.0
+    } else {
+        delta > 0.0
+    };
+    if delta == 0.0 || delta.is_nan() {
+        neutral
+    } else if better {
+        GOOD
+    } else {
+        BAD
+    }
 }
 
 /// Text of a metric delta (`+0.0123`, `−0.5`, `±0`).
@@ -199,30 +237,61 @@ impl Inspector {
                 text.weak()
             });
         }
-        // Lineage back to the root.
-        ui.horizontal_wrapped(|ui| {
-            ui.label(RichText::new("lineage:").weak());
-            let chain = history.lineage(genome.id);
-            let n = chain.len();
-            for (i, id) in chain.iter().enumerate() {
-                let score = history
-                    .get(*id)
-                    .and_then(|g| g.fitness())
-                    .map_or("—".to_owned(), |s| format!("{s:.4}"));
-                let text = format!("#{id} ({score})");
-                if *id == genome.id {
-                    ui.label(RichText::new(text).strong());
-                } else if ui
-                    .link(text)
-                    .on_hover_text(format!("inspect ancestor #{id}"))
-                    .clicked()
-                {
-                    clicked = Some(*id);
-                }
-                if i + 1 < n {
-                    ui.label("›");
+        // Lineage back to the root: one line that scrolls sideways; a deep
+        // one shows the root and the last ancestors until opened.
+        let chain = history.lineage(genome.id);
+        let (shown, hidden) = lineage_shown(&chain, self.lineage_open);
+        ui.horizontal(|ui| {
+            ui.label(
+                RichText::new(format!("lineage ({} deep):", chain.len().saturating_sub(1))).weak(),
+            );
+            if chain.len() > LINEAGE_TAIL + 2 {
+                let text = if self.lineage_open {
+                    "collapse"
+                } else {
+                    "show all"
+                };
+                if ui.small_button(text).clicked() {
+                    self.lineage_open = !self.lineage_open;
                 }
             }
+            egui::ScrollArea::horizontal()
+                .id_salt("lineage")
+                .stick_to_right(true)
+                .show(ui, |ui| {
+                    ui.horizontal(|ui| {
+                        let n = shown.len();
+                        for (i, id) in shown.iter().enumerate() {
+                            let score = history
+                                .get(*id)
+                                .and_then(|g| g.fitness())
+                                .map_or("—".to_owned(), |s| format!("{s:.4}"));
+                            let text = format!("#{id} ({score})");
+                            if *id == genome.id {
+                                ui.label(RichText::new(text).strong());
+                            } else if ui
+                                .link(text)
+                                .on_hover_text(format!("inspect ancestor #{id}"))
+                                .clicked()
+                            {
+                                clicked = Some(*id);
+                            }
+                            if i == 0 && hidden > 0 {
+                                ui.label("›");
+                                if ui
+                                    .link(format!("… {hidden} more"))
+                                    .on_hover_text("show every ancestor")
+                                    .clicked()
+                                {
+                                    self.lineage_open = true;
+                                }
+                            }
+                            if i + 1 < n {
+                                ui.label("›");
+                            }
+                        }
+                    });
+                });
         });
         ui.separator();
         ui.horizontal(|ui| {
@@ -235,7 +304,9 @@ impl Inspector {
             .id_salt(("inspector", self.tab))
             .auto_shrink(false)
             .show(ui, |ui| match self.tab {
-                InspectorTab::Scores => scores_ui(ui, genome, parent.map(|p| &**p)),
+                InspectorTab::Scores => {
+                    scores_ui(ui, genome, parent.map(|p| &**p), &mut self.lower_better);
+                }
                 InspectorTab::Diff => {
                     let picked = picked
                         .filter(|p| *p != genome.id)
@@ -334,7 +405,12 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
 }
 
-fn scores_ui(ui: &mut egui::Ui, genome: &Genome, parent: Option<&Genome>) {
+fn scores_ui(
+    ui: &mut egui::Ui,
+    genome: &Genome,
+    parent: Option<&Genome>,
+    lower_better: &mut BTreeSet<String>,
+) {
     let mut names: Vec<&String> = genome.scores.keys().collect();
     if let Some(p) = parent {
         for k in p.scores.keys() {
@@ -350,7 +426,7 @@ fn scores_ui(ui: &mut egui::Ui, genome: &Genome, parent: Option<&Genome>) {
     } else {
         egui::Grid::new("scores_grid")
             .striped(true)
-            .num_columns(4)
+            .num_columns(5)
             .spacing([18.0, 4.0])
             .show(ui, |ui| {
                 ui.label(RichText::new("metric").strong());
@@ -363,6 +439,9 @@ fn scores_ui(ui: &mut egui::Ui, genome: &Genome, parent: Option<&Genome>) {
                     .strong(),
                 );
                 ui.label(RichText::new("Δ vs parent").strong());
+                ui.label(RichText::new("better").strong()).on_hover_text(
+                    "Which way is better for the metric: click to flip (Δ colours follow)",
+                );
                 ui.end_row();
                 for name in names {
                     let v = genome.scores.get(name).copied();
@@ -370,20 +449,35 @@ fn scores_ui(ui: &mut egui::Ui, genome: &Genome, parent: Option<&Genome>) {
                     ui.label(name.as_str());
                     ui.label(v.map_or("—".to_owned(), |v| format!("{v:.6}")));
                     ui.label(pv.map_or("—".to_owned(), |v| format!("{v:.6}")));
+                    let lower = lower_better.contains(name.as_str());
                     match (v, pv) {
                         (Some(a), Some(b)) => {
                             let d = a - b;
-                            let color = if d > 0.0 {
-                                GOOD
-                            } else if d < 0.0 {
-                                BAD
-                            } else {
-                                ui.visuals().weak_text_color()
-                            };
+                            let color = delta_color(d, lower, ui.visuals().weak_text_color());
                             ui.label(RichText::new(delta_text(d)).color(color));
                         }
                         _ => {
                             ui.label("—");
+                        }
+                    }
+                    let text = if lower { "lower" } else { "higher" };
+                    let fitness = name.as_str() == FITNESS_KEY
+                        || genome.fitness_metric.as_deref() == Some(name.as_str());
+                    if fitness {
+                        ui.label(RichText::new(text).weak())
+                            .on_hover_text("The fitness: higher is better");
+                    } else if ui
+                        .small_button(text)
+                        .on_hover_text(format!(
+                            "Click if {} is better for {name}",
+                            if lower { "higher" } else { "lower" }
+                        ))
+                        .clicked()
+                    {
+                        if lower {
+                            lower_better.remove(name.as_str());
+                        } else {
+                            lower_better.insert(name.clone());
                         }
                     }
                     ui.end_row();
@@ -546,5 +640,26 @@ mod tests {
         assert_eq!(delta_text(0.5), "+0.500000");
         assert_eq!(delta_text(-0.25), "−0.250000");
         assert_eq!(delta_text(0.0), "±0");
+    }
+
+    #[test]
+    fn a_deep_lineage_collapses_to_its_root_and_last_ancestors() {
+        let chain: Vec<GenomeId> = (0..74).collect();
+        let (shown, hidden) = lineage_shown(&chain, false);
+        assert_eq!(shown.len(), 1 + LINEAGE_TAIL);
+        assert_eq!(shown[0], 0);
+        assert_eq!(shown.last(), Some(&73));
+        assert_eq!(hidden, 74 - 1 - LINEAGE_TAIL);
+        assert_eq!(lineage_shown(&chain, true).0.len(), 74);
+        assert_eq!(lineage_shown(&chain[..5], false), (chain[..5].to_vec(), 0));
+    }
+
+    #[test]
+    fn delta_colours_follow_the_metric_direction() {
+        let n = Color32::GRAY;
+        assert_eq!(delta_color(0.5, false, n), GOOD);
+        assert_eq!(delta_color(0.5, true, n), BAD);
+        assert_eq!(delta_color(-0.5, true, n), GOOD);
+        assert_eq!(delta_color(0.0, true, n), n);
     }
 }

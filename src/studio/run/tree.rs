@@ -302,13 +302,12 @@ impl GenealogyView {
                 self.collapsed.clear();
                 self.relayout = true;
             }
-            ui.label(
-                RichText::new(
-                    "click: inspect · double-click: collapse/expand · drag: pan · wheel: zoom across · Ctrl+wheel: zoom",
-                )
-                .small()
-                .weak(),
-            );
+            ui.label(RichText::new("how?").small().weak())
+                .on_hover_text(
+                    "Click a node: inspect it. Ctrl+click: diff it against the selected one. \
+                 Double-click or right-click: collapse or expand its subtree. Drag: pan. \
+                 Wheel: zoom across. Ctrl+wheel: zoom.",
+                );
         });
         if self.relayout {
             self.sync(history);

@@ -1,0 +1,111 @@
+//! The README's screenshots of the tree, islands and compare views, rendered
+//! from the studio's own UI code (egui_kittest with the wgpu renderer, no
+//! window): three real runs of shipped cards on the shipped circle_packing
+//! task with the offline model, opened read-only as a person would.
+//!
+//! Not part of the suite (it writes into assets/screenshots):
+//! `cargo test --release --test studio_screenshots -- --ignored`
+#![allow(
+    clippy::unwrap_used,
+    reason = "a screenshot tool: a panic is a failed run"
+)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable as _;
+use galapagos::engine::registry::Registry;
+use galapagos::studio::App;
+use galapagos::studio::run::{SearchView, read_archive};
+use galapagos::studio::state::{State, Tab};
+
+fn record(card: &str, iterations: u64, seed: u64, dir: &Path, registry: &Arc<Registry>) {
+    let mut c = common::card(card, registry);
+    c.general.max_iterations = iterations;
+    c.seed = seed;
+    let task = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tasks/circle_packing");
+    let handle = common::spawn(common::plan_in(c, &task, Some(dir.to_path_buf()), registry));
+    let (_, summary) = common::collect(handle, |_, _| {});
+    eprintln!("{card}: {:?}", summary.status);
+}
+
+fn harness(runs: &Path, size: egui::Vec2, registry: Arc<Registry>) -> Harness<'static, App> {
+    let state = State {
+        runs_folder: runs.to_path_buf(),
+        ..State::default()
+    };
+    Harness::builder()
+        .with_size(size)
+        .with_step_dt(1.0 / 60.0)
+        .wgpu()
+        .build_ui_state(
+            |ui, app: &mut App| {
+                app.logic(ui.ctx());
+                app.show(ui);
+            },
+            App::new(state, registry).with_settings_path(None),
+        )
+}
+
+fn step_until(h: &mut Harness<'static, App>, done: impl Fn(&App) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done(h.state()) {
+        assert!(Instant::now() < deadline, "timed out");
+        h.step();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.run_steps(3);
+}
+
+fn save(h: &mut Harness<'static, App>, name: &str, size: egui::Vec2) {
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/screenshots");
+    let path = out.join(format!("{name}-{}x{}.png", size.x, size.y));
+    h.remove_cursor();
+    h.run_steps(2);
+    h.render().unwrap().save(&path).unwrap();
+    eprintln!("wrote {}", path.display());
+}
+
+#[test]
+#[ignore = "writes the README's screenshots"]
+fn screenshots_of_the_tree_islands_and_compare_views() {
+    let registry = common::registry();
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let islands: PathBuf = runs.join("openevolve-circle_packing");
+    let best_of_n = runs.join("best_of_n-circle_packing");
+    let beam = runs.join("beam_search-circle_packing");
+    record("openevolve.yaml", 400, 1, &islands, &registry);
+    record("best_of_n.yaml", 160, 1, &best_of_n, &registry);
+    record("beam_search.yaml", 160, 1, &beam, &registry);
+    for size in [egui::vec2(1024.0, 640.0), egui::vec2(1920.0, 1080.0)] {
+        let mut h = harness(&runs, size, Arc::clone(&registry));
+        h.run_steps(2);
+        let run = read_archive(&islands).unwrap();
+        let best = run.history.best_id;
+        h.state_mut().run_view.show_archived(run);
+        h.state_mut().state.tab = Tab::Run;
+        h.state_mut().run_view.set_search_view(SearchView::Tree);
+        h.state_mut().run_view.select(best);
+        h.run_steps(4);
+        save(&mut h, "tree", size);
+        h.state_mut().run_view.set_search_view(SearchView::Islands);
+        step_until(&mut h, |a| {
+            a.run_view.structure().fed() == a.run_view.history().genomes.len()
+        });
+        save(&mut h, "grid", size);
+        h.get_by_label("Runs").click();
+        h.run_steps(3);
+        for name in [&islands, &best_of_n, &beam] {
+            let label = format!("compare {}", name.file_name().unwrap().to_string_lossy());
+            h.get_by_label(&label).click();
+            h.run_steps(1);
+        }
+        step_until(&mut h, |a| a.runs.compared().len() == 3);
+        save(&mut h, "compare", size);
+    }
+}
