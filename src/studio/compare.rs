@@ -260,6 +260,17 @@ impl RunCompare {
         loaded: &[(&PathBuf, &Curve)],
         labels: &BTreeMap<PathBuf, String>,
     ) {
+        egui::ScrollArea::horizontal()
+            .id_salt("compare-summary-scroll")
+            .show(ui, |ui| self.summary_grid_ui(ui, loaded, labels));
+    }
+
+    fn summary_grid_ui(
+        &self,
+        ui: &mut Ui,
+        loaded: &[(&PathBuf, &Curve)],
+        labels: &BTreeMap<PathBuf, String>,
+    ) {
         egui::Grid::new("compare-summary")
             .num_columns(9)
             .striped(true)

@@ -237,62 +237,46 @@ impl Inspector {
                 text.weak()
             });
         }
-        // Lineage back to the root: one line that scrolls sideways; a deep
-        // one shows the root and the last ancestors until opened.
+        // Lineage back to the root. A deep one shows the root and the last
+        // ancestors (wrapping over two lines at most) until opened; opened,
+        // it is one line that scrolls sideways.
         let chain = history.lineage(genome.id);
         let (shown, hidden) = lineage_shown(&chain, self.lineage_open);
-        ui.horizontal(|ui| {
+        let long = chain.len() > LINEAGE_TAIL + 2;
+        let mut open = self.lineage_open;
+        let header = |ui: &mut egui::Ui, open: &mut bool| {
             ui.label(
                 RichText::new(format!("lineage ({} deep):", chain.len().saturating_sub(1))).weak(),
             );
-            if chain.len() > LINEAGE_TAIL + 2 {
-                let text = if self.lineage_open {
-                    "collapse"
-                } else {
-                    "show all"
-                };
+            if long {
+                let text = if *open { "collapse" } else { "show all" };
                 if ui.small_button(text).clicked() {
-                    self.lineage_open = !self.lineage_open;
+                    *open = !*open;
                 }
             }
-            egui::ScrollArea::horizontal()
-                .id_salt("lineage")
-                .stick_to_right(true)
-                .show(ui, |ui| {
-                    ui.horizontal(|ui| {
-                        let n = shown.len();
-                        for (i, id) in shown.iter().enumerate() {
-                            let score = history
-                                .get(*id)
-                                .and_then(|g| g.fitness())
-                                .map_or("—".to_owned(), |s| format!("{s:.4}"));
-                            let text = format!("#{id} ({score})");
-                            if *id == genome.id {
-                                ui.label(RichText::new(text).strong());
-                            } else if ui
-                                .link(text)
-                                .on_hover_text(format!("inspect ancestor #{id}"))
-                                .clicked()
-                            {
-                                clicked = Some(*id);
-                            }
-                            if i == 0 && hidden > 0 {
-                                ui.label("›");
-                                if ui
-                                    .link(format!("… {hidden} more"))
-                                    .on_hover_text("show every ancestor")
-                                    .clicked()
-                                {
-                                    self.lineage_open = true;
-                                }
-                            }
-                            if i + 1 < n {
-                                ui.label("›");
-                            }
-                        }
+        };
+        if self.lineage_open && long {
+            ui.horizontal(|ui| {
+                header(ui, &mut open);
+                egui::ScrollArea::horizontal()
+                    .id_salt("lineage")
+                    .stick_to_right(true)
+                    .show(ui, |ui| {
+                        ui.horizontal(|ui| {
+                            let (c, _) = lineage_items(ui, history, genome.id, &shown, hidden);
+                            clicked = c.or(clicked);
+                        });
                     });
-                });
-        });
+            });
+        } else {
+            ui.horizontal_wrapped(|ui| {
+                header(ui, &mut open);
+                let (c, more) = lineage_items(ui, history, genome.id, &shown, hidden);
+                clicked = c.or(clicked);
+                open |= more;
+            });
+        }
+        self.lineage_open = open;
         ui.separator();
         ui.horizontal(|ui| {
             for tab in InspectorTab::ALL {
@@ -399,6 +383,47 @@ impl Inspector {
             });
         clicked
     }
+}
+
+/// The lineage's links (the genome itself in bold). Returns an ancestor
+/// clicked, and whether "… N more" was clicked.
+fn lineage_items(
+    ui: &mut egui::Ui,
+    history: &RunHistory,
+    current: GenomeId,
+    shown: &[GenomeId],
+    hidden: usize,
+) -> (Option<GenomeId>, bool) {
+    let mut clicked = None;
+    let mut more = false;
+    let n = shown.len();
+    for (i, id) in shown.iter().enumerate() {
+        let score = history
+            .get(*id)
+            .and_then(|g| g.fitness())
+            .map_or("—".to_owned(), |s| format!("{s:.4}"));
+        let text = format!("#{id} ({score})");
+        if *id == current {
+            ui.label(RichText::new(text).strong());
+        } else if ui
+            .link(text)
+            .on_hover_text(format!("inspect ancestor #{id}"))
+            .clicked()
+        {
+            clicked = Some(*id);
+        }
+        if i == 0 && hidden > 0 {
+            ui.label("›");
+            more |= ui
+                .link(format!("… {hidden} more"))
+                .on_hover_text("show every ancestor")
+                .clicked();
+        }
+        if i + 1 < n {
+            ui.label("›");
+        }
+    }
+    (clicked, more)
 }
 
 fn first_line(s: &str) -> &str {

@@ -690,7 +690,13 @@ impl RunView {
         });
         if let Some(id) = clicked {
             // Ctrl (or Shift) + click picks a second genome to diff against.
-            let picking = ui.input(|i| i.modifiers.command || i.modifiers.shift);
+            let picking = ui.input(|i| {
+                let held = |m: &egui::Modifiers| m.command || m.shift;
+                held(&i.modifiers)
+                    || i.events.iter().any(|e| {
+                        matches!(e, egui::Event::PointerButton { modifiers, .. } if held(modifiers))
+                    })
+            });
             if picking && self.selected.is_some_and(|s| s != id) {
                 self.pick(Some(id));
             } else {
