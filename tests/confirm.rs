@@ -48,8 +48,14 @@ def evaluate(path):
 }
 
 fn confirming_card(iterations: u64) -> Card {
-    let registry = common::registry();
-    let mut card = common::card("best_of_n.yaml", &registry);
+    confirming(
+        common::card("best_of_n.yaml", &common::registry()),
+        iterations,
+    )
+}
+
+/// `card` with the subprocess evaluator, unsandboxed, confirming twice.
+fn confirming(mut card: Card, iterations: u64) -> Card {
     card.general.max_iterations = iterations;
     card.evaluator = SlotSpec::new("subprocess");
     let params = &mut card.evaluator.params;
@@ -146,6 +152,51 @@ fn an_inflated_first_score_is_unconfirmed_and_never_a_parent_even_after_a_resume
         "unconfirmed {bad:?} were chosen as parents or inspirations: {chosen:?}"
     );
     assert!(summary.best_id.is_none_or(|b| !bad.contains(&b)));
+}
+
+/// Whatever the policy (every shipped card: top-k, islands with MAP-Elites,
+/// UCB islands, weighted parents with crossover, beams, best-of-n), an
+/// unconfirmed genome is never a parent or an inspiration.
+#[test]
+fn no_selection_policy_takes_an_unconfirmed_genome() {
+    let registry = common::registry();
+    let cards = Path::new(env!("CARGO_MANIFEST_DIR")).join("cards");
+    let mut names: Vec<_> = std::fs::read_dir(&cards)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 7, "{names:?}");
+    for name in names {
+        let dir = tempfile::tempdir().unwrap();
+        let task = common::temp_task(dir.path());
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::write(task.join("evaluator.py"), inflating_evaluator(&state)).unwrap();
+        let mut card = confirming(common::card(&name, &registry), 12);
+        card.general.parallel = 1;
+        let plan = common::request(card, &task, None);
+        let (admitted, summary) = common::collect(common::spawn(plan), |_, _| {});
+        assert!(summary.iterations >= 12, "{name}: {:?}", summary.status);
+        let genomes: Vec<Genome> = admitted.iter().map(|g| (**g).clone()).collect();
+        let bad: BTreeSet<u64> = genomes
+            .iter()
+            .filter(|g| g.unconfirmed())
+            .map(|g| g.id)
+            .collect();
+        assert!(
+            !bad.is_empty(),
+            "{name}: a child was inflated and confirmed"
+        );
+        let chosen = used(&genomes);
+        assert!(
+            chosen.is_disjoint(&bad),
+            "{name}: unconfirmed {bad:?} were used: {chosen:?}"
+        );
+        assert!(summary.best_id.is_none_or(|b| !bad.contains(&b)), "{name}");
+    }
 }
 
 #[test]
