@@ -194,8 +194,8 @@ def raw_metric(value):
     if isinstance(value, numbers.Real):
         try:
             number = float(value)
-        except OverflowError:
-            number = math.copysign(math.inf, value)
+        except OverflowError:  # an int beyond float's range
+            number = math.inf if value > 0 else -math.inf
     elif not isinstance(value, (list, tuple, dict)) and hasattr(value, "__float__") \
             and getattr(value, "ndim", 0) == 0:
         try:
@@ -978,7 +978,8 @@ def stale_bytecode():
     outside, for the next start)."""
     import importlib.util
 
-    for name in ("galapagos_worker", "galapagos_sandbox", "openevolve", "openevolve.evaluation_result"):
+    for name in ("galapagos_worker", "galapagos_sandbox", "galapagos_eval", "openevolve",
+                 "openevolve.evaluation_result"):
         source = getattr(sys.modules.get(name), "__file__", None)
         if not source:
             continue

@@ -178,6 +178,23 @@ impl Hostile {
         }
     }
 
+    /// [`Hostile::new`] with a shipped task (`assets/tasks/<name>`) copied
+    /// in place of the harmless one.
+    pub fn with_task(name: &str) -> Self {
+        let hostile = Self::new();
+        let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("assets/tasks")
+            .join(name);
+        std::fs::remove_dir_all(&hostile.task).unwrap();
+        std::fs::create_dir_all(&hostile.task).unwrap();
+        for entry in std::fs::read_dir(&shipped).unwrap().flatten() {
+            if entry.path().is_file() {
+                std::fs::copy(entry.path(), hostile.task.join(entry.file_name())).unwrap();
+            }
+        }
+        hostile
+    }
+
     /// Run `iterations` iterations of best_of_n with the evaluator
     /// parameters `evaluator` (YAML flow-map entries after `kind`), the
     /// model answering every prompt with `program` as a full rewrite.

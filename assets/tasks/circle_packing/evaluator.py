@@ -1,23 +1,25 @@
 """Evaluator for circle packing: 26 circles in the unit square, maximise the
 sum of radii. The program's geometry is checked and the score recomputed here;
-nothing the program reports about itself is trusted."""
+nothing the program reports about itself is trusted.
 
-import importlib.util
+The program runs in a process of its own (galapagos_eval, which galapagos
+puts on the evaluator's path): only the plain data run_packing() returns
+comes back, so a program that patches this module's checks, builtins or
+math changes them in its own process only."""
+
 import math
+
+import galapagos_eval
 
 N_CIRCLES = 26
 TARGET = 2.635  # AlphaEvolve's result; combined_score 1.0 matches it
 TOL = 1e-9
-
-
-def _load(program_path):
-    spec = importlib.util.spec_from_file_location("candidate_program", program_path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+TIMEOUT = 60.0  # seconds for run_packing(); the run's own time limit also applies
 
 
 def _as_float(v):
+    if isinstance(v, (str, bytes, bool)) or v is None:
+        raise TypeError("not a number")
     f = float(v)
     if not math.isfinite(f):
         raise ValueError("not finite")
@@ -58,11 +60,9 @@ def check_packing(centers, radii):
 
 
 def evaluate(program_path):
-    module = _load(program_path)
-    if not hasattr(module, "run_packing"):
-        return {"combined_score": 0.0, "sum_radii": 0.0, "validity": 0.0,
-                "error": "the program defines no run_packing()"}
-    result = module.run_packing()
+    # A program that raises, crashes, overruns or returns something that is
+    # not plain data raises galapagos_eval.CandidateError: invalid, saying why.
+    result = galapagos_eval.run(program_path, "run_packing", timeout=TIMEOUT)
     try:
         centers, radii = result
     except (TypeError, ValueError):

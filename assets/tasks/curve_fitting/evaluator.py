@@ -1,8 +1,13 @@
 """Evaluator for curve fitting: the candidate's predict(x) is compared with a
-hidden smooth function sampled on [-3, 3] (deterministic pseudo-noise)."""
+hidden smooth function sampled on [-3, 3] (deterministic pseudo-noise).
 
-import importlib.util
+predict() runs in a process of its own (galapagos_eval, which galapagos puts
+on the evaluator's path): only its predictions come back, and the error is
+computed here."""
+
 import math
+
+import galapagos_eval
 
 
 def _hidden(x):
@@ -18,21 +23,33 @@ XS = [-3.0 + 6.0 * i / 60 for i in range(61)]
 YS = [_hidden(x) + _noise(i) for i, x in enumerate(XS)]
 
 
-def _load(program_path):
-    spec = importlib.util.spec_from_file_location("candidate_program", program_path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+TIMEOUT = 60.0  # seconds for the predictions; the run's own time limit also applies
+
+
+def _predict_all(module, xs):
+    """In the candidate's process: predict(x) for every x."""
+    predict = getattr(module, "predict", None)
+    if not callable(predict):
+        return {"error": "the program defines no predict(x)"}
+    return {"predictions": [predict(x) for x in xs]}
 
 
 def evaluate(program_path):
-    module = _load(program_path)
-    predict = getattr(module, "predict", None)
-    if not callable(predict):
-        return {"combined_score": 0.0, "error": "the program defines no predict(x)"}
+    # A program that raises, crashes, overruns or returns something that is
+    # not plain data raises galapagos_eval.CandidateError: invalid, saying why.
+    found = galapagos_eval.run_with(program_path, _predict_all, XS, timeout=TIMEOUT, what="predict()")
+    if isinstance(found, dict) and isinstance(found.get("error"), str):
+        return {"combined_score": 0.0, "error": found["error"]}
+    predictions = found.get("predictions") if isinstance(found, dict) else None
+    if not isinstance(predictions, list) or len(predictions) != len(XS):
+        return {"combined_score": 0.0, "error": "predict()'s process returned something unexpected"}
     residuals = []
-    for x, y in zip(XS, YS):
-        p = float(predict(x))
+    for x, y, p in zip(XS, YS, predictions):
+        if isinstance(p, list) and len(p) == 1:
+            p = p[0]  # a one-element array or list
+        if isinstance(p, (str, bool, list, dict)) or p is None:
+            return {"combined_score": 0.0, "error": f"predict({x:.2f}) returned {p!r:.60}, not a number"}
+        p = float(p)
         if not math.isfinite(p):
             return {"combined_score": 0.0, "error": f"predict({x:.2f}) returned a non-finite value"}
         residuals.append(p - y)

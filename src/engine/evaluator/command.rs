@@ -559,8 +559,22 @@ fn read_limited(path: &Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())
 }
 
-/// The sentinel a bare `NaN` / `Infinity` becomes before parsing.
-const NONFINITE: &str = "\u{1}nonfinite\u{1}";
+/// What a bare `NaN`, `Infinity` or `-Infinity` becomes before parsing: the
+/// token between two U+0001 characters (a string no evaluator writes).
+const NONFINITE_MARK: char = '\u{1}';
+
+/// The value a sentinel stands for, when `s` is one.
+fn nonfinite(s: &str) -> Option<f64> {
+    match s
+        .strip_prefix(NONFINITE_MARK)?
+        .strip_suffix(NONFINITE_MARK)?
+    {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => None,
+    }
+}
 
 /// `text` as a JSON object; Python's bare `NaN`, `Infinity` and `-Infinity`
 /// are read as non-finite values.
@@ -611,8 +625,8 @@ fn replace_nonfinite(text: &str) -> String {
             .into_iter()
             .find(|t| rest.starts_with(t));
         if let Some(t) = token {
-            // JSON-escaped, so that it parses into `NONFINITE`.
-            out.push_str("\"\\u0001nonfinite\\u0001\"");
+            // JSON-escaped, so that it parses into the sentinel.
+            out.push_str(&format!("\"\\u0001{t}\\u0001\""));
             rest = &rest[t.len()..];
         } else {
             out.push(c);
@@ -648,8 +662,9 @@ fn put(key: &str, value: &serde_json::Value, observed: &mut Observed) {
         serde_json::Value::Null => Metric::Missing,
         serde_json::Value::Bool(b) => Metric::Bool(*b),
         serde_json::Value::Number(n) => Metric::Number(n.as_f64().unwrap_or(f64::NAN)),
-        serde_json::Value::String(s) if s == NONFINITE => Metric::Number(f64::NAN),
-        serde_json::Value::String(s) => Metric::Text(s.clone()),
+        serde_json::Value::String(s) => {
+            nonfinite(s).map_or_else(|| Metric::Text(s.clone()), Metric::Number)
+        }
         serde_json::Value::Array(_) => Metric::Other {
             type_name: "list".to_owned(),
             text: as_text(value),
@@ -718,6 +733,11 @@ mod tests {
             .map(|(k, _)| k.as_str())
             .collect();
         assert_eq!(nonfinite, ["a", "b"]);
+        assert!(
+            matches!(o.metrics[1].1, Metric::Number(v) if v == f64::NEG_INFINITY),
+            "{:?}",
+            o.metrics
+        );
         let e = o.judge();
         assert_eq!(e.error.as_deref(), Some("non-finite score a (NaN)"));
         assert_eq!(e.scores["c"], 1.0);

@@ -9,6 +9,9 @@ use std::time::Duration;
 const WORKER_SCRIPT: &str = include_str!("../../../../assets/python/galapagos_worker.py");
 /// Per-candidate namespaces and privileges (imported in the sandbox only).
 const SANDBOX_SCRIPT: &str = include_str!("../../../../assets/python/galapagos_sandbox.py");
+/// Runs a candidate's code in a process of its own for an evaluator that
+/// imports it (`import galapagos_eval`).
+const EVAL_HELPER: &str = include_str!("../../../../assets/python/galapagos_eval.py");
 /// `openevolve/__init__.py` of the compatibility shim.
 const SHIM_INIT: &str = include_str!("../../../../assets/python/openevolve/__init__.py");
 /// `openevolve/evaluation_result.py` of the compatibility shim.
@@ -18,7 +21,7 @@ const SHIM_RESULT: &str = include_str!("../../../../assets/python/openevolve/eva
 pub(crate) struct Setup {
     /// Private per-run dir: candidates' program files (one subdir per worker).
     pub dir: tempfile::TempDir,
-    /// `galapagos_worker.py` and the `openevolve` shim: the user's cache dir
+    /// `galapagos_worker.py`, `galapagos_eval.py` and the `openevolve` shim: the user's cache dir
     /// when it can be written (see [`code_dir`]), else `dir`.
     pub code: PathBuf,
     /// The worker's and candidates' `HOME` and `TMPDIR` (in `dir`).
@@ -72,9 +75,10 @@ pub(crate) fn prepare() -> Result<Setup, String> {
 }
 
 /// The worker's code files, by path inside the code dir.
-pub(crate) const CODE: [(&str, &str); 4] = [
+pub(crate) const CODE: [(&str, &str); 5] = [
     ("galapagos_worker.py", WORKER_SCRIPT),
     ("galapagos_sandbox.py", SANDBOX_SCRIPT),
+    ("galapagos_eval.py", EVAL_HELPER),
     ("openevolve/__init__.py", SHIM_INIT),
     ("openevolve/evaluation_result.py", SHIM_RESULT),
 ];
