@@ -250,3 +250,85 @@ fn landlock() -> bool {
         })
         .is_some_and(|abi| abi >= 1)
 }
+
+#[test]
+fn a_limit_hit_in_the_candidates_process_is_named_on_the_genome() {
+    let hostile = Hostile::with_task("circle_packing");
+    let memory = "def construct_centers():\n\
+         \x20   return [(0.5, 0.5)] * 26\n\
+         def compute_radii(centers):\n\
+         \x20   block = bytearray(4 << 30)\n\
+         \x20   return [0.0] * 26\n";
+    let cpu = "def construct_centers():\n\
+         \x20   while True:\n\
+         \x20       pass\n\
+         def compute_radii(centers):\n\
+         \x20   return [0.0] * 26\n";
+    for (program, settings, error) in [
+        (
+            memory,
+            "",
+            "exceeded the 4096 MiB memory limit (evaluator raised CandidateError: run_packing() raised MemoryError",
+        ),
+        (
+            cpu,
+            "cpu_limit_secs: 1.0",
+            "exceeded the 1 s CPU time limit (evaluator raised CandidateError: run_packing()'s process was killed by SIGXCPU",
+        ),
+    ] {
+        let outcome = hostile.run(program, settings, 1);
+        assert!(outcome.success, "{}", outcome.stderr);
+        for child in outcome.children() {
+            let evidence = Outcome::evidence(child);
+            assert!(child["valid"] == false, "{evidence}");
+            assert!(
+                child["error"].as_str().unwrap_or("").starts_with(error),
+                "{evidence}"
+            );
+        }
+    }
+}
+
+/// On the shipped ShinkaEvolve-layout task (the command evaluator): while
+/// it is imported, the program replaces the evaluator's error measure
+/// (found up the call stack and in `sys.modules`) with one that reports
+/// no error, and its own approx() is a constant 0.
+const SHINKA_PATCHER: &str = r#"import sys
+
+def _no_error(values, xs):
+    return [(x, 0.0) for x in xs]
+
+patched = []
+frame = sys._getframe()
+while frame is not None:
+    if "errors" in frame.f_globals and "judge" in frame.f_globals:
+        frame.f_globals["errors"] = _no_error
+        patched.append("frame " + frame.f_globals.get("__name__", "?"))
+    frame = frame.f_back
+for name, module in list(sys.modules.items()):
+    if hasattr(module, "errors") and hasattr(module, "judge"):
+        module.errors = _no_error
+        patched.append("sys.modules " + name)
+print("patched:", patched)
+
+def approx(x):
+    return 0.0
+"#;
+
+#[test]
+fn a_candidate_that_patches_the_shinka_task_checks_gains_nothing() {
+    let hostile = Hostile::with_task("exp_poly_shinka");
+    let outcome = hostile.run(SHINKA_PATCHER, "", 2);
+    assert!(outcome.success, "{}\n{}", outcome.stdout, outcome.stderr);
+    let children = outcome.children();
+    assert!(children.len() >= 2, "{} children", children.len());
+    for child in children {
+        let evidence = Outcome::evidence(child);
+        assert!(evidence.contains("patched: ['"), "{evidence}");
+        let score = child["scores"]["combined_score"].as_f64().unwrap_or(0.0);
+        // The constant 0 is ~1.3 away from exp on average: a score near
+        // 1 / (1 + 20 * 1.3), never the 1.0 of "no error".
+        assert!(score < 0.1, "{score}: {evidence}");
+    }
+    outcome.assert_no_secret();
+}

@@ -30,7 +30,8 @@
 //!   `stderr`, or `stdout (captured)` ... when the metrics name artifacts so.
 //!
 //! Its environment is an allowlist of the run's ([`PASSED`]): no model key
-//! or other secret reaches a command or the candidate it runs.
+//! or other secret reaches a command or the candidate it runs. Its
+//! `PYTHONPATH` holds `galapagos_eval` (a candidate run apart from checks).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -43,7 +44,12 @@ use tokio::net::unix::pipe;
 use tokio::sync::Semaphore;
 
 use super::confirm::{Aggregate, Confirm, SPECS as CONFIRM_SPECS};
+mod json;
+
+use json::{nonfinite, parse_object};
+
 use super::worker::capture::Capture;
+use super::worker::code_dir::EVAL_HELPER;
 use super::worker::process::{describe_status, kill_groups};
 use super::{Candidate, Evaluation, Evaluator, Metric, Observed};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
@@ -245,6 +251,22 @@ fn invalid(reason: String) -> Evaluation {
     }
 }
 
+/// The scratch dir's dir holding `galapagos_eval.py`: the command's `PYTHONPATH`.
+const HELPER_DIR: &str = "lib";
+
+/// Write `galapagos_eval.py` into `scratch`'s [`HELPER_DIR`].
+fn write_helper(scratch: &Path) -> Result<(), String> {
+    let lib = scratch.join(HELPER_DIR);
+    std::fs::create_dir_all(&lib)
+        .and_then(|()| std::fs::write(lib.join("galapagos_eval.py"), EVAL_HELPER))
+        .map_err(|e| {
+            format!(
+                "cannot write the evaluator's helper in {}: {e}",
+                lib.display()
+            )
+        })
+}
+
 impl CommandEvaluator {
     async fn scratch(&self) -> Result<&Path, String> {
         self.scratch
@@ -256,12 +278,14 @@ impl CommandEvaluator {
                     .then(|| Path::new("/dev/shm"))
                     .filter(|p| p.is_dir())
                     .and_then(|p| builder.tempdir_in(p).ok());
-                match in_ram {
-                    Some(d) => Ok(d),
+                let dir = match in_ram {
+                    Some(d) => d,
                     None => builder.tempdir().map_err(|e| {
                         format!("cannot create a private temp dir for the evaluator: {e}")
-                    }),
-                }
+                    })?,
+                };
+                write_helper(dir.path())?;
+                Ok(dir)
             })
             .await
             .as_ref()
@@ -318,12 +342,14 @@ impl CommandEvaluator {
                 dir.display()
             ));
         }
-        let evaluation = self.run_in(&program, &results).await;
+        let evaluation = self
+            .run_in(&program, &results, &scratch.join(HELPER_DIR))
+            .await;
         let _ = std::fs::remove_dir_all(&dir);
         evaluation
     }
 
-    async fn run_in(&self, program: &Path, results: &Path) -> Evaluation {
+    async fn run_in(&self, program: &Path, results: &Path, helper_dir: &Path) -> Evaluation {
         let argv = self.command_line(program, results);
         let Some((exe, args)) = argv.split_first() else {
             return invalid("the evaluator has no command (argv is empty)".to_owned());
@@ -332,6 +358,7 @@ impl CommandEvaluator {
         cmd.args(args)
             .env_clear()
             .envs(std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(passed)))
+            .env("PYTHONPATH", helper_dir)
             .current_dir(&self.task_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -557,83 +584,6 @@ fn read_limited(path: &Path) -> Result<String, String> {
         ));
     }
     String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())
-}
-
-/// What a bare `NaN`, `Infinity` or `-Infinity` becomes before parsing: the
-/// token between two U+0001 characters (a string no evaluator writes).
-const NONFINITE_MARK: char = '\u{1}';
-
-/// The value a sentinel stands for, when `s` is one.
-fn nonfinite(s: &str) -> Option<f64> {
-    match s
-        .strip_prefix(NONFINITE_MARK)?
-        .strip_suffix(NONFINITE_MARK)?
-    {
-        "NaN" => Some(f64::NAN),
-        "Infinity" => Some(f64::INFINITY),
-        "-Infinity" => Some(f64::NEG_INFINITY),
-        _ => None,
-    }
-}
-
-/// `text` as a JSON object; Python's bare `NaN`, `Infinity` and `-Infinity`
-/// are read as non-finite values.
-fn parse_object(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
-    let cleaned = replace_nonfinite(text);
-    match serde_json::from_str::<serde_json::Value>(&cleaned) {
-        Ok(serde_json::Value::Object(map)) => Ok(map),
-        Ok(other) => Err(format!("found {}", kind_of(&other))),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-fn kind_of(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "a list",
-        serde_json::Value::Object(_) => "an object",
-    }
-}
-
-/// Replace bare `NaN`, `Infinity` and `-Infinity` outside strings with a
-/// quoted sentinel.
-fn replace_nonfinite(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-            rest = &rest[c.len_utf8()..];
-            continue;
-        }
-        if c == '"' {
-            in_string = true;
-        }
-        let token = ["-Infinity", "Infinity", "NaN"]
-            .into_iter()
-            .find(|t| rest.starts_with(t));
-        if let Some(t) = token {
-            // JSON-escaped, so that it parses into the sentinel.
-            out.push_str(&format!("\"\\u0001{t}\\u0001\""));
-            rest = &rest[t.len()..];
-        } else {
-            out.push(c);
-            rest = &rest[c.len_utf8()..];
-        }
-    }
-    out
 }
 
 /// The last stdout line that is a JSON object, else all of stdout.

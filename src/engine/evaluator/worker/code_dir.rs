@@ -11,7 +11,7 @@ const WORKER_SCRIPT: &str = include_str!("../../../../assets/python/galapagos_wo
 const SANDBOX_SCRIPT: &str = include_str!("../../../../assets/python/galapagos_sandbox.py");
 /// Runs a candidate's code in a process of its own for an evaluator that
 /// imports it (`import galapagos_eval`).
-const EVAL_HELPER: &str = include_str!("../../../../assets/python/galapagos_eval.py");
+pub(crate) const EVAL_HELPER: &str = include_str!("../../../../assets/python/galapagos_eval.py");
 /// `openevolve/__init__.py` of the compatibility shim.
 const SHIM_INIT: &str = include_str!("../../../../assets/python/openevolve/__init__.py");
 /// `openevolve/evaluation_result.py` of the compatibility shim.

@@ -1,0 +1,82 @@
+//! Reading the JSON a command reports: Python's `json` writes bare `NaN`,
+//! `Infinity` and `-Infinity`, which are not JSON; they are read as the
+//! non-finite numbers they stand for.
+
+/// What a bare `NaN`, `Infinity` or `-Infinity` becomes before parsing: the
+/// token between two U+0001 characters (a string no evaluator writes).
+const NONFINITE_MARK: char = '\u{1}';
+
+/// The value a sentinel stands for, when `s` is one.
+pub(super) fn nonfinite(s: &str) -> Option<f64> {
+    match s
+        .strip_prefix(NONFINITE_MARK)?
+        .strip_suffix(NONFINITE_MARK)?
+    {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => None,
+    }
+}
+
+/// `text` as a JSON object; Python's bare `NaN`, `Infinity` and `-Infinity`
+/// are read as non-finite values.
+pub(super) fn parse_object(
+    text: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let cleaned = replace_nonfinite(text);
+    match serde_json::from_str::<serde_json::Value>(&cleaned) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(other) => Err(format!("found {}", kind_of(&other))),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn kind_of(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// Replace bare `NaN`, `Infinity` and `-Infinity` outside strings with a
+/// quoted sentinel.
+fn replace_nonfinite(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            rest = &rest[c.len_utf8()..];
+            continue;
+        }
+        if c == '"' {
+            in_string = true;
+        }
+        let token = ["-Infinity", "Infinity", "NaN"]
+            .into_iter()
+            .find(|t| rest.starts_with(t));
+        if let Some(t) = token {
+            // JSON-escaped, so that it parses into the sentinel.
+            out.push_str(&format!("\"\\u0001{t}\\u0001\""));
+            rest = &rest[t.len()..];
+        } else {
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
+}
