@@ -29,6 +29,7 @@ fn evaluator(task: &Task, params: CommandParams) -> CommandEvaluator {
         task,
         model: default_model(),
         parallel: 2,
+        run_dir: None,
     };
     CommandEvaluator::build(params, &ctx).unwrap()
 }

@@ -109,6 +109,10 @@ pub struct BuildContext<'a> {
     /// `general.parallel`: how many iterations may be in flight at once
     /// (an evaluator sizes its worker pool by it).
     pub parallel: usize,
+    /// The run's folder, when the run is recorded: the same for a run and
+    /// its resumption (an evaluator that leaves work outside this process,
+    /// such as cluster jobs, names it after the run).
+    pub run_dir: Option<&'a std::path::Path>,
 }
 
 /// A slot trait object (`dyn Population`, `dyn Proposer`, ...): which slot it

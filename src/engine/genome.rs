@@ -52,6 +52,24 @@ pub struct Timings {
     pub evaluate_ms: f64,
 }
 
+/// Where a cluster scheduler evaluated a candidate (none for local
+/// evaluators).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// The scheduler (`slurm`).
+    pub scheduler: String,
+    /// The job that ran the evaluation: `123`, or `123.4` for step 4 of
+    /// allocation 123.
+    pub job_id: String,
+    /// The node it ran on.
+    pub node: String,
+    /// Earlier attempts the scheduler ended before they gave a result (a
+    /// node failure, a preemption, a cancellation from outside the run),
+    /// each saying which job, where and why; the candidate was retried.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retries: Vec<String>,
+}
+
 /// Per-candidate data used for selection and lineage (a genome's "metadata").
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GenomeMeta {
@@ -179,6 +197,9 @@ pub struct Genome {
     /// (`evaluator.confirm`); `scores` are then the evaluations' aggregate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<Confirmation>,
+    /// The scheduler's job and node, when a cluster evaluated it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
 }
 
 /// What a genome's fitness is (see [`Genome::fitness`]), for labels.

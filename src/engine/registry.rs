@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::engine::component::{
     BuildContext, Component, ComponentInfo, Fills, RegistryError, Slot, SlotTrait,
 };
-use crate::engine::evaluator::{CommandEvaluator, SubprocessEvaluator};
+use crate::engine::evaluator::{CommandEvaluator, SlurmEvaluator, SubprocessEvaluator};
 use crate::engine::memory::{NullMemory, ScratchpadMemory};
 use crate::engine::params::{ParamError, ParamMap, ParamValue};
 use crate::engine::population::{BeamPopulation, InMemoryPopulation, IslandPopulation};
@@ -221,6 +221,7 @@ impl Registry {
                 Entry::of::<AgentProposer>(),
                 Entry::of::<SubprocessEvaluator>(),
                 Entry::of::<CommandEvaluator>(),
+                Entry::of::<SlurmEvaluator>(),
                 Entry::of::<NullMemory>(),
                 Entry::of::<ScratchpadMemory>(),
             ],

@@ -139,7 +139,10 @@ pub async fn run_plan(
     // Building may resolve interpreters and start processes: keep it off the
     // async workers.
     let card = plan.valid_card().clone();
-    let built = tokio::task::spawn_blocking(move || Scaffold::build(&card, task, model)).await;
+    let dir = run_dir.clone();
+    let built =
+        tokio::task::spawn_blocking(move || Scaffold::build(&card, task, model, dir.as_deref()))
+            .await;
     let mut scaffold = match built {
         Ok(Ok(s)) => s.with_notices(notices),
         Ok(Err(e)) => return fail(format!("card {name}: {e}")).await,

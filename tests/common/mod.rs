@@ -190,3 +190,4 @@ pub fn cli_run(card: &str, task: &str, iterations: u32, out: &Path) -> (f64, f64
 }
 
 pub mod hostile;
+pub mod slurm;

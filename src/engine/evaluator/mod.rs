@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 
 mod command;
 pub mod confirm;
+mod slurm;
 mod subprocess;
 pub(crate) mod worker;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
 pub use command::{CommandEvaluator, CommandParams};
 pub use confirm::{Aggregate, Confirm, confirm};
+pub use slurm::{SlurmEvaluator, SlurmParams};
 pub use subprocess::{SubprocessEvaluator, SubprocessParams};
 pub use worker::sandbox::Sandbox;
 
@@ -41,6 +43,9 @@ pub struct Evaluation {
     /// interpreter is missing, its process could not start): no candidate
     /// can score, whatever it is. `error` says why.
     pub evaluator_failed: bool,
+    /// The scheduler's job and node, for an evaluator that runs candidates
+    /// on a cluster.
+    pub placement: Option<crate::engine::genome::Placement>,
 }
 
 /// The evaluator slot (slot 5 of the loop, see ARCHITECTURE.md). `evaluate`

@@ -503,6 +503,7 @@ mod tests {
             task: &task,
             model: ScriptedModel::texts(&[]),
             parallel: 1,
+            run_dir: None,
         };
         let entry = Entry::of::<CrossoverProposer>();
         assert!(entry.check(&ParamMap::default()).is_ok());

@@ -238,6 +238,7 @@ mod tests {
             task: &task,
             model: ScriptedModel::replies(vec![]),
             parallel: 1,
+            run_dir: None,
         };
         let mut params = ParamMap::default();
         params.set("max_code_length", ParamValue::Int(500));

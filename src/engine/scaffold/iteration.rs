@@ -219,6 +219,7 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                 genome.artifacts = eval.artifacts;
                 genome.error = eval.error;
                 genome.private = eval.private;
+                genome.placement = eval.placement;
                 name_fitness(&mut genome, shared.fitness_metric.as_deref());
                 let settings = shared.evaluator.confirmation();
                 let new_best = genome

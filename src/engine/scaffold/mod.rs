@@ -123,15 +123,18 @@ async fn written(durable: &mut Option<tokio::sync::watch::Receiver<u64>>) {
 
 impl Scaffold {
     /// Build every slot from the checked card.
+    /// `run_dir` is the run's folder when it is recorded.
     pub fn build(
         card: &ValidCard,
         task: Task,
         model: Arc<dyn LanguageModel>,
+        run_dir: Option<&std::path::Path>,
     ) -> Result<Self, BuildError> {
         let ctx = BuildContext {
             task: &task,
             model: Arc::clone(&model),
             parallel: card.card().general.parallel.max(1) as usize,
+            run_dir,
         };
         let population = card.build(&ctx)?;
         let policy = card.build(&ctx)?;
@@ -516,6 +519,7 @@ impl Scaffold {
                     artifacts: eval.artifacts,
                     error: eval.error,
                     private: eval.private,
+                    placement: eval.placement,
                     content: self.task.initial_program.clone(),
                     metadata: GenomeMeta {
                         patch_type: "initial".to_owned(),
