@@ -45,6 +45,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{OnceCell, Semaphore};
 
+use super::confirm::{Aggregate, Confirm, SPECS as CONFIRM_SPECS};
 use super::worker::capture::Capture;
 use super::worker::code_dir::write_code;
 use super::worker::environment;
@@ -118,6 +119,12 @@ pub struct SlurmParams {
     pub staging_dir: String,
     /// KB of each of a candidate's stdout and stderr kept.
     pub output_limit_kb: u64,
+    /// Evaluations more for a would-be best ([`super::confirm`]; 0: off).
+    pub confirm: u32,
+    /// A confirmed candidate's metrics: the evaluations' mean or minimum.
+    pub confirm_aggregate: Aggregate,
+    /// Largest fitness spread allowed, relative to the mean's size.
+    pub confirm_tolerance: f64,
 }
 
 impl Default for SlurmParams {
@@ -141,6 +148,9 @@ impl Default for SlurmParams {
             max_retries: 2,
             staging_dir: String::new(),
             output_limit_kb: 20,
+            confirm: Confirm::default().times,
+            confirm_aggregate: Confirm::default().aggregate,
+            confirm_tolerance: Confirm::default().tolerance,
         }
     }
 }
@@ -299,6 +309,9 @@ impl Component for SlurmEvaluator {
                     max: 100_000,
                 },
             },
+            CONFIRM_SPECS[0],
+            CONFIRM_SPECS[1],
+            CONFIRM_SPECS[2],
         ],
     };
 
@@ -658,6 +671,15 @@ impl Evaluator for SlurmEvaluator {
 
     fn timeout_secs(&self) -> Option<f64> {
         Some(self.params.timeout_secs)
+    }
+
+    /// Each evaluation is a new process (a job step or a job) already.
+    fn confirmation(&self) -> Confirm {
+        Confirm {
+            times: self.params.confirm,
+            aggregate: self.params.confirm_aggregate,
+            tolerance: self.params.confirm_tolerance,
+        }
     }
 
     /// The checks and the staging area, while the run opens its record.
