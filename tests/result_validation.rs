@@ -185,6 +185,7 @@ async fn every_case_through_the_command_evaluator_on_stdout_and_in_metrics_json(
             task: &task,
             model: default_model(),
             parallel: 1,
+            run_dir: None,
         };
         let ev = CommandEvaluator::build(params, &ctx).unwrap();
         for (id, (case, error)) in (1..).zip(CASES) {
