@@ -196,6 +196,9 @@ fn resume_continues_to_a_total_budget_and_refuses_one_already_spent() {
             .len()
     };
     let before = genomes();
+    // The first run's PID, left in the lock file it no longer holds.
+    let lock_before = std::fs::read(run_dir.join("run.lock")).ok();
+    assert!(lock_before.is_some());
     for extra in [vec![], vec!["--iterations", "4"], vec!["--iterations", "2"]] {
         let o = galapagos()
             .arg("resume")
@@ -214,6 +217,11 @@ fn resume_continues_to_a_total_budget_and_refuses_one_already_spent() {
             genomes(),
             before,
             "{extra:?}: a refused resume wrote nothing"
+        );
+        assert_eq!(
+            std::fs::read(run_dir.join("run.lock")).ok(),
+            lock_before,
+            "{extra:?}: not even the lock file"
         );
     }
     let o = galapagos()

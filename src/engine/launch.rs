@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::engine::archive::{Archive, ArchiveError, RunLock};
+use crate::engine::archive::{Archive, ArchiveError, RunLock, RunMeta};
 use crate::engine::card::{Card, CardErrors, ValidCard};
 use crate::engine::component::Slot;
 use crate::engine::registry::Registry;
@@ -195,16 +195,19 @@ impl RunPlan {
         budget: Option<u64>,
         registry: &Registry,
     ) -> Result<Self, LaunchError> {
-        // Checked before taking the lock: a folder that holds no run gets no
-        // lock file either.
-        drop(Archive::open(run_dir)?);
-        let lock = RunLock::acquire(run_dir)?;
-        let archive = Archive::open(run_dir)?;
-        let meta = archive.meta()?;
-        let checkpoint = archive.checkpoint()?;
-        let done = checkpoint.as_ref().map_or(0, |c| c.iterations_done);
-        let recorded = checkpoint.as_ref().map_or((0, 0), |c| (c.valid, c.invalid));
-        drop(archive);
+        // The record: its facts, iterations done and genomes (valid, invalid).
+        let read = || -> Result<(RunMeta, u64, (u64, u64)), ArchiveError> {
+            let archive = Archive::open(run_dir)?;
+            let checkpoint = archive.checkpoint()?;
+            Ok((
+                archive.meta()?,
+                checkpoint.as_ref().map_or(0, |c| c.iterations_done),
+                checkpoint.as_ref().map_or((0, 0), |c| (c.valid, c.invalid)),
+            ))
+        };
+        // Everything that can refuse is checked before the folder's lock is
+        // taken, so a refused resume writes nothing, not even the lock file.
+        let (meta, done, _) = read()?;
         let origin = format!("{} (card stored in the run archive)", run_dir.display());
         let card = ValidCard::from_yaml(&meta.card_yaml, &origin, registry)
             .map_err(LaunchError::RecordedCard)?;
@@ -228,6 +231,10 @@ impl RunPlan {
             })?;
         let task = Task::load(&meta.task_dir)?;
         let (card, settings) = fit(card, &task, registry)?;
+        // Read again under the lock: a writer that held it may have gone on.
+        let lock = RunLock::acquire(run_dir)?;
+        let (_, done, recorded) = read()?;
+        check_resume_budget(done, budget)?;
         Ok(Self {
             card,
             task,
