@@ -95,6 +95,19 @@ fn bad_cards_exit_nonzero_with_one_located_message() {
             "CARD:29:14: selection_policy.best_of_n: -99999999999999999999999 is too small: the limit is -9223372036854775808",
         ),
         (
+            // the most natural first edit: a beam policy on a flat population
+            "beam_policy_without_a_beam",
+            Box::new(|t: String| {
+                t.replace(
+                    "kind: best_of_n\n  best_of_n: 5\n  num_inspirations: 4\n",
+                    "kind: beam\n",
+                )
+            }),
+            "CARD:28:3: selection_policy.kind: BeamSelectionPolicy (selection_policy `beam`) needs a beam \
+             population, but population is `in_memory` (InMemoryPopulation); switch population to `beam` \
+             (BeamPopulation), or pick another selection policy",
+        ),
+        (
             "not_yaml",
             Box::new(|_| "population: [\n".to_owned()),
             "CARD:1:13: population: invalid type: sequence",

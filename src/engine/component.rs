@@ -101,6 +101,47 @@ pub struct ComponentInfo {
     pub params: &'static [ParamSpec],
 }
 
+/// A structure a block keeps that blocks of other slots may rely on (a
+/// population's beam or islands).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Feature {
+    /// A fixed-width beam of members (`Structure::Beam`).
+    Beam,
+    /// Islands with their own members and elites (`Structure::Islands`).
+    Islands,
+}
+
+impl Feature {
+    /// What has it, in words: "a beam" in "needs a beam population".
+    pub fn article_noun(self) -> &'static str {
+        match self {
+            Self::Beam => "a beam",
+            Self::Islands => "an island",
+        }
+    }
+}
+
+/// What a block needs from the block in another slot: "beam selection needs a
+/// beam population" is `Need { slot: Population, feature: Beam }`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Need {
+    /// The other slot.
+    pub slot: Slot,
+    /// What its block must provide.
+    pub feature: Feature,
+}
+
+impl fmt::Display for Need {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "needs {} {}",
+            self.feature.article_noun(),
+            self.slot.key().replace('_', " ")
+        )
+    }
+}
+
 /// What a component may use while it is built.
 #[derive(Clone)]
 pub struct BuildContext<'a> {
@@ -142,6 +183,12 @@ pub trait Component: Sized + 'static {
     type Params: Default + Clone + Serialize + DeserializeOwned + Send + Sync + 'static;
     /// Kind, type name, summary and parameter table.
     const INFO: ComponentInfo;
+    /// What this block keeps that blocks of other slots may rely on.
+    const PROVIDES: &'static [Feature] = &[];
+    /// What this block needs from the blocks of other slots. A card whose
+    /// blocks do not provide it is refused when it is checked, naming both
+    /// slots and the fix ([`crate::engine::registry::Registry::conflicts`]).
+    const NEEDS: &'static [Need] = &[];
 
     /// Checks across parameters that the table's types and ranges cannot
     /// express (e.g. two lists of the same length). Run once, when a card is

@@ -9,7 +9,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use crate::engine::component::{
-    BuildContext, Component, ComponentInfo, Fills, RegistryError, Slot, SlotTrait,
+    BuildContext, Component, ComponentInfo, Feature, Fills, Need, RegistryError, Slot, SlotTrait,
 };
 use crate::engine::evaluator::{CommandEvaluator, SlurmEvaluator, SubprocessEvaluator};
 use crate::engine::memory::{NullMemory, ScratchpadMemory};
@@ -38,6 +38,10 @@ pub struct Entry {
     pub info: ComponentInfo,
     /// Every parameter's default, from the component's `Params::default()`.
     pub defaults: ParamMap,
+    /// What it keeps that blocks of other slots may rely on.
+    pub provides: &'static [Feature],
+    /// What it needs from the blocks of other slots.
+    pub needs: &'static [Need],
     check: CheckFn,
     effective: EffectiveFn,
     build: BuildFn,
@@ -53,6 +57,8 @@ impl Entry {
             slot: <T::Slot as SlotTrait>::SLOT,
             info: T::INFO,
             defaults: defaults_of::<T::Params>(),
+            provides: T::PROVIDES,
+            needs: T::NEEDS,
             check: check_params::<T>,
             effective: effective_params::<T::Params>,
             build: build_component::<T>,
@@ -194,6 +200,51 @@ impl Configured {
     }
 }
 
+/// Two blocks that do not go together: the block in `slot` needs what the
+/// block in `need.slot` does not provide. Its text names both slots and the
+/// fix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    /// The slot whose block needs something.
+    pub slot: Slot,
+    /// Its kind and type name.
+    pub kind: &'static str,
+    pub type_name: &'static str,
+    /// What it needs, and from which slot.
+    pub need: Need,
+    /// The kind and type name in that slot, which lacks it.
+    pub other_kind: String,
+    pub other_type_name: Option<&'static str>,
+    /// The first kind of `need.slot` that provides it, with its type name.
+    pub fix: Option<(&'static str, &'static str)>,
+}
+
+impl std::fmt::Display for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let other = self.need.slot.key();
+        write!(
+            f,
+            "{} ({} `{}`) {}, but {other} is `{}`",
+            self.type_name,
+            self.slot.key(),
+            self.kind,
+            self.need,
+            self.other_kind
+        )?;
+        if let Some(name) = self.other_type_name {
+            write!(f, " ({name})")?;
+        }
+        match self.fix {
+            Some((kind, name)) => write!(
+                f,
+                "; switch {other} to `{kind}` ({name}), or pick another {}",
+                self.slot.key().replace('_', " ")
+            ),
+            None => write!(f, "; pick another {}", self.slot.key().replace('_', " ")),
+        }
+    }
+}
+
 /// Every implementation, as a table.
 pub struct Registry {
     entries: Vec<Entry>,
@@ -271,6 +322,98 @@ impl Registry {
                 kind: kind.to_owned(),
                 available: self.entries(slot).map(|e| e.info.kind).collect(),
             })
+    }
+
+    /// Every pair of blocks that do not go together when each slot holds
+    /// `kind_of(slot)`: the one compatibility rule, used by card checking,
+    /// `galapagos validate`, and the studio's status, palette and Start run.
+    /// Unknown kinds are skipped (they are an error of their own).
+    pub fn conflicts<'k>(&self, kind_of: impl Fn(Slot) -> &'k str) -> Vec<Conflict> {
+        let mut out = Vec::new();
+        for slot in Slot::ALL {
+            let Ok(entry) = self.entry(slot, kind_of(slot)) else {
+                continue;
+            };
+            for need in entry.needs {
+                let other_kind = kind_of(need.slot);
+                let other = self.entry(need.slot, other_kind).ok();
+                if other.is_some_and(|o| o.provides.contains(&need.feature)) {
+                    continue;
+                }
+                out.push(Conflict {
+                    slot,
+                    kind: entry.info.kind,
+                    type_name: entry.info.type_name,
+                    need: *need,
+                    other_kind: other_kind.to_owned(),
+                    other_type_name: other.map(|o| o.info.type_name),
+                    fix: self.provider(need.slot, need.feature),
+                });
+            }
+        }
+        out
+    }
+
+    /// The first kind of `slot` that provides `feature`, with its type name.
+    fn provider(&self, slot: Slot, feature: Feature) -> Option<(&'static str, &'static str)> {
+        self.entries(slot)
+            .find(|e| e.provides.contains(&feature))
+            .map(|e| (e.info.kind, e.info.type_name))
+    }
+
+    /// The other slots to switch so that putting `kind` into `slot` leaves no
+    /// conflict, given the other slots' kinds `kind_of` (the studio's "also
+    /// switch Population to BeamPopulation"): a slot whose block `kind` needs
+    /// something from gets the first kind that provides it; a slot whose
+    /// block needs what `kind` takes away gets the first kind of its slot
+    /// that fits. Empty when `kind` fits as it is (or when nothing would).
+    pub fn companions<'k>(
+        &self,
+        slot: Slot,
+        kind: &str,
+        kind_of: impl Fn(Slot) -> &'k str,
+    ) -> Vec<(Slot, &'static str)> {
+        let mut kinds: Vec<(Slot, String)> = Slot::ALL
+            .iter()
+            .map(|s| {
+                let k = if *s == slot { kind } else { kind_of(*s) };
+                (*s, k.to_owned())
+            })
+            .collect();
+        let mut changes: Vec<(Slot, &'static str)> = Vec::new();
+        // each round fixes one slot for good; six rounds and a last check
+        for _ in 0..=Slot::ALL.len() {
+            let current = |s: Slot| {
+                kinds
+                    .iter()
+                    .find(|(k, _)| *k == s)
+                    .map_or("", |(_, v)| v.as_str())
+            };
+            let Some(conflict) = self.conflicts(current).into_iter().next() else {
+                return changes;
+            };
+            let change = if conflict.slot == slot {
+                conflict.fix.map(|(k, _)| (conflict.need.slot, k))
+            } else {
+                self.entries(conflict.slot)
+                    .find(|e| {
+                        e.needs.iter().all(|n| {
+                            self.entry(n.slot, current(n.slot))
+                                .is_ok_and(|o| o.provides.contains(&n.feature))
+                        })
+                    })
+                    .map(|e| (conflict.slot, e.info.kind))
+            };
+            let Some((to_slot, to_kind)) = change.filter(|(s, _)| *s != slot) else {
+                return Vec::new();
+            };
+            if let Some(entry) = kinds.iter_mut().find(|(s, _)| *s == to_slot) {
+                entry.1 = to_kind.to_owned();
+            }
+            changes.retain(|(s, _)| *s != to_slot);
+            changes.push((to_slot, to_kind));
+        }
+        Vec::new()
     }
 
     /// Look `kind` up in `S`'s slot, check `params` and build it.
@@ -392,6 +535,11 @@ mod tests {
             // a card with this kind (defaults written out) loads, checks and
             // writes back unchanged
             let mut card = Card::new_default("registry_test");
+            // with the blocks it needs beside it (a beam policy, a beam)
+            let companions = registry.companions(entry.slot, info.kind, default_kind);
+            for (slot, kind) in companions {
+                *card.slot_mut(slot) = SlotSpec::new(kind);
+            }
             *card.slot_mut(entry.slot) = SlotSpec {
                 kind: info.kind.to_owned(),
                 params: entry.defaults.clone(),
@@ -435,6 +583,112 @@ mod tests {
                 entry.slot
             );
         }
+    }
+
+    /// The kind of each slot in `Card::new_default`.
+    fn default_kind(slot: Slot) -> &'static str {
+        match slot {
+            Slot::Population => "in_memory",
+            Slot::SelectionPolicy => "best_of_n",
+            Slot::PromptBuilder => "default",
+            Slot::Proposer => "diff",
+            Slot::Evaluator => "subprocess",
+            Slot::Memory => "none",
+        }
+    }
+
+    fn kinds(list: &[(Slot, &'static str)]) -> impl Fn(Slot) -> &'static str {
+        let list = list.to_vec();
+        move |slot| {
+            list.iter()
+                .find(|(s, _)| *s == slot)
+                .map_or_else(|| default_kind(slot), |(_, k)| k)
+        }
+    }
+
+    /// The one compatibility rule: what a block needs, what the other slot's
+    /// block provides, the message naming both and the fix.
+    #[test]
+    fn beam_selection_needs_a_beam_population_and_says_how_to_fix_it() {
+        let registry = Registry::builtin();
+        assert!(registry.conflicts(kinds(&[])).is_empty());
+        let conflicts = registry.conflicts(kinds(&[(Slot::SelectionPolicy, "beam")]));
+        assert_eq!(conflicts.len(), 1);
+        assert_eq!(
+            conflicts[0].to_string(),
+            "BeamSelectionPolicy (selection_policy `beam`) needs a beam population, but population \
+             is `in_memory` (InMemoryPopulation); switch population to `beam` (BeamPopulation), or \
+             pick another selection policy"
+        );
+        assert!(
+            registry
+                .conflicts(kinds(&[
+                    (Slot::SelectionPolicy, "beam"),
+                    (Slot::Population, "beam")
+                ]))
+                .is_empty()
+        );
+        let islands = registry.conflicts(kinds(&[(Slot::SelectionPolicy, "ucb_islands")]));
+        assert_eq!(islands.len(), 1);
+        assert_eq!(islands[0].fix, Some(("islands", "IslandPopulation")));
+        // an unknown kind is its own error, not a conflict
+        assert!(
+            registry
+                .conflicts(kinds(&[(Slot::Population, "nope")]))
+                .is_empty()
+        );
+
+        // the palette's companions: picking beam selection also switches the
+        // population; picking a flat population under beam selection also
+        // switches the policy back to one that fits
+        let card = kinds(&[]);
+        assert_eq!(
+            registry.companions(Slot::SelectionPolicy, "beam", &card),
+            vec![(Slot::Population, "beam")]
+        );
+        assert!(
+            registry
+                .companions(Slot::SelectionPolicy, "topk", &card)
+                .is_empty()
+        );
+        let beam = kinds(&[(Slot::SelectionPolicy, "beam"), (Slot::Population, "beam")]);
+        assert_eq!(
+            registry.companions(Slot::Population, "in_memory", &beam),
+            vec![(Slot::SelectionPolicy, "best_of_n")]
+        );
+        assert_eq!(
+            registry.companions(Slot::Population, "islands", &beam),
+            vec![(Slot::SelectionPolicy, "best_of_n")]
+        );
+        assert!(
+            registry
+                .companions(Slot::Population, "beam", &beam)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_card_with_blocks_that_do_not_go_together_is_refused_at_the_policy_kind() {
+        let registry = Registry::builtin();
+        let yaml = Card::new_default("t")
+            .to_yaml()
+            .replace("kind: best_of_n", "kind: beam");
+        let errors = Card::from_yaml(&yaml, "t.yaml", &registry)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            errors.starts_with("t.yaml:")
+                && errors.contains(": selection_policy.kind: BeamSelectionPolicy")
+                && errors.contains("switch population to `beam`"),
+            "{errors}"
+        );
+        let mut card = Card::new_default("t");
+        card.selection_policy = SlotSpec::new("beam");
+        assert_eq!(card.validate(&registry).len(), 1);
+        card.population = SlotSpec::new("beam");
+        assert!(card.validate(&registry).is_empty());
+        assert!(card.check(&registry).is_ok());
     }
 
     #[test]

@@ -732,6 +732,7 @@ impl App {
             }
             // card edits were handled above
             UiCommand::SetKind { .. }
+            | UiCommand::SetKinds(_)
             | UiCommand::SetParam { .. }
             | UiCommand::ResetParam { .. }
             | UiCommand::SetGeneral(_)
@@ -1083,15 +1084,20 @@ impl App {
                 ui.label(RichText::new("Card is valid").color(palette.ok));
             } else {
                 let n = self.problems.len();
-                let text = format!("{n} problem{}", if n == 1 { "" } else { "s" });
+                let first = self.problems.summary().unwrap_or_default();
+                let text = format!("{n} problem{}: {first}", if n == 1 { "" } else { "s" });
                 let lines: Vec<String> = self
                     .problems
                     .0
                     .iter()
                     .map(|p| format!("{}: {}", p.field, p.message))
                     .collect();
-                ui.label(RichText::new(text).color(palette.error))
-                    .on_hover_text(lines.join("\n"));
+                // at most half the bar, so the run's status keeps its room
+                ui.scope(|ui| {
+                    ui.set_max_width(ui.available_width() * 0.5);
+                    ui.add(egui::Label::new(RichText::new(text).color(palette.error)).truncate())
+                        .on_hover_text(lines.join("\n"));
+                });
             }
             ui.separator();
             if let Some(m) = &self.message {

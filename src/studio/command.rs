@@ -76,6 +76,9 @@ pub enum UiCommand {
     /// Put implementation `kind` into `slot`. Parameters the new kind does not
     /// know are dropped; a kind that is already there changes nothing.
     SetKind { slot: Slot, kind: String },
+    /// Put several implementations in at once, as one undo step (a block
+    /// and the blocks it needs beside it: beam selection with a beam).
+    SetKinds(Vec<(Slot, String)>),
     /// Set one parameter of a slot explicitly.
     SetParam {
         slot: Slot,
@@ -182,6 +185,7 @@ impl UiCommand {
         matches!(
             self,
             Self::SetKind { .. }
+                | Self::SetKinds(_)
                 | Self::SetParam { .. }
                 | Self::ResetParam { .. }
                 | Self::SetGeneral(_)
@@ -212,6 +216,27 @@ impl Commands {
     }
 }
 
+/// Put `kind` into `slot`, keeping only the parameters the new kind declares
+/// with a valid value; false when it was already there.
+fn set_kind(card: &mut Card, slot: Slot, kind: &str, registry: &Registry) -> bool {
+    let spec = card.slot_mut(slot);
+    if spec.kind == kind {
+        return false;
+    }
+    kind.clone_into(&mut spec.kind);
+    match registry.entry(slot, kind) {
+        Ok(entry) => spec.params.0.retain(|k, v| {
+            entry
+                .info
+                .params
+                .iter()
+                .any(|p| p.key == k && crate::engine::params::check_value(p.ty, v).is_ok())
+        }),
+        Err(_) => spec.params.0.clear(),
+    }
+    true
+}
+
 /// Apply a card-editing command to a copy of `card`. Returns the edited card
 /// and the undo-merge key, or `None` for commands that do not edit the card.
 pub fn apply_card_edit(
@@ -220,47 +245,45 @@ pub fn apply_card_edit(
     registry: &Registry,
 ) -> Option<(String, Card)> {
     let mut next = card.clone();
-    let key =
-        match command {
-            UiCommand::SetKind { slot, kind } => {
-                let spec = next.slot_mut(*slot);
-                if spec.kind == *kind {
-                    return None;
-                }
-                spec.kind.clone_from(kind);
-                // keep only the parameters the new kind declares with a valid value
-                match registry.entry(*slot, kind) {
-                    Ok(entry) => spec.params.0.retain(|k, v| {
-                        entry.info.params.iter().any(|p| {
-                            p.key == k && crate::engine::params::check_value(p.ty, v).is_ok()
-                        })
-                    }),
-                    Err(_) => spec.params.0.clear(),
-                }
-                format!("{}.kind", slot.key())
+    let key = match command {
+        UiCommand::SetKind { slot, kind } => {
+            if !set_kind(&mut next, *slot, kind, registry) {
+                return None;
             }
-            UiCommand::SetParam { slot, key, value } => {
-                next.slot_mut(*slot).params.set(key, value.clone());
-                format!("{}.{key}", slot.key())
+            format!("{}.kind", slot.key())
+        }
+        UiCommand::SetKinds(kinds) => {
+            let mut changed = false;
+            for (slot, kind) in kinds {
+                changed |= set_kind(&mut next, *slot, kind, registry);
             }
-            UiCommand::ResetParam { slot, key } => {
-                next.slot_mut(*slot).params.0.remove(key);
-                format!("{}.{key}#reset", slot.key())
+            if !changed {
+                return None;
             }
-            UiCommand::SetGeneral(general) => {
-                next.general = general.clone();
-                "general".to_owned()
-            }
-            UiCommand::SetSeed(seed) => {
-                next.seed = *seed;
-                "seed".to_owned()
-            }
-            UiCommand::SetMeta(meta) => {
-                (**meta).clone().write_to(&mut next);
-                "meta".to_owned()
-            }
-            _ => return None,
-        };
+            "kinds".to_owned()
+        }
+        UiCommand::SetParam { slot, key, value } => {
+            next.slot_mut(*slot).params.set(key, value.clone());
+            format!("{}.{key}", slot.key())
+        }
+        UiCommand::ResetParam { slot, key } => {
+            next.slot_mut(*slot).params.0.remove(key);
+            format!("{}.{key}#reset", slot.key())
+        }
+        UiCommand::SetGeneral(general) => {
+            next.general = general.clone();
+            "general".to_owned()
+        }
+        UiCommand::SetSeed(seed) => {
+            next.seed = *seed;
+            "seed".to_owned()
+        }
+        UiCommand::SetMeta(meta) => {
+            (**meta).clone().write_to(&mut next);
+            "meta".to_owned()
+        }
+        _ => return None,
+    };
     Some((key, next))
 }
 

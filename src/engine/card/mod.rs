@@ -268,6 +268,14 @@ impl Card {
                 },
             }
         }
+        // blocks that do not go together (beam selection without a beam)
+        for conflict in registry.conflicts(|slot| self.slot(slot).kind.as_str()) {
+            slots.remove(&conflict.slot);
+            out.push(Problem::new(
+                &format!("{}.kind", conflict.slot.key()),
+                &conflict.to_string(),
+            ));
+        }
         (slots, out)
     }
 
@@ -456,21 +464,22 @@ impl ValidCard {
             }
         };
         card.check(registry).map_err(|problems| {
-            CardErrors(
-                problems
-                    .into_iter()
-                    .map(|p| {
-                        let (line, col) = spans.find(&p.field).unwrap_or((1, 1));
-                        CardError {
-                            origin: origin.to_owned(),
-                            line,
-                            col,
-                            field: p.field,
-                            message: p.message,
-                        }
-                    })
-                    .collect(),
-            )
+            let mut errors: Vec<CardError> = problems
+                .into_iter()
+                .map(|p| {
+                    let (line, col) = spans.find(&p.field).unwrap_or((1, 1));
+                    CardError {
+                        origin: origin.to_owned(),
+                        line,
+                        col,
+                        field: p.field,
+                        message: p.message,
+                    }
+                })
+                .collect();
+            // in the order of the file (stable: one line's errors keep theirs)
+            errors.sort_by_key(|e| (e.line, e.col));
+            CardErrors(errors)
         })
     }
 

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::diversity::NgramSet;
 use super::{BeamView, GenomeStore, Population, Query, Structure, query_store};
-use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 
@@ -130,6 +130,7 @@ impl Component for BeamPopulation {
             },
         ],
     };
+    const PROVIDES: &'static [Feature] = &[Feature::Beam];
 
     fn build(params: BeamParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
         Ok(Self::new(params))

@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use super::diversity::NgramSet;
 use super::{GenomeStore, IslandView, IslandsView, Population, Query, Structure, query_store};
-use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 
@@ -263,6 +263,7 @@ impl Component for IslandPopulation {
             },
         ],
     };
+    const PROVIDES: &'static [Feature] = &[Feature::Islands];
 
     fn build(params: IslandParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
         Ok(Self::new(params))

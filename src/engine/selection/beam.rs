@@ -14,7 +14,9 @@ use rand::RngExt as _;
 use serde::{Deserialize, Serialize};
 
 use super::{PolicyStatus, Selection, SelectionError, SelectionPolicy};
-use crate::engine::component::{BuildContext, Component, ComponentInfo, RestoreError};
+use crate::engine::component::{
+    BuildContext, Component, ComponentInfo, Feature, Need, RestoreError, Slot,
+};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::diversity::NgramSet;
@@ -180,6 +182,10 @@ impl Component for BeamSelectionPolicy {
             },
         ],
     };
+    const NEEDS: &'static [Need] = &[Need {
+        slot: Slot::Population,
+        feature: Feature::Beam,
+    }];
 
     fn build(params: BeamSelectionParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
         Ok(Self::new(params))

@@ -18,7 +18,9 @@
 //! * Inspirations: `local_context_ratio` of them are the island's top
 //!   programs, the rest are drawn from the global elite archive.
 //!
-//! On a population without islands the whole population is one island.
+//! A card must pair it with an island population (UCB over a single island
+//! routes nothing); used directly on a population without islands, the whole
+//! population is one island.
 
 use std::collections::HashSet;
 
@@ -28,7 +30,9 @@ use serde::{Deserialize, Serialize};
 
 use super::explore_exploit::{fetch, fill, pools};
 use super::{PolicyStatus, Selection, SelectionError, SelectionPolicy};
-use crate::engine::component::{BuildContext, Component, ComponentInfo, RestoreError};
+use crate::engine::component::{
+    BuildContext, Component, ComponentInfo, Feature, Need, RestoreError, Slot,
+};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::Population;
@@ -166,6 +170,10 @@ impl Component for UCBBanditPolicy {
             },
         ],
     };
+    const NEEDS: &'static [Need] = &[Need {
+        slot: Slot::Population,
+        feature: Feature::Islands,
+    }];
 
     fn build(params: UcbBanditParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
         Ok(Self::new(params))

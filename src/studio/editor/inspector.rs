@@ -7,7 +7,7 @@ use crate::engine::params::ParamValue;
 
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::editor::params_ui::{PARAM_COLUMNS, param_row_ui};
-use crate::studio::editor::{EditorCtx, field_error_ui};
+use crate::studio::editor::{EditorCtx, also_switch_text, companions, field_error_ui, plain};
 
 /// Draw the inspector of `ctx.selected`.
 pub fn inspector_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
@@ -41,7 +41,7 @@ pub fn inspector_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
                             i.kind == spec.kind,
                             format!("{} · {}", i.type_name, i.kind),
                         )
-                        .on_hover_text(i.summary)
+                        .on_hover_text(plain(i.summary))
                         .clicked()
                     {
                         picked = Some(i.kind.to_owned());
@@ -57,10 +57,24 @@ pub fn inspector_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
     if let Some(reason) = ctx.problems.at(&format!("{}.kind", slot.key())) {
         field_error_ui(ui, reason);
     }
+    // the one-click fix when this block and another do not go together
+    let fix = companions(ctx, slot, &spec.kind);
+    if !fix.is_empty() {
+        let text = format!("Fix: {}", also_switch_text(&fix));
+        if ui
+            .button(text)
+            .on_hover_text("Switch the other blocks so that this one fits (one undo step)")
+            .clicked()
+        {
+            commands.push(UiCommand::SetKinds(
+                fix.into_iter().map(|(s, k, _)| (s, k)).collect(),
+            ));
+        }
+    }
     let Some(info) = info else {
         return;
     };
-    ui.add(egui::Label::new(RichText::new(info.summary).italics()).wrap());
+    ui.add(egui::Label::new(RichText::new(plain(info.summary)).italics()).wrap());
     ui.add_space(crate::studio::theme::SECTION_GAP);
 
     if info.params.is_empty() {

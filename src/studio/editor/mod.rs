@@ -91,6 +91,42 @@ pub struct EditorCtx<'a> {
     pub running: bool,
 }
 
+/// The other slots to switch so that `kind` fits in `slot` with the card's
+/// blocks, each as (slot, kind, type name): the one compatibility rule of the
+/// engine ([`Registry::companions`]).
+pub fn companions(ctx: &EditorCtx<'_>, slot: Slot, kind: &str) -> Vec<(Slot, String, String)> {
+    ctx.registry
+        .companions(slot, kind, |s| ctx.card.slot(s).kind.as_str())
+        .into_iter()
+        .map(|(s, k)| {
+            let name = ctx
+                .registry
+                .entry(s, k)
+                .map_or_else(|_| k.to_owned(), |e| e.info.type_name.to_owned());
+            (s, k.to_owned(), name)
+        })
+        .collect()
+}
+
+/// "also switch Population to BeamPopulation" for a list of companions.
+pub fn also_switch_text(companions: &[(Slot, String, String)]) -> String {
+    let parts: Vec<String> = companions
+        .iter()
+        .map(|(s, _, name)| format!("{} to {name}", s.title()))
+        .collect();
+    format!("also switch {}", parts.join(" and "))
+}
+
+/// A component's text as the studio's fonts can draw it: the default fonts
+/// have no arrow glyphs, so `→` is written `->`.
+pub fn plain(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('→') {
+        std::borrow::Cow::Owned(text.replace('→', "->"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
 /// Show a reason in the error colour right under a field.
 pub fn field_error_ui(ui: &mut egui::Ui, reason: &str) {
     ui.label(
