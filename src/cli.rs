@@ -31,7 +31,7 @@ pub enum Command {
     Run(RunArgs),
     /// Check cards: every error with file:line:col and the field.
     Validate {
-        /// Card files.
+        /// Card files (or names of built-in cards).
         #[arg(required = true)]
         cards: Vec<PathBuf>,
     },
@@ -95,10 +95,10 @@ pub enum Command {
 /// `galapagos run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// The scaffold card (YAML).
+    /// The scaffold card (YAML), or the name of a built-in card (best_of_n, topk, ...).
     pub card: PathBuf,
     /// Task folder: OpenEvolve's layout (initial_program.*, evaluator.py, config.yaml, README.md) or
-    /// ShinkaEvolve's (initial.*, evaluate.py).
+    /// ShinkaEvolve's (initial.*, evaluate.py); or the name of a built-in task (circle_packing, ...).
     #[arg(long)]
     pub task: PathBuf,
     /// The task's OpenEvolve config file, when the folder has several (relative to the task folder);
@@ -162,9 +162,14 @@ pub fn resolve_model(
     )
 }
 
-/// Load and check a card, printing every error on failure.
+/// Load and check a card, printing every error on failure. A name with no
+/// such file (`best_of_n`) is the built-in card of that name.
 fn load_card(path: &Path, registry: &Registry) -> Result<ValidCard, i32> {
-    ValidCard::load(path, registry).map_err(|errors| {
+    let loaded = match crate::engine::builtin::card_for_arg(path) {
+        Some(card) => ValidCard::from_yaml(card.yaml, &format!("built-in:{}", card.name), registry),
+        None => ValidCard::load(path, registry),
+    };
+    loaded.map_err(|errors| {
         for e in &errors.0 {
             eprintln!("error: {e}");
         }
@@ -330,7 +335,26 @@ pub fn run(args: &RunArgs) -> i32 {
     };
     // The task folder is checked before anything is written: a bad one is
     // one message and exit 2, with no run folder.
-    let task = match Task::load_with(&args.task, args.config.as_deref()) {
+    // a name with no such folder (`circle_packing`) is the built-in task
+    let task_dir = match crate::engine::builtin::task_dir_for_arg(&args.task) {
+        Ok(dir) => dir.unwrap_or_else(|| args.task.clone()),
+        Err(e) => {
+            eprintln!(
+                "error: cannot write the built-in task {} to {}: {e}",
+                args.task.display(),
+                crate::engine::builtin::tasks_dir().display()
+            );
+            return 2;
+        }
+    };
+    if task_dir != args.task {
+        println!(
+            "task:        built-in {} ({})",
+            args.task.display(),
+            task_dir.display()
+        );
+    }
+    let task = match Task::load_with(&task_dir, args.config.as_deref()) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");

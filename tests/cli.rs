@@ -506,3 +506,64 @@ fn the_summary_names_the_model_once_and_each_progress_line_prints_once() {
         "{stderr}"
     );
 }
+
+/// Built-in cards and tasks are in the binary: from an empty folder with an
+/// empty home, names resolve to them and the run works.
+#[test]
+fn a_run_from_an_empty_folder_with_an_empty_home_uses_the_built_in_card_and_task() {
+    let cwd = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let out = galapagos()
+        .args([
+            "run",
+            "best_of_n",
+            "--task",
+            "circle_packing",
+            "--iterations",
+            "5",
+        ])
+        .current_dir(cwd.path())
+        .env("HOME", home.path())
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("task:        built-in circle_packing"),
+        "{stdout}"
+    );
+    // the task was written into the per-user data dir, the run into ./runs
+    assert!(
+        home.path()
+            .join(".local/share/galapagos/tasks/circle_packing/evaluator.py")
+            .is_file()
+    );
+    let runs: Vec<_> = std::fs::read_dir(cwd.path().join("runs"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(runs.len(), 1);
+    assert!(runs[0].path().join("archive.sqlite").is_file());
+
+    // validate takes the names too; an unknown name is still a missing file
+    let ok = galapagos()
+        .args(["validate", "beam_search", "topk.yaml"])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let missing = galapagos()
+        .args(["validate", "no_such_card"])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no_such_card: cannot read"));
+}

@@ -123,3 +123,49 @@ fn an_incompatible_beam_pick_is_flagged_blocks_start_with_the_reason_and_is_fixe
     assert_eq!(kind(&h, Slot::SelectionPolicy), "best_of_n");
     assert_eq!(kind(&h, Slot::Population), "in_memory");
 }
+
+/// Opened anywhere: the library lists the built-in cards whatever its folder
+/// holds, a card and a task given by name resolve to the built-ins, and the
+/// studio is ready to run.
+#[test]
+fn built_in_cards_are_listed_and_names_resolve_outside_the_repository() {
+    let runs = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let state = State {
+        runs_folder: runs.path().to_path_buf(),
+        ..State::default()
+    };
+    let mut app = App::new(state, Arc::new(Registry::builtin()))
+        .with_model(galapagos::engine::model::default_model());
+    app.set_library_folder(empty.path());
+    app.launch(StudioLaunch {
+        card: Some(PathBuf::from("topk")),
+        task: Some(PathBuf::from("circle_packing")),
+    });
+    assert!(app.card_errors().is_none());
+    assert_eq!(app.doc.card.name, "topk");
+    assert_eq!(app.doc.path, None, "a built-in opens as a new card");
+    assert!(app.task_dir().join("evaluator.py").is_file());
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1024.0, 640.0))
+        .build_ui_state(|ui, app: &mut App| app.show(ui), app);
+    h.run();
+    assert_eq!(h.state().run_blocker(), None);
+    assert!(h.query_by_label_contains("No cards in").is_none());
+    let title = galapagos::engine::card::Card::from_yaml(
+        galapagos::engine::builtin::card("beam_search")
+            .unwrap()
+            .yaml,
+        "x",
+        &Registry::builtin(),
+    )
+    .unwrap()
+    .display_title()
+    .to_owned();
+    h.get_by_label(&title).click_accesskit();
+    h.run();
+    assert_eq!(h.state().doc.card.name, "beam_search");
+    assert_eq!(h.state().run_blocker(), None);
+    // the path field follows the open card: nothing to overwrite
+    assert_eq!(h.state().path_field, "");
+}

@@ -4,6 +4,7 @@
 //! This module never depends on the studio (egui).
 
 pub mod archive;
+pub mod builtin;
 pub mod card;
 pub mod component;
 pub mod evaluator;

@@ -40,8 +40,12 @@ pub const APP_TITLE: &str = "Galapagos Studio";
 pub const DEFAULT_CARD: &str = "cards/best_of_n.yaml";
 /// Shipped task opened when nothing is given.
 pub const DEFAULT_TASK: &str = "assets/tasks/circle_packing";
-/// Folder of built-in cards.
+/// Folder of cards listed in the library beside the built-in ones.
 pub const CARDS_FOLDER: &str = "cards";
+/// Built-in card opened when nothing is given outside a checkout.
+pub const DEFAULT_BUILTIN_CARD: &str = "best_of_n";
+/// Built-in task used when nothing is given outside a checkout.
+pub const DEFAULT_BUILTIN_TASK: &str = "circle_packing";
 
 /// What the studio opens with (from the command line).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -57,6 +61,7 @@ pub struct StudioLaunch {
 enum Pending {
     New,
     Open(PathBuf),
+    Builtin(String),
     Import(Box<Card>),
 }
 
@@ -266,21 +271,43 @@ impl App {
     /// nothing given, the built-in card and shipped task when they exist.
     pub fn launch(&mut self, launch: StudioLaunch) {
         let nothing_given = launch.card.is_none() && launch.task.is_none();
-        let card = launch.card.or_else(|| {
-            nothing_given
-                .then(|| PathBuf::from(DEFAULT_CARD))
-                .filter(|p| p.is_file())
-        });
-        if let Some(card) = card {
-            self.open_now(&card);
+        match launch.card {
+            // a name with no such file is the built-in card of that name
+            Some(card) => match crate::engine::builtin::card_for_arg(&card) {
+                Some(builtin) => self.open_builtin_now(builtin.name),
+                None => self.open_now(&card),
+            },
+            None if nothing_given => {
+                let checkout = PathBuf::from(DEFAULT_CARD);
+                if checkout.is_file() {
+                    self.open_now(&checkout);
+                } else {
+                    self.open_builtin_now(DEFAULT_BUILTIN_CARD);
+                }
+            }
+            None => {}
         }
         let task = launch.task.or_else(|| {
-            nothing_given
-                .then(|| PathBuf::from(DEFAULT_TASK))
-                .filter(|p| p.is_dir())
+            nothing_given.then(|| {
+                let checkout = PathBuf::from(DEFAULT_TASK);
+                if checkout.is_dir() {
+                    checkout
+                } else {
+                    PathBuf::from(DEFAULT_BUILTIN_TASK)
+                }
+            })
         });
         if let Some(task) = task {
-            self.set_task_folder(task);
+            // a name with no such folder is the built-in task, written out
+            // into the per-user data dir
+            match crate::engine::builtin::task_dir_for_arg(&task) {
+                Ok(Some(dir)) => self.set_task_folder(dir),
+                Ok(None) => self.set_task_folder(task),
+                Err(e) => {
+                    self.error(format!("cannot write the built-in task: {e}"));
+                    self.set_task_folder(task);
+                }
+            }
         }
     }
 
@@ -374,7 +401,7 @@ impl App {
     fn open_now(&mut self, path: &Path) {
         match read_card(path, &self.registry) {
             Ok(card) => {
-                self.doc = Document::new(card, Some(path.to_path_buf()));
+                self.set_doc(Document::new(card, Some(path.to_path_buf())));
                 self.problems_revision = None;
                 self.state.remember_card(path);
                 self.card_errors = None;
@@ -392,8 +419,39 @@ impl App {
         }
     }
 
+    /// Edit another card: the path field follows its file (empty for a card
+    /// never saved), so "Save to path" never writes over the previous file.
+    fn set_doc(&mut self, doc: Document) {
+        self.path_field = doc
+            .path
+            .as_ref()
+            .map_or_else(String::new, |p| p.display().to_string());
+        self.doc = doc;
+    }
+
+    /// Open the built-in card `name` as a new card (not tied to a file).
+    fn open_builtin_now(&mut self, name: &str) {
+        let Some(builtin) = crate::engine::builtin::card(name) else {
+            return self.error(format!("There is no built-in card {name}"));
+        };
+        match Card::from_yaml(builtin.yaml, &format!("built-in:{name}"), &self.registry) {
+            Ok(card) => {
+                self.set_doc(Document::new(card, None));
+                self.problems_revision = None;
+                self.card_errors = None;
+                self.info(format!(
+                    "Opened the built-in card {name} (Save asks where to keep it)"
+                ));
+            }
+            Err(errors) => {
+                self.error(format!("The built-in card {name} could not be opened"));
+                self.card_errors = Some(errors);
+            }
+        }
+    }
+
     fn new_now(&mut self) {
-        self.doc = Document::new(Card::new_default("untitled"), None);
+        self.set_doc(Document::new(Card::new_default("untitled"), None));
         self.problems_revision = None;
         self.info("New card");
     }
@@ -420,7 +478,7 @@ impl App {
             "Imported {}/{} (not saved yet)",
             card.namespace, card.name
         ));
-        self.doc = Document::new(card, None);
+        self.set_doc(Document::new(card, None));
         self.doc.dirty = true;
         self.problems_revision = None;
     }
@@ -547,8 +605,17 @@ impl App {
     fn poll_jobs(&mut self) {
         for result in self.jobs.poll() {
             match result {
-                JobResult::Picked { path: None, .. } => {
-                    self.info("No file chosen (type a path in the card path field instead)");
+                JobResult::Picked { pick, path: None } => {
+                    // without a native dialog every path can still be typed:
+                    // name the field that takes this one
+                    let field = match pick {
+                        Pick::OpenCard | Pick::SaveCard => "the Card path field in the toolbar",
+                        Pick::TaskFolder => "the task folder field under General (Blocks tab)",
+                        Pick::ExportFolder | Pick::ImportBundle => {
+                            "the Bundle path field on the Details tab"
+                        }
+                    };
+                    self.info(format!("No file chosen: type the path in {field} instead"));
                 }
                 JobResult::Picked {
                     pick,
@@ -646,6 +713,13 @@ impl App {
                     self.open_now(&path);
                 }
             }
+            UiCommand::OpenBuiltin(name) => {
+                if self.doc.dirty {
+                    self.pending = Some(Pending::Builtin(name));
+                } else {
+                    self.open_builtin_now(&name);
+                }
+            }
             UiCommand::BrowseOpen => {
                 if let Some(ctx) = self.ctx.clone() {
                     self.jobs.pick(Pick::OpenCard, self.dialog_start(), &ctx);
@@ -684,6 +758,7 @@ impl App {
             UiCommand::ConfirmDiscard => match self.pending.take() {
                 Some(Pending::New) => self.new_now(),
                 Some(Pending::Open(path)) => self.open_now(&path),
+                Some(Pending::Builtin(name)) => self.open_builtin_now(&name),
                 Some(Pending::Import(card)) => self.import_now(*card),
                 None => {}
             },
@@ -1230,6 +1305,7 @@ impl App {
             let what = match pending {
                 Pending::New => "start a new card".to_owned(),
                 Pending::Open(p) => format!("open {}", p.display()),
+                Pending::Builtin(name) => format!("open the built-in card {name}"),
                 Pending::Import(c) => format!("import {}/{}", c.namespace, c.name),
             };
             let title = self.doc.title();

@@ -115,6 +115,9 @@ pub enum UiCommand {
     NewCard,
     /// Open the card file at this path (asks first when unsaved).
     OpenCard(PathBuf),
+    /// Open the built-in card of this name as a new, unsaved card (asks first
+    /// when unsaved).
+    OpenBuiltin(String),
     /// Open a native file dialog to pick a card (off the UI thread).
     BrowseOpen,
     /// Save to the current file, or ask for one when there is none.

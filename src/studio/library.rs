@@ -1,5 +1,6 @@
-//! The card library: built-in cards from the `cards/` folder and recently
-//! opened ones, listed in the left panel.
+//! The card library: the built-in cards (embedded in the binary, so listed
+//! wherever the studio was opened), the cards of a folder (`cards/`) and the
+//! recently opened ones, listed in the left panel.
 
 use std::path::{Path, PathBuf};
 
@@ -53,13 +54,29 @@ impl LibraryEntry {
     }
 }
 
-/// The built-in cards found in a folder.
+/// One built-in card, as the library lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BuiltinEntry {
+    /// The built-in's name (`best_of_n`).
+    pub name: &'static str,
+    /// Display title.
+    pub title: String,
+    /// One-line summary, or why it does not load with this registry.
+    pub summary: String,
+    /// True when the card loads cleanly.
+    pub ok: bool,
+}
+
+/// The built-in cards and the cards found in a folder.
 #[derive(Clone, Debug, Default)]
 pub struct Library {
     /// The folder scanned.
     pub folder: PathBuf,
-    /// Its cards, sorted by file name.
-    pub builtin: Vec<LibraryEntry>,
+    /// The built-in cards, by name.
+    pub builtin: Vec<BuiltinEntry>,
+    /// The folder's cards, sorted by file name, without the copies of
+    /// built-in cards (same name, same text).
+    pub files: Vec<LibraryEntry>,
 }
 
 impl Library {
@@ -76,9 +93,40 @@ impl Library {
             })
             .unwrap_or_default();
         paths.sort();
+        // a checkout's cards/ holds the built-ins themselves: list them once
+        paths.retain(|p| {
+            let copy = p
+                .file_stem()
+                .and_then(|stem| crate::engine::builtin::card(&stem.to_string_lossy()))
+                .is_some_and(|b| std::fs::read(p).ok().as_deref() == Some(b.yaml.as_bytes()));
+            !copy
+        });
+        let builtin = crate::engine::builtin::CARDS
+            .iter()
+            .map(
+                |b| match Card::from_yaml(b.yaml, &format!("built-in:{}", b.name), registry) {
+                    Ok(card) => BuiltinEntry {
+                        name: b.name,
+                        title: card.display_title().to_owned(),
+                        summary: card.summary,
+                        ok: true,
+                    },
+                    Err(errors) => BuiltinEntry {
+                        name: b.name,
+                        title: b.name.to_owned(),
+                        summary: errors
+                            .0
+                            .first()
+                            .map_or_else(String::new, |e| format!("cannot open: {}", e.message)),
+                        ok: false,
+                    },
+                },
+            )
+            .collect();
         Self {
             folder: folder.to_path_buf(),
-            builtin: paths
+            builtin,
+            files: paths
                 .iter()
                 .map(|p| LibraryEntry::of(p, registry))
                 .collect(),
@@ -105,10 +153,28 @@ impl Library {
                 }
             });
         });
-        if self.builtin.is_empty() {
-            ui.weak(format!("No cards in {}", self.folder.display()));
-        }
+        ui.label(egui::RichText::new("Built-in").small().strong());
         for entry in &self.builtin {
+            let response = ui
+                .selectable_label(false, entry.title.as_str())
+                .on_hover_text(format!(
+                    "built-in card {} (opens as a new card: Save asks where)\n{}",
+                    entry.name, entry.summary
+                ));
+            if response.clicked() {
+                commands.push(UiCommand::OpenBuiltin(entry.name.to_owned()));
+            }
+            summary_ui(ui, &entry.summary, entry.ok);
+        }
+        if !self.files.is_empty() {
+            ui.add_space(crate::studio::theme::SECTION_GAP);
+            ui.label(
+                egui::RichText::new(format!("In {}", self.folder.display()))
+                    .small()
+                    .strong(),
+            );
+        }
+        for entry in &self.files {
             entry_ui(ui, entry, current, commands);
         }
         if !recent.is_empty() {
@@ -144,14 +210,20 @@ fn entry_ui(
     if response.clicked() {
         commands.push(UiCommand::OpenCard(entry.path.clone()));
     }
-    if !entry.summary.is_empty() {
-        let text = egui::RichText::new(&entry.summary).small();
-        let text = if entry.ok {
+    summary_ui(ui, &entry.summary, entry.ok);
+}
+
+/// A card's summary under its title, on one line (the whole on hover).
+fn summary_ui(ui: &mut egui::Ui, summary: &str, ok: bool) {
+    if !summary.is_empty() {
+        let text = egui::RichText::new(summary).small();
+        let text = if ok {
             text.weak()
         } else {
             text.color(ui.visuals().error_fg_color)
         };
-        ui.add(egui::Label::new(text).truncate());
+        ui.add(egui::Label::new(text).truncate())
+            .on_hover_text(summary);
     }
 }
 
@@ -176,17 +248,23 @@ mod tests {
         Card::new_default("a")
             .save(&dir.path().join("a.yaml"))
             .unwrap();
+        // a copy of a built-in card is listed once, as the built-in
+        std::fs::write(
+            dir.path().join("topk.yaml"),
+            crate::engine::builtin::card("topk").unwrap().yaml,
+        )
+        .unwrap();
         let lib = Library::scan(dir.path(), &registry);
-        assert_eq!(lib.builtin.len(), 2);
-        assert_eq!(lib.builtin[0].path, dir.path().join("a.yaml"));
-        let broken = &lib.builtin[1];
+        assert_eq!(lib.files.len(), 2);
+        assert_eq!(lib.files[0].path, dir.path().join("a.yaml"));
+        let broken = &lib.files[1];
         assert!(!broken.ok);
         assert_eq!(broken.title, "b");
         assert!(broken.summary.starts_with("cannot open"));
-        assert!(
-            Library::scan(&dir.path().join("missing"), &registry)
-                .builtin
-                .is_empty()
-        );
+        let empty = Library::scan(&dir.path().join("missing"), &registry);
+        assert!(empty.files.is_empty());
+        // the built-ins are listed wherever the studio is
+        assert_eq!(empty.builtin.len(), crate::engine::builtin::CARDS.len());
+        assert!(empty.builtin.iter().all(|b| b.ok), "{:?}", empty.builtin);
     }
 }

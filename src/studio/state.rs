@@ -92,7 +92,8 @@ pub struct State {
     pub recent_cards: Vec<PathBuf>,
     /// Side panels.
     pub layout: PanelLayout,
-    /// Where runs are recorded (`<runs>/<card>-<task>-<time>`).
+    /// Where runs are recorded (`<runs>/<card>-<task>-<time>`); by default
+    /// `runs/` in the per-user data dir.
     pub runs_folder: PathBuf,
     /// The task folder used last.
     pub last_task_folder: Option<PathBuf>,
@@ -106,7 +107,8 @@ impl Default for State {
             theme: ThemeChoice::default(),
             recent_cards: Vec::new(),
             layout: PanelLayout::default(),
-            runs_folder: PathBuf::from("runs"),
+            // per user, so a studio opened anywhere records its runs in one place
+            runs_folder: crate::engine::builtin::data_dir().join("runs"),
             last_task_folder: None,
             tab: Tab::default(),
         }
