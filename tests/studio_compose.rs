@@ -169,3 +169,185 @@ fn built_in_cards_are_listed_and_names_resolve_outside_the_repository() {
     // the path field follows the open card: nothing to overwrite
     assert_eq!(h.state().path_field, "");
 }
+
+fn inside(r: egui::Rect, outer: egui::Rect) -> bool {
+    outer.expand(1.0).contains_rect(r)
+}
+
+/// Step the studio (and its run) until `done`, or fail after `secs`.
+fn step_until(h: &mut Harness<'_, App>, secs: u64, done: impl Fn(&App) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !done(h.state()) {
+        h.step();
+        let ctx = h.ctx.clone();
+        h.state_mut().logic(&ctx);
+        assert!(std::time::Instant::now() < deadline, "timed out");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    h.run();
+}
+
+/// At 1024×640 the six blocks, the inspector and the toolbar fit without
+/// overlapping; F5 starts a run, whose plot, table and inspector fit too (the
+/// block inspector gives way), and Shift+F5 stops it.
+#[test]
+fn at_1024_by_640_everything_fits_and_the_keyboard_starts_and_stops_a_run() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut h = studio(runs.path(), egui::vec2(1024.0, 640.0));
+    let window = egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(1024.0, 640.0));
+    let canvas = h.get_by_label("Block canvas").rect();
+    assert!(inside(canvas, window), "canvas {canvas:?}");
+    // the blocks are drawn in the canvas's own coordinates, zoomed to fit:
+    // what the canvas shows holds all six, at a zoom that keeps them legible
+    let view = h.state().canvas_view().rect;
+    let zoom = (canvas.width() / view.width()).min(canvas.height() / view.height());
+    assert!(zoom > 0.75, "zoomed out to {zoom}");
+    let mut blocks: Vec<egui::Rect> = Vec::new();
+    for slot in Slot::ALL {
+        let r = h.get_by_label(&format!("{} block", slot.title())).rect();
+        assert!(
+            inside(r, view),
+            "{slot} block {r:?} outside the view {view:?}"
+        );
+        assert!(
+            r.width() * zoom > 80.0,
+            "{slot} block too small: {r:?} at {zoom}"
+        );
+        for other in &blocks {
+            assert!(!r.intersects(*other), "{slot} block overlaps another");
+        }
+        blocks.push(r);
+    }
+    // the toolbar: nothing overprints
+    let mut bar: Vec<(String, egui::Rect)> = ["Start run", "Undo", "Redo", "New", "Save to path"]
+        .into_iter()
+        .map(|l| (l.to_owned(), h.get_by_label(l).rect()))
+        .collect();
+    bar.push((
+        "Model".to_owned(),
+        h.get_by_label_contains("Model: ").rect(),
+    ));
+    for (i, (a, ra)) in bar.iter().enumerate() {
+        assert!(inside(*ra, window), "{a} {ra:?} outside the window");
+        for (b, rb) in &bar[i + 1..] {
+            assert!(!ra.intersects(*rb), "{a} {ra:?} overlaps {b} {rb:?}");
+        }
+    }
+    // every block's inspector draws (its texts have glyphs) inside the window,
+    // beside the canvas, also with the widest parameter rows (the beam policy)
+    h.get_by_label("BeamSelectionPolicy").click_accesskit();
+    h.run();
+    let canvas = h.get_by_label("Block canvas").rect();
+    let r = h.get_by_label("Implementation").rect();
+    assert!(
+        inside(r, window) && !canvas.intersects(r),
+        "{r:?} vs the canvas {canvas:?}"
+    );
+    assert!(h.state_mut().doc.undo());
+    h.run();
+    for slot in Slot::ALL {
+        h.get_by_label(&format!("{} block", slot.title()))
+            .click_accesskit();
+        h.run();
+        assert_eq!(h.state().selected, slot);
+        let r = h.get_by_label("Implementation").rect();
+        assert!(inside(r, window), "{slot} inspector {r:?}");
+        assert!(!canvas.intersects(r), "the inspector covers the canvas");
+    }
+
+    // F5 starts the run and shows it
+    h.key_press(egui::Key::F5);
+    step_until(&mut h, 120, |app| app.run_view.history().genomes.len() >= 4);
+    assert!(h.state().run_view.is_running());
+    assert_eq!(h.state().state.tab, galapagos::studio::state::Tab::Run);
+    let best = h.state().run_view.history().best_id.unwrap();
+    h.state_mut().run_view.select(Some(best));
+    h.run();
+    assert!(
+        h.query_by_label("Implementation").is_none(),
+        "the block inspector stays on the Run tab"
+    );
+    let plot = h.get_by_label("Fitness plot").rect();
+    let table = h.get_by_label("iteration").rect();
+    let inspector = h.get_by_label(&format!("Genome #{best}")).rect();
+    for (what, r) in [("plot", plot), ("table", table), ("inspector", inspector)] {
+        assert!(inside(r, window), "{what} {r:?} outside the window");
+    }
+    assert!(
+        plot.height() > 100.0 && plot.width() > 300.0,
+        "plot {plot:?}"
+    );
+    assert!(!plot.intersects(inspector) && !table.intersects(inspector));
+
+    // Shift+F5 stops it
+    h.key_press_modifiers(egui::Modifiers::SHIFT, egui::Key::F5);
+    step_until(&mut h, 60, |app| !app.run_view.is_running());
+    let summary = h.state().run_view.history().summary.clone().unwrap();
+    assert_eq!(
+        summary.status,
+        galapagos::engine::events::RunStatus::Stopped
+    );
+    assert!(summary.iterations < 100, "{}", summary.iterations);
+
+    // Ctrl+1 goes back to the blocks
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Num1);
+    h.run();
+    assert_eq!(h.state().state.tab, galapagos::studio::state::Tab::Editor);
+    h.get_by_label("Population block");
+}
+
+/// Renders the blocks and run views at 1024×640 and 1920×1080 (wgpu on a
+/// CPU adapter): `SCREENSHOT_DIR=assets/screenshots cargo test --test
+/// studio_compose -- --ignored screenshots`.
+#[test]
+#[ignore = "writes PNG files; run by hand"]
+fn screenshots() {
+    let out = std::env::var("SCREENSHOT_DIR").unwrap_or_else(|_| "target/screenshots".to_owned());
+    std::fs::create_dir_all(&out).unwrap();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for (w, h_px) in [(1024.0, 640.0), (1920.0, 1080.0)] {
+        let runs = tempfile::tempdir().unwrap();
+        let state = State {
+            runs_folder: runs.path().to_path_buf(),
+            ..State::default()
+        };
+        let mut app = App::new(state, Arc::new(Registry::builtin()))
+            .with_model(galapagos::engine::model::default_model());
+        app.launch(StudioLaunch {
+            card: Some(root.join("cards/best_of_n.yaml")),
+            task: Some(root.join("assets/tasks/circle_packing")),
+        });
+        let mut h = Harness::builder()
+            .with_size(egui::vec2(w, h_px))
+            .wgpu()
+            .build_ui_state(|ui, app: &mut App| app.show(ui), app);
+        h.run();
+        // the natural first edit, flagged, with its fix on offer
+        h.get_by_label("BeamSelectionPolicy").click_accesskit();
+        h.run_steps(3);
+        h.render()
+            .unwrap()
+            .save(format!("{out}/blocks-{w}x{h_px}.png"))
+            .unwrap();
+        h.get_by_role_and_label(
+            Role::Button,
+            "Fix: also switch Population to BeamPopulation",
+        )
+        .click_accesskit();
+        h.run();
+        h.key_press(egui::Key::F5);
+        step_until(&mut h, 30, |app| app.run_view.is_running());
+        step_until(&mut h, 240, |app| {
+            app.run_view.history().genomes.len() >= 60 || !app.run_view.is_running()
+        });
+        let best = h.state().run_view.history().best_id;
+        h.state_mut().run_view.select(best);
+        h.run_steps(3);
+        h.render()
+            .unwrap()
+            .save(format!("{out}/run-{w}x{h_px}.png"))
+            .unwrap();
+        h.key_press_modifiers(egui::Modifiers::SHIFT, egui::Key::F5);
+        step_until(&mut h, 60, |app| !app.run_view.is_running());
+    }
+}

@@ -18,7 +18,7 @@ use crate::engine::launch::RunPlan;
 use crate::engine::model::{LanguageModel, ModelOverrides, ModelSettings};
 use crate::engine::registry::Registry;
 use crate::studio::command::{Commands, UiCommand, apply_card_edit};
-use crate::studio::editor::canvas::canvas_ui;
+use crate::studio::editor::canvas::{CanvasView, canvas_ui};
 use crate::studio::editor::details::details_ui;
 use crate::studio::editor::general::{Folders, general_ui};
 use crate::studio::editor::inspector::inspector_ui;
@@ -46,6 +46,15 @@ pub const CARDS_FOLDER: &str = "cards";
 pub const DEFAULT_BUILTIN_CARD: &str = "best_of_n";
 /// Built-in task used when nothing is given outside a checkout.
 pub const DEFAULT_BUILTIN_TASK: &str = "circle_packing";
+
+/// Start a run (listed in the Run menu).
+pub const START_SHORTCUT: KeyboardShortcut = KeyboardShortcut::new(Modifiers::NONE, Key::F5);
+/// Pause or resume the live run.
+pub const PAUSE_SHORTCUT: KeyboardShortcut = KeyboardShortcut::new(Modifiers::NONE, Key::F6);
+/// Stop the live run.
+pub const STOP_SHORTCUT: KeyboardShortcut = KeyboardShortcut::new(Modifiers::SHIFT, Key::F5);
+/// Ctrl+1 .. Ctrl+5 show the tabs in [`Tab::ALL`] order.
+const TAB_KEYS: [Key; 5] = [Key::Num1, Key::Num2, Key::Num3, Key::Num4, Key::Num5];
 
 /// What the studio opens with (from the command line).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -132,6 +141,8 @@ pub struct App {
     message: Option<Message>,
     applied_theme: Option<ThemeChoice>,
     window_title: String,
+    /// The block canvas's pan and zoom.
+    canvas_view: CanvasView,
     ctx: Option<egui::Context>,
 }
 
@@ -170,6 +181,7 @@ impl App {
             message: None,
             applied_theme: None,
             window_title: String::new(),
+            canvas_view: CanvasView::default(),
             ctx: None,
         };
         app.set_task_folder(task_dir);
@@ -309,6 +321,11 @@ impl App {
                 }
             }
         }
+    }
+
+    /// The block canvas's view: the part of the canvas shown.
+    pub fn canvas_view(&self) -> CanvasView {
+        self.canvas_view
     }
 
     /// The card's live problems (refreshed each frame).
@@ -766,6 +783,22 @@ impl App {
             UiCommand::DismissErrors => self.card_errors = None,
             UiCommand::DismissMessage => self.message = None,
             UiCommand::StartRun => self.start_run(),
+            UiCommand::PauseOrResume => {
+                if !self.run_view.is_running() {
+                    self.info("No run is in progress");
+                } else if self.run_view.history().paused {
+                    self.run_view.resume();
+                } else if !self.run_view.is_paused() {
+                    self.run_view.pause();
+                }
+            }
+            UiCommand::StopRun => {
+                if self.run_view.is_running() {
+                    self.run_view.stop();
+                } else {
+                    self.info("No run is in progress");
+                }
+            }
             UiCommand::RefreshRuns => self.runs.refresh(),
             UiCommand::OpenRun(dir) => self.open_run(dir),
             UiCommand::LoadCurve(dir) => {
@@ -840,6 +873,22 @@ impl App {
             if i.consume_shortcut(&KeyboardShortcut::new(cmd, Key::O)) {
                 self.commands.push(UiCommand::BrowseOpen);
             }
+            // runs: F5 start, F6 pause / resume, Shift+F5 stop (listed in the Run menu)
+            if i.consume_shortcut(&STOP_SHORTCUT) {
+                self.commands.push(UiCommand::StopRun);
+            }
+            if i.consume_shortcut(&START_SHORTCUT) {
+                self.commands.push(UiCommand::StartRun);
+            }
+            if i.consume_shortcut(&PAUSE_SHORTCUT) {
+                self.commands.push(UiCommand::PauseOrResume);
+            }
+            // tabs: Ctrl+1 .. Ctrl+5 (listed in the View menu)
+            for (tab, key) in Tab::ALL.into_iter().zip(TAB_KEYS) {
+                if i.consume_shortcut(&KeyboardShortcut::new(cmd, key)) {
+                    self.commands.push(UiCommand::ShowTab(tab));
+                }
+            }
             // text fields keep their own undo while focused
             if !typing {
                 if i.consume_shortcut(&KeyboardShortcut::new(shift, Key::Z))
@@ -884,13 +933,21 @@ impl App {
             )
             .show(ui, |ui| self.status_bar_ui(ui));
         let palette = Palette::of(self.state.theme);
-        if self.state.layout.show_left {
+        // Side panels shrink with the window, so the central area keeps at
+        // least about half of it (1024 px wide: all six blocks and the run
+        // view fit); their widths are resizable within those bounds.
+        let window = ui.available_width();
+        // the library and palette beside the card's tabs; the run views get
+        // the whole width
+        let card_tab = matches!(self.state.tab, Tab::Editor | Tab::Details | Tab::Yaml);
+        if self.state.layout.show_left && card_tab {
+            let max = (window * 0.22).max(170.0);
             let r = egui::Panel::left("studio-left")
                 .resizable(true)
-                .default_size(self.state.layout.left_width)
-                .size_range(200.0..=480.0)
+                .default_size(self.state.layout.left_width.min(max))
+                .size_range(170.0..=max)
                 .show(ui, |ui| {
-                    egui::ScrollArea::vertical()
+                    egui::ScrollArea::both()
                         .id_salt("left-scroll")
                         .show(ui, |ui| {
                             ui.add_space(4.0);
@@ -908,13 +965,17 @@ impl App {
                 });
             self.state.layout.left_width = r.response.rect.width();
         }
-        if self.state.layout.show_inspector {
+        // the block inspector only where blocks are edited
+        if self.state.layout.show_inspector && self.state.tab == Tab::Editor {
+            let max = (window * 0.26).max(220.0);
             let r = egui::Panel::right("studio-inspector")
                 .resizable(true)
-                .default_size(self.state.layout.inspector_width)
-                .size_range(260.0..=560.0)
+                .default_size(self.state.layout.inspector_width.min(max))
+                .size_range(220.0..=max)
                 .show(ui, |ui| {
-                    egui::ScrollArea::vertical()
+                    // both ways: a wide parameter row scrolls instead of
+                    // widening the panel past its bounds
+                    egui::ScrollArea::both()
                         .id_salt("inspector-scroll")
                         .show(ui, |ui| {
                             ui.add_space(4.0);
@@ -999,7 +1060,59 @@ impl App {
                     self.commands.push(UiCommand::Redo);
                 }
             });
+            ui.menu_button("Run", |ui| {
+                let blocker = self.run_blocker();
+                let start = ui
+                    .add_enabled(
+                        blocker.is_none(),
+                        egui::Button::new("Start run")
+                            .shortcut_text(ui.ctx().format_shortcut(&START_SHORTCUT)),
+                    )
+                    .on_disabled_hover_text(blocker.unwrap_or_default());
+                if start.clicked() {
+                    self.commands.push(UiCommand::StartRun);
+                }
+                let running = self.run_view.is_running();
+                let pause = if self.run_view.history().paused {
+                    "Resume run"
+                } else {
+                    "Pause run"
+                };
+                if ui
+                    .add_enabled(
+                        running,
+                        egui::Button::new(pause)
+                            .shortcut_text(ui.ctx().format_shortcut(&PAUSE_SHORTCUT)),
+                    )
+                    .clicked()
+                {
+                    self.commands.push(UiCommand::PauseOrResume);
+                }
+                if ui
+                    .add_enabled(
+                        running,
+                        egui::Button::new("Stop run")
+                            .shortcut_text(ui.ctx().format_shortcut(&STOP_SHORTCUT)),
+                    )
+                    .clicked()
+                {
+                    self.commands.push(UiCommand::StopRun);
+                }
+            });
             ui.menu_button("View", |ui| {
+                for (tab, key) in Tab::ALL.into_iter().zip(TAB_KEYS) {
+                    let shortcut = KeyboardShortcut::new(Modifiers::COMMAND, key);
+                    if ui
+                        .add(
+                            egui::Button::selectable(self.state.tab == tab, tab.label())
+                                .shortcut_text(ui.ctx().format_shortcut(&shortcut)),
+                        )
+                        .clicked()
+                    {
+                        self.commands.push(UiCommand::ShowTab(tab));
+                    }
+                }
+                ui.separator();
                 for t in [ThemeChoice::Dark, ThemeChoice::Light] {
                     if ui.radio(self.state.theme == t, t.label()).clicked() {
                         self.commands.push(UiCommand::SetTheme(t));
@@ -1039,81 +1152,10 @@ impl App {
             );
         });
         ui.add_space(2.0);
+        // The run's actions first (right-aligned, and first in the focus
+        // order), then the card's, which wrap onto a second row in a narrow
+        // window instead of running under the Model button.
         ui.horizontal(|ui| {
-            if ui
-                .button("New")
-                .on_hover_text("New card (Ctrl+N)")
-                .clicked()
-            {
-                self.commands.push(UiCommand::NewCard);
-            }
-            if ui
-                .button("Open…")
-                .on_hover_text("Open a card with a file dialog (Ctrl+O)")
-                .clicked()
-            {
-                self.commands.push(UiCommand::BrowseOpen);
-            }
-            let save_blocker = self.save_blocker();
-            let can_save = save_blocker.is_none();
-            let save = ui
-                .add_enabled(can_save, egui::Button::new("Save"))
-                .on_hover_text("Save the card (Ctrl+S)");
-            let save = match &save_blocker {
-                Some(why) => save.on_disabled_hover_text(why),
-                None => save,
-            };
-            if save.clicked() {
-                self.commands.push(UiCommand::Save);
-            }
-            let save_as = ui.add_enabled(can_save, egui::Button::new("Save As…"));
-            let save_as = match &save_blocker {
-                Some(why) => save_as.on_disabled_hover_text(why),
-                None => save_as.on_hover_text("Save under a new name with a file dialog"),
-            };
-            if save_as.clicked() {
-                self.commands.push(UiCommand::BrowseSaveAs);
-            }
-            ui.separator();
-            let label = ui.label("Card path");
-            ui.add(
-                egui::TextEdit::singleline(&mut self.path_field)
-                    .hint_text("path/to/card.yaml")
-                    .desired_width(220.0),
-            )
-            .labelled_by(label.id);
-            let typed = PathBuf::from(self.path_field.trim());
-            let has_path = !self.path_field.trim().is_empty();
-            if ui
-                .add_enabled(has_path, egui::Button::new("Open path"))
-                .on_hover_text("Open the card at this path")
-                .clicked()
-            {
-                self.commands.push(UiCommand::OpenCard(typed.clone()));
-            }
-            let save_path = ui.add_enabled(has_path && can_save, egui::Button::new("Save to path"));
-            let save_path = match &save_blocker {
-                Some(why) => save_path.on_disabled_hover_text(why),
-                None => save_path.on_hover_text("Save the card at this path"),
-            };
-            if save_path.clicked() {
-                self.commands.push(UiCommand::SaveAs(typed));
-            }
-            ui.separator();
-            if ui
-                .add_enabled(self.doc.can_undo(), egui::Button::new("Undo"))
-                .on_hover_text("Undo the last card edit (Ctrl+Z)")
-                .clicked()
-            {
-                self.commands.push(UiCommand::Undo);
-            }
-            if ui
-                .add_enabled(self.doc.can_redo(), egui::Button::new("Redo"))
-                .on_hover_text("Redo (Ctrl+Shift+Z or Ctrl+Y)")
-                .clicked()
-            {
-                self.commands.push(UiCommand::Redo);
-            }
             ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
                 let blocker = self.run_blocker();
                 let model_text = match self.resolved.as_ref().map(|r| &r.2) {
@@ -1127,20 +1169,22 @@ impl App {
                 );
                 let run = match &blocker {
                     Some(why) => run.on_disabled_hover_text(why),
-                    None => run.on_hover_text(format!("Run on {}", self.task_dir.display())),
+                    None => run.on_hover_text(format!(
+                        "Run on {} ({})",
+                        self.task_dir.display(),
+                        ui.ctx().format_shortcut(&START_SHORTCUT)
+                    )),
                 };
                 if run.clicked() {
                     self.commands.push(UiCommand::StartRun);
                 }
-                let short = model_text
-                    .split(" (")
-                    .next()
-                    .unwrap_or_default()
-                    .chars()
-                    .take(40)
-                    .collect::<String>();
-                if ui
-                    .button(format!("Model: {short}"))
+                let short = model_text.split(" (").next().unwrap_or_default();
+                let model = ui.scope(|ui| {
+                    ui.set_max_width((ui.available_width() * 0.3).clamp(120.0, 280.0));
+                    ui.add(egui::Button::new(format!("Model: {short}")).truncate())
+                });
+                if model
+                    .inner
                     .on_hover_text(format!(
                         "Runs will use: {model_text}\nClick to edit the model settings"
                     ))
@@ -1148,73 +1192,184 @@ impl App {
                 {
                     self.commands.push(UiCommand::OpenModelSettings);
                 }
+                ui.separator();
+                ui.with_layout(
+                    egui::Layout::left_to_right(egui::Align::Center).with_main_wrap(true),
+                    |ui| {
+                        if ui
+                            .button("New")
+                            .on_hover_text("New card (Ctrl+N)")
+                            .clicked()
+                        {
+                            self.commands.push(UiCommand::NewCard);
+                        }
+                        if ui
+                            .button("Open…")
+                            .on_hover_text("Open a card with a file dialog (Ctrl+O)")
+                            .clicked()
+                        {
+                            self.commands.push(UiCommand::BrowseOpen);
+                        }
+                        let save_blocker = self.save_blocker();
+                        let can_save = save_blocker.is_none();
+                        let save = ui
+                            .add_enabled(can_save, egui::Button::new("Save"))
+                            .on_hover_text("Save the card (Ctrl+S)");
+                        let save = match &save_blocker {
+                            Some(why) => save.on_disabled_hover_text(why),
+                            None => save,
+                        };
+                        if save.clicked() {
+                            self.commands.push(UiCommand::Save);
+                        }
+                        let save_as = ui.add_enabled(can_save, egui::Button::new("Save As…"));
+                        let save_as = match &save_blocker {
+                            Some(why) => save_as.on_disabled_hover_text(why),
+                            None => {
+                                save_as.on_hover_text("Save under a new name with a file dialog")
+                            }
+                        };
+                        if save_as.clicked() {
+                            self.commands.push(UiCommand::BrowseSaveAs);
+                        }
+                        ui.separator();
+                        let label = ui.label("Card path");
+                        ui.add(
+                            egui::TextEdit::singleline(&mut self.path_field)
+                                .hint_text("path/to/card.yaml")
+                                .desired_width((ui.available_width() * 0.3).clamp(120.0, 260.0)),
+                        )
+                        .labelled_by(label.id);
+                        let typed = PathBuf::from(self.path_field.trim());
+                        let has_path = !self.path_field.trim().is_empty();
+                        if ui
+                            .add_enabled(has_path, egui::Button::new("Open path"))
+                            .on_hover_text("Open the card at this path")
+                            .clicked()
+                        {
+                            self.commands.push(UiCommand::OpenCard(typed.clone()));
+                        }
+                        let save_path =
+                            ui.add_enabled(has_path && can_save, egui::Button::new("Save to path"));
+                        let save_path = match &save_blocker {
+                            Some(why) => save_path.on_disabled_hover_text(why),
+                            None => save_path.on_hover_text("Save the card at this path"),
+                        };
+                        if save_path.clicked() {
+                            self.commands.push(UiCommand::SaveAs(typed));
+                        }
+                        ui.separator();
+                        if ui
+                            .add_enabled(self.doc.can_undo(), egui::Button::new("Undo"))
+                            .on_hover_text("Undo the last card edit (Ctrl+Z)")
+                            .clicked()
+                        {
+                            self.commands.push(UiCommand::Undo);
+                        }
+                        if ui
+                            .add_enabled(self.doc.can_redo(), egui::Button::new("Redo"))
+                            .on_hover_text("Redo (Ctrl+Shift+Z or Ctrl+Y)")
+                            .clicked()
+                        {
+                            self.commands.push(UiCommand::Redo);
+                        }
+                    },
+                );
             });
+        });
+        ui.add_space(2.0);
+        // the tabs, above the side panels: reached right after the toolbar
+        ui.horizontal(|ui| {
+            for (tab, key) in Tab::ALL.into_iter().zip(TAB_KEYS) {
+                let text = if tab == Tab::Run && self.run_view.is_running() {
+                    format!("{} (running)", tab.label())
+                } else {
+                    tab.label().to_owned()
+                };
+                let shortcut = KeyboardShortcut::new(Modifiers::COMMAND, key);
+                if ui
+                    .selectable_label(self.state.tab == tab, text)
+                    .on_hover_text(ui.ctx().format_shortcut(&shortcut))
+                    .clicked()
+                {
+                    self.commands.push(UiCommand::ShowTab(tab));
+                }
+            }
         });
     }
 
     fn status_bar_ui(&mut self, ui: &mut Ui) {
         let palette = Palette::of(self.state.theme);
+        // the run's status on the right first; the card's status and the
+        // last message share what is left, each truncated (full on hover)
         ui.horizontal(|ui| {
-            if self.problems.is_empty() {
-                ui.label(RichText::new("Card is valid").color(palette.ok));
-            } else {
-                let n = self.problems.len();
-                let first = self.problems.summary().unwrap_or_default();
-                let text = format!("{n} problem{}: {first}", if n == 1 { "" } else { "s" });
-                let lines: Vec<String> = self
-                    .problems
-                    .0
-                    .iter()
-                    .map(|p| format!("{}: {}", p.field, p.message))
-                    .collect();
-                // at most half the bar, so the run's status keeps its room
-                ui.scope(|ui| {
-                    ui.set_max_width(ui.available_width() * 0.5);
-                    ui.add(egui::Label::new(RichText::new(text).color(palette.error)).truncate())
-                        .on_hover_text(lines.join("\n"));
-                });
-            }
-            ui.separator();
-            if let Some(m) = &self.message {
-                let text = RichText::new(&m.text);
-                let text = if m.error {
-                    text.color(palette.error)
-                } else {
-                    text.weak()
-                };
-                ui.add(egui::Label::new(text).truncate());
-            }
             ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
                 self.run_view.status_bar_ui(ui);
                 if self.jobs.busy() {
                     ui.spinner();
                 }
+                ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
+                    if self.problems.is_empty() {
+                        ui.label(RichText::new("Card is valid").color(palette.ok));
+                    } else {
+                        let n = self.problems.len();
+                        let first = self.problems.summary().unwrap_or_default();
+                        let text = format!("{n} problem{}: {first}", if n == 1 { "" } else { "s" });
+                        let lines: Vec<String> = self
+                            .problems
+                            .0
+                            .iter()
+                            .map(|p| format!("{}: {}", p.field, p.message))
+                            .collect();
+                        let half = ui.available_width() * 0.6;
+                        ui.scope(|ui| {
+                            ui.set_max_width(half);
+                            ui.add(
+                                egui::Label::new(RichText::new(text).color(palette.error))
+                                    .truncate(),
+                            )
+                            .on_hover_text(lines.join("\n"));
+                        });
+                    }
+                    if let Some(m) = &self.message {
+                        ui.separator();
+                        let text = RichText::new(&m.text);
+                        let text = if m.error {
+                            text.color(palette.error)
+                        } else {
+                            text.weak()
+                        };
+                        ui.add(egui::Label::new(text).truncate())
+                            .on_hover_text(&m.text);
+                    }
+                });
             });
         });
     }
 
     fn central_ui(&mut self, ui: &mut Ui, palette: Palette) {
-        ui.horizontal(|ui| {
-            for tab in Tab::ALL {
-                let text = if tab == Tab::Run && self.run_view.is_running() {
-                    format!("{} •", tab.label())
-                } else {
-                    tab.label().to_owned()
-                };
-                if ui.selectable_label(self.state.tab == tab, text).clicked() {
-                    self.commands.push(UiCommand::ShowTab(tab));
-                }
-            }
-        });
-        ui.separator();
         match self.state.tab {
             Tab::Editor => {
-                egui::ScrollArea::both()
+                // the canvas takes most of the height and zooms to fit it;
+                // the general settings scroll below
+                let ectx = editor_ctx!(self, palette);
+                let canvas_h = (ui.available_height() * 0.7).clamp(180.0, 480.0);
+                let width = ui.available_width();
+                // a rect of its own: the zoomed canvas never widens the panel
+                let (rect, _) =
+                    ui.allocate_exact_size(egui::vec2(width, canvas_h), egui::Sense::hover());
+                let mut canvas = ui.new_child(egui::UiBuilder::new().max_rect(rect));
+                canvas.set_clip_rect(rect.intersect(ui.clip_rect()));
+                canvas_ui(
+                    &mut canvas,
+                    &ectx,
+                    &mut self.commands,
+                    &mut self.canvas_view,
+                );
+                ui.separator();
+                egui::ScrollArea::vertical()
                     .id_salt("editor-scroll")
                     .show(ui, |ui| {
-                        let ectx = editor_ctx!(self, palette);
-                        canvas_ui(ui, &ectx, &mut self.commands);
-                        ui.add_space(theme::SECTION_GAP);
                         ui.heading("General");
                         ui.add_space(4.0);
                         let folders = Folders {

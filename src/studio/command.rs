@@ -157,6 +157,10 @@ pub enum UiCommand {
     // ---- run ----
     /// Validate the card and start a run on the task folder.
     StartRun,
+    /// Pause the live run, or resume it when paused.
+    PauseOrResume,
+    /// Stop the live run.
+    StopRun,
 
     // ---- recorded runs ----
     /// Re-list the runs in the Runs panel's folder.

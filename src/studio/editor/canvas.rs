@@ -2,7 +2,9 @@
 //! Population → SelectionPolicy → PromptBuilder → Proposer → Evaluator → back
 //! to Population — with Memory above (read by the PromptBuilder, written after
 //! evaluation). Each block shows its slot, implementation and key parameters;
-//! clicking selects it, and palette items can be dropped on it.
+//! clicking selects it, and palette items can be dropped on it. The canvas
+//! zooms to fit all six blocks in whatever room it has; drag to pan,
+//! Ctrl+scroll to zoom, and Fit (or a double click) goes back.
 
 use egui::{
     Align2, Color32, FontId, Pos2, Rect, RichText, Sense, Shape, Stroke, StrokeKind, Ui, Vec2,
@@ -29,9 +31,9 @@ pub const KEY_PARAMS: usize = 3;
 
 const MARGIN: f32 = 14.0;
 const GAP_X: f32 = 22.0;
-const GAP_Y: f32 = 46.0;
+const GAP_Y: f32 = 40.0;
 const RETURN_DROP: f32 = 30.0;
-const BLOCK_H: f32 = 140.0;
+const BLOCK_H: f32 = 124.0;
 const MIN_BLOCK_W: f32 = 100.0;
 const MAX_BLOCK_W: f32 = 230.0;
 const ARROW_TIP: f32 = 7.0;
@@ -163,11 +165,70 @@ fn fit_name(ui: &Ui, name: &str, width: f32) -> Vec<String> {
     }
 }
 
-/// Draw the canvas; clicks select blocks and drops assign implementations.
-pub fn canvas_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
-    let width = ui.available_width();
-    let origin = ui.cursor().min;
-    let layout = Layout::new(origin, width);
+/// The canvas's view (what part of it is shown, at what zoom), kept between
+/// frames. Until the user pans or zooms, it fits all six blocks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CanvasView {
+    /// The part of the canvas shown (canvas coordinates).
+    pub rect: Rect,
+    /// True once the user panned or zoomed (Fit clears it).
+    pub moved: bool,
+}
+
+impl Default for CanvasView {
+    fn default() -> Self {
+        Self {
+            rect: Rect::ZERO,
+            moved: false,
+        }
+    }
+}
+
+/// Narrowest canvas the blocks are laid out for; a narrower room zooms out.
+fn min_width() -> f32 {
+    2.0 * MARGIN + 5.0 * MIN_BLOCK_W + 4.0 * GAP_X
+}
+
+/// Draw the canvas in the room `ui` has, zoomed to fit unless the user
+/// moved it; clicks select blocks and drops assign implementations.
+pub fn canvas_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands, view: &mut CanvasView) {
+    let room = ui.available_size();
+    let layout = Layout::new(Pos2::ZERO, room.x.max(min_width()));
+    let content = Rect::from_min_size(Pos2::ZERO, layout.size);
+    if !view.moved {
+        // fit: the whole canvas, never magnified past 1:1
+        let shown = content.size().max(room);
+        view.rect = Rect::from_center_size(content.center(), shown);
+    }
+    let before = view.rect;
+    let outer = Rect::from_min_size(ui.cursor().min, room);
+    let scene = egui::Scene::new()
+        .zoom_range(0.2..=2.0)
+        .show(ui, &mut view.rect, |ui| {
+            draw_canvas(ui, ctx, commands, &layout);
+        });
+    if view.rect != before && !view.moved {
+        view.moved = true;
+    }
+    if scene.response.double_clicked() {
+        view.moved = false;
+    }
+    ui.interact(outer, ui.scope_id().with("block-canvas"), Sense::hover())
+        .widget_info(|| egui::WidgetInfo::labeled(egui::Role::Canvas, true, "Block canvas"));
+    if view.moved {
+        let fit = Rect::from_min_size(outer.right_top() + vec2(-52.0, 6.0), vec2(46.0, 22.0));
+        if ui
+            .put(fit, egui::Button::new("Fit"))
+            .on_hover_text("Show all six blocks (or double-click the canvas)")
+            .clicked()
+        {
+            view.moved = false;
+        }
+    }
+}
+
+/// Draw the blocks and arrows of `layout` into the canvas's own coordinates.
+fn draw_canvas(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands, layout: &Layout) {
     let (canvas_rect, _) = ui.allocate_exact_size(layout.size, Sense::hover());
     let palette = ctx.palette;
     let painter = ui.painter_at(canvas_rect);

@@ -182,6 +182,8 @@ pub fn general_ui(
                  (ShinkaEvolve)",
             );
             ui.vertical(|ui| {
+                // never wider than the room left: long paths and notes truncate
+                ui.set_max_width(ui.available_width());
                 ui.horizontal(|ui| {
                     if ui.button("Browse…").clicked() {
                         commands.push(UiCommand::BrowseTask);
@@ -195,14 +197,20 @@ pub fn general_ui(
                     field_error_ui(ui, reason);
                 }
                 for note in folders.task_notes {
-                    ui.label(RichText::new(note.as_str()).small().weak());
+                    ui.add(egui::Label::new(RichText::new(note.as_str()).small().weak()).truncate())
+                        .on_hover_text(note.as_str());
                 }
                 for warning in folders.task_warnings {
-                    ui.label(
-                        RichText::new(format!("warning: {warning}"))
-                            .small()
-                            .color(ui.visuals().warn_fg_color),
-                    );
+                    let text = format!("warning: {warning}");
+                    ui.add(
+                        egui::Label::new(
+                            RichText::new(&text)
+                                .small()
+                                .color(ui.visuals().warn_fg_color),
+                        )
+                        .truncate(),
+                    )
+                    .on_hover_text(text);
                 }
             });
             ui.end_row();

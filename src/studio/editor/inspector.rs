@@ -24,7 +24,8 @@ pub fn inspector_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
     let infos: Vec<_> = ctx.registry.entries(slot).map(|e| e.info).collect();
     let info = infos.iter().find(|i| i.kind == spec.kind);
     let entry = ctx.registry.entry(slot, &spec.kind).ok();
-    ui.horizontal(|ui| {
+    // the label above its box, so the box has the panel's whole width
+    ui.vertical(|ui| {
         let label = ui.label("Implementation");
         let selected_text = info.map_or_else(
             || format!("{} (unknown)", spec.kind),
@@ -34,6 +35,7 @@ pub fn inspector_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
         let response = egui::ComboBox::from_id_salt(("implementation", slot.key()))
             .selected_text(selected_text)
             .width(ui.available_width().max(120.0))
+            .truncate()
             .show_ui(ui, |ui| {
                 for i in &infos {
                     if ui

@@ -490,8 +490,23 @@ impl RunView {
             if self.handle.is_some() || self.history.started_at.is_some() {
                 ui.label(RichText::new(first_line(&state)).color(color).strong());
             }
+            // what follows shares the room the plot controls on the right
+            // leave; each text truncates (whole on hover) instead of running
+            // under them
+            let room = (ui.available_width() - 340.0).max(40.0);
+            let mut texts = ui.new_child(
+                egui::UiBuilder::new()
+                    .max_rect(egui::Rect::from_min_size(
+                        ui.cursor().min,
+                        egui::vec2(room, ui.available_height()),
+                    ))
+                    .layout(egui::Layout::left_to_right(egui::Align::Center)),
+            );
+            let ui_full = &mut *ui;
+            let ui = &mut texts;
             if let Some(info) = &self.history.info {
-                ui.label(format!("{} on {}", info.card_name, info.task_name));
+                let text = format!("{} on {}", info.card_name, info.task_name);
+                ui.add(egui::Label::new(&text).truncate()).on_hover_text(text);
             }
             if let Some(dir) = &self.viewing {
                 let name = dir.file_name().map_or_else(
@@ -505,12 +520,18 @@ impl RunView {
                 .on_hover_text(dir.display().to_string());
             }
             if running {
-                ui.label(
-                    RichText::new("card edits apply to the next run")
-                        .weak()
-                        .italics(),
+                ui.add(
+                    egui::Label::new(
+                        RichText::new("card edits apply to the next run")
+                            .weak()
+                            .italics(),
+                    )
+                    .truncate(),
                 );
             }
+            let used = texts.min_rect();
+            let ui = ui_full;
+            ui.advance_cursor_after_rect(used);
             ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
                 let errors = self
                     .history

@@ -524,6 +524,9 @@ impl FitnessPlot {
             }
             (plot_ui.plot_bounds(), plot_ui.auto_bounds())
         });
+        response
+            .response
+            .widget_info(|| egui::WidgetInfo::labeled(egui::Role::Canvas, true, "Fitness plot"));
         let (bounds, auto) = response.inner;
         self.last_bounds = Some(bounds);
         self.last_auto = auto;
