@@ -30,6 +30,7 @@ fn studio(runs: &std::path::Path, size: egui::Vec2) -> Harness<'static, App> {
     assert!(app.card_errors().is_none());
     let mut h = Harness::builder()
         .with_size(size)
+        .with_max_steps(16)
         .build_ui_state(|ui, app: &mut App| app.show(ui), app);
     h.run();
     h
@@ -289,6 +290,20 @@ fn at_1024_by_640_everything_fits_and_the_keyboard_starts_and_stops_a_run() {
     );
     assert!(summary.iterations < 100, "{}", summary.iterations);
 
+    // arrows move through the table's rows (sorted by id), the inspector follows
+    let best = h.state().run_view.selected().unwrap();
+    h.key_press(egui::Key::ArrowDown);
+    h.run();
+    let next = h.state().run_view.selected().unwrap();
+    assert!(next > best, "{best} -> {next}");
+    h.get_by_label(&format!("Genome #{next}"));
+    h.key_press(egui::Key::ArrowUp);
+    h.run();
+    assert_eq!(h.state().run_view.selected(), Some(best));
+    h.key_press(egui::Key::Home);
+    h.run();
+    assert_eq!(h.state().run_view.selected(), Some(0));
+
     // Ctrl+1 goes back to the blocks
     h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Num1);
     h.run();
@@ -350,4 +365,63 @@ fn screenshots() {
         h.key_press_modifiers(egui::Modifiers::SHIFT, egui::Key::F5);
         step_until(&mut h, 60, |app| !app.run_view.is_running());
     }
+}
+
+/// The unsaved-changes question offers Save: the edits are written to the
+/// card's file, then the waiting action goes on; undoing back to the saved
+/// card clears the unsaved marker.
+#[test]
+fn the_unsaved_changes_dialog_saves_and_undo_back_to_the_saved_card_is_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mine.yaml");
+    std::fs::write(
+        &path,
+        galapagos::engine::builtin::card("best_of_n").unwrap().yaml,
+    )
+    .unwrap();
+    let runs = tempfile::tempdir().unwrap();
+    let state = State {
+        runs_folder: runs.path().to_path_buf(),
+        ..State::default()
+    };
+    let mut app = App::new(state, Arc::new(Registry::builtin()))
+        .with_model(galapagos::engine::model::default_model());
+    app.launch(StudioLaunch {
+        card: Some(path.clone()),
+        task: None,
+    });
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1024.0, 640.0))
+        .build_ui_state(|ui, app: &mut App| app.show(ui), app);
+    h.run();
+    let mut edited = h.state().doc.card.clone();
+    edited.seed = 7;
+    h.state_mut().doc.edit("seed", edited.clone());
+    h.run();
+    assert!(h.state().doc.dirty);
+    assert_eq!(h.state().doc.title(), "mine.yaml *");
+    assert!(h.state_mut().doc.undo());
+    h.run();
+    assert!(!h.state().doc.dirty, "undo back to the opened card");
+    assert_eq!(h.state().doc.title(), "mine.yaml");
+    assert!(h.state_mut().doc.redo());
+    h.run();
+    assert!(h.state().doc.dirty);
+
+    h.get_by_label("New").click();
+    h.run();
+    assert!(h.state().confirming_discard());
+    h.get_by_role_and_label(Role::Button, "Save and continue")
+        .click();
+    h.run();
+    assert!(!h.state().confirming_discard());
+    let saved = galapagos::engine::card::Card::load(&path, &Registry::builtin()).unwrap();
+    assert_eq!(saved, edited);
+    assert_eq!(h.state().doc.card.name, "untitled");
+    assert!(!h.state().doc.dirty);
+    assert_eq!(
+        h.state().path_field,
+        "",
+        "the path field follows the new card"
+    );
 }

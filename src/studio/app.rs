@@ -79,7 +79,12 @@ enum Pending {
 struct Message {
     text: String,
     error: bool,
+    at: std::time::Instant,
 }
+
+/// How long an information message stays in the status bar (an error stays
+/// until the next message, or a click on it).
+const INFO_SHOWN_FOR: std::time::Duration = std::time::Duration::from_secs(8);
 
 /// The editor's borrows of the app, field by field (so the command queue
 /// can be borrowed mutably beside it).
@@ -405,6 +410,7 @@ impl App {
         self.message = Some(Message {
             text: text.into(),
             error: false,
+            at: std::time::Instant::now(),
         });
     }
 
@@ -412,6 +418,7 @@ impl App {
         self.message = Some(Message {
             text: text.into(),
             error: true,
+            at: std::time::Instant::now(),
         });
     }
 
@@ -473,11 +480,12 @@ impl App {
         self.info("New card");
     }
 
-    fn save_to(&mut self, path: &Path) {
+    /// Save the card at `path`; false (and why, in the status bar) when not.
+    fn save_to(&mut self, path: &Path) -> bool {
         self.refresh_problems();
         if let Some(why) = self.save_blocker() {
             self.error(why);
-            return;
+            return false;
         }
         match write_card(&self.doc.card, path) {
             Ok(saved) => {
@@ -485,9 +493,22 @@ impl App {
                 self.path_field = saved.display().to_string();
                 self.info(format!("Saved {}", saved.display()));
                 self.doc.mark_saved(saved);
+                true
             }
-            Err(e) => self.error(e),
+            Err(e) => {
+                self.error(e);
+                false
+            }
         }
+    }
+
+    /// Where "Save" would write without asking: the card's file, else the
+    /// path typed in the card path field.
+    fn save_target(&self) -> Option<PathBuf> {
+        self.doc.path.clone().or_else(|| {
+            let typed = self.path_field.trim();
+            (!typed.is_empty()).then(|| PathBuf::from(typed))
+        })
     }
 
     fn import_now(&mut self, card: Card) {
@@ -495,8 +516,7 @@ impl App {
             "Imported {}/{} (not saved yet)",
             card.namespace, card.name
         ));
-        self.set_doc(Document::new(card, None));
-        self.doc.dirty = true;
+        self.set_doc(Document::unsaved(card));
         self.problems_revision = None;
     }
 
@@ -742,15 +762,24 @@ impl App {
                     self.jobs.pick(Pick::OpenCard, self.dialog_start(), &ctx);
                 }
             }
-            UiCommand::Save => match self.doc.path.clone() {
-                Some(path) => self.save_to(&path),
-                None if !self.path_field.trim().is_empty() => {
-                    let path = PathBuf::from(self.path_field.trim());
+            UiCommand::Save => match self.save_target() {
+                Some(path) => {
                     self.save_to(&path);
                 }
                 None => self.commands.push(UiCommand::BrowseSaveAs),
             },
-            UiCommand::SaveAs(path) => self.save_to(&path),
+            UiCommand::SaveAs(path) => {
+                self.save_to(&path);
+            }
+            UiCommand::SaveAndContinue => {
+                // save, then do what was waiting; a failed save keeps the
+                // question open (the status bar says why)
+                if let Some(path) = self.save_target()
+                    && self.save_to(&path)
+                {
+                    self.commands.push(UiCommand::ConfirmDiscard);
+                }
+            }
             UiCommand::BrowseSaveAs => {
                 if let Some(why) = self.save_blocker() {
                     self.error(why);
@@ -1331,6 +1360,17 @@ impl App {
                             .on_hover_text(lines.join("\n"));
                         });
                     }
+                    // an information message goes stale: it leaves after a while
+                    if let Some(m) = &self.message
+                        && !m.error
+                    {
+                        let age = m.at.elapsed();
+                        if age >= INFO_SHOWN_FOR {
+                            self.message = None;
+                        } else {
+                            ui.ctx().request_repaint_after(INFO_SHOWN_FOR - age);
+                        }
+                    }
                     if let Some(m) = &self.message {
                         ui.separator();
                         let text = RichText::new(&m.text);
@@ -1339,8 +1379,16 @@ impl App {
                         } else {
                             text.weak()
                         };
-                        ui.add(egui::Label::new(text).truncate())
-                            .on_hover_text(&m.text);
+                        let label = ui
+                            .add(
+                                egui::Label::new(text)
+                                    .truncate()
+                                    .sense(egui::Sense::click()),
+                            )
+                            .on_hover_text(format!("{}\n(click to dismiss)", m.text));
+                        if label.clicked() {
+                            self.commands.push(UiCommand::DismissMessage);
+                        }
                     }
                 });
             });
@@ -1472,6 +1520,21 @@ impl App {
                 ));
                 ui.add_space(theme::SECTION_GAP);
                 ui.horizontal(|ui| {
+                    let target = self.save_target();
+                    let save = ui.add_enabled(
+                        target.is_some() && self.problems.is_empty(),
+                        egui::Button::new("Save and continue"),
+                    );
+                    let save = match (&target, self.problems.summary()) {
+                        (_, Some(why)) => save.on_disabled_hover_text(format!("Fix the card first: {why}")),
+                        (None, None) => save.on_disabled_hover_text(
+                            "This card has no file yet: type one in the Card path field, or keep editing and use Save As",
+                        ),
+                        (Some(p), None) => save.on_hover_text(format!("Save to {}", p.display())),
+                    };
+                    if save.clicked() {
+                        self.commands.push(UiCommand::SaveAndContinue);
+                    }
                     if ui.button("Discard changes").clicked() {
                         self.commands.push(UiCommand::ConfirmDiscard);
                     }

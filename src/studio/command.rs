@@ -136,6 +136,9 @@ pub enum UiCommand {
     RefreshLibrary,
     /// Discard unsaved changes and carry out the action that asked.
     ConfirmDiscard,
+    /// Save the card (to its file or the typed path), then carry out the
+    /// action that asked.
+    SaveAndContinue,
     /// Keep the unsaved changes; forget the pending action.
     CancelDiscard,
     /// Close the card-errors panel.

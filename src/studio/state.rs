@@ -144,6 +144,9 @@ pub struct Document {
     pub dirty: bool,
     /// Bumped on every change (cache key for validation).
     pub revision: u64,
+    /// The card as last opened or saved (`None`: never saved, e.g. an
+    /// import): undoing back to it clears `dirty`.
+    saved: Option<Card>,
     undo: Vec<Step>,
     redo: Vec<Card>,
 }
@@ -152,12 +155,23 @@ impl Document {
     /// A document for `card`, clean, with an empty history.
     pub fn new(card: Card, path: Option<PathBuf>) -> Self {
         Self {
+            saved: Some(card.clone()),
             card,
             path,
             dirty: false,
             revision: 0,
             undo: Vec::new(),
             redo: Vec::new(),
+        }
+    }
+
+    /// A document for a card that was never saved (an import): unsaved from
+    /// the start.
+    pub fn unsaved(card: Card) -> Self {
+        Self {
+            saved: None,
+            dirty: true,
+            ..Self::new(card, None)
         }
     }
 
@@ -233,6 +247,7 @@ impl Document {
     pub fn mark_saved(&mut self, path: PathBuf) {
         self.path = Some(path);
         self.dirty = false;
+        self.saved = Some(self.card.clone());
         // a new edit after saving never merges into a pre-save step
         if let Some(last) = self.undo.last_mut() {
             last.key.clear();
@@ -253,7 +268,8 @@ impl Document {
     }
 
     fn touch(&mut self) {
-        self.dirty = true;
+        // back at the saved card (undo, or an edit undone by hand) is clean
+        self.dirty = self.saved.as_ref() != Some(&self.card);
         self.revision = self.revision.wrapping_add(1);
     }
 }
@@ -299,6 +315,32 @@ mod tests {
         assert_eq!(doc.title(), "x.yaml *");
         doc.mark_saved(PathBuf::from("/t/x.yaml"));
         assert_eq!(doc.title(), "x.yaml");
+    }
+
+    #[test]
+    fn undoing_back_to_the_saved_card_clears_the_unsaved_marker() {
+        let mut doc = Document::new(Card::new_default("x"), Some(PathBuf::from("/t/x.yaml")));
+        let mut c = doc.card.clone();
+        c.seed = 5;
+        doc.edit("seed", c);
+        assert!(doc.dirty);
+        assert!(doc.undo());
+        assert!(!doc.dirty, "back at the opened card");
+        assert!(doc.redo());
+        assert!(doc.dirty);
+        doc.mark_saved(PathBuf::from("/t/x.yaml"));
+        assert!(doc.undo());
+        assert!(doc.dirty, "the saved card is the edited one now");
+        assert!(doc.redo());
+        assert!(!doc.dirty);
+        // an import was never saved: dirty until saved, undo or not
+        let mut imported = Document::unsaved(Card::new_default("y"));
+        assert!(imported.dirty);
+        let mut c = imported.card.clone();
+        c.seed = 1;
+        imported.edit("seed", c);
+        assert!(imported.undo());
+        assert!(imported.dirty);
     }
 
     #[test]

@@ -105,6 +105,10 @@ pub struct RunHistory {
     pub started_at: Option<Instant>,
     /// When `Finished` was applied.
     pub finished_at: Option<Instant>,
+    /// Since when the run is paused (not counted in `elapsed`).
+    paused_at: Option<Instant>,
+    /// Time spent paused before `paused_at`.
+    paused_for: Duration,
     /// Bumped whenever `genomes` changes (caches key on it).
     pub version: u64,
     /// Running maximum of admitted iterations (x of the step line).
@@ -208,6 +212,15 @@ impl RunHistory {
         self.finished_at = None;
         self.started_at = None;
         self.paused = false;
+        self.paused_at = None;
+        self.paused_for = Duration::ZERO;
+    }
+
+    /// The pause in progress ends now: its time is set aside.
+    fn end_pause(&mut self) {
+        if let Some(at) = self.paused_at.take() {
+            self.paused_for += at.elapsed();
+        }
     }
 
     /// Apply one event.
@@ -249,17 +262,36 @@ impl RunHistory {
                 self.logs.push((level, message));
             }
             RunEvent::MemoryUpdated { notes } => self.memory_notes = notes,
-            RunEvent::Paused => self.paused = true,
-            RunEvent::Resumed => self.paused = false,
+            RunEvent::Paused => {
+                self.paused = true;
+                self.paused_at.get_or_insert_with(Instant::now);
+            }
+            RunEvent::Resumed => {
+                self.paused = false;
+                self.end_pause();
+            }
             RunEvent::Finished(summary) => {
                 self.paused = false;
+                self.end_pause();
                 self.iterations_done = self.iterations_done.max(summary.iterations);
                 if summary.best_id.is_some() {
                     self.set_best(summary.best_id, summary.best_score);
                 }
-                if let RunStatus::Failed(why) = &summary.status {
-                    self.logs
-                        .push((LogLevel::Error, format!("run failed: {why}")));
+                // the log says how every run ended, a resumed one too
+                match &summary.status {
+                    RunStatus::Failed(why) => self
+                        .logs
+                        .push((LogLevel::Error, format!("run failed: {why}"))),
+                    status => self.logs.push((
+                        LogLevel::Info,
+                        format!(
+                            "run {} after {} iterations ({} valid, {} invalid)",
+                            status.label(),
+                            summary.iterations,
+                            summary.valid,
+                            summary.invalid
+                        ),
+                    )),
                 }
                 self.summary = Some(summary);
                 self.finished_at = Some(Instant::now());
@@ -368,13 +400,16 @@ impl RunHistory {
         self.summary.is_some()
     }
 
-    /// Wall time since the run started (frozen once it finished).
+    /// Wall time the run has been going, pauses left out (frozen while
+    /// paused and once it finished).
     pub fn elapsed(&self) -> Duration {
-        match (self.started_at, self.finished_at) {
-            (Some(s), Some(f)) => f.saturating_duration_since(s),
-            (Some(s), None) => s.elapsed(),
+        let wall = match (self.started_at, self.finished_at, self.paused_at) {
+            (Some(s), Some(f), _) => f.saturating_duration_since(s),
+            (Some(s), None, Some(p)) => p.saturating_duration_since(s),
+            (Some(s), None, None) => s.elapsed(),
             _ => Duration::ZERO,
-        }
+        };
+        wall.saturating_sub(self.paused_for)
     }
 
     /// Estimated time to finish the iteration budget, from the mean time per
@@ -490,6 +525,31 @@ mod tests {
             },
             active: vec![0],
         }
+    }
+
+    /// Elapsed time (and so the ETA) stands still while the run is paused,
+    /// and the log says how the run ended.
+    #[test]
+    fn a_pause_is_not_counted_and_the_end_is_logged() {
+        let mut h = RunHistory::new();
+        h.apply(RunEvent::Paused);
+        let paused_at = h.elapsed();
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(h.elapsed(), paused_at, "elapsed moved while paused");
+        h.apply(RunEvent::Resumed);
+        std::thread::sleep(Duration::from_millis(20));
+        let after = h.elapsed();
+        assert!(
+            after >= Duration::from_millis(20) && after < Duration::from_millis(60),
+            "{after:?}"
+        );
+        h.apply(RunEvent::Finished(RunSummary {
+            iterations: 3,
+            ..RunSummary::empty(RunStatus::Stopped)
+        }));
+        let (level, line) = h.logs.last().unwrap();
+        assert_eq!(*level, LogLevel::Info);
+        assert!(line.starts_with("run stopped after 3 iterations"), "{line}");
     }
 
     #[test]

@@ -281,6 +281,51 @@ impl ArchiveTable {
         clicked
     }
 
+    /// The keyboard, while no widget has the focus: Up / Down move the
+    /// selection through the rows as sorted and filtered (Home / End to the
+    /// first / last), Enter opens the row in the inspector (the first one
+    /// when none is selected).
+    fn keys(
+        &mut self,
+        ui: &egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) -> Option<GenomeId> {
+        if self.order.is_empty() || ui.memory(|m| m.focused().is_some()) {
+            return None;
+        }
+        let none = egui::Modifiers::NONE;
+        let (down, up, home, end, enter) = ui.input_mut(|i| {
+            (
+                i.consume_key(none, egui::Key::ArrowDown),
+                i.consume_key(none, egui::Key::ArrowUp),
+                i.consume_key(none, egui::Key::Home),
+                i.consume_key(none, egui::Key::End),
+                i.consume_key(none, egui::Key::Enter),
+            )
+        });
+        let id_at = |row: usize| {
+            self.order
+                .get(row)
+                .and_then(|&p| history.genomes.get(p as usize))
+                .map(|g| g.id)
+        };
+        let current = selected.and_then(|id| (0..self.order.len()).find(|&r| id_at(r) == Some(id)));
+        let last = self.order.len() - 1;
+        let row = match current {
+            _ if home => 0,
+            _ if end => last,
+            Some(r) if down => (r + 1).min(last),
+            Some(r) if up => r.saturating_sub(1),
+            Some(r) if enter => r,
+            None if down || up || enter => 0,
+            _ => return None,
+        };
+        let id = id_at(row)?;
+        self.scroll_to = Some(id);
+        Some(id)
+    }
+
     /// Filters, then the table. Returns the genome clicked this frame.
     pub fn ui(
         &mut self,
@@ -289,6 +334,9 @@ impl ArchiveTable {
         selected: Option<GenomeId>,
     ) -> Option<GenomeId> {
         let mut clicked = Self::structure_ui(ui, history, selected);
+        if let Some(id) = self.keys(ui, history, selected) {
+            clicked = Some(id);
+        }
         ui.horizontal(|ui| {
             ui.checkbox(&mut self.valid_only, "valid only");
             let label = ui.label("search program:");
