@@ -109,9 +109,21 @@ pub fn param_row_ui(
     } else {
         key_text
     };
-    let label =
-        ui.label(key_text)
-            .on_hover_text(format!("{}\n\ndefault: {}", spec.doc, default.display()));
+    // a long key (suggest_simplification_after_chars) is cut short, so the
+    // value stays in view in a narrow inspector; the whole key on hover
+    let key_max = (ui.available_width() * 0.45).max(60.0);
+    let label = ui
+        .scope(|ui| {
+            ui.set_max_width(key_max);
+            ui.add(egui::Label::new(key_text).truncate())
+        })
+        .inner
+        .on_hover_text(format!(
+            "{}\n\n{}\ndefault: {}",
+            spec.key,
+            spec.doc,
+            default.display()
+        ));
     let mut set = |v: ParamValue| {
         commands.push(UiCommand::SetParam {
             slot,

@@ -435,6 +435,16 @@ impl RunHistory {
     }
 }
 
+/// A metric's value for display: whole numbers as whole numbers (a count,
+/// `validity` 1), others with six decimals.
+pub fn format_metric(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.6}")
+    }
+}
+
 /// The `name:` of a card's YAML, without a full parse (top-level key only).
 pub fn card_name_of(yaml: &str) -> String {
     yaml.lines()
@@ -529,6 +539,15 @@ mod tests {
 
     /// Elapsed time (and so the ETA) stands still while the run is paused,
     /// and the log says how the run ended.
+    #[test]
+    fn whole_metrics_show_no_decimals() {
+        assert_eq!(format_metric(1.0), "1");
+        assert_eq!(format_metric(-12.0), "-12");
+        assert_eq!(format_metric(0.5), "0.500000");
+        assert_eq!(format_metric(f64::NAN), "NaN");
+        assert_eq!(format_metric(1e20), "100000000000000000000.000000");
+    }
+
     #[test]
     fn a_pause_is_not_counted_and_the_end_is_logged() {
         let mut h = RunHistory::new();

@@ -12,7 +12,7 @@ use egui::{Color32, FontId, RichText, TextFormat};
 use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId};
 use crate::engine::text::unified_diff;
 use crate::studio::run::diff_view::{self, DiffMode};
-use crate::studio::run::history::{RunHistory, format_tokens};
+use crate::studio::run::history::{RunHistory, format_metric, format_tokens};
 
 /// Colour of an improvement / an added line.
 const GOOD: Color32 = Color32::from_rgb(95, 190, 110);
@@ -472,8 +472,8 @@ fn scores_ui(
                     let v = genome.scores.get(name).copied();
                     let pv = parent.and_then(|p| p.scores.get(name).copied());
                     ui.label(name.as_str());
-                    ui.label(v.map_or("—".to_owned(), |v| format!("{v:.6}")));
-                    ui.label(pv.map_or("—".to_owned(), |v| format!("{v:.6}")));
+                    ui.label(v.map_or("—".to_owned(), format_metric));
+                    ui.label(pv.map_or("—".to_owned(), format_metric));
                     let lower = lower_better.contains(name.as_str());
                     match (v, pv) {
                         (Some(a), Some(b)) => {

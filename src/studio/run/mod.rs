@@ -646,7 +646,8 @@ impl RunView {
         let mut clicked: Option<GenomeId> = None;
         let history = &self.history;
         let selected = self.selected;
-        let plot_height = (ui.available_height() * 0.38).clamp(140.0, 420.0);
+        // enough for the plot under its view switch also at 1024x640
+        let plot_height = (ui.available_height() * 0.45).clamp(170.0, 480.0);
         egui::Panel::top("run_plot_panel")
             .resizable(true)
             .default_size(plot_height)
