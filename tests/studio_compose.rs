@@ -425,3 +425,31 @@ fn the_unsaved_changes_dialog_saves_and_undo_back_to_the_saved_card_is_clean() {
         "the path field follows the new card"
     );
 }
+
+/// Tab reaches Start run within a few presses, and the tabs before the ~45
+/// items of the palette.
+#[test]
+fn tab_reaches_start_run_and_the_tabs_before_the_palette() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut h = studio(runs.path(), egui::vec2(1024.0, 640.0));
+    let presses_until = |h: &mut Harness<'_, App>, role: Role, label: &str, max: usize| {
+        for n in 1..=max {
+            h.key_press(egui::Key::Tab);
+            h.run();
+            if h.get_by_role_and_label(role, label).is_focused() {
+                return Some(n);
+            }
+        }
+        None
+    };
+    let start = presses_until(&mut h, Role::Button, "Start run", 10);
+    assert!(
+        start.is_some(),
+        "Start run not reached in 10 presses of Tab"
+    );
+    let tab = presses_until(&mut h, Role::Button, "Runs", 20);
+    assert!(tab.is_some(), "the Runs tab not reached in 20 more presses");
+    h.key_press(egui::Key::Enter);
+    h.run();
+    assert_eq!(h.state().state.tab, galapagos::studio::state::Tab::Runs);
+}

@@ -647,7 +647,7 @@ impl RunView {
         let history = &self.history;
         let selected = self.selected;
         // enough for the plot under its view switch also at 1024x640
-        let plot_height = (ui.available_height() * 0.45).clamp(170.0, 480.0);
+        let plot_height = (ui.available_height() * 0.5).clamp(200.0, 520.0);
         egui::Panel::top("run_plot_panel")
             .resizable(true)
             .default_size(plot_height)
