@@ -48,6 +48,7 @@ pub const CARDS: &[BuiltinCard] = &[
     card!("beam_search"),
     card!("best_of_n"),
     card!("best_of_n_attempts"),
+    card!("best_of_n_slurm"),
     card!("openevolve"),
     card!("shinka"),
     card!("topk"),
@@ -65,7 +66,7 @@ pub const TASKS: &[BuiltinTask] = &[
     ),
     task!(
         "exp_poly_shinka",
-        ["README.md", "evaluate.py", "initial.py"]
+        ["README.md", "evaluate.py", "initial.py", "run_evo.py"]
     ),
     task!(
         "function_minimization",
