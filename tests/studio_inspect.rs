@@ -89,6 +89,7 @@ fn clicking_a_node_of_the_tree_shows_its_genome_in_the_inspector() {
     let mut h = harness(view);
     h.run_steps(3);
     h.get_by_label("genealogy tree");
+    assert!(h.query_by_label("colour by island").is_none(), "no islands here");
     assert!(
         h.state().tree().drawn_nodes() >= 40,
         "every node is on screen"
@@ -318,6 +319,12 @@ fn an_island_population_shows_its_grids_and_a_beam_its_membership_over_time() {
     assert!(islands.islands.iter().all(|i| i.cells > 1), "{islands:?}");
     assert!(!h.state().structure().migrations.is_empty());
     assert_eq!(h.query_all_by_label_contains("migrants").count(), 2);
+    // The tree can colour its nodes by island.
+    h.state_mut().set_search_view(SearchView::Tree);
+    h.run_steps(2);
+    h.get_by_label("colour by island").click();
+    h.run_steps(2);
+    assert!(h.state().tree().color_by_island);
 
     let spec: SlotSpec = serde_yaml::from_str("kind: beam\nbeam_width: 3\n").unwrap();
     let mut view = RunView::default();

@@ -35,6 +35,9 @@ const SELECTED: Color32 = Color32::from_rgb(250, 250, 250);
 /// Colour of inspiration links (on hover).
 const INSPIRATION: Color32 = Color32::from_rgb(120, 200, 200);
 
+/// Fill of a genome on no island (the root of an island run) when nodes are
+/// coloured by island.
+const NO_ISLAND: Color32 = Color32::from_rgb(200, 200, 200);
 /// Island colours (island `i` gets `ISLAND_COLORS[i % len]`).
 pub const ISLAND_COLORS: [Color32; 8] = [
     Color32::from_rgb(230, 120, 60),
@@ -83,6 +86,8 @@ pub struct GenealogyView {
     follow: bool,
     /// Draw the path from the root to the best genome.
     pub path_to_best: bool,
+    /// Fill nodes with their island's colour instead of their score.
+    pub color_by_island: bool,
     /// Genome whose context menu is open.
     menu: Option<GenomeId>,
     /// The selection the view last saw (to bring a new one into view).
@@ -103,6 +108,7 @@ impl Default for GenealogyView {
             camera: None,
             follow: true,
             path_to_best: true,
+            color_by_island: false,
             menu: None,
             seen_selection: None,
             rect: Rect::NOTHING,
@@ -291,6 +297,10 @@ impl GenealogyView {
                 .clicked()
             {
                 fit_now = true;
+            }
+            if self.layout.has_islands {
+                ui.checkbox(&mut self.color_by_island, "colour by island")
+                    .on_hover_text("Fill nodes with their island's colour (invalid ones stay red)");
             }
             ui.checkbox(&mut self.path_to_best, "path to best")
                 .on_hover_text("Highlight the lineage from the root to the best genome");
@@ -538,7 +548,17 @@ impl GenealogyView {
                     continue;
                 }
                 last_px = col;
-                square(&mut mesh, s, radius, layout.color[p as usize]);
+                let fill = if self.color_by_island && layout.color[p as usize] != INVALID_COLOR {
+                    history.genomes[p as usize]
+                        .metadata
+                        .island
+                        .map_or(NO_ISLAND, |i| {
+                            ISLAND_COLORS[i as usize % ISLAND_COLORS.len()]
+                        })
+                } else {
+                    layout.color[p as usize]
+                };
+                square(&mut mesh, s, radius, fill);
                 nodes += 1;
             }
         }

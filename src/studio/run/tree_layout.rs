@@ -56,6 +56,8 @@ pub struct Layout {
     pub color: Vec<Color32>,
     /// Positions per depth, sorted by x.
     pub rows: Vec<Vec<u32>>,
+    /// Whether any genome belongs to an island.
+    pub has_islands: bool,
     /// Leaf slots used (the tree's width).
     pub width: f32,
     /// How many genomes the layout covers.
@@ -108,6 +110,7 @@ impl Layout {
                 (a.min(f), b.max(f))
             });
         let span = if hi > lo { hi - lo } else { 1.0 };
+        let has_islands = genomes.iter().any(|g| g.metadata.island.is_some());
         let color = genomes
             .iter()
             .map(|g| match g.fitness().filter(|f| f.is_finite() && g.valid) {
@@ -183,6 +186,7 @@ impl Layout {
             color,
             rows,
             width: next_leaf.max(1.0),
+            has_islands,
             len: n,
             version: history.version,
         }
