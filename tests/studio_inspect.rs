@@ -89,7 +89,10 @@ fn clicking_a_node_of_the_tree_shows_its_genome_in_the_inspector() {
     let mut h = harness(view);
     h.run_steps(3);
     h.get_by_label("genealogy tree");
-    assert!(h.query_by_label("colour by island").is_none(), "no islands here");
+    assert!(
+        h.query_by_label("colour by island").is_none(),
+        "no islands here"
+    );
     assert!(
         h.state().tree().drawn_nodes() >= 40,
         "every node is on screen"

@@ -14,7 +14,8 @@
 //! several nodes or edges falling on the same pixel column are drawn once.
 
 use std::collections::HashSet;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use egui::epaint::{Mesh, Vertex, WHITE_UV};
 use egui::{Color32, Pos2, Rect, RichText, Sense, Shape, Stroke, Vec2, pos2, vec2};
@@ -68,6 +69,17 @@ impl Camera {
     }
 }
 
+/// What the cached mesh of nodes and edges depends on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct MeshKey {
+    builds: u64,
+    center: Pos2,
+    scale: Vec2,
+    rect: Rect,
+    edge_color: Color32,
+    by_island: bool,
+}
+
 /// What the view was asked to do this frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Action {
@@ -79,6 +91,13 @@ enum Action {
 pub struct GenealogyView {
     layout: Layout,
     built_at: Option<Instant>,
+    /// How long the last layout took.
+    build_time: Duration,
+    /// Layouts built so far (a cache key).
+    builds: u64,
+    /// The nodes and edges of the last frame, reused while nothing they
+    /// depend on changed.
+    mesh: Option<(MeshKey, Arc<Mesh>, usize, usize)>,
     collapsed: HashSet<GenomeId>,
     relayout: bool,
     camera: Option<Camera>,
@@ -103,6 +122,9 @@ impl Default for GenealogyView {
         Self {
             layout: Layout::default(),
             built_at: None,
+            build_time: Duration::ZERO,
+            builds: 0,
+            mesh: None,
             collapsed: HashSet::new(),
             relayout: true,
             camera: None,
@@ -209,14 +231,19 @@ impl GenealogyView {
         let stale =
             self.layout.version != history.version || self.layout.len != history.genomes.len();
         let shrunk = history.genomes.len() < self.layout.len;
-        let due = history.is_finished()
-            || self.layout.len == 0
-            || self
-                .built_at
-                .is_none_or(|t| t.elapsed().as_secs_f64() >= RELAYOUT_SECS);
+        let due = history.is_finished() || self.layout.len == 0 || self.built_at.is_none();
+        // A layout costs O(n): while genomes arrive it is rebuilt at most
+        // every RELAYOUT_SECS, and never more than 1/20 of the time.
+        let due = due
+            || self.built_at.is_some_and(|t| {
+                t.elapsed() >= self.build_time * 20 && t.elapsed().as_secs_f64() >= RELAYOUT_SECS
+            });
         if self.relayout || shrunk || (stale && due) {
+            let start = Instant::now();
             self.layout = Layout::build(history, &self.collapsed);
+            self.build_time = start.elapsed();
             self.built_at = Some(Instant::now());
+            self.builds += 1;
             self.relayout = false;
         }
     }
@@ -481,26 +508,23 @@ impl GenealogyView {
         }
     }
 
-    fn paint(
-        &mut self,
-        painter: &egui::Painter,
-        visuals: &egui::Visuals,
+    /// The nodes and edges in view as one mesh; with the counts drawn.
+    #[expect(clippy::too_many_arguments, reason = "the frame's view, passed once")]
+    fn build_mesh(
+        &self,
         cam: Camera,
         rect: Rect,
         history: &RunHistory,
-        selected: Option<GenomeId>,
-    ) {
+        edge_color: Color32,
+        radius: f32,
+        (wx0, wx1): (f32, f32),
+        (first_row, last_row): (usize, usize),
+    ) -> (Mesh, usize, usize) {
         let layout = &self.layout;
         let x = &layout.x;
-        let edge_color = visuals.weak_text_color().gamma_multiply(0.55);
         let mut mesh = Mesh::default();
         let mut edges = 0usize;
         let mut nodes = 0usize;
-        let left = cam.to_world(rect, rect.left_top());
-        let right = cam.to_world(rect, rect.right_bottom());
-        let (wx0, wx1) = (left.x, right.x);
-        let first_row = left.y.floor().max(0.0) as usize;
-        let last_row = (right.y.ceil().max(0.0) as usize).min(layout.rows.len().saturating_sub(1));
         // Edges into rows first_row..=last_row+1 (an edge into the row below
         // the view still crosses it).
         for d in first_row.max(1)..=(last_row + 1).min(layout.rows.len().saturating_sub(1)) {
@@ -528,7 +552,6 @@ impl GenealogyView {
                 edges += 1;
             }
         }
-        let radius = (cam.scale.x * 0.35).clamp(1.0, 6.0);
         for d in first_row..=last_row {
             let Some(row) = layout.rows.get(d) else {
                 continue;
@@ -562,7 +585,54 @@ impl GenealogyView {
                 nodes += 1;
             }
         }
-        painter.add(Shape::mesh(mesh));
+        (mesh, nodes, edges)
+    }
+
+    fn paint(
+        &mut self,
+        painter: &egui::Painter,
+        visuals: &egui::Visuals,
+        cam: Camera,
+        rect: Rect,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) {
+        let edge_color = visuals.weak_text_color().gamma_multiply(0.55);
+        let left = cam.to_world(rect, rect.left_top());
+        let right = cam.to_world(rect, rect.right_bottom());
+        let (wx0, wx1) = (left.x, right.x);
+        let first_row = left.y.floor().max(0.0) as usize;
+        let last_row =
+            (right.y.ceil().max(0.0) as usize).min(self.layout.rows.len().saturating_sub(1));
+        let key = MeshKey {
+            builds: self.builds,
+            center: cam.center,
+            scale: cam.scale,
+            rect,
+            edge_color,
+            by_island: self.color_by_island,
+        };
+        let radius = (cam.scale.x * 0.35).clamp(1.0, 6.0);
+        let (mesh, nodes, edges) = match &self.mesh {
+            Some((k, mesh, nodes, edges)) if *k == key => (Arc::clone(mesh), *nodes, *edges),
+            _ => {
+                let (mesh, nodes, edges) = self.build_mesh(
+                    cam,
+                    rect,
+                    history,
+                    edge_color,
+                    radius,
+                    (wx0, wx1),
+                    (first_row, last_row),
+                );
+                let mesh = Arc::new(mesh);
+                self.mesh = Some((key, Arc::clone(&mesh), nodes, edges));
+                (mesh, nodes, edges)
+            }
+        };
+        let layout = &self.layout;
+        let x = &layout.x;
+        painter.add(Shape::Mesh(mesh));
 
         // Overlays drawn as shapes: crossover edges, islands, collapsed
         // badges, invalid crosses, the path to the best and the selection
