@@ -228,6 +228,63 @@ fn an_honest_evaluator_is_confirmed_and_its_children_go_on() {
     );
 }
 
+/// A ShinkaEvolve task turns the card's `subprocess` evaluator into its
+/// `evaluate.py` command: the confirmation settings go with it.
+#[test]
+fn a_shinka_layout_task_keeps_the_cards_confirmation() {
+    let dir = tempfile::tempdir().unwrap();
+    let base =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("cards/best_of_n.yaml"))
+            .unwrap();
+    let card = dir.path().join("card.yaml");
+    std::fs::write(
+        &card,
+        base.replace(
+            "  timeout_secs: 60.0\n",
+            "  timeout_secs: 60.0\n  confirm: 1\n  confirm_aggregate: min\n",
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("runs");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .arg("run")
+        .arg(&card)
+        .args([
+            "--task",
+            "assets/tasks/exp_poly_shinka",
+            "--iterations",
+            "4",
+            "--out",
+        ])
+        .arg(&out)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && err.contains("ShinkaEvolve layout"),
+        "{err}"
+    );
+    let run = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let genomes = read_genomes(&run.join("genomes.jsonl")).unwrap();
+    let confirmed: Vec<_> = genomes
+        .iter()
+        .filter_map(|g| g.confirmation.as_ref())
+        .collect();
+    assert!(
+        !confirmed.is_empty(),
+        "a new best was confirmed: {genomes:?}"
+    );
+    for c in confirmed {
+        assert_eq!((c.fitness.len(), c.aggregate.as_str()), (2, "min"), "{c:?}");
+    }
+}
+
 #[test]
 fn confirmation_in_a_reused_process_is_refused_when_the_card_is_checked() {
     let mut card = confirming_card(1);

@@ -643,7 +643,7 @@ fn fit_system_message(m: &mut Mapper<'_>, task: &Task) {
 /// A ShinkaEvolve task's evaluator is its `evaluate.py`, run as a command:
 /// the card's `subprocess` evaluator (which imports an OpenEvolve
 /// `evaluator.py`) becomes the `command` evaluator with ShinkaEvolve's
-/// command line, keeping its time limit and interpreter.
+/// command line, keeping its time limit, interpreter and confirmation.
 fn fit_evaluator(m: &mut Mapper<'_>, task: &Task) {
     if task.kind != TaskKind::ShinkaEvolve || m.card.evaluator.kind != "subprocess" {
         return;
@@ -653,7 +653,8 @@ fn fit_evaluator(m: &mut Mapper<'_>, task: &Task) {
     }
     let old = std::mem::take(&mut m.card.evaluator.params);
     let mut params = crate::engine::params::ParamMap::default();
-    for key in ["timeout_secs", "python"] {
+    let confirm = crate::engine::evaluator::confirm::SPECS.map(|spec| spec.key);
+    for key in ["timeout_secs", "python"].into_iter().chain(confirm) {
         if let Some(v) = old.get(key) {
             params.set(key, v.clone());
         }
