@@ -88,9 +88,9 @@ fn alive(pid: u32) -> bool {
     process_running(pid)
 }
 
-/// Waits up to 5 s for `cond`.
+/// Waits up to 20 s for `cond` (forking and warming a standby child can take seconds on a loaded machine).
 async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
-    for _ in 0..100 {
+    for _ in 0..400 {
         if cond() {
             return true;
         }
