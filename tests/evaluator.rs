@@ -902,3 +902,33 @@ def evaluate(program_path):
     assert!(e.scores["threads_at_import"] >= 4.0, "{e:?}");
     assert_eq!(e.artifacts["stdout"].trim(), "pid 1", "{e:?}");
 }
+
+/// In the sandbox a candidate (or the compiler an evaluator runs) may move a
+/// file from one directory to another inside its scratch dir: rustc, for
+/// one, writes each .rmeta in a temporary subdirectory and renames it into
+/// place. Creating device nodes stays refused.
+#[tokio::test]
+async fn in_the_sandbox_a_file_can_be_moved_between_directories() {
+    let (_dir, task) = task_with(SIMPLE_EVALUATOR, "def value():\n    return 0.25\n");
+    let ev = evaluator(&task, 10.0);
+    let program = "import os, tempfile\n\
+         root = tempfile.mkdtemp()\n\
+         os.makedirs(os.path.join(root, 'a'))\n\
+         os.makedirs(os.path.join(root, 'b'))\n\
+         with open(os.path.join(root, 'a', 'f'), 'w') as f:\n\
+         \x20   f.write('x')\n\
+         os.rename(os.path.join(root, 'a', 'f'), os.path.join(root, 'b', 'f'))\n\
+         os.link(os.path.join(root, 'b', 'f'), os.path.join(root, 'a', 'g'))\n\
+         print('moved', sorted(os.listdir(os.path.join(root, 'b'))), sorted(os.listdir(os.path.join(root, 'a'))))\n\
+         try:\n\
+         \x20   os.mknod(os.path.join(root, 'null'), 0o666 | 0o020000, os.makedev(1, 3))\n\
+         \x20   print('made a device')\n\
+         except OSError as e:\n\
+         \x20   print('no device', e.errno)\n\
+         def value():\n    return 0.5\n";
+    let e = ev.evaluate(&cand(1, program)).await;
+    assert!(e.valid, "{e:?}");
+    let out = &e.artifacts["stdout"];
+    assert!(out.contains("moved ['f'] ['g']"), "{out}");
+    assert!(out.contains("no device"), "{out}");
+}
