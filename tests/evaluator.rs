@@ -932,3 +932,28 @@ async fn in_the_sandbox_a_file_can_be_moved_between_directories() {
     assert!(out.contains("moved ['f'] ['g']"), "{out}");
     assert!(out.contains("no device"), "{out}");
 }
+
+/// The same inside the process `galapagos_eval` gives the candidate's code
+/// (its own Landlock domain, nested in the child's).
+#[tokio::test]
+async fn a_candidate_run_apart_by_galapagos_eval_can_move_files_between_directories() {
+    let evaluator_py = r#"
+import galapagos_eval
+
+def evaluate(program_path):
+    return {"combined_score": 1.0 if galapagos_eval.run(program_path, "move") == "moved" else 0.0}
+"#;
+    let program = "import os, tempfile\n\
+         def move():\n\
+         \x20   root = tempfile.mkdtemp()\n\
+         \x20   os.makedirs(os.path.join(root, 'a'))\n\
+         \x20   os.makedirs(os.path.join(root, 'b'))\n\
+         \x20   open(os.path.join(root, 'a', 'f'), 'w').close()\n\
+         \x20   os.rename(os.path.join(root, 'a', 'f'), os.path.join(root, 'b', 'f'))\n\
+         \x20   return 'moved'\n";
+    let (_dir, task) = task_with(evaluator_py, program);
+    let ev = evaluator(&task, 10.0);
+    let e = ev.evaluate(&cand(1, program)).await;
+    assert!(e.valid, "{e:?}");
+    assert_eq!(e.scores["combined_score"], 1.0, "{e:?}");
+}

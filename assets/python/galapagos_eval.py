@@ -86,7 +86,10 @@ PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 SYS_LANDLOCK_CREATE_RULESET = 444
+SYS_LANDLOCK_ADD_RULE = 445
 SYS_LANDLOCK_RESTRICT_SELF = 446
+LANDLOCK_RULE_PATH_BENEATH = 1
+LANDLOCK_ACCESS_FS_REFER = 1 << 13
 
 
 class CandidateError(Exception):
@@ -520,9 +523,11 @@ def _own_landlock_domain(lib):
     abi = lib.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
     if abi < 1:
         return
-    # Handled: making device nodes (nobody needs to); everything else stays
-    # as this process's own domain, if any, allows it.
-    attr = Attr((1 << 6) | (1 << 11), 0, 0)
+    # Handled: making device nodes (nobody needs to), and moving files
+    # between directories, which a domain refuses unless a rule allows it
+    # (allowed everywhere below); everything else stays as this process's
+    # own domain, if any, allows it.
+    attr = Attr((1 << 6) | (1 << 11) | moving_files(abi), 0, 0)
     size = 8
     if abi >= 4:
         size = 16
@@ -536,10 +541,41 @@ def _own_landlock_domain(lib):
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
     try:
+        allow_moving_files(lib, ruleset, abi)
         if lib.syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
             raise OSError(ctypes.get_errno(), "landlock_restrict_self")
     finally:
         os.close(ruleset)
+
+
+def moving_files(abi):
+    """The access right a Landlock ruleset must handle so that
+    `allow_moving_files` can grant it (none before ABI 2)."""
+    return LANDLOCK_ACCESS_FS_REFER if abi >= 2 else 0
+
+
+def allow_moving_files(lib, ruleset, abi):
+    """From ABI 2 on, every Landlock domain refuses to move a file to another
+    directory (rename, link: EXDEV) unless a rule allows it. Compilers and
+    package tools do that all the time (rustc renames each .rmeta into
+    place), so one rule on / allows it everywhere. `ruleset` must handle
+    `moving_files(abi)`; `lib` is libc (ctypes, with errno)."""
+    if abi < 2:
+        return
+    import ctypes
+
+    class PathBeneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+    root = os.open("/", os.O_PATH | os.O_CLOEXEC)
+    try:
+        rule = PathBeneath(LANDLOCK_ACCESS_FS_REFER, root)
+        if lib.syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH),
+                       ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_add_rule")
+    finally:
+        os.close(root)
 
 
 def _load(program_path):

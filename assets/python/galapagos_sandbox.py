@@ -37,6 +37,8 @@ import ctypes
 import errno
 import os
 
+from galapagos_eval import allow_moving_files, moving_files
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
@@ -58,13 +60,10 @@ PR_CAP_AMBIENT_CLEAR_ALL = 4
 
 # Landlock (same numbers on every architecture).
 SYS_LANDLOCK_CREATE_RULESET = 444
-SYS_LANDLOCK_ADD_RULE = 445
 SYS_LANDLOCK_RESTRICT_SELF = 446
 LANDLOCK_CREATE_RULESET_VERSION = 1
-LANDLOCK_RULE_PATH_BENEATH = 1
 LANDLOCK_ACCESS_FS_MAKE_CHAR = 1 << 6
 LANDLOCK_ACCESS_FS_MAKE_BLOCK = 1 << 11
-LANDLOCK_ACCESS_FS_REFER = 1 << 13
 LANDLOCK_ACCESS_NET_BIND_TCP = 1 << 0
 LANDLOCK_ACCESS_NET_CONNECT_TCP = 1 << 1
 LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
@@ -221,11 +220,6 @@ class _RulesetAttr(ctypes.Structure):
     _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
 
 
-class _PathBeneathAttr(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-
 def landlock_abi():
     """The kernel's Landlock ABI version (0 when it has none)."""
     abi = LIBC.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
@@ -237,13 +231,7 @@ def _landlock(network):
     abi = landlock_abi()
     if abi < 1:
         return
-    attr = _RulesetAttr(LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK, 0, 0)
-    # From ABI 2 on, every Landlock domain refuses to move a file to another
-    # directory (rename, link: EXDEV) unless a rule allows it. Compilers and
-    # package tools do that all the time (rustc renames each .rmeta into
-    # place), so one rule allows it everywhere.
-    if abi >= 2:
-        attr.fs |= LANDLOCK_ACCESS_FS_REFER
+    attr = _RulesetAttr(LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK | moving_files(abi), 0, 0)
     size = 8
     if abi >= 4:
         size = 16
@@ -257,15 +245,7 @@ def _landlock(network):
     if fd < 0:
         return
     try:
-        if abi >= 2:
-            root = os.open("/", os.O_PATH | os.O_CLOEXEC)
-            try:
-                rule = _PathBeneathAttr(LANDLOCK_ACCESS_FS_REFER, root)
-                _check(LIBC.syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(fd),
-                                    ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH), ctypes.byref(rule),
-                                    ctypes.c_uint32(0)), "landlock_add_rule")
-            finally:
-                os.close(root)
+        allow_moving_files(LIBC, fd, abi)
         _check(LIBC.syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(fd), ctypes.c_uint32(0)),
                "landlock_restrict_self")
     finally:
