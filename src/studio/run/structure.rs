@@ -250,14 +250,21 @@ impl StructureMirror {
         };
         let n = view.islands.len().max(1);
         let avail = ui.available_size();
-        // Island cards side by side, as many per row as fit.
-        let per_row = ((avail.x / 220.0).floor() as usize).clamp(1, n);
-        let card_w = avail.x / per_row as f32 - 8.0;
-        let lines = n.div_ceil(per_row);
-        let card_h = ((avail.y - 4.0) / lines as f32 - 8.0).max(90.0);
-        let cell = ((card_w - 8.0) / cols as f32)
-            .min((card_h - 40.0) / rows as f32)
-            .max(2.0);
+        // Island cards in a grid: as many per row as gives the largest cells
+        // (the title and the counts take about 40 points above each grid).
+        let layout = |per_row: usize| {
+            let card_w = avail.x / per_row as f32 - 8.0;
+            let lines = n.div_ceil(per_row);
+            let card_h = (avail.y - 4.0) / lines as f32 - 8.0;
+            let cell = ((card_w - 8.0) / cols as f32).min((card_h - 40.0) / rows as f32);
+            (cell, card_w)
+        };
+        let per_row = (1..=n)
+            .max_by(|a, b| layout(*a).0.total_cmp(&layout(*b).0))
+            .unwrap_or(n);
+        let (cell, card_w) = layout(per_row);
+        let cell = cell.max(2.0);
+        let card_w = card_w.max(cols as f32 * cell).max(150.0);
         egui::ScrollArea::vertical()
             .id_salt("islands-scroll")
             .auto_shrink(false)
