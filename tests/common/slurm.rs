@@ -161,7 +161,10 @@ fn start() -> Result<Cluster, String> {
     )
     .trim()
     .to_owned();
-    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    // More CPUs than the machine has (config_overrides lets slurmd accept
+    // them): the tests' allocations wait on sleeping evaluators, not on
+    // CPU, and tests run side by side.
+    let cpus = 16;
     let mem_mib = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
@@ -194,6 +197,7 @@ fn start() -> Result<Cluster, String> {
          JobCompLoc={}\n\
          MpiDefault=none\n\
          ReturnToService=2\n\
+         SlurmdParameters=config_overrides\n\
          NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={mem_mib} State=UNKNOWN\n\
          PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
         p("state"),

@@ -183,10 +183,14 @@ struct Stage {
     _temp: Option<tempfile::TempDir>,
 }
 
-#[derive(Clone, Debug)]
+/// A running allocation of the pool.
+#[derive(Debug)]
 struct Allocation {
     job: String,
     node: String,
+    /// A job step started ahead of its candidate (the interpreter up,
+    /// `evaluator.py` imported), waiting for a candidate on its stdin.
+    standby: Option<tokio::process::Child>,
 }
 
 /// How one attempt ended.

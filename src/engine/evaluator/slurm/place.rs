@@ -37,7 +37,11 @@ impl SlurmEvaluator {
             match self.queue_state(&job).await {
                 Some((state, node)) if state == "RUNNING" => {
                     guard.0 = None;
-                    return Ok(Allocation { job, node });
+                    return Ok(Allocation {
+                        job,
+                        node,
+                        standby: None,
+                    });
                 }
                 Some((state, _)) if ["PENDING", "CONFIGURING"].contains(&state.as_str()) => {}
                 Some((state, _)) => {
@@ -53,16 +57,9 @@ impl SlurmEvaluator {
         }
     }
 
-    /// One candidate as a job step of a pool allocation.
-    pub(super) async fn on_pool(&self, stage: &Stage, candidate: &Candidate) -> Outcome {
-        let alloc = match self.allocation(stage).await {
-            Ok(a) => a,
-            Err(e) => return Outcome::Broken(e),
-        };
-        let dir = match self.attempt_dir(stage, candidate) {
-            Ok(d) => d,
-            Err(e) => return Outcome::Broken(e),
-        };
+    /// A job step of `alloc` that starts the interpreter and imports
+    /// `evaluator.py`, then waits for a candidate's folder on its stdin.
+    fn standby(&self, stage: &Stage, alloc: &Allocation) -> Result<tokio::process::Child, String> {
         let mut c = self.command("srun");
         c.args([
             format!("--jobid={}", alloc.job),
@@ -70,33 +67,73 @@ impl SlurmEvaluator {
             "--nodes=1".to_owned(),
             "--ntasks=1".to_owned(),
             format!("--cpus-per-task={}", self.params.cpus),
-            format!("--job-name=c{}", candidate.id),
+            "--job-name=standby".to_owned(),
             format!("--chdir={}", stage.task_dir.display()),
-            format!("--output={}", dir.join("stdout").display()),
-            format!("--error={}", dir.join("stderr").display()),
+            self.params.python.clone(),
+            stage
+                .root
+                .join("code")
+                .join("galapagos_slurm.py")
+                .display()
+                .to_string(),
+            "--standby".to_owned(),
+            stage
+                .task_dir
+                .join(&self.evaluator_file)
+                .display()
+                .to_string(),
+            stage.task_dir.display().to_string(),
         ]);
-        c.args(self.runner(stage, &dir));
-        c.stdout(std::process::Stdio::null())
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped());
+        c.spawn().map_err(|e| format!("cannot run srun: {e}"))
+    }
+
+    /// One candidate as a job step of a pool allocation: the allocation's
+    /// standby step takes it, and the next standby starts meanwhile.
+    pub(super) async fn on_pool(&self, stage: &Stage, candidate: &Candidate) -> Outcome {
+        let mut alloc = match self.allocation(stage).await {
+            Ok(a) => a,
+            Err(e) => return Outcome::Broken(e),
+        };
+        let dir = match self.attempt_dir(stage, candidate) {
+            Ok(d) => d,
+            Err(e) => return Outcome::Broken(e),
+        };
+        let current = match alloc.standby.take() {
+            Some(child) => Ok(child),
+            None => self.standby(stage, &alloc),
+        };
+        alloc.standby = self.standby(stage, &alloc).ok();
+        let mut child = match current {
+            Ok(c) => c,
+            Err(e) => return Outcome::Broken(e),
+        };
+        if let Some(mut stdin) = child.stdin.take() {
+            use tokio::io::AsyncWriteExt as _;
+            // A step that is gone cannot take it: then it ends without a
+            // result, and that is looked into below.
+            let _ = stdin
+                .write_all(format!("{}\n", dir.display()).as_bytes())
+                .await;
+        }
         let limit = Duration::from_secs_f64(self.params.timeout_secs);
         let mut keep = true;
-        let outcome = match c.spawn() {
-            Err(e) => Outcome::Broken(format!("cannot run srun: {e}")),
-            Ok(child) => match tokio::time::timeout(limit, child.wait_with_output()).await {
-                Ok(Ok(out)) => {
-                    let said = String::from_utf8_lossy(&out.stderr).trim().to_owned();
-                    let (outcome, alive) = self.pool_result(&dir, &alloc, &said).await;
-                    keep = alive;
-                    outcome
-                }
-                Ok(Err(e)) => Outcome::Broken(format!("srun failed: {e}")),
-                Err(_) => {
-                    let step = started(&dir).map_or_else(|| alloc.job.clone(), |s| s.id());
-                    self.cancel(&step).await;
-                    let placement = placement(&step, &alloc.node);
-                    Outcome::Done(Box::new(self.timed_out(&dir, &step)), placement)
-                }
-            },
+        let outcome = match tokio::time::timeout(limit, child.wait_with_output()).await {
+            Ok(Ok(out)) => {
+                let said = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+                let (outcome, alive) = self.pool_result(&dir, &alloc, &said).await;
+                keep = alive;
+                outcome
+            }
+            Ok(Err(e)) => Outcome::Broken(format!("srun failed: {e}")),
+            Err(_) => {
+                let step = started(&dir).map_or_else(|| alloc.job.clone(), |s| s.id());
+                self.cancel(&step).await;
+                let placement = placement(&step, &alloc.node);
+                Outcome::Done(Box::new(self.timed_out(&dir, &step)), placement)
+            }
         };
         if keep {
             lock(&self.idle).push(alloc);
@@ -126,7 +163,17 @@ impl SlurmEvaluator {
             let what = format!("allocation {} on {} ended {state}", alloc.job, alloc.node);
             return (Outcome::Lost(what), false);
         }
-        if stderr.contains("*** STEP") && stderr.contains("CANCELLED") {
+        if started(dir).is_none() {
+            let what = format!(
+                "a step of allocation {} on {} ended before it took the candidate: {}",
+                alloc.job,
+                alloc.node,
+                last_line(said)
+            );
+            return (Outcome::Lost(what), true);
+        }
+        let cancelled = |t: &str| t.contains("*** STEP") && t.contains("CANCELLED");
+        if cancelled(&stderr) || cancelled(said) {
             let what = format!(
                 "step {step} on {} was cancelled from outside the run",
                 alloc.node
