@@ -533,6 +533,7 @@ fn scores_ui(
                 }
             });
     }
+    placement_ui(ui, genome);
     section(ui, "Timings");
     let t = &genome.timings;
     ui.label(format!(
@@ -580,6 +581,29 @@ fn diff_ui(ui: &mut egui::Ui, genome: &Genome, parent: Option<&Genome>) {
     ui.add(egui::Label::new(job).selectable(true));
 }
 
+/// Where a cluster evaluated the genome: its job and node, and the work
+/// the scheduler ended before (each retry).
+fn placement_ui(ui: &mut egui::Ui, genome: &Genome) {
+    let Some(p) = &genome.placement else {
+        return;
+    };
+    section(ui, "Cluster");
+    ui.label(placement_text(p));
+    for retry in &p.retries {
+        ui.label(RichText::new(format!("retried after: {retry}")).weak());
+    }
+}
+
+/// `slurm job 12.3 on node n1`.
+pub fn placement_text(p: &crate::engine::genome::Placement) -> String {
+    let node = if p.node.is_empty() {
+        "an unknown node".to_owned()
+    } else {
+        format!("node {}", p.node)
+    };
+    format!("{} job {} on {node}", p.scheduler, p.job_id)
+}
+
 fn output_ui(ui: &mut egui::Ui, genome: &Genome) {
     if let Some(err) = &genome.error {
         section(ui, "Error");
@@ -610,6 +634,7 @@ fn output_ui(ui: &mut egui::Ui, genome: &Genome) {
     if genome.error.is_none() && genome.artifacts.is_empty() {
         ui.label(RichText::new("The evaluator reported no output or artifacts.").weak());
     }
+    placement_ui(ui, genome);
     section(ui, "Timings");
     let t = &genome.timings;
     ui.label(format!(
@@ -658,6 +683,41 @@ mod tests {
         let label = harness.get_by_label_contains("unconfirmed (never a parent)");
         let text = format!("{label:?}");
         assert!(text.contains("100.000000, 1.000000, 10.000000"), "{text}");
+    }
+
+    /// A genome a cluster evaluated shows its job, node and retries.
+    #[test]
+    fn a_cluster_genome_shows_its_job_and_node() {
+        use crate::engine::events::RunEvent;
+        use crate::engine::genome::Placement;
+        use egui_kittest::kittest::Queryable as _;
+        let genome = Genome {
+            id: 4,
+            valid: true,
+            scores: [(FITNESS_KEY.to_owned(), 0.5)].into(),
+            placement: Some(Placement {
+                scheduler: "slurm".to_owned(),
+                job_id: "812.3".to_owned(),
+                node: "gpu-07".to_owned(),
+                retries: vec!["allocation 790 on gpu-02 ended NODE_FAIL".to_owned()],
+            }),
+            ..Genome::default()
+        };
+        let mut history = RunHistory::new();
+        history.apply(RunEvent::GenomeAdmitted {
+            genome: std::sync::Arc::new(genome),
+            best_id: None,
+            best_score: None,
+            iterations_done: 1,
+            policy: Default::default(),
+            active: Vec::new(),
+        });
+        let mut inspector = Inspector::default();
+        let harness = egui_kittest::Harness::new_ui(|ui| {
+            inspector.ui(ui, &history, Some(4), None, "python");
+        });
+        harness.get_by_label("slurm job 812.3 on node gpu-07");
+        harness.get_by_label("retried after: allocation 790 on gpu-02 ended NODE_FAIL");
     }
 
     #[test]
