@@ -114,6 +114,10 @@ fn an_inflated_first_score_is_unconfirmed_and_never_a_parent_even_after_a_resume
         summary.best_id.is_none_or(|b| !bad.contains(&b)),
         "a false elite is not the best"
     );
+    // Nor is it in the run list's best, which the archive answers.
+    let listed = galapagos::engine::archive::list_runs(dir.path());
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].best_score, summary.best_score);
 
     // The record keeps it (archive and jsonl), says it in its log, and a
     // resume goes on with it.

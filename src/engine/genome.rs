@@ -290,6 +290,16 @@ impl Genome {
         self.confirmation.as_ref().is_some_and(|c| c.unconfirmed)
     }
 
+    /// The fitness selection and a run's best go by: none for an invalid or
+    /// an unconfirmed genome (what [`Genome::for_selection`]'s copy has).
+    pub fn selection_fitness(&self) -> Option<f64> {
+        if self.unconfirmed() {
+            None
+        } else {
+            self.fitness()
+        }
+    }
+
     /// The copy the population and the selection policy are given: without
     /// its transcript, and an unconfirmed genome seen as invalid, so no
     /// policy ever takes it as a parent or an inspiration, nor as the best.

@@ -482,7 +482,7 @@ impl RunRecorder for SqliteRecorder {
                     i64::from(g.attempt),
                     g.parent_id.map(|p| p as i64),
                     g.valid,
-                    g.fitness(),
+                    g.selection_fitness(),
                     json
                 ])
                 .map_err(|e| io(&path, format!("genome {}: {e}", g.id)))?;

@@ -155,7 +155,8 @@ impl RunHistory {
         h.children.reserve(genomes.len());
         let mut best: Option<(GenomeId, f64)> = None;
         for g in genomes {
-            let fitness = g.fitness().filter(|f| !f.is_nan());
+            // An unconfirmed genome was never the run's best.
+            let fitness = g.selection_fitness().filter(|f| !f.is_nan());
             let id = g.id;
             h.push_genome(Arc::new(g));
             if let Some(f) = fitness
