@@ -199,7 +199,8 @@ impl FitnessPlot {
                     self.valid.push(Pt { x, y, id: g.id });
                     self.y_min = self.y_min.min(y);
                     self.y_max = self.y_max.max(y);
-                    if self.running_best.is_none_or(|b| y > b) {
+                    // An unconfirmed genome is plotted, never the best.
+                    if !g.unconfirmed() && self.running_best.is_none_or(|b| y > b) {
                         let step_x = self.max_x;
                         if let Some(prev) = self.running_best {
                             self.best.push(Pt {
