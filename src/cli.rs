@@ -8,6 +8,8 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 
+pub mod leaderboard;
+
 use crate::engine::card::{Card, ValidCard};
 use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
 use crate::engine::launch::{LaunchError, RunPlan};
@@ -81,6 +83,8 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Compare cards on a task: every card × seed with one model and budget, then leaderboard.md/.json.
+    Leaderboard(leaderboard::LeaderboardArgs),
     /// Open the studio (the default with no subcommand).
     Studio {
         /// Card to open.

@@ -22,6 +22,7 @@ fn main() {
         Some(Command::ExportRun { run_dir, out, .. }) => {
             galapagos::cli::export_run(&run_dir, out.as_deref())
         }
+        Some(Command::Leaderboard(args)) => galapagos::cli::leaderboard::leaderboard(&args),
         Some(Command::Studio { card, task }) => studio(card, task),
         None => studio(None, None),
     };

@@ -12,6 +12,7 @@ pub mod events;
 pub mod genome;
 pub mod hub;
 pub mod launch;
+pub mod leaderboard;
 pub mod memory;
 pub mod model;
 pub mod params;

@@ -1,0 +1,250 @@
+//! `galapagos leaderboard`: run cards × seeds on one task with one model and
+//! budget in this process, then write the leaderboard beside the runs.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::engine::card::ValidCard;
+use crate::engine::leaderboard::{Batch, BatchSpec, RunState, write_files};
+use crate::engine::registry::Registry;
+use crate::engine::task::Task;
+
+/// `galapagos leaderboard`.
+#[derive(Debug, clap::Args)]
+pub struct LeaderboardArgs {
+    /// The cards to compare (YAML).
+    #[arg(required = true)]
+    pub cards: Vec<PathBuf>,
+    /// The task folder every card runs on.
+    #[arg(long)]
+    pub task: PathBuf,
+    /// Seeds per card: 0, 1, ..., K-1.
+    #[arg(long, default_value_t = 5)]
+    pub seeds: u64,
+    /// Iterations of every run.
+    #[arg(long)]
+    pub iterations: u64,
+    /// Runs at once (each one's own `general.parallel` is kept).
+    #[arg(long, default_value_t = 1)]
+    pub parallel: usize,
+    /// The card the others are compared with (its name or its file; default: the first card).
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// A score to reach: the leaderboard says how many runs reached it and at which iteration.
+    #[arg(long)]
+    pub target: Option<f64>,
+    /// The batch folder (runs/ and the leaderboard files); running again on it resumes the batch.
+    #[arg(long, default_value = "leaderboard")]
+    pub out: PathBuf,
+    /// No progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub model: super::ModelArgs,
+}
+
+/// Run the batch and write the leaderboard; returns the exit code.
+pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
+    let registry = Registry::builtin();
+    let mut cards = Vec::new();
+    let mut failed = false;
+    for path in &args.cards {
+        match ValidCard::load(path, &registry) {
+            Ok(c) => cards.push((path.clone(), c)),
+            Err(errors) => {
+                for e in &errors.0 {
+                    eprintln!("error: {e}");
+                }
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        return 2;
+    }
+    let task = match Task::load(&args.task) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    // One model for every card: a card naming another one in its `llm`
+    // section would make the comparison unequal, so that is refused.
+    let mut model = None;
+    for (path, card) in &cards {
+        match super::resolve_model(card.card(), &args.model) {
+            Ok((m, desc)) => match &model {
+                None => model = Some((m, desc, path.clone())),
+                Some((_, first, first_path)) if *first != desc => {
+                    eprintln!(
+                        "error: {} uses the model {desc}, {} uses {first}: every card must run with one model \
+                         (name it with --model / --api-base, or give the cards the same llm section)",
+                        path.display(),
+                        first_path.display()
+                    );
+                    return 2;
+                }
+                Some(_) => {}
+            },
+            Err(e) => {
+                eprintln!("error: {}: model: {e}", path.display());
+                return 2;
+            }
+        }
+    }
+    let Some((model, model_desc, _)) = model else {
+        eprintln!("error: no cards");
+        return 2;
+    };
+    let baseline = match &args.baseline {
+        None => cards[0].1.card().name.clone(),
+        Some(b) => match cards
+            .iter()
+            .find(|(p, c)| c.card().name == *b || p.as_os_str() == b.as_str())
+        {
+            Some((_, c)) => c.card().name.clone(),
+            None => {
+                eprintln!(
+                    "error: --baseline {b}: not one of the cards compared ({})",
+                    cards
+                        .iter()
+                        .map(|(_, c)| c.card().name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                return 2;
+            }
+        },
+    };
+    let spec = BatchSpec {
+        cards: cards.into_iter().map(|(_, c)| c).collect(),
+        task,
+        seeds: (0..args.seeds).collect(),
+        iterations: args.iterations,
+        parallel_runs: args.parallel.max(1),
+        out: args.out.clone(),
+        model,
+        model_desc,
+    };
+    let mut batch = match Batch::new(spec, registry, None) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    if !args.quiet {
+        eprintln!(
+            "leaderboard: {} runs ({} cards × {} seeds × {} iterations) in {}",
+            batch.runs.len(),
+            batch.spec().cards.len(),
+            args.seeds,
+            args.iterations,
+            args.out.display()
+        );
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    let tty = std::io::stderr().is_terminal();
+    let mut last_draw = Instant::now();
+    let interrupted = runtime.block_on(async {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut stopping = false;
+        loop {
+            for i in batch.poll() {
+                let r = &batch.runs[i];
+                if args.quiet {
+                    continue;
+                }
+                let line = match &r.state {
+                    RunState::Skipped => Some(format!("{} seed {}: finished before, skipped", r.card, r.seed)),
+                    RunState::Finished(status) => Some(format!(
+                        "{} seed {}: {status} in {:.2} s (start-up {:.2} s)",
+                        r.card,
+                        r.seed,
+                        r.wall_secs.unwrap_or_default(),
+                        r.startup_secs.unwrap_or_default()
+                    )),
+                    RunState::Failed(why) => Some(format!("{} seed {}: failed: {why}", r.card, r.seed)),
+                    RunState::Running { done, best } if tty && last_draw.elapsed() > Duration::from_millis(100) => {
+                        last_draw = Instant::now();
+                        eprint!(
+                            "\r{} seed {}: {done}/{} best {}   ",
+                            r.card,
+                            r.seed,
+                            args.iterations,
+                            best.map_or_else(|| "-".to_owned(), |b| format!("{b:.6}"))
+                        );
+                        std::io::stderr().flush().ok();
+                        None
+                    }
+                    _ => None,
+                };
+                if let Some(line) = line {
+                    if tty {
+                        eprint!("\r\x1b[K");
+                    }
+                    eprintln!("{line}");
+                }
+            }
+            if batch.is_done() {
+                return stopping;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                _ = tokio::signal::ctrl_c(), if !stopping => {
+                    stopping = true;
+                    eprintln!("interrupted: stopping (finished runs are kept; run the same command again to resume)");
+                    batch.stop();
+                }
+                Some(()) = async { match terminate.as_mut() { Some(t) => t.recv().await, None => std::future::pending().await } }, if !stopping => {
+                    stopping = true;
+                    eprintln!("terminated: stopping (finished runs are kept; run the same command again to resume)");
+                    batch.stop();
+                }
+            }
+        }
+    });
+    let lb = match batch.leaderboard(&baseline, args.target) {
+        Ok(lb) => lb,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    let written = match write_files(&args.out, &lb) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    println!("{}", crate::engine::leaderboard::report::markdown(&lb));
+    for p in written {
+        println!("wrote {}", p.display());
+    }
+    if interrupted {
+        return 130;
+    }
+    let failures = batch
+        .runs
+        .iter()
+        .filter(|r| matches!(r.state, RunState::Failed(_)))
+        .count();
+    if failures > 0 {
+        eprintln!("error: {failures} run(s) failed; the leaderboard leaves them out");
+        return 1;
+    }
+    0
+}

@@ -1,0 +1,377 @@
+//! A leaderboard: every card × seed run on one task with one model and one
+//! iteration budget, in this process, and the statistics of the result.
+//!
+//! A batch lives in a folder: `runs/<card>-seed<s>/` holds each run (a normal
+//! run folder), `leaderboard.md` / `leaderboard.json` the result. Started
+//! again on the same folder, a batch skips the runs that finished and resumes
+//! the others (the engine's resume; see [`crate::engine::launch`]).
+//!
+//! [`Batch::poll`] never blocks, so a UI can drive a batch from its frame
+//! loop; the command line polls it in a loop.
+
+pub mod report;
+pub mod stats;
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::engine::archive::Archive;
+use crate::engine::card::ValidCard;
+use crate::engine::events::{RunEvent, RunStatus};
+use crate::engine::launch::{LaunchError, RunPlan};
+use crate::engine::model::LanguageModel;
+use crate::engine::registry::Registry;
+use crate::engine::run_thread::{RunHandle, Waker, start};
+use crate::engine::task::Task;
+
+/// What to run.
+#[derive(Clone)]
+pub struct BatchSpec {
+    /// The cards compared; names must differ (they name the run folders).
+    pub cards: Vec<ValidCard>,
+    pub task: Task,
+    /// The seeds every card runs with.
+    pub seeds: Vec<u64>,
+    /// The iteration budget of every run.
+    pub iterations: u64,
+    /// Runs at once.
+    pub parallel_runs: usize,
+    /// The batch folder.
+    pub out: PathBuf,
+    /// The model every run asks, and its description.
+    pub model: Arc<dyn LanguageModel>,
+    pub model_desc: String,
+}
+
+/// Where one run of a batch is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunState {
+    /// Not started yet.
+    Waiting,
+    /// Running: iterations done, best so far.
+    Running { done: u64, best: Option<f64> },
+    /// Finished in an earlier invocation; not run again.
+    Skipped,
+    /// Finished now, with the run's status.
+    Finished(String),
+    /// Could not start, or failed: the reason.
+    Failed(String),
+}
+
+impl RunState {
+    /// Nothing more will happen to this run in this invocation.
+    pub fn is_over(&self) -> bool {
+        matches!(self, Self::Skipped | Self::Finished(_) | Self::Failed(_))
+    }
+}
+
+/// One card × seed of a batch.
+#[derive(Clone, Debug)]
+pub struct BatchRun {
+    pub card: String,
+    pub seed: u64,
+    pub dir: PathBuf,
+    pub state: RunState,
+    /// Seconds from asking for the run to its first iteration (plan, archive,
+    /// evaluator start, initial program scored); `None` until then.
+    pub startup_secs: Option<f64>,
+    /// Seconds the run took in this invocation.
+    pub wall_secs: Option<f64>,
+}
+
+struct Active {
+    index: usize,
+    handle: RunHandle,
+    started: Instant,
+}
+
+/// A batch being run.
+pub struct Batch {
+    spec: BatchSpec,
+    registry: Registry,
+    pub runs: Vec<BatchRun>,
+    queue: VecDeque<usize>,
+    active: Vec<Active>,
+    waker: Option<Waker>,
+    started: Instant,
+}
+
+/// The folder of a card's run with `seed` inside the batch folder `out`.
+pub fn run_dir(out: &Path, card: &str, seed: u64) -> PathBuf {
+    out.join("runs").join(format!("{card}-seed{seed}"))
+}
+
+impl Batch {
+    /// Check the spec and lay out the runs (nothing is started or written).
+    pub fn new(spec: BatchSpec, registry: Registry, waker: Option<Waker>) -> Result<Self, String> {
+        if spec.cards.is_empty() {
+            return Err("no cards to compare".to_owned());
+        }
+        if spec.seeds.is_empty() {
+            return Err("no seeds: --seeds must be at least 1".to_owned());
+        }
+        if spec.iterations == 0 {
+            return Err("--iterations must be at least 1".to_owned());
+        }
+        let mut names: Vec<&str> = spec.cards.iter().map(|c| c.card().name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!(
+                "two cards are named `{}`: the name labels a card's runs, so each card needs its own",
+                w[0]
+            ));
+        }
+        let mut runs = Vec::new();
+        for card in &spec.cards {
+            for &seed in &spec.seeds {
+                runs.push(BatchRun {
+                    card: card.card().name.clone(),
+                    seed,
+                    dir: run_dir(&spec.out, &card.card().name, seed),
+                    state: RunState::Waiting,
+                    startup_secs: None,
+                    wall_secs: None,
+                });
+            }
+        }
+        Ok(Self {
+            queue: (0..runs.len()).collect(),
+            runs,
+            spec,
+            registry,
+            active: Vec::new(),
+            waker,
+            started: Instant::now(),
+        })
+    }
+
+    pub fn spec(&self) -> &BatchSpec {
+        &self.spec
+    }
+
+    /// True once every run is over.
+    pub fn is_done(&self) -> bool {
+        self.queue.is_empty() && self.active.is_empty()
+    }
+
+    /// Seconds since the batch was made.
+    pub fn elapsed_secs(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    /// Stop every active run (each keeps its record and resumes next time).
+    pub fn stop(&mut self) {
+        for a in &self.active {
+            a.handle.send(crate::engine::events::RunCommand::Stop);
+        }
+        self.queue.clear();
+    }
+
+    /// Start runs while there is room, read what the active ones reported,
+    /// and return the indices of runs whose state changed. Never blocks.
+    pub fn poll(&mut self) -> Vec<usize> {
+        let mut changed = Vec::new();
+        while self.active.len() < self.spec.parallel_runs.max(1) {
+            let Some(index) = self.queue.pop_front() else {
+                break;
+            };
+            changed.push(index);
+            let asked = Instant::now();
+            match self.plan(index) {
+                Ok(None) => self.runs[index].state = RunState::Skipped,
+                Ok(Some(plan)) => match start(plan, self.spec.model.clone(), self.waker.clone()) {
+                    Ok(handle) => {
+                        self.runs[index].state = RunState::Running {
+                            done: 0,
+                            best: None,
+                        };
+                        self.active.push(Active {
+                            index,
+                            handle,
+                            started: asked,
+                        });
+                    }
+                    Err(e) => {
+                        self.runs[index].state = RunState::Failed(format!("cannot start: {e}"));
+                    }
+                },
+                Err(e) => self.runs[index].state = RunState::Failed(e),
+            }
+        }
+        let mut ended = Vec::new();
+        for (slot, a) in self.active.iter_mut().enumerate() {
+            let run = &mut self.runs[a.index];
+            while let Ok(ev) = a.handle.events.try_recv() {
+                match ev {
+                    RunEvent::IterationStarted { .. } if run.startup_secs.is_none() => {
+                        run.startup_secs = Some(a.started.elapsed().as_secs_f64());
+                    }
+                    RunEvent::GenomeAdmitted {
+                        best_score,
+                        iterations_done,
+                        ..
+                    } => {
+                        run.state = RunState::Running {
+                            done: iterations_done,
+                            best: best_score,
+                        };
+                        changed.push(a.index);
+                    }
+                    RunEvent::Finished(s) => {
+                        run.wall_secs = Some(a.started.elapsed().as_secs_f64());
+                        run.state = match s.status {
+                            RunStatus::Failed(msg) => RunState::Failed(msg),
+                            other => RunState::Finished(other.label()),
+                        };
+                        changed.push(a.index);
+                        ended.push(slot);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            if !run.state.is_over() && a.handle.is_finished() && a.handle.events.is_empty() {
+                run.state = RunState::Failed("the run ended without a summary".to_owned());
+                changed.push(a.index);
+                ended.push(slot);
+            }
+        }
+        for slot in ended.into_iter().rev() {
+            let a = self.active.remove(slot);
+            a.handle.join();
+        }
+        changed.sort_unstable();
+        changed.dedup();
+        changed
+    }
+
+    /// The plan for run `index`: `None` when it finished before; a resume
+    /// when its folder holds an unfinished run; else a new run.
+    fn plan(&self, index: usize) -> Result<Option<RunPlan>, String> {
+        let run = &self.runs[index];
+        let dir = &run.dir;
+        let n = self.spec.iterations;
+        if dir.join("archive.sqlite").is_file() {
+            let archive = Archive::open(dir).map_err(|e| e.to_string())?;
+            let meta = archive.meta().map_err(|e| e.to_string())?;
+            let done = archive
+                .checkpoint()
+                .map_err(|e| e.to_string())?
+                .map_or(0, |c| c.iterations_done);
+            drop(archive);
+            if meta.seed != run.seed {
+                return Err(format!(
+                    "{}: holds a run with seed {}, not {}; use another batch folder",
+                    dir.display(),
+                    meta.seed,
+                    run.seed
+                ));
+            }
+            if meta.max_iterations > n {
+                return Err(format!(
+                    "{}: holds a run with a budget of {} iterations, more than {n}; use another batch folder",
+                    dir.display(),
+                    meta.max_iterations
+                ));
+            }
+            let finished = meta.status == "completed" || meta.status.starts_with("budget reached");
+            if done >= n || (finished && meta.max_iterations == n) {
+                return Ok(None);
+            }
+            return match RunPlan::resume(dir, Some(n), &self.registry) {
+                Ok(p) => Ok(Some(p)),
+                Err(LaunchError::NothingToDo { .. }) => Ok(None),
+                Err(e) => Err(e.to_string()),
+            };
+        }
+        let card = self
+            .spec
+            .cards
+            .iter()
+            .find(|c| c.card().name == run.card)
+            .ok_or_else(|| format!("no card named {}", run.card))?
+            .clone()
+            .with_settings(|general, seed| {
+                general.max_iterations = n;
+                *seed = run.seed;
+            })
+            .map_err(|problems| {
+                problems
+                    .iter()
+                    .map(|p| format!("{}: {}: {}", run.card, p.field, p.message))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })?;
+        RunPlan::new(
+            card,
+            self.spec.task.clone(),
+            Some(dir.clone()),
+            &self.registry,
+        )
+        .map(Some)
+        .map_err(|e| e.to_string())
+    }
+}
+
+impl Batch {
+    /// The leaderboard of the runs as their archives now hold them (a run
+    /// with no archive yet is left out of its card's numbers).
+    pub fn leaderboard(
+        &self,
+        baseline: &str,
+        target: Option<f64>,
+    ) -> Result<report::Leaderboard, String> {
+        if !self.spec.cards.iter().any(|c| c.card().name == baseline) {
+            return Err(format!(
+                "the baseline `{baseline}` is not one of the cards compared"
+            ));
+        }
+        let n = self.spec.iterations;
+        let mut cards = Vec::new();
+        for card in &self.spec.cards {
+            let name = &card.card().name;
+            let mut runs = Vec::new();
+            for run in self.runs.iter().filter(|r| &r.card == name) {
+                if run.dir.join("archive.sqlite").is_file() {
+                    runs.push(report::read_run(&run.dir, run.seed, n, target)?);
+                }
+            }
+            cards.push(report::card_result(name, runs, n));
+        }
+        report::compare_with_baseline(&mut cards, baseline, n);
+        Ok(report::Leaderboard {
+            task: self.spec.task.name.clone(),
+            task_dir: self.spec.task.dir.clone(),
+            model: self.spec.model_desc.clone(),
+            iterations: n,
+            seeds: self.spec.seeds.clone(),
+            baseline: baseline.to_owned(),
+            target,
+            bootstrap_seed: report::BOOTSTRAP_SEED,
+            bootstrap_resamples: stats::BOOTSTRAP_RESAMPLES,
+            batch_wall_secs: self.elapsed_secs(),
+            max_startup_secs: self
+                .runs
+                .iter()
+                .filter_map(|r| r.startup_secs)
+                .reduce(f64::max),
+            cards,
+        })
+    }
+}
+
+/// Write `leaderboard.json` and `leaderboard.md` into `out`; returns the
+/// paths written.
+pub fn write_files(out: &Path, lb: &report::Leaderboard) -> Result<Vec<PathBuf>, String> {
+    let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+    std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
+    let json_path = out.join("leaderboard.json");
+    let json =
+        serde_json::to_string_pretty(lb).map_err(|e| format!("{}: {e}", json_path.display()))?;
+    std::fs::write(&json_path, json).map_err(|e| io(&json_path, e))?;
+    let md_path = out.join("leaderboard.md");
+    std::fs::write(&md_path, report::markdown(lb)).map_err(|e| io(&md_path, e))?;
+    Ok(vec![md_path, json_path])
+}

@@ -1,0 +1,349 @@
+//! The leaderboard itself, read from the runs' own archives:
+//! `leaderboard.json` (everything) and `leaderboard.md` (the table and the
+//! comparison with the baseline in words).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::{self, Comparison};
+use crate::engine::archive::Archive;
+
+/// The seed of every bootstrap draw of a leaderboard (one fixed seed, so the
+/// same runs give the same intervals).
+pub const BOOTSTRAP_SEED: u64 = 0x1EAD_B0A2;
+
+/// One run, as its archive has it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunResult {
+    pub seed: u64,
+    pub dir: PathBuf,
+    /// The run's status as recorded ("completed", "budget reached (...)").
+    pub status: String,
+    pub iterations_done: u64,
+    /// Best fitness among valid genomes of iterations 0..=i, for i in
+    /// 0..=budget (`None` before the first valid genome; the last value is
+    /// carried past the iterations a run did not reach).
+    pub best_so_far: Vec<Option<f64>>,
+    pub best: Option<f64>,
+    pub genomes: u64,
+    pub valid: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cost_usd: Option<f64>,
+    /// Wall time of the run as its summary says (the last invocation's, for a
+    /// resumed run).
+    pub wall_secs: Option<f64>,
+    /// First iteration whose best-so-far reached the target.
+    pub reached_target_at: Option<u64>,
+}
+
+/// A mean with its 95 % bootstrap interval.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Estimate {
+    pub mean: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+}
+
+/// One card's line.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CardResult {
+    pub card: String,
+    pub runs: Vec<RunResult>,
+    /// Best score at the budget: mean with CI, and median (runs with a valid
+    /// genome only).
+    pub best: Option<Estimate>,
+    pub best_median: Option<f64>,
+    /// Mean best-so-far at N/4, N/2 and N.
+    pub at_quarter: Option<f64>,
+    pub at_half: Option<f64>,
+    pub at_budget: Option<f64>,
+    /// Mean best-so-far per iteration 0..=N with its CI (the plotted band).
+    pub curve: Vec<Option<Estimate>>,
+    /// Runs that reached the target, and the mean iteration they did it at.
+    pub reached_target: u64,
+    pub mean_iterations_to_target: Option<f64>,
+    pub valid_percent: f64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cost_usd: Option<f64>,
+    pub wall_secs: f64,
+    /// A run of this card stopped at a token or cost cap before the budget.
+    pub capped: bool,
+    /// Against the baseline; `None` for the baseline itself.
+    pub vs_baseline: Option<Comparison>,
+}
+
+/// The whole leaderboard (`leaderboard.json`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Leaderboard {
+    pub task: String,
+    pub task_dir: PathBuf,
+    pub model: String,
+    pub iterations: u64,
+    pub seeds: Vec<u64>,
+    pub baseline: String,
+    pub target: Option<f64>,
+    pub bootstrap_seed: u64,
+    pub bootstrap_resamples: usize,
+    /// Seconds the batch took in this invocation, and the longest per-run
+    /// start-up seen in it (first iteration reached).
+    pub batch_wall_secs: f64,
+    pub max_startup_secs: Option<f64>,
+    pub cards: Vec<CardResult>,
+}
+
+/// Read one run's archive into its result.
+pub fn read_run(
+    dir: &Path,
+    seed: u64,
+    budget: u64,
+    target: Option<f64>,
+) -> Result<RunResult, String> {
+    let archive = Archive::open(dir).map_err(|e| e.to_string())?;
+    let meta = archive.meta().map_err(|e| e.to_string())?;
+    let checkpoint = archive.checkpoint().map_err(|e| e.to_string())?;
+    let genomes = archive
+        .genomes_without_transcripts()
+        .map_err(|e| e.to_string())?;
+    drop(archive);
+    let mut per_iteration: Vec<Option<f64>> = vec![None; budget as usize + 1];
+    for g in &genomes {
+        if let Some(f) = g.fitness()
+            && let Some(slot) = per_iteration.get_mut(g.iteration as usize)
+        {
+            *slot = Some(slot.map_or(f, |b: f64| b.max(f)));
+        }
+    }
+    let mut best_so_far = Vec::with_capacity(per_iteration.len());
+    let mut best: Option<f64> = None;
+    for v in per_iteration {
+        if let Some(v) = v {
+            best = Some(best.map_or(v, |b| b.max(v)));
+        }
+        best_so_far.push(best);
+    }
+    let reached_target_at = target.and_then(|t| {
+        best_so_far
+            .iter()
+            .position(|b| b.is_some_and(|b| b >= t))
+            .map(|i| i as u64)
+    });
+    let summary: Option<serde_json::Value> = std::fs::read_to_string(dir.join("summary.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let usage = checkpoint.as_ref().map(|c| c.usage).unwrap_or_default();
+    Ok(RunResult {
+        seed,
+        dir: dir.to_path_buf(),
+        status: meta.status,
+        iterations_done: checkpoint.as_ref().map_or(0, |c| c.iterations_done),
+        best,
+        best_so_far,
+        genomes: genomes.len() as u64,
+        valid: genomes.iter().filter(|g| g.valid).count() as u64,
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        cost_usd: usage.cost_usd,
+        wall_secs: summary.and_then(|s| s.get("wall_secs").and_then(serde_json::Value::as_f64)),
+        reached_target_at,
+    })
+}
+
+fn estimate(values: &[f64], seed: u64) -> Option<Estimate> {
+    let mean = stats::mean(values)?;
+    let (ci_low, ci_high) = stats::bootstrap_ci(values, seed)?;
+    Some(Estimate {
+        mean,
+        ci_low,
+        ci_high,
+    })
+}
+
+/// One card's statistics from its runs.
+pub fn card_result(card: &str, runs: Vec<RunResult>, budget: u64) -> CardResult {
+    let at = |i: u64| -> Vec<f64> {
+        runs.iter()
+            .filter_map(|r| r.best_so_far.get(i as usize).copied().flatten())
+            .collect()
+    };
+    let finals = at(budget);
+    let curve = (0..=budget)
+        .map(|i| estimate(&at(i), BOOTSTRAP_SEED ^ i))
+        .collect();
+    let reached: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.reached_target_at)
+        .map(|i| i as f64)
+        .collect();
+    let genomes: u64 = runs.iter().map(|r| r.genomes).sum();
+    let valid: u64 = runs.iter().map(|r| r.valid).sum();
+    let costs: Vec<f64> = runs.iter().filter_map(|r| r.cost_usd).collect();
+    CardResult {
+        card: card.to_owned(),
+        best: estimate(&finals, BOOTSTRAP_SEED),
+        best_median: stats::median(&finals),
+        at_quarter: stats::mean(&at(budget / 4)),
+        at_half: stats::mean(&at(budget / 2)),
+        at_budget: stats::mean(&finals),
+        curve,
+        reached_target: reached.len() as u64,
+        mean_iterations_to_target: stats::mean(&reached),
+        valid_percent: if genomes == 0 {
+            0.0
+        } else {
+            100.0 * valid as f64 / genomes as f64
+        },
+        prompt_tokens: runs.iter().map(|r| r.prompt_tokens).sum(),
+        completion_tokens: runs.iter().map(|r| r.completion_tokens).sum(),
+        cost_usd: if costs.is_empty() {
+            None
+        } else {
+            Some(costs.iter().sum())
+        },
+        wall_secs: runs.iter().filter_map(|r| r.wall_secs).sum(),
+        capped: runs.iter().any(|r| r.status.starts_with("budget reached")),
+        vs_baseline: None,
+        runs,
+    }
+}
+
+/// Fill in every card's comparison with the baseline's final scores.
+pub fn compare_with_baseline(cards: &mut [CardResult], baseline: &str, budget: u64) {
+    let finals = |c: &CardResult| -> Vec<f64> {
+        c.runs
+            .iter()
+            .filter_map(|r| r.best_so_far.get(budget as usize).copied().flatten())
+            .collect()
+    };
+    let Some(base) = cards.iter().find(|c| c.card == baseline).map(finals) else {
+        return;
+    };
+    for c in cards.iter_mut().filter(|c| c.card != baseline) {
+        c.vs_baseline = stats::mann_whitney(&finals(c), &base);
+    }
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".to_owned(), |v| format!("{v:.4}"))
+}
+
+/// `leaderboard.md`: what was compared, the table, the verdicts in words.
+pub fn markdown(lb: &Leaderboard) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Leaderboard: {}\n", lb.task);
+    let _ = writeln!(
+        s,
+        "Every card ran {} iterations on `{}` with seeds {} and the model {}.\n",
+        lb.iterations,
+        lb.task,
+        lb.seeds
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        lb.model
+    );
+    let _ = writeln!(
+        s,
+        "Best score at {n}: mean, 95 % bootstrap interval ({} resamples, seed {:#x}) and median over seeds. \
+         Best so far: the mean over seeds at iterations {q}, {h} and {n}.\n",
+        lb.bootstrap_resamples,
+        lb.bootstrap_seed,
+        n = lb.iterations,
+        q = lb.iterations / 4,
+        h = lb.iterations / 2,
+    );
+    let target_col = lb.target.is_some();
+    let _ = write!(
+        s,
+        "| card | best (mean) | 95 % CI | median | @{} | @{} | @{} |",
+        lb.iterations / 4,
+        lb.iterations / 2,
+        lb.iterations
+    );
+    if target_col {
+        s.push_str(" reached target | iterations to target |");
+    }
+    s.push_str(" valid % | tokens | cost | wall s | vs baseline |\n|---|---|---|---|---|---|---|");
+    if target_col {
+        s.push_str("---|---|");
+    }
+    s.push_str("---|---|---|---|---|\n");
+    for c in &lb.cards {
+        let name = if c.capped {
+            format!("{} (capped)", c.card)
+        } else {
+            c.card.clone()
+        };
+        let ci = c.best.map_or_else(
+            || "–".to_owned(),
+            |e| format!("[{:.4}, {:.4}]", e.ci_low, e.ci_high),
+        );
+        let _ = write!(
+            s,
+            "| {name} | {} | {ci} | {} | {} | {} | {} |",
+            num(c.best.map(|e| e.mean)),
+            num(c.best_median),
+            num(c.at_quarter),
+            num(c.at_half),
+            num(c.at_budget)
+        );
+        if target_col {
+            let _ = write!(
+                s,
+                " {}/{} | {} |",
+                c.reached_target,
+                c.runs.len(),
+                c.mean_iterations_to_target
+                    .map_or_else(|| "–".to_owned(), |v| format!("{v:.1}"))
+            );
+        }
+        let vs = match &c.vs_baseline {
+            None if c.card == lb.baseline => "baseline".to_owned(),
+            None => "–".to_owned(),
+            Some(cmp) => format!("{} (p = {:.3})", cmp.verdict, cmp.p_value),
+        };
+        let _ = writeln!(
+            s,
+            " {:.1} | {} | {} | {:.1} | {vs} |",
+            c.valid_percent,
+            c.prompt_tokens + c.completion_tokens,
+            c.cost_usd
+                .map_or_else(|| "–".to_owned(), |v| format!("${v:.4}")),
+            c.wall_secs
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nAgainst the baseline `{}` (two-sided Mann–Whitney U on the best score at {}, α = {}):\n",
+        lb.baseline,
+        lb.iterations,
+        stats::ALPHA
+    );
+    for c in &lb.cards {
+        if let Some(cmp) = &c.vs_baseline {
+            let words = match cmp.verdict.as_str() {
+                "better" => format!("`{}` is better than `{}`", c.card, lb.baseline),
+                "worse" => format!("`{}` is worse than `{}`", c.card, lb.baseline),
+                _ => format!(
+                    "`{}` and `{}`: no difference at this budget",
+                    c.card, lb.baseline
+                ),
+            };
+            let _ = writeln!(
+                s,
+                "- {words} (U = {}, p = {:.4}, {}).",
+                cmp.u, cmp.p_value, cmp.method
+            );
+        }
+    }
+    if lb.cards.iter().any(|c| c.capped) {
+        s.push_str(
+            "\n(capped): a run of this card stopped at its token or cost cap before the budget.\n",
+        );
+    }
+    s
+}

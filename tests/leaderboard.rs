@@ -1,0 +1,198 @@
+#![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
+//! `galapagos leaderboard` as a user runs it, with the offline model: three
+//! cards on circle_packing, 5 seeds × 30 iterations, killed with SIGKILL in
+//! the middle and run again.
+
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+const CARDS: [&str; 3] = ["best_of_n", "topk", "best_of_n_attempts"];
+
+fn leaderboard(out: &Path, home: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_galapagos"));
+    c.arg("leaderboard");
+    for card in CARDS {
+        c.arg(root().join("cards").join(format!("{card}.yaml")));
+    }
+    c.arg("--task")
+        .arg(root().join("assets/tasks/circle_packing"))
+        .args([
+            "--seeds",
+            "5",
+            "--iterations",
+            "30",
+            "--parallel",
+            "2",
+            "--target",
+            "0.8",
+        ])
+        .arg("--out")
+        .arg(out)
+        // No user settings: the offline model.
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env_remove("OPENAI_API_KEY");
+    c
+}
+
+/// The best fitness of a run, read from its genomes.jsonl on its own.
+fn best_in_jsonl(dir: &Path) -> f64 {
+    galapagos::engine::archive::read_genomes(&dir.join("genomes.jsonl"))
+        .unwrap()
+        .iter()
+        .filter_map(galapagos::engine::genome::Genome::fitness)
+        .fold(f64::NEG_INFINITY, f64::max)
+}
+
+fn run_dir(out: &Path, card: &str, seed: u64) -> PathBuf {
+    out.join("runs").join(format!("{card}-seed{seed}"))
+}
+
+#[test]
+fn a_leaderboard_of_three_cards_survives_a_kill_and_agrees_with_the_archives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("lb");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let t0 = Instant::now();
+
+    // First invocation: killed with SIGKILL once four runs have finished.
+    let mut child = leaderboard(&out, &home)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut finished_before = Vec::new();
+    for line in stderr.lines() {
+        let line = line.unwrap();
+        assert!(!line.contains("failed"), "{line}");
+        if line.contains(": completed in") {
+            finished_before.push(line.split(':').next().unwrap().to_owned());
+            if finished_before.len() == 4 {
+                break;
+            }
+        }
+    }
+    assert_eq!(finished_before.len(), 4, "the first invocation ended early");
+    // Let the next runs get under way, then kill the process outright.
+    std::thread::sleep(Duration::from_millis(700));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let first_secs = t0.elapsed().as_secs_f64();
+    assert!(
+        !out.join("leaderboard.json").exists(),
+        "the killed batch wrote no leaderboard"
+    );
+    // What the finished runs hold, to see that nothing reruns them.
+    let snapshot = |name: &str| -> Vec<u8> {
+        let (card, seed) = name.rsplit_once(" seed ").unwrap();
+        std::fs::read(run_dir(&out, card, seed.parse().unwrap()).join("genomes.jsonl")).unwrap()
+    };
+    let before: Vec<Vec<u8>> = finished_before.iter().map(|n| snapshot(n)).collect();
+
+    // Second invocation: finishes the batch.
+    let t1 = Instant::now();
+    let done = leaderboard(&out, &home).output().unwrap();
+    let second_secs = t1.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{stderr}");
+    for name in &finished_before {
+        assert!(
+            stderr.contains(&format!("{name}: finished before, skipped")),
+            "{name} was not skipped:\n{stderr}"
+        );
+    }
+    let after: Vec<Vec<u8>> = finished_before.iter().map(|n| snapshot(n)).collect();
+    assert!(
+        before == after,
+        "a finished run's record changed on the rerun"
+    );
+    let rerun = stderr.matches(": completed in").count();
+    assert_eq!(
+        rerun,
+        15 - 4,
+        "only the unfinished runs ran again:\n{stderr}"
+    );
+
+    // The files, and their numbers against the runs' own records.
+    let md = std::fs::read_to_string(out.join("leaderboard.md")).unwrap();
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("leaderboard.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["iterations"], 30);
+    assert_eq!(json["baseline"], "best_of_n");
+    let cards = json["cards"].as_array().unwrap();
+    assert_eq!(cards.len(), 3);
+    for card in cards {
+        let name = card["card"].as_str().unwrap();
+        assert!(
+            md.contains(&format!("| {name} |")),
+            "{name} missing from the table:\n{md}"
+        );
+        let runs = card["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 5);
+        let mut bests = Vec::new();
+        for run in runs {
+            let seed = run["seed"].as_u64().unwrap();
+            let dir = run_dir(&out, name, seed);
+            let summary: Value =
+                serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap())
+                    .unwrap();
+            let best = run["best"].as_f64().unwrap();
+            assert_eq!(best, best_in_jsonl(&dir), "{name} seed {seed}");
+            assert_eq!(
+                summary["best_score"].as_f64().unwrap(),
+                best,
+                "{name} seed {seed}"
+            );
+            assert_eq!(run["iterations_done"], 30, "{name} seed {seed}");
+            assert_eq!(summary["iterations"], 30, "{name} seed {seed}");
+            let curve = run["best_so_far"].as_array().unwrap();
+            assert_eq!(curve.len(), 31);
+            assert_eq!(curve[30].as_f64().unwrap(), best);
+            bests.push(best);
+        }
+        let mean = bests.iter().sum::<f64>() / 5.0;
+        let est = &card["best"];
+        assert!(
+            (est["mean"].as_f64().unwrap() - mean).abs() < 1e-12,
+            "{name}"
+        );
+        let (lo, hi) = (
+            est["ci_low"].as_f64().unwrap(),
+            est["ci_high"].as_f64().unwrap(),
+        );
+        assert!(
+            lo <= mean && mean <= hi,
+            "{name}: CI [{lo}, {hi}] misses its mean {mean}"
+        );
+        assert!(
+            md.contains(&format!("{mean:.4}")),
+            "{name}: mean {mean:.4} not in the table"
+        );
+        if name == "best_of_n" {
+            assert!(card["vs_baseline"].is_null());
+        } else {
+            let verdict = card["vs_baseline"]["verdict"].as_str().unwrap();
+            assert!(
+                ["better", "worse", "no difference at this budget"].contains(&verdict),
+                "{verdict}"
+            );
+            assert!(md.contains(verdict));
+        }
+    }
+    let startup = json["max_startup_secs"].as_f64().unwrap();
+    eprintln!(
+        "leaderboard test: first invocation {first_secs:.1} s (killed), second {second_secs:.1} s, \
+         longest run start-up {startup:.2} s"
+    );
+}
