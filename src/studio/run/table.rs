@@ -440,7 +440,12 @@ impl ArchiveTable {
                         );
                     });
                     row.col(|ui| {
-                        if g.valid {
+                        if g.unconfirmed() {
+                            ui.colored_label(Color32::from_rgb(225, 80, 70), "unconfirmed")
+                                .on_hover_text(
+                                    "valid, but its evaluations disagreed: never a parent",
+                                );
+                        } else if g.valid {
                             ui.label("yes");
                         } else {
                             ui.colored_label(Color32::from_rgb(225, 80, 70), "no");
