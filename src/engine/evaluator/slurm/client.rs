@@ -62,11 +62,16 @@ impl SlurmEvaluator {
                 Ok(String::from_utf8_lossy(&out.stdout).into_owned())
             }
             Ok(Ok(out)) => {
-                let err = String::from_utf8_lossy(&out.stderr).trim().to_owned();
-                Err(if err.is_empty() {
-                    format!("{program} failed ({})", out.status)
-                } else {
-                    err
+                // The last line says what went wrong (Slurm's clients print
+                // their attempts before it).
+                let err = String::from_utf8_lossy(&out.stderr);
+                let last = err.lines().rev().map(str::trim).find(|l| !l.is_empty());
+                Err(match last {
+                    None => format!("{program} failed ({})", out.status),
+                    Some(l) if l.contains("configuration source") => format!(
+                        "{l} (no slurm.conf found: set SLURM_CONF to the cluster's configuration)"
+                    ),
+                    Some(l) => l.to_owned(),
                 })
             }
         }
