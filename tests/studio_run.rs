@@ -14,6 +14,7 @@ use galapagos::engine::card::Card;
 use galapagos::engine::events::RunStatus;
 use galapagos::engine::genome::FITNESS_KEY;
 use galapagos::engine::model::default_model;
+use galapagos::engine::params::ParamValue;
 use galapagos::engine::registry::Registry;
 use galapagos::studio::run::RunView;
 use galapagos::studio::run::inspector::delta_text;
@@ -217,6 +218,35 @@ fn stop_ends_the_run_within_one_iteration_and_frames_keep_coming_while_the_evalu
     assert!(!h.state().is_running());
     h.run_steps(2);
     assert!(h.get_all_by_label("stopped").count() >= 1);
+}
+
+#[test]
+fn a_run_without_the_sandbox_carries_a_badge_and_a_sandboxed_one_does_not() {
+    let registry = Arc::new(Registry::builtin());
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    for sandbox in ["bwrap", "none"] {
+        let mut c = card("best_of_n.yaml", &registry);
+        c.general.max_iterations = 2;
+        c.evaluator
+            .params
+            .set("sandbox", ParamValue::Str(sandbox.into()));
+        let mut h = harness();
+        start(&mut h, c, &task, Arc::clone(&registry));
+        step_until(&mut h, Duration::from_secs(120), |v| !v.is_running());
+        h.run_steps(2);
+        let history = h.state().history();
+        let status = &history.summary.as_ref().unwrap().status;
+        assert_eq!(*status, RunStatus::Completed, "{:?}", history.logs);
+        let badges = h.query_all_by_label(" unsandboxed ").count();
+        if sandbox == "none" {
+            assert_eq!(badges, 1, "sandbox: none shows its badge");
+            let warning = history.info.as_ref().unwrap().unsandboxed.clone();
+            assert!(warning.unwrap().contains("without a sandbox"));
+        } else {
+            assert_eq!(badges, 0, "a sandboxed run has no badge");
+        }
+    }
 }
 
 /// Renders screenshots of a live run and of the inspector on a failed genome

@@ -51,6 +51,8 @@ pub const DRAIN_BUDGET: Duration = Duration::from_millis(5);
 
 /// Colour of the "offline model" badge.
 const OFFLINE_BADGE: Color32 = Color32::from_rgb(200, 150, 40);
+/// A run whose candidates have no sandbox (`evaluator.sandbox: none`).
+const UNSANDBOXED_BADGE: Color32 = Color32::from_rgb(190, 40, 40);
 
 /// What the run panel's upper half shows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -767,6 +769,15 @@ impl RunView {
                 "{} tokens{cost}",
                 history::format_tokens(h.usage.total_tokens())
             ));
+        }
+        if let Some(warning) = h.info.as_ref().and_then(|i| i.unsandboxed.as_deref()) {
+            ui.separator();
+            ui.label(
+                RichText::new(" unsandboxed ")
+                    .background_color(UNSANDBOXED_BADGE)
+                    .color(Color32::WHITE),
+            )
+            .on_hover_text(warning);
         }
         if h.info.as_ref().is_some_and(|i| i.offline) {
             ui.separator();
