@@ -194,6 +194,20 @@ fn a_leaderboard_of_three_cards_survives_a_kill_and_agrees_with_the_archives() {
             assert!(md.contains(verdict));
         }
     }
+    // The plot: a PNG and an SVG naming every card.
+    let png = std::fs::read(out.join("leaderboard.png")).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "a drawn PNG"
+    );
+    let svg = std::fs::read_to_string(out.join("leaderboard.svg")).unwrap();
+    assert!(svg.starts_with("<svg") || svg.contains("<svg"));
+    for name in CARDS {
+        assert!(
+            svg.lines().any(|l| l.trim() == name),
+            "{name} missing from the plot's legend"
+        );
+    }
     let startup = json["max_startup_secs"].as_f64().unwrap();
     eprintln!(
         "leaderboard test: first invocation {first_secs:.1} s (killed), second {second_secs:.1} s, \

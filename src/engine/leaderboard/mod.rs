@@ -9,6 +9,7 @@
 //! [`Batch::poll`] never blocks, so a UI can drive a batch from its frame
 //! loop; the command line polls it in a loop.
 
+pub mod plot;
 pub mod report;
 pub mod stats;
 
@@ -362,8 +363,9 @@ impl Batch {
     }
 }
 
-/// Write `leaderboard.json` and `leaderboard.md` into `out`; returns the
-/// paths written.
+/// Write `leaderboard.json`, `leaderboard.md` and the plot
+/// (`leaderboard.svg`, `leaderboard.png`) into `out`; returns the paths
+/// written.
 pub fn write_files(out: &Path, lb: &report::Leaderboard) -> Result<Vec<PathBuf>, String> {
     let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
     std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
@@ -373,5 +375,7 @@ pub fn write_files(out: &Path, lb: &report::Leaderboard) -> Result<Vec<PathBuf>,
     std::fs::write(&json_path, json).map_err(|e| io(&json_path, e))?;
     let md_path = out.join("leaderboard.md");
     std::fs::write(&md_path, report::markdown(lb)).map_err(|e| io(&md_path, e))?;
-    Ok(vec![md_path, json_path])
+    let mut written = vec![md_path, json_path];
+    written.extend(plot::write_plots(out, lb)?);
+    Ok(written)
 }
