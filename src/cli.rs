@@ -71,6 +71,9 @@ pub enum Command {
         /// Where to write the bundle.
         #[arg(long, default_value = "hub")]
         out: PathBuf,
+        /// Attach a leaderboard the card is on (its folder or leaderboard.json) as a "Results" section.
+        #[arg(long, value_name = "DIR")]
+        results: Option<PathBuf>,
     },
     /// Import a hub bundle (folder, card.yaml or .tar.gz) as a card file.
     Import {
@@ -609,14 +612,29 @@ pub fn export_run(run_dir: &Path, out: Option<&Path>) -> i32 {
 }
 
 /// `galapagos export`.
-pub fn export(card_path: &Path, out: &Path) -> i32 {
+pub fn export(card_path: &Path, out: &Path, results: Option<&Path>) -> i32 {
     let registry = Registry::builtin();
     let card = match load_card(card_path, &registry) {
         Ok(c) => c,
         Err(code) => return code,
     };
     let card = card.into_card();
-    match crate::engine::hub::export_bundle(&card, &registry, out) {
+    let results =
+        match results.map(|r| crate::engine::leaderboard::report::results_section(r, &card.name)) {
+            None => None,
+            Some(Ok(s)) => Some(s),
+            Some(Err(e)) => {
+                eprintln!("error: --results: {e}");
+                return 2;
+            }
+        };
+    match crate::engine::hub::export_bundle_with_results(
+        &card,
+        &registry,
+        out,
+        &crate::engine::hub::secret_env_values(),
+        results.as_deref(),
+    ) {
         Ok(dir) => {
             println!(
                 "exported {}/{} to {}",

@@ -15,7 +15,9 @@ fn main() {
             verbose,
             model,
         }) => galapagos::cli::resume(&run_dir, iterations, quiet, verbose, &model),
-        Some(Command::Export { card, out }) => galapagos::cli::export(&card, &out),
+        Some(Command::Export { card, out, results }) => {
+            galapagos::cli::export(&card, &out, results.as_deref())
+        }
         Some(Command::Import { bundle, out, force }) => {
             galapagos::cli::import(&bundle, &out, force)
         }

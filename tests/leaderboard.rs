@@ -208,6 +208,59 @@ fn a_leaderboard_of_three_cards_survives_a_kill_and_agrees_with_the_archives() {
             "{name} missing from the plot's legend"
         );
     }
+    // The hub bundle's README gets the leaderboard as its "Results" section.
+    let hub = tmp.path().join("hub");
+    let export = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .args(["export"])
+        .arg(root().join("cards/topk.yaml"))
+        .arg("--out")
+        .arg(&hub)
+        .arg("--results")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        export.status.success(),
+        "{}",
+        String::from_utf8_lossy(&export.stderr)
+    );
+    let readme = std::fs::read_dir(&hub)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|ns| ns.path().join("topk/README.md"))
+        .find(|p| p.is_file())
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .unwrap();
+    let results = &readme[readme.find("## Results").expect("a Results section")..];
+    let topk_mean = cards.iter().find(|c| c["card"] == "topk").unwrap()["best"]["mean"]
+        .as_f64()
+        .unwrap();
+    for needed in [
+        "circle_packing".to_owned(),
+        "30 iterations per run".to_owned(),
+        "seeds 0, 1, 2, 3, 4".to_owned(),
+        "offline model".to_owned(),
+        format!("{topk_mean:.4}"),
+        "| best_of_n_attempts |".to_owned(),
+    ] {
+        assert!(
+            results.contains(&needed),
+            "`{needed}` missing from:\n{results}"
+        );
+    }
+    // A card that is not on the leaderboard is refused, nothing written.
+    let refused = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .args(["export"])
+        .arg(root().join("cards/beam_search.yaml"))
+        .arg("--out")
+        .arg(tmp.path().join("hub2"))
+        .arg("--results")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("is not on this leaderboard"));
+    assert!(!tmp.path().join("hub2").exists());
     let startup = json["max_startup_secs"].as_f64().unwrap();
     eprintln!(
         "leaderboard test: first invocation {first_secs:.1} s (killed), second {second_secs:.1} s, \

@@ -120,6 +120,18 @@ pub fn export_bundle_checked(
     out_dir: &Path,
     known: &[(String, String)],
 ) -> Result<PathBuf, HubError> {
+    export_bundle_with_results(card, registry, out_dir, known, None)
+}
+
+/// [`export_bundle_checked`] with `results` (a Markdown section, e.g. a
+/// leaderboard's "Results") appended to the README; the secret scan covers it.
+pub fn export_bundle_with_results(
+    card: &Card,
+    registry: &Registry,
+    out_dir: &Path,
+    known: &[(String, String)],
+    results: Option<&str>,
+) -> Result<PathBuf, HubError> {
     let label = format!("{}/{}", card.namespace, card.name);
     let mut problems: Vec<String> = [
         check_path_name("namespace", &card.namespace),
@@ -149,7 +161,11 @@ pub fn export_bundle_checked(
     let archive_path = ns_dir.join(format!("{}.tar.gz", card.name));
 
     let yaml = card.to_yaml();
-    let readme = render_readme(card, registry);
+    let mut readme = render_readme(card, registry);
+    if let Some(results) = results {
+        readme.push('\n');
+        readme.push_str(results);
+    }
     if let Some(what) = llm_endpoint(card) {
         return Err(HubError::Secret {
             path: card_path,

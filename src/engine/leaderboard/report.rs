@@ -347,3 +347,57 @@ pub fn markdown(lb: &Leaderboard) -> String {
     }
     s
 }
+
+/// A hub README's "Results" section for `card` from a leaderboard (its
+/// folder or its `leaderboard.json`): what was compared (task, budget, seeds,
+/// model), the table, and the card's comparison with the baseline.
+pub fn results_section(path: &Path, card: &str) -> Result<String, String> {
+    let file = if path.is_dir() {
+        path.join("leaderboard.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let lb: Leaderboard = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not a leaderboard: {e}", file.display()))?;
+    let Some(mine) = lb.cards.iter().find(|c| c.card == card) else {
+        return Err(format!(
+            "{}: the card `{card}` is not on this leaderboard (it has {})",
+            file.display(),
+            lb.cards
+                .iter()
+                .map(|c| c.card.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    };
+    let full = markdown(&lb);
+    // The table and the verdicts, without the leaderboard's own title.
+    let body = full
+        .split_once('\n')
+        .map_or(full.as_str(), |(_, rest)| rest)
+        .trim();
+    let mut s = String::from("## Results\n\n");
+    let _ = writeln!(
+        s,
+        "On the task `{}`, {} iterations per run, seeds {}, model {}: `{card}` scored {} (best at {}, mean over \
+         seeds, 95 % CI {}).\n",
+        lb.task,
+        lb.iterations,
+        lb.seeds
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        lb.model,
+        num(mine.best.map(|e| e.mean)),
+        lb.iterations,
+        mine.best.map_or_else(
+            || "–".to_owned(),
+            |e| format!("[{:.4}, {:.4}]", e.ci_low, e.ci_high)
+        ),
+    );
+    s.push_str(body);
+    s.push('\n');
+    Ok(s)
+}
