@@ -46,6 +46,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{OnceCell, Semaphore};
 
 use super::confirm::{Aggregate, Confirm, SPECS as CONFIRM_SPECS};
+use super::subprocess::{CASCADE, CASCADE_THRESHOLDS};
 use super::worker::capture::Capture;
 use super::worker::code_dir::write_code;
 use super::worker::environment;
@@ -272,19 +273,8 @@ impl Component for SlurmEvaluator {
                     max: 86400.0,
                 },
             },
-            ParamSpec {
-                key: "cascade",
-                doc: "Staged evaluation: run evaluate_stage1/2/3 when evaluator.py defines evaluate_stage1",
-                ty: ParamType::Bool,
-            },
-            ParamSpec {
-                key: "cascade_thresholds",
-                doc: "Score (combined_score, else mean of scores) a stage must reach to run the next stage",
-                ty: ParamType::FloatList {
-                    min: -1e12,
-                    max: 1e12,
-                },
-            },
+            CASCADE,
+            CASCADE_THRESHOLDS,
             ParamSpec {
                 key: "python",
                 doc: "Python interpreter on the nodes (a name on their PATH or a path)",

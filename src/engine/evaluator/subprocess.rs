@@ -180,6 +180,23 @@ struct Config {
     key_vars: Vec<String>,
 }
 
+/// Staged evaluation, as every backend that runs evaluator.py offers it.
+pub(crate) const CASCADE: ParamSpec = ParamSpec {
+    key: "cascade",
+    doc: "Staged evaluation: run evaluate_stage1/2/3 when evaluator.py defines evaluate_stage1",
+    ty: ParamType::Bool,
+};
+
+/// The scores the stages of a cascade must reach.
+pub(crate) const CASCADE_THRESHOLDS: ParamSpec = ParamSpec {
+    key: "cascade_thresholds",
+    doc: "Score (combined_score, else mean of scores) a stage must reach to run the next stage",
+    ty: ParamType::FloatList {
+        min: -1e12,
+        max: 1e12,
+    },
+};
+
 impl Component for SubprocessEvaluator {
     type Slot = dyn Evaluator;
     type Params = SubprocessParams;
@@ -197,19 +214,8 @@ impl Component for SubprocessEvaluator {
                     max: 86400.0,
                 },
             },
-            ParamSpec {
-                key: "cascade",
-                doc: "Staged evaluation: run evaluate_stage1/2/3 when evaluator.py defines evaluate_stage1",
-                ty: ParamType::Bool,
-            },
-            ParamSpec {
-                key: "cascade_thresholds",
-                doc: "Score (combined_score, else mean of scores) a stage must reach to run the next stage",
-                ty: ParamType::FloatList {
-                    min: -1e12,
-                    max: 1e12,
-                },
-            },
+            CASCADE,
+            CASCADE_THRESHOLDS,
             ParamSpec {
                 key: "python",
                 doc: "Python interpreter used to run evaluator.py (a name on PATH or a path)",
