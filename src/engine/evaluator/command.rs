@@ -45,10 +45,13 @@ use tokio::sync::Semaphore;
 
 use super::confirm::{Aggregate, Confirm, SPECS as CONFIRM_SPECS};
 mod json;
+mod sandboxed;
 
 use json::{nonfinite, parse_object};
 
 use super::worker::capture::Capture;
+use super::worker::limits::Limits;
+use super::worker::sandbox::{self, Sandbox};
 use super::worker::code_dir::EVAL_HELPER;
 use super::worker::process::{describe_status, kill_groups};
 use super::{Candidate, Evaluation, Evaluator, Metric, Observed};
@@ -73,6 +76,25 @@ pub struct CommandParams {
     pub confirm_aggregate: Aggregate,
     /// Largest fitness spread allowed, relative to the mean's size.
     pub confirm_tolerance: f64,
+    /// How each candidate's command is isolated (`bwrap` by default on
+    /// Linux, see [`sandboxed`]).
+    pub sandbox: Sandbox,
+    /// The command may use the network (off: no network at all).
+    pub network: bool,
+    /// More paths shown, read-only, inside the sandbox; `~/` is your home.
+    pub read_paths: Vec<String>,
+    /// Memory each process of the command may allocate (RLIMIT_DATA), in
+    /// MiB; null: no limit. With the sandbox.
+    pub memory_limit_mib: Option<u64>,
+    /// CPU time each process may use, in seconds; null: twice
+    /// `timeout_secs` (at least 10 s). With the sandbox.
+    pub cpu_limit_secs: Option<f64>,
+    /// Processes the command may run at once; null: no limit. With the
+    /// sandbox.
+    pub process_limit: Option<u64>,
+    /// Largest file the command may write, in MiB; null: no limit. With the
+    /// sandbox.
+    pub file_size_limit_mib: Option<u64>,
 }
 
 /// ShinkaEvolve's command line for a task's `evaluate.py` (the default
@@ -96,6 +118,13 @@ impl Default for CommandParams {
             confirm: Confirm::default().times,
             confirm_aggregate: Confirm::default().aggregate,
             confirm_tolerance: Confirm::default().tolerance,
+            sandbox: Sandbox::default(),
+            network: false,
+            read_paths: Vec::new(),
+            memory_limit_mib: Some(4096),
+            cpu_limit_secs: None,
+            process_limit: Some(256),
+            file_size_limit_mib: Some(1024),
         }
     }
 }
@@ -111,6 +140,8 @@ pub struct CommandEvaluator {
     shinka: bool,
     /// Candidates in flight at once (`BuildContext.parallel`).
     permits: Semaphore,
+    /// `bwrap` and `prlimit`, found at build (None: `sandbox: none`).
+    jail: Option<(PathBuf, PathBuf)>,
     /// The private folder the candidates' folders go in (created at first
     /// use, removed with the evaluator).
     scratch: tokio::sync::OnceCell<Result<tempfile::TempDir, String>>,
@@ -161,10 +192,17 @@ impl Component for CommandEvaluator {
             CONFIRM_SPECS[0],
             CONFIRM_SPECS[1],
             CONFIRM_SPECS[2],
+            sandboxed::SPECS[0],
+            sandboxed::SPECS[1],
+            sandboxed::SPECS[2],
+            sandboxed::SPECS[3],
+            sandboxed::SPECS[4],
+            sandboxed::SPECS[5],
+            sandboxed::SPECS[6],
         ],
     };
 
-    /// A command must be named.
+    /// A command must be named; `read_paths` may not show a whole home.
     fn check(params: &CommandParams) -> Result<(), ParamError> {
         if params.argv.first().is_none_or(|a| a.trim().is_empty()) {
             return Err(ParamError {
@@ -174,11 +212,24 @@ impl Component for CommandEvaluator {
                     .to_owned(),
             });
         }
-        Ok(())
+        sandbox::check_read_paths(&params.read_paths)
     }
 
+    /// With the sandbox, `bwrap` and `prlimit` must be installed.
     fn build(params: CommandParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        let jail = match params.sandbox {
+            Sandbox::None => None,
+            Sandbox::Bwrap => {
+                let refuse = |reason| ParamError {
+                    key: "sandbox".to_owned(),
+                    reason,
+                };
+                let bwrap = sandbox::find_bwrap().map_err(refuse)?;
+                Some((bwrap, sandboxed::find_prlimit().map_err(refuse)?))
+            }
+        };
         Ok(Self {
+            jail,
             task_dir: ctx.task.dir.clone(),
             suffix: ctx.task.suffix.clone(),
             shinka: ctx.task.kind == TaskKind::ShinkaEvolve,
@@ -268,6 +319,17 @@ fn write_helper(scratch: &Path) -> Result<(), String> {
 }
 
 impl CommandEvaluator {
+    /// The limits each sandboxed process of the command gets.
+    fn limits(&self) -> Limits {
+        let p = &self.params;
+        Limits {
+            memory_mib: p.memory_limit_mib,
+            cpu_secs: p.cpu_limit_secs.unwrap_or((2.0 * p.timeout_secs).max(10.0)),
+            file_size_mib: p.file_size_limit_mib,
+            processes: p.process_limit,
+        }
+    }
+
     async fn scratch(&self) -> Result<&Path, String> {
         self.scratch
             .get_or_init(|| async {
@@ -354,11 +416,46 @@ impl CommandEvaluator {
         let Some((exe, args)) = argv.split_first() else {
             return invalid("the evaluator has no command (argv is empty)".to_owned());
         };
-        let mut cmd = tokio::process::Command::new(exe);
-        cmd.args(args)
-            .env_clear()
+        let mut cmd = match &self.jail {
+            None => {
+                let mut cmd = tokio::process::Command::new(exe);
+                cmd.args(args);
+                cmd
+            }
+            Some(_) if !sandboxed::exists(exe) => {
+                return Evaluation {
+                    evaluator_failed: true,
+                    ..invalid(format!(
+                        "cannot run the evaluator command `{exe}` (in {}): it is not found",
+                        self.task_dir.display()
+                    ))
+                };
+            }
+            Some((bwrap, prlimit)) => {
+                let mut command = sandboxed::prlimit_args(prlimit, self.limits());
+                command.extend(argv.iter().map(Into::into));
+                let cell = sandboxed::Cell {
+                    network: self.params.network,
+                    task_dir: &self.task_dir,
+                    helper_dir,
+                    candidate_dir: program.parent().unwrap_or(results),
+                    python: &self.params.python,
+                    program: exe,
+                    read_paths: &self.params.read_paths,
+                };
+                let mut cmd = tokio::process::Command::new(bwrap);
+                cmd.args(sandboxed::bwrap_args(&cell, &command));
+                cmd
+            }
+        };
+        cmd.env_clear()
             .envs(std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(passed)))
-            .env("PYTHONPATH", helper_dir)
+            .env("PYTHONPATH", helper_dir);
+        if self.jail.is_some() {
+            let (home, tmp) = sandboxed::private_home_and_tmp();
+            cmd.env("HOME", home).env("TMPDIR", tmp);
+        }
+        cmd
             .current_dir(&self.task_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -559,6 +656,14 @@ impl Evaluator for CommandEvaluator {
             aggregate: self.params.confirm_aggregate,
             tolerance: self.params.confirm_tolerance,
         }
+    }
+
+    fn unsandboxed(&self) -> Option<String> {
+        self.jail.is_none().then(|| {
+            "the evaluator command runs without a sandbox (evaluator.sandbox: none): it and the \
+             candidates can read and change your files, use the network and leave processes behind"
+                .to_owned()
+        })
     }
 }
 

@@ -518,6 +518,7 @@ impl SubprocessEvaluator {
                         .into_iter()
                         .chain(params.read_paths.iter().map(|p| sandbox::expand_home(p)))
                         .collect(),
+                    writable: Vec::new(),
                     private: sandbox::private_dirs(),
                     uid: rustix::process::getuid().as_raw(),
                     gid: rustix::process::getgid().as_raw(),

@@ -347,6 +347,8 @@ pub(crate) struct Jail<'a> {
     /// More paths to show read-only when hidden (listed `PYTHONPATH`
     /// entries, `read_paths`).
     pub extra: Vec<PathBuf>,
+    /// Dirs shown writable (a command evaluator's candidate folder).
+    pub writable: Vec<PathBuf>,
     /// Dirs the user's data lives in, replaced by empty read-only dirs:
     /// `/home`, `/root`, `$HOME`, the settings file's dir.
     pub private: Vec<PathBuf>,
@@ -476,6 +478,9 @@ pub(crate) fn bwrap_args(jail: &Jail<'_>, command: &[OsString]) -> Vec<OsString>
     for p in kept {
         push(&["--ro-bind-try".as_ref(), p.as_os_str(), p.as_os_str()]);
     }
+    for p in &jail.writable {
+        push(&["--bind".as_ref(), p.as_os_str(), p.as_os_str()]);
+    }
     for dir in &hidden {
         push(&["--remount-ro".as_ref(), dir.as_os_str()]);
     }
@@ -511,6 +516,7 @@ mod tests {
             code_dir: Path::new("/home/me/.cache/galapagos/worker-1"),
             lanes_dir: Path::new("/dev/shm/galapagos-eval-x/w0"),
             extra: vec![],
+            writable: vec![PathBuf::from("/dev/shm/galapagos-command-x/c1-0")],
             private: ["/home", "/root", "/home/me"]
                 .iter()
                 .map(PathBuf::from)
@@ -553,6 +559,10 @@ mod tests {
         }
         assert!(!has("versions/9.9/bin"), "inside a bound dir: {text}");
         assert!(!has("--ro-bind-try /usr"), "not hidden: {text}");
+        assert!(
+            has("--bind /dev/shm/galapagos-command-x/c1-0 /dev/shm/galapagos-command-x/c1-0 "),
+            "writable: {text}"
+        );
         assert!(
             text.ends_with("--chdir /home/me/tasks/t -- python -c"),
             "{text}"

@@ -1,0 +1,166 @@
+//! The command evaluator's sandbox: each candidate's command runs in a
+//! bubblewrap container of its own, built by the worker's
+//! [`sandbox::bwrap_args`] (the same namespaces, read-only file system,
+//! hidden home dirs and private scratch dir as the Python evaluator's), with
+//! its results folder the only writable place it shares with the run, and
+//! the worker's limits applied through `prlimit` inside it.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::engine::evaluator::worker::limits::Limits;
+use crate::engine::evaluator::worker::sandbox::{self, Interpreter, Jail, SCRATCH_ROOT};
+use crate::engine::params::{ParamSpec, ParamType};
+
+/// The sandbox's parameter table entries (`sandbox`, `network`,
+/// `read_paths` and the limits).
+pub(super) const SPECS: [ParamSpec; 7] = [
+    ParamSpec {
+        key: "sandbox",
+        doc: "bwrap: each candidate's command runs in a bubblewrap sandbox (read-only file system, your \
+              home hidden, no network, a private HOME and TMPDIR, its own pid namespace, limits; the \
+              results folder is the only place it writes; needs the bubblewrap package). none: no \
+              sandbox, the command runs as you (a warning on every run)",
+        ty: ParamType::Choice(&["bwrap", "none"]),
+    },
+    ParamSpec {
+        key: "network",
+        doc: "Let the command and the candidate use the network; off, the sandbox has none",
+        ty: ParamType::Bool,
+    },
+    ParamSpec {
+        key: "read_paths",
+        doc: "More files or dirs the command may read inside the sandbox (a data set, a toolchain under \
+              your home such as ~/.rustup); ~/ is your home. Read-only",
+        ty: ParamType::TextList,
+    },
+    ParamSpec {
+        key: "memory_limit_mib",
+        doc: "Memory each process of the command may allocate, in MiB (with the sandbox; null: no limit)",
+        ty: ParamType::OptionalInt {
+            min: 16,
+            max: 1 << 30,
+        },
+    },
+    ParamSpec {
+        key: "cpu_limit_secs",
+        doc: "CPU seconds each process of the command may use (with the sandbox; null: twice \
+              timeout_secs, at least 10)",
+        ty: ParamType::OptionalFloat { min: 1.0, max: 1e7 },
+    },
+    ParamSpec {
+        key: "process_limit",
+        doc: "Processes the command may run at once (with the sandbox; null: no limit)",
+        ty: ParamType::OptionalInt {
+            min: 2,
+            max: 1 << 22,
+        },
+    },
+    ParamSpec {
+        key: "file_size_limit_mib",
+        doc: "Largest file the command may write, in MiB (with the sandbox; null: no limit)",
+        ty: ParamType::OptionalInt {
+            min: 1,
+            max: 1 << 30,
+        },
+    },
+];
+
+/// `prlimit` on PATH, or why there is none.
+pub(super) fn find_prlimit() -> Result<PathBuf, String> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("prlimit"))
+            .find(|p| p.is_file())
+    });
+    found.ok_or_else(|| {
+        "the sandbox applies the evaluator's limits with `prlimit`, which is not installed: install \
+         util-linux, or set the limits to null"
+            .to_owned()
+    })
+}
+
+/// `prlimit`'s arguments for `limits` (no core files; CPU time: SIGXCPU at
+/// the limit, SIGKILL a second later), then `--`.
+pub(super) fn prlimit_args(prlimit: &Path, limits: Limits) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec![prlimit.into(), "--core=0".into()];
+    if let Some(m) = limits.memory_mib {
+        a.push(format!("--data={}", m.saturating_mul(1 << 20)).into());
+    }
+    if let Some(m) = limits.file_size_mib {
+        a.push(format!("--fsize={}", m.saturating_mul(1 << 20)).into());
+    }
+    if let Some(n) = limits.processes {
+        a.push(format!("--nproc={n}").into());
+    }
+    // A whole second at least, rounded up (as the Python worker does).
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a positive number of seconds far below u64::MAX"
+    )]
+    let soft = (limits.cpu_secs.ceil() as u64).max(1);
+    a.push(format!("--cpu={soft}:{}", soft + 1).into());
+    a.push("--".into());
+    a
+}
+
+/// What one candidate's sandbox shows and lets it write.
+pub(super) struct Cell<'a> {
+    pub network: bool,
+    pub task_dir: &'a Path,
+    /// `galapagos_eval`'s dir (read-only).
+    pub helper_dir: &'a Path,
+    /// The candidate's own folder (its program and results): writable.
+    pub candidate_dir: &'a Path,
+    /// The interpreter `{python}` names, and the command's program.
+    pub python: &'a str,
+    pub program: &'a str,
+    pub read_paths: &'a [String],
+}
+
+/// HOME and TMPDIR inside the sandbox (its private scratch tmpfs).
+pub(super) fn private_home_and_tmp() -> (PathBuf, PathBuf) {
+    let root = Path::new(SCRATCH_ROOT);
+    (root.join("home"), root.join("tmp"))
+}
+
+/// The `bwrap` arguments that run `command` in a candidate's sandbox.
+pub(super) fn bwrap_args(cell: &Cell<'_>, command: &[OsString]) -> Vec<OsString> {
+    let interpreter = sandbox::locate(cell.python).unwrap_or_else(|| Interpreter {
+        executable: PathBuf::from(cell.python),
+        prefixes: Vec::new(),
+    });
+    let program = Path::new(cell.program);
+    let extra = program
+        .is_absolute()
+        .then(|| program.to_path_buf())
+        .into_iter()
+        .chain(cell.read_paths.iter().map(|p| sandbox::expand_home(p)))
+        .collect();
+    let jail = Jail {
+        network: cell.network,
+        interpreter: &interpreter,
+        task_dir: cell.task_dir,
+        code_dir: cell.helper_dir,
+        lanes_dir: cell.helper_dir,
+        extra,
+        writable: vec![cell.candidate_dir.to_path_buf()],
+        private: sandbox::private_dirs(),
+        uid: rustix::process::getuid().as_raw(),
+        gid: rustix::process::getgid().as_raw(),
+    };
+    sandbox::bwrap_args(&jail, command)
+}
+
+/// Whether the command `exe` (a path, or a name on PATH) exists, as a spawn
+/// outside the sandbox would find it (inside, a missing command is only an
+/// exit status).
+pub(super) fn exists(exe: &str) -> bool {
+    if exe.contains('/') {
+        return Path::new(exe).is_file();
+    }
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| dir.join(exe).is_file())
+    })
+}
