@@ -67,15 +67,16 @@ echo "{{\"combined_score\": 1, \"ssh\": $ssh, \"task\": $task, \"outside\": $out
     std::fs::set_permissions(&evaluate, std::fs::Permissions::from_mode(0o755)).unwrap();
     let runs = tempfile::tempdir().unwrap();
     let card = runs.path().join("card.yaml");
-    let text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("cards/best_of_n.yaml"))
-            .unwrap()
-            .replace(
-                "  kind: subprocess\n  timeout_secs: 60.0\n",
-                &format!(
-                    "  kind: command\n  argv: [./evaluate.sh]\n  timeout_secs: 60.0\n  sandbox: {sandbox}\n"
-                ),
-            );
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("cards/best_of_n.yaml"),
+    )
+    .unwrap()
+    .replace(
+        "  kind: subprocess\n  timeout_secs: 60.0\n",
+        &format!(
+            "  kind: command\n  argv: [./evaluate.sh]\n  timeout_secs: 60.0\n  sandbox: {sandbox}\n"
+        ),
+    );
     std::fs::write(&card, text).unwrap();
     let out = runs.path().join("runs");
     let o = Command::new(env!("CARGO_BIN_EXE_galapagos"))
@@ -105,14 +106,21 @@ fn a_sandboxed_command_cannot_read_home_write_outside_reach_the_network_or_linge
     let free = "galapagos-sandbox-test-marker-none";
     let open = probe("none", free);
     for key in ["ssh", "task", "outside", "net"] {
-        assert_eq!(open.get(key), Some(&1.0), "without the sandbox, {key}: {open:?}");
+        assert_eq!(
+            open.get(key),
+            Some(&1.0),
+            "without the sandbox, {key}: {open:?}"
+        );
     }
     let deadline = Instant::now() + Duration::from_secs(20);
     while processes_with(free).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
     let left = processes_with(free);
-    assert!(!left.is_empty(), "without the sandbox, a process stays: {open:?}");
+    assert!(
+        !left.is_empty(),
+        "without the sandbox, a process stays: {open:?}"
+    );
     for pid in left {
         let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
     }
@@ -121,10 +129,22 @@ fn a_sandboxed_command_cannot_read_home_write_outside_reach_the_network_or_linge
     let jailed = probe("bwrap", marker);
     assert_eq!(jailed.get("combined_score"), Some(&1.0), "{jailed:?}");
     for key in ["ssh", "task", "outside", "net"] {
-        assert_eq!(jailed.get(key), Some(&0.0), "in the sandbox, {key}: {jailed:?}");
+        assert_eq!(
+            jailed.get(key),
+            Some(&0.0),
+            "in the sandbox, {key}: {jailed:?}"
+        );
     }
-    assert_eq!(jailed.get("task_intact"), Some(&1.0), "evaluate.sh unchanged");
-    assert_eq!(jailed.get("started"), Some(&1.0), "the double-forked process ran: {jailed:?}");
+    assert_eq!(
+        jailed.get("task_intact"),
+        Some(&1.0),
+        "evaluate.sh unchanged"
+    );
+    assert_eq!(
+        jailed.get("started"),
+        Some(&1.0),
+        "the double-forked process ran: {jailed:?}"
+    );
     // Give a leftover time to show up: none does.
     std::thread::sleep(Duration::from_millis(500));
     let left = processes_with(marker);

@@ -50,10 +50,10 @@ mod sandboxed;
 use json::{nonfinite, parse_object};
 
 use super::worker::capture::Capture;
-use super::worker::limits::Limits;
-use super::worker::sandbox::{self, Sandbox};
 use super::worker::code_dir::EVAL_HELPER;
+use super::worker::limits::Limits;
 use super::worker::process::{describe_status, kill_groups};
+use super::worker::sandbox::{self, Sandbox};
 use super::{Candidate, Evaluation, Evaluator, Metric, Observed};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
@@ -455,8 +455,7 @@ impl CommandEvaluator {
             let (home, tmp) = sandboxed::private_home_and_tmp();
             cmd.env("HOME", home).env("TMPDIR", tmp);
         }
-        cmd
-            .current_dir(&self.task_dir)
+        cmd.current_dir(&self.task_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

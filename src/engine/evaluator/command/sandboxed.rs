@@ -160,7 +160,6 @@ pub(super) fn exists(exe: &str) -> bool {
     if exe.contains('/') {
         return Path::new(exe).is_file();
     }
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| dir.join(exe).is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(exe).is_file()))
 }
