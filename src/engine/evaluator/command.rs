@@ -47,11 +47,10 @@ use super::confirm::{Aggregate, Confirm, SPECS as CONFIRM_SPECS};
 mod json;
 mod sandboxed;
 
-use json::{nonfinite, parse_object};
+use json::{metrics_from_stdout, nonfinite, parse_object, read_limited};
 
 use super::worker::capture::Capture;
 use super::worker::code_dir::EVAL_HELPER;
-use super::worker::limits::Limits;
 use super::worker::process::{describe_status, kill_groups};
 use super::worker::sandbox::{self, Sandbox};
 use super::{Candidate, Evaluation, Evaluator, Metric, Observed};
@@ -319,17 +318,6 @@ fn write_helper(scratch: &Path) -> Result<(), String> {
 }
 
 impl CommandEvaluator {
-    /// The limits each sandboxed process of the command gets.
-    fn limits(&self) -> Limits {
-        let p = &self.params;
-        Limits {
-            memory_mib: p.memory_limit_mib,
-            cpu_secs: p.cpu_limit_secs.unwrap_or((2.0 * p.timeout_secs).max(10.0)),
-            file_size_mib: p.file_size_limit_mib,
-            processes: p.process_limit,
-        }
-    }
-
     async fn scratch(&self) -> Result<&Path, String> {
         self.scratch
             .get_or_init(|| async {
@@ -422,18 +410,16 @@ impl CommandEvaluator {
                 cmd.args(args);
                 cmd
             }
-            Some(_) if !sandboxed::exists(exe) => {
-                return Evaluation {
-                    evaluator_failed: true,
-                    ..invalid(format!(
-                        "cannot run the evaluator command `{exe}` (in {}): it is not found",
-                        self.task_dir.display()
-                    ))
-                };
-            }
             Some((bwrap, prlimit)) => {
-                let mut command = sandboxed::prlimit_args(prlimit, self.limits());
-                command.extend(argv.iter().map(Into::into));
+                if !sandboxed::exists(exe) {
+                    return Evaluation {
+                        evaluator_failed: true,
+                        ..invalid(format!(
+                            "cannot run the evaluator command `{exe}` (in {}): it is not found",
+                            self.task_dir.display()
+                        ))
+                    };
+                }
                 let cell = sandboxed::Cell {
                     network: self.params.network,
                     task_dir: &self.task_dir,
@@ -443,9 +429,13 @@ impl CommandEvaluator {
                     program: exe,
                     read_paths: &self.params.read_paths,
                 };
-                let mut cmd = tokio::process::Command::new(bwrap);
-                cmd.args(sandboxed::bwrap_args(&cell, &command));
-                cmd
+                sandboxed::command(
+                    bwrap,
+                    prlimit,
+                    &cell,
+                    sandboxed::limits(&self.params),
+                    &argv,
+                )
             }
         };
         cmd.env_clear()
@@ -664,41 +654,6 @@ impl Evaluator for CommandEvaluator {
                 .to_owned()
         })
     }
-}
-
-/// Largest `metrics.json` / `correct.json` read (a candidate cannot make the
-/// run read a file of any size).
-const MAX_RESULT_FILE: u64 = 16 << 20;
-
-/// The text of a result file: a plain file (not a link to a device or a
-/// pipe), at most [`MAX_RESULT_FILE`] bytes.
-fn read_limited(path: &Path) -> Result<String, String> {
-    use std::io::Read as _;
-    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
-    if !meta.file_type().is_file() {
-        return Err("it is not a plain file".to_owned());
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_RESULT_FILE + 1).read_to_end(&mut bytes))
-        .map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > MAX_RESULT_FILE {
-        return Err(format!(
-            "it is larger than the {MAX_RESULT_FILE} bytes read"
-        ));
-    }
-    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())
-}
-
-/// The last stdout line that is a JSON object, else all of stdout.
-fn metrics_from_stdout(stdout: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
-    stdout
-        .lines()
-        .rev()
-        .map(str::trim)
-        .filter(|l| l.starts_with('{'))
-        .find_map(|l| parse_object(l).ok())
-        .or_else(|| parse_object(stdout.trim()).ok())
 }
 
 /// A value as artifact text.

@@ -80,3 +80,40 @@ fn replace_nonfinite(text: &str) -> String {
     }
     out
 }
+
+/// Largest `metrics.json` / `correct.json` read (a candidate cannot make the
+/// run read a file of any size).
+const MAX_RESULT_FILE: u64 = 16 << 20;
+
+/// The text of a result file: a plain file (not a link to a device or a
+/// pipe), at most [`MAX_RESULT_FILE`] bytes.
+pub(super) fn read_limited(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read as _;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    if !meta.file_type().is_file() {
+        return Err("it is not a plain file".to_owned());
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_RESULT_FILE + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_RESULT_FILE {
+        return Err(format!(
+            "it is larger than the {MAX_RESULT_FILE} bytes read"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())
+}
+
+/// The last stdout line that is a JSON object, else all of stdout.
+pub(super) fn metrics_from_stdout(
+    stdout: &str,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    stdout
+        .lines()
+        .rev()
+        .map(str::trim)
+        .filter(|l| l.starts_with('{'))
+        .find_map(|l| parse_object(l).ok())
+        .or_else(|| parse_object(stdout.trim()).ok())
+}

@@ -163,3 +163,28 @@ pub(super) fn exists(exe: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(exe).is_file()))
 }
+
+/// The limits each sandboxed process of the command gets.
+pub(super) fn limits(p: &super::CommandParams) -> Limits {
+    Limits {
+        memory_mib: p.memory_limit_mib,
+        cpu_secs: p.cpu_limit_secs.unwrap_or((2.0 * p.timeout_secs).max(10.0)),
+        file_size_mib: p.file_size_limit_mib,
+        processes: p.process_limit,
+    }
+}
+
+/// `argv` run through `prlimit` in the candidate's sandbox.
+pub(super) fn command(
+    bwrap: &Path,
+    prlimit: &Path,
+    cell: &Cell<'_>,
+    limits: Limits,
+    argv: &[String],
+) -> tokio::process::Command {
+    let mut command = prlimit_args(prlimit, limits);
+    command.extend(argv.iter().map(Into::into));
+    let mut cmd = tokio::process::Command::new(bwrap);
+    cmd.args(bwrap_args(cell, &command));
+    cmd
+}
