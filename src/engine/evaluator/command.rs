@@ -293,14 +293,6 @@ impl Drop for GroupGuard {
     }
 }
 
-fn invalid(reason: String) -> Evaluation {
-    Evaluation {
-        valid: false,
-        error: Some(reason),
-        ..Evaluation::default()
-    }
-}
-
 /// The scratch dir's dir holding `galapagos_eval.py`: the command's `PYTHONPATH`.
 const HELPER_DIR: &str = "lib";
 
@@ -376,7 +368,7 @@ impl CommandEvaluator {
             Err(e) => {
                 return Evaluation {
                     evaluator_failed: true,
-                    ..invalid(e)
+                    ..Evaluation::invalid(e)
                 };
             }
         };
@@ -387,7 +379,7 @@ impl CommandEvaluator {
         let prepared = std::fs::create_dir_all(&results)
             .and_then(|()| std::fs::write(&program, &candidate.content));
         if let Err(e) = prepared {
-            return invalid(format!(
+            return Evaluation::invalid(format!(
                 "cannot write the candidate to {}: {e}",
                 dir.display()
             ));
@@ -402,7 +394,7 @@ impl CommandEvaluator {
     async fn run_in(&self, program: &Path, results: &Path, helper_dir: &Path) -> Evaluation {
         let argv = self.command_line(program, results);
         let Some((exe, args)) = argv.split_first() else {
-            return invalid("the evaluator has no command (argv is empty)".to_owned());
+            return Evaluation::invalid("the evaluator has no command (argv is empty)".to_owned());
         };
         let mut cmd = match &self.jail {
             None => {
@@ -414,7 +406,7 @@ impl CommandEvaluator {
                 if !sandboxed::exists(exe) {
                     return Evaluation {
                         evaluator_failed: true,
-                        ..invalid(format!(
+                        ..Evaluation::invalid(format!(
                             "cannot run the evaluator command `{exe}` (in {}): it is not found",
                             self.task_dir.display()
                         ))
@@ -456,7 +448,7 @@ impl CommandEvaluator {
             Err(e) => {
                 return Evaluation {
                     evaluator_failed: true,
-                    ..invalid(format!(
+                    ..Evaluation::invalid(format!(
                         "cannot run the evaluator command `{exe}` (in {}): {e}",
                         self.task_dir.display()
                     ))
@@ -469,13 +461,15 @@ impl CommandEvaluator {
             child.stderr.take().map(|s| s.into_owned_fd()),
         );
         let (Some(Ok(out)), Some(Ok(err))) = pipes else {
-            return invalid("the evaluator command has no stdout/stderr pipe".to_owned());
+            return Evaluation::invalid(
+                "the evaluator command has no stdout/stderr pipe".to_owned(),
+            );
         };
         let (Ok(out), Ok(err)) = (
             pipe::Receiver::from_owned_fd(out),
             pipe::Receiver::from_owned_fd(err),
         ) else {
-            return invalid("cannot read the evaluator command's output".to_owned());
+            return Evaluation::invalid("cannot read the evaluator command's output".to_owned());
         };
         let (mut cap_out, mut cap_err) = (Capture::default(), Capture::default());
         let (mut out_open, mut err_open) = (true, true);
@@ -528,9 +522,13 @@ impl CommandEvaluator {
             let exit = match status {
                 Some(Ok(s)) => s,
                 Some(Err(e)) => {
-                    return invalid(format!("cannot wait for the evaluator command: {e}"));
+                    return Evaluation::invalid(format!(
+                        "cannot wait for the evaluator command: {e}"
+                    ));
                 }
-                None => return invalid("the evaluator command did not finish".to_owned()),
+                None => {
+                    return Evaluation::invalid("the evaluator command did not finish".to_owned());
+                }
             };
             self.read_results(results, &stdout_text, exit, &mut observed, &mut private);
         }
@@ -629,7 +627,7 @@ impl CommandEvaluator {
 impl Evaluator for CommandEvaluator {
     async fn evaluate(&self, candidate: &Candidate) -> Evaluation {
         let Ok(_permit) = self.permits.acquire().await else {
-            return invalid("the evaluator is shutting down".to_owned());
+            return Evaluation::invalid("the evaluator is shutting down".to_owned());
         };
         self.run(candidate).await
     }

@@ -48,6 +48,25 @@ pub struct Evaluation {
     pub placement: Option<crate::engine::genome::Placement>,
 }
 
+impl Evaluation {
+    /// An evaluation that makes the candidate invalid, saying why.
+    pub fn invalid(reason: String) -> Self {
+        Self {
+            valid: false,
+            error: Some(reason),
+            ..Self::default()
+        }
+    }
+
+    /// The evaluator cannot run at all (see [`Evaluation::evaluator_failed`]).
+    pub fn broken(reason: String) -> Self {
+        Self {
+            evaluator_failed: true,
+            ..Self::invalid(reason)
+        }
+    }
+}
+
 /// The evaluator slot (slot 5 of the loop, see ARCHITECTURE.md). `evaluate`
 /// is the one required verb.
 /// Implementations never panic and never hang: a crash or timeout is an

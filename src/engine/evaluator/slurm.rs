@@ -624,10 +624,10 @@ impl Evaluator for SlurmEvaluator {
     async fn evaluate(&self, candidate: &Candidate) -> Evaluation {
         let stage = match self.stage().await {
             Ok(s) => s,
-            Err(reason) => return broken(reason),
+            Err(reason) => return Evaluation::broken(reason),
         };
         let Ok(_permit) = self.permits.acquire().await else {
-            return invalid("the evaluator is shutting down".to_owned());
+            return Evaluation::invalid("the evaluator is shutting down".to_owned());
         };
         let mut retries: Vec<String> = Vec::new();
         loop {
@@ -642,11 +642,11 @@ impl Evaluator for SlurmEvaluator {
                     eval.placement = Some(placement);
                     return eval;
                 }
-                Outcome::Broken(reason) => return broken(reason),
+                Outcome::Broken(reason) => return Evaluation::broken(reason),
                 Outcome::Lost(what) => {
                     retries.push(what);
                     if retries.len() > self.params.max_retries as usize {
-                        let mut eval = invalid(format!(
+                        let mut eval = Evaluation::invalid(format!(
                             "the scheduler ended this candidate's work {} times without a result: {}",
                             retries.len(),
                             retries.join("; ")
@@ -718,20 +718,4 @@ impl std::fmt::Debug for SlurmEvaluator {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn invalid(reason: String) -> Evaluation {
-    Evaluation {
-        valid: false,
-        error: Some(reason),
-        ..Evaluation::default()
-    }
-}
-
-/// The evaluator cannot run at all (see [`Evaluation::evaluator_failed`]).
-fn broken(reason: String) -> Evaluation {
-    Evaluation {
-        evaluator_failed: true,
-        ..invalid(reason)
-    }
 }

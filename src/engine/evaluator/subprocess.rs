@@ -606,12 +606,12 @@ impl SubprocessEvaluator {
     /// before the candidate started, so a fresh worker may be tried.
     async fn attempt(&self, setup: &Setup, candidate: &Candidate) -> Attempt {
         if let Some(reason) = lock(&self.warm_failure).take() {
-            return Attempt::Done(broken(reason));
+            return Attempt::Done(Evaluation::broken(reason));
         }
         let worker = match self.current_worker(setup, false).await {
             Ok(w) => w,
             Err(SpawnError::Import(failure)) => return Attempt::Done(failure),
-            Err(SpawnError::Other(reason)) => return Attempt::Done(broken(reason)),
+            Err(SpawnError::Other(reason)) => return Attempt::Done(Evaluation::broken(reason)),
         };
         let request = Request {
             id: self.next_request.fetch_add(1, Ordering::Relaxed),
@@ -635,7 +635,7 @@ impl SubprocessEvaluator {
                 if !worker.alive() {
                     self.retire(&worker).await;
                 }
-                Attempt::Done(invalid(reason))
+                Attempt::Done(Evaluation::invalid(reason))
             }
         }
     }
@@ -646,19 +646,19 @@ impl Evaluator for SubprocessEvaluator {
     async fn evaluate(&self, candidate: &Candidate) -> Evaluation {
         let setup = match self.setup().await {
             Ok(s) => s,
-            Err(reason) => return broken(reason),
+            Err(reason) => return Evaluation::broken(reason),
         };
         if let Some(failure) = self.cached_import_failure() {
             return failure;
         }
         let Ok(_permit) = self.permits.acquire().await else {
-            return invalid("the evaluator is shutting down".to_owned());
+            return Evaluation::invalid("the evaluator is shutting down".to_owned());
         };
         match self.attempt(setup, candidate).await {
             Attempt::Done(e) => e,
             Attempt::Retry(first) => match self.attempt(setup, candidate).await {
                 Attempt::Done(e) => e,
-                Attempt::Retry(second) => broken(format!(
+                Attempt::Retry(second) => Evaluation::broken(format!(
                     "evaluation worker failed twice before running the candidate: {first}; {second}"
                 )),
             },
@@ -720,22 +720,6 @@ impl Drop for SubprocessEvaluator {
         if let Some(worker) = self.worker.get_mut().take() {
             worker.kill();
         }
-    }
-}
-
-fn invalid(reason: String) -> Evaluation {
-    Evaluation {
-        valid: false,
-        error: Some(reason),
-        ..Evaluation::default()
-    }
-}
-
-/// The evaluator cannot run at all (see [`Evaluation::evaluator_failed`]).
-fn broken(reason: String) -> Evaluation {
-    Evaluation {
-        evaluator_failed: true,
-        ..invalid(reason)
     }
 }
 
