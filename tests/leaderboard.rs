@@ -267,3 +267,73 @@ fn a_leaderboard_of_three_cards_survives_a_kill_and_agrees_with_the_archives() {
          longest run start-up {startup:.2} s"
     );
 }
+
+#[test]
+fn a_card_stopped_by_its_token_cap_is_marked_capped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    // topk, renamed, with a one-token cap: its runs stop after one iteration.
+    let capped = tmp.path().join("topk_capped.yaml");
+    let yaml = std::fs::read_to_string(root().join("cards/topk.yaml"))
+        .unwrap()
+        .replacen("name: topk\n", "name: topk_capped\n", 1)
+        .replacen("general:\n", "general:\n  max_tokens: 1\n", 1);
+    assert!(yaml.contains("max_tokens: 1"));
+    std::fs::write(&capped, yaml).unwrap();
+    let out = tmp.path().join("lb");
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_galapagos"))
+            .arg("leaderboard")
+            .arg(root().join("cards/best_of_n.yaml"))
+            .arg(&capped)
+            .arg("--task")
+            .arg(root().join("assets/tasks/circle_packing"))
+            .args(["--seeds", "2", "--iterations", "4", "--out"])
+            .arg(&out)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("topk_capped seed").count(), 2, "{stderr}");
+    assert_eq!(stderr.matches(": budget reached (").count(), 2, "{stderr}");
+    let check = || {
+        let md = std::fs::read_to_string(out.join("leaderboard.md")).unwrap();
+        let json: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("leaderboard.json")).unwrap())
+                .unwrap();
+        assert!(md.contains("| topk_capped (capped) |"), "{md}");
+        assert!(md.contains("| best_of_n |"), "{md}");
+        assert!(md.contains("(capped): a run of this card stopped at its token or cost cap"));
+        let cards = json["cards"].as_array().unwrap();
+        let card = |name: &str| cards.iter().find(|c| c["card"] == name).unwrap();
+        assert_eq!(card("topk_capped")["capped"], true);
+        assert_eq!(card("best_of_n")["capped"], false);
+        for r in card("topk_capped")["runs"].as_array().unwrap() {
+            assert_eq!(r["capped"], true);
+            assert!(r["iterations_done"].as_u64().unwrap() < 4, "{r}");
+            assert!(r["status"].as_str().unwrap().contains("tokens used, cap 1"));
+        }
+        for r in card("best_of_n")["runs"].as_array().unwrap() {
+            assert_eq!(r["capped"], false);
+            assert_eq!(r["iterations_done"], 4);
+        }
+    };
+    check();
+    // Run again on the folder: the capped runs count as finished (skipped,
+    // not run on) and stay marked.
+    let again = run();
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.matches(": finished before, skipped").count(),
+        4,
+        "{stderr}"
+    );
+    check();
+}

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::engine::card::ValidCard;
-use crate::engine::leaderboard::{Batch, BatchSpec, RunState, write_files};
+use crate::engine::leaderboard::worker::{self, BatchCommand, BatchEvent};
+use crate::engine::leaderboard::{BatchRun, BatchSpec, RunState};
 use crate::engine::registry::Registry;
 use crate::engine::task::Task;
 
@@ -128,8 +129,15 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
         model,
         model_desc,
     };
-    let mut batch = match Batch::new(spec, registry, None) {
-        Ok(b) => b,
+    let (n_runs, n_cards) = (spec.cards.len() * spec.seeds.len(), spec.cards.len());
+    let mut handle = match worker::start(
+        spec,
+        std::sync::Arc::new(registry),
+        baseline,
+        args.target,
+        None,
+    ) {
+        Ok(h) => h,
         Err(e) => {
             eprintln!("error: {e}");
             return 2;
@@ -137,9 +145,7 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
     };
     if !args.quiet {
         eprintln!(
-            "leaderboard: {} runs ({} cards × {} seeds × {} iterations) in {}",
-            batch.runs.len(),
-            batch.spec().cards.len(),
+            "leaderboard: {n_runs} runs ({n_cards} cards × {} seeds × {} iterations) in {}",
             args.seeds,
             args.iterations,
             args.out.display()
@@ -157,94 +163,103 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
     };
     let tty = std::io::stderr().is_terminal();
     let mut last_draw = Instant::now();
-    let interrupted = runtime.block_on(async {
+    let outcome = runtime.block_on(async {
         let mut terminate =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let mut stopping = false;
         loop {
-            for i in batch.poll() {
-                let r = &batch.runs[i];
-                if args.quiet {
-                    continue;
-                }
-                let line = match &r.state {
-                    RunState::Skipped => Some(format!("{} seed {}: finished before, skipped", r.card, r.seed)),
-                    RunState::Finished(status) => Some(format!(
-                        "{} seed {}: {status} in {:.2} s (start-up {:.2} s)",
-                        r.card,
-                        r.seed,
-                        r.wall_secs.unwrap_or_default(),
-                        r.startup_secs.unwrap_or_default()
-                    )),
-                    RunState::Failed(why) => Some(format!("{} seed {}: failed: {why}", r.card, r.seed)),
-                    RunState::Running { done, best } if tty && last_draw.elapsed() > Duration::from_millis(100) => {
-                        last_draw = Instant::now();
-                        eprint!(
-                            "\r{} seed {}: {done}/{} best {}   ",
-                            r.card,
-                            r.seed,
-                            args.iterations,
-                            best.map_or_else(|| "-".to_owned(), |b| format!("{b:.6}"))
-                        );
-                        std::io::stderr().flush().ok();
-                        None
-                    }
-                    _ => None,
-                };
-                if let Some(line) = line {
-                    if tty {
-                        eprint!("\r\x1b[K");
-                    }
-                    eprintln!("{line}");
-                }
-            }
-            if batch.is_done() {
-                return stopping;
-            }
             tokio::select! {
-                () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                event = handle.events.recv() => match event {
+                    Some(BatchEvent::Finished(outcome)) => return Some(outcome),
+                    Some(BatchEvent::Run { run, .. }) if !args.quiet => {
+                        progress_line(&run, args.iterations, tty, &mut last_draw);
+                    }
+                    Some(BatchEvent::Warning(w)) => eprintln!("warning: {w}"),
+                    Some(_) => {}
+                    None => return None,
+                },
                 _ = tokio::signal::ctrl_c(), if !stopping => {
                     stopping = true;
                     eprintln!("interrupted: stopping (finished runs are kept; run the same command again to resume)");
-                    batch.stop();
+                    handle.send(BatchCommand::Stop);
                 }
                 Some(()) = async { match terminate.as_mut() { Some(t) => t.recv().await, None => std::future::pending().await } }, if !stopping => {
                     stopping = true;
                     eprintln!("terminated: stopping (finished runs are kept; run the same command again to resume)");
-                    batch.stop();
+                    handle.send(BatchCommand::Stop);
                 }
             }
         }
     });
-    let lb = match batch.leaderboard(&baseline, args.target) {
+    handle.join();
+    let Some(outcome) = outcome else {
+        eprintln!("error: the batch ended without a result");
+        return 1;
+    };
+    let lb = match &outcome.leaderboard {
         Ok(lb) => lb,
         Err(e) => {
             eprintln!("error: {e}");
             return 1;
         }
     };
-    let written = match write_files(&args.out, &lb) {
+    let written = match &outcome.written {
         Ok(w) => w,
         Err(e) => {
             eprintln!("error: {e}");
             return 1;
         }
     };
-    println!("{}", crate::engine::leaderboard::report::markdown(&lb));
+    println!("{}", crate::engine::leaderboard::report::markdown(lb));
     for p in written {
         println!("wrote {}", p.display());
     }
-    if interrupted {
+    if outcome.stopped {
         return 130;
     }
-    let failures = batch
-        .runs
-        .iter()
-        .filter(|r| matches!(r.state, RunState::Failed(_)))
-        .count();
+    let failures = outcome.failures();
     if failures > 0 {
         eprintln!("error: {failures} run(s) failed; the leaderboard leaves them out");
         return 1;
     }
     0
+}
+
+/// Say what happened to a run on stderr: its end on a line of its own, its
+/// progress (on a terminal) on one line drawn over at most every 100 ms.
+fn progress_line(r: &BatchRun, iterations: u64, tty: bool, last_draw: &mut Instant) {
+    let line = match &r.state {
+        RunState::Skipped => Some(format!(
+            "{} seed {}: finished before, skipped",
+            r.card, r.seed
+        )),
+        RunState::Finished(status) => Some(format!(
+            "{} seed {}: {status} in {:.2} s (start-up {:.2} s)",
+            r.card,
+            r.seed,
+            r.wall_secs.unwrap_or_default(),
+            r.startup_secs.unwrap_or_default()
+        )),
+        RunState::Failed(why) => Some(format!("{} seed {}: failed: {why}", r.card, r.seed)),
+        RunState::Running { done, best }
+            if tty && last_draw.elapsed() > Duration::from_millis(100) =>
+        {
+            *last_draw = Instant::now();
+            eprint!(
+                "\r{} seed {}: {done}/{iterations} best {}   ",
+                r.card,
+                r.seed,
+                best.map_or_else(|| "-".to_owned(), |b| format!("{b:.6}"))
+            );
+            std::io::stderr().flush().ok();
+            None
+        }
+        _ => None,
+    };
+    if let Some(line) = line {
+        if tty {
+            eprint!("\r\x1b[K");
+        }
+        eprintln!("{line}");
+    }
 }

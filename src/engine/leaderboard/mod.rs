@@ -6,12 +6,14 @@
 //! again on the same folder, a batch skips the runs that finished and resumes
 //! the others (the engine's resume; see [`crate::engine::launch`]).
 //!
-//! [`Batch::poll`] never blocks, so a UI can drive a batch from its frame
-//! loop; the command line polls it in a loop.
+//! [`Batch::poll`] never blocks; [`worker::start`] drives a batch on a
+//! thread of its own and reports [`worker::BatchEvent`]s over a bounded
+//! channel, which the command line and the studio both read.
 
 pub mod plot;
 pub mod report;
 pub mod stats;
+pub mod worker;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -91,7 +93,7 @@ struct Active {
 /// A batch being run.
 pub struct Batch {
     spec: BatchSpec,
-    registry: Registry,
+    registry: Arc<Registry>,
     pub runs: Vec<BatchRun>,
     queue: VecDeque<usize>,
     active: Vec<Active>,
@@ -106,7 +108,11 @@ pub fn run_dir(out: &Path, card: &str, seed: u64) -> PathBuf {
 
 impl Batch {
     /// Check the spec and lay out the runs (nothing is started or written).
-    pub fn new(spec: BatchSpec, registry: Registry, waker: Option<Waker>) -> Result<Self, String> {
+    pub fn new(
+        spec: BatchSpec,
+        registry: Arc<Registry>,
+        waker: Option<Waker>,
+    ) -> Result<Self, String> {
         if spec.cards.is_empty() {
             return Err("no cards to compare".to_owned());
         }
@@ -317,28 +323,60 @@ impl Batch {
 }
 
 impl Batch {
-    /// The leaderboard of the runs as their archives now hold them (a run
-    /// with no archive yet is left out of its card's numbers).
-    pub fn leaderboard(
+    /// Refuse a baseline that is not one of the cards compared.
+    pub fn check_baseline(&self, baseline: &str) -> Result<(), String> {
+        if self.spec.cards.iter().any(|c| c.card().name == baseline) {
+            Ok(())
+        } else {
+            Err(format!(
+                "the baseline `{baseline}` is not one of the cards compared ({})",
+                self.spec
+                    .cards
+                    .iter()
+                    .map(|c| c.card().name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        }
+    }
+
+    /// Run `index` as its archive now holds it (`None`: no archive yet).
+    pub fn read_result(
         &self,
+        index: usize,
+        target: Option<f64>,
+    ) -> Result<Option<report::RunResult>, String> {
+        let Some(run) = self.runs.get(index) else {
+            return Ok(None);
+        };
+        if !run.dir.join("archive.sqlite").is_file() {
+            return Ok(None);
+        }
+        report::read_run(&run.dir, run.seed, self.spec.iterations, target)
+            .map(Some)
+            .map_err(|e| format!("{} seed {}: {e}", run.card, run.seed))
+    }
+
+    /// The leaderboard of `results` (one per run, in the order of
+    /// [`Self::runs`]; a `None` is left out of its card's numbers).
+    pub fn leaderboard_from(
+        &self,
+        results: &[Option<report::RunResult>],
         baseline: &str,
         target: Option<f64>,
     ) -> Result<report::Leaderboard, String> {
-        if !self.spec.cards.iter().any(|c| c.card().name == baseline) {
-            return Err(format!(
-                "the baseline `{baseline}` is not one of the cards compared"
-            ));
-        }
+        self.check_baseline(baseline)?;
         let n = self.spec.iterations;
         let mut cards = Vec::new();
         for card in &self.spec.cards {
             let name = &card.card().name;
-            let mut runs = Vec::new();
-            for run in self.runs.iter().filter(|r| &r.card == name) {
-                if run.dir.join("archive.sqlite").is_file() {
-                    runs.push(report::read_run(&run.dir, run.seed, n, target)?);
-                }
-            }
+            let runs = self
+                .runs
+                .iter()
+                .zip(results)
+                .filter(|(r, _)| &r.card == name)
+                .filter_map(|(_, res)| res.clone())
+                .collect();
             cards.push(report::card_result(name, runs, n));
         }
         report::compare_with_baseline(&mut cards, baseline, n);
@@ -360,6 +398,24 @@ impl Batch {
                 .reduce(f64::max),
             cards,
         })
+    }
+
+    /// The leaderboard of every run with a record, as the archives now hold
+    /// them, leaving out the runs that failed in this invocation.
+    pub fn leaderboard(
+        &self,
+        baseline: &str,
+        target: Option<f64>,
+    ) -> Result<report::Leaderboard, String> {
+        let mut results = Vec::with_capacity(self.runs.len());
+        for (i, run) in self.runs.iter().enumerate() {
+            results.push(if matches!(run.state, RunState::Failed(_)) {
+                None
+            } else {
+                self.read_result(i, target)?
+            });
+        }
+        self.leaderboard_from(&results, baseline, target)
     }
 }
 

@@ -37,6 +37,10 @@ pub struct RunResult {
     pub wall_secs: Option<f64>,
     /// First iteration whose best-so-far reached the target.
     pub reached_target_at: Option<u64>,
+    /// The run stopped at its token or cost cap (`general.max_tokens`,
+    /// `general.max_cost_usd`) before the budget.
+    #[serde(default)]
+    pub capped: bool,
 }
 
 /// A mean with its 95 % bootstrap interval.
@@ -135,11 +139,13 @@ pub fn read_run(
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
     let usage = checkpoint.as_ref().map(|c| c.usage).unwrap_or_default();
+    let iterations_done = checkpoint.as_ref().map_or(0, |c| c.iterations_done);
     Ok(RunResult {
         seed,
         dir: dir.to_path_buf(),
+        capped: meta.status.starts_with("budget reached") && iterations_done < budget,
         status: meta.status,
-        iterations_done: checkpoint.as_ref().map_or(0, |c| c.iterations_done),
+        iterations_done,
         best,
         best_so_far,
         genomes: genomes.len() as u64,
@@ -204,7 +210,7 @@ pub fn card_result(card: &str, runs: Vec<RunResult>, budget: u64) -> CardResult 
             Some(costs.iter().sum())
         },
         wall_secs: runs.iter().filter_map(|r| r.wall_secs).sum(),
-        capped: runs.iter().any(|r| r.status.starts_with("budget reached")),
+        capped: runs.iter().any(|r| r.capped),
         vs_baseline: None,
         runs,
     }
@@ -348,18 +354,31 @@ pub fn markdown(lb: &Leaderboard) -> String {
     s
 }
 
-/// A hub README's "Results" section for `card` from a leaderboard (its
-/// folder or its `leaderboard.json`): what was compared (task, budget, seeds,
-/// model), the table, and the card's comparison with the baseline.
-pub fn results_section(path: &Path, card: &str) -> Result<String, String> {
+/// Read a leaderboard: a batch folder's `leaderboard.json`, or that file
+/// itself. Returns the file read and what it holds.
+pub fn read_leaderboard(path: &Path) -> Result<(PathBuf, Leaderboard), String> {
     let file = if path.is_dir() {
         path.join("leaderboard.json")
     } else {
         path.to_path_buf()
     };
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let text = std::fs::read_to_string(&file).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound if path.is_dir() => format!(
+            "{}: no leaderboard yet (a batch writes it when it ends; start it again on this folder to finish it)",
+            file.display()
+        ),
+        _ => format!("{}: {e}", file.display()),
+    })?;
     let lb: Leaderboard = serde_json::from_str(&text)
         .map_err(|e| format!("{}: not a leaderboard: {e}", file.display()))?;
+    Ok((file, lb))
+}
+
+/// A hub README's "Results" section for `card` from a leaderboard (its
+/// folder or its `leaderboard.json`): what was compared (task, budget, seeds,
+/// model), the table, and the card's comparison with the baseline.
+pub fn results_section(path: &Path, card: &str) -> Result<String, String> {
+    let (file, lb) = read_leaderboard(path)?;
     let Some(mine) = lb.cards.iter().find(|c| c.card == card) else {
         return Err(format!(
             "{}: the card `{card}` is not on this leaderboard (it has {})",
