@@ -5,7 +5,10 @@
 //!
 //! Over 800 lines on purpose: this is the one place the studio's state meets
 //! its toolbar, dialogs, shortcuts and the end-of-frame command application;
-//! the panels themselves live in `editor/`, `run/`, `runs.rs` and `model_ui.rs`.
+//! the panels themselves live in `editor/`, `run/`, `runs.rs`, `leaderboard/` and
+//! `model_ui.rs` (the Leaderboard tab's app side in `app/leaderboard.rs`).
+
+mod leaderboard;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,6 +30,7 @@ use crate::studio::editor::{EditorCtx, Problems};
 use crate::studio::files::{
     JobResult, Jobs, Pick, TaskCheck, check_task_folder, read_card, write_card,
 };
+use crate::studio::leaderboard::LeaderboardPanel;
 use crate::studio::library::Library;
 use crate::studio::model_ui::{ModelDialog, ModelDialogCtx};
 use crate::studio::run::{RunView, read_archive};
@@ -53,8 +57,15 @@ pub const START_SHORTCUT: KeyboardShortcut = KeyboardShortcut::new(Modifiers::NO
 pub const PAUSE_SHORTCUT: KeyboardShortcut = KeyboardShortcut::new(Modifiers::NONE, Key::F6);
 /// Stop the live run.
 pub const STOP_SHORTCUT: KeyboardShortcut = KeyboardShortcut::new(Modifiers::SHIFT, Key::F5);
-/// Ctrl+1 .. Ctrl+5 show the tabs in [`Tab::ALL`] order.
-const TAB_KEYS: [Key; 5] = [Key::Num1, Key::Num2, Key::Num3, Key::Num4, Key::Num5];
+/// Ctrl+1 .. Ctrl+6 show the tabs in [`Tab::ALL`] order.
+const TAB_KEYS: [Key; 6] = [
+    Key::Num1,
+    Key::Num2,
+    Key::Num3,
+    Key::Num4,
+    Key::Num5,
+    Key::Num6,
+];
 
 /// What the studio opens with (from the command line).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -120,6 +131,13 @@ pub struct App {
     pub run_view: RunView,
     /// The Runs panel (recorded runs: open, compare, resume).
     pub runs: RunsPanel,
+    /// The Leaderboard tab (a batch of cards × seeds, its table and curves).
+    pub leaderboard: LeaderboardPanel,
+    /// The leaderboard a hub export attaches as its README's "Results"
+    /// section (a batch folder; empty: none).
+    pub results_field: String,
+    /// The leaderboard's model for (ticked cards, settings version).
+    lb_model: Option<((Vec<String>, u64), ResolvedModel)>,
     registry: Arc<Registry>,
     /// A model fixed by the host (tests); otherwise the settings decide.
     fixed_model: Option<Arc<dyn LanguageModel>>,
@@ -165,6 +183,9 @@ impl App {
             bundle_field: String::new(),
             run_view: RunView::default(),
             runs,
+            leaderboard: LeaderboardPanel::default(),
+            results_field: String::new(),
+            lb_model: None,
             registry,
             fixed_model: None,
             settings_path: None,
@@ -531,11 +552,12 @@ impl App {
         };
         let card = self.doc.card.clone();
         let registry = self.registry.clone();
+        let results = Some(self.results_field.trim())
+            .filter(|r| !r.is_empty())
+            .map(PathBuf::from);
         self.jobs.spawn("export", &ctx, move || JobResult::Done {
             what: "export".to_owned(),
-            outcome: crate::engine::hub::export_bundle(&card, &registry, &dir)
-                .map(|p| format!("Exported the bundle to {}", p.display()))
-                .map_err(|e| e.to_string()),
+            outcome: leaderboard::export_with_results(&card, &registry, &dir, results.as_deref()),
         });
     }
 
@@ -641,6 +663,13 @@ impl App {
 
     fn poll_jobs(&mut self) {
         for result in self.jobs.poll() {
+            let mut result = Some(result);
+            if self.leaderboard_job(&mut result) {
+                continue;
+            }
+            let Some(result) = result else {
+                continue;
+            };
             match result {
                 JobResult::Picked { pick, path: None } => {
                     // without a native dialog every path can still be typed:
@@ -651,6 +680,8 @@ impl App {
                         Pick::ExportFolder | Pick::ImportBundle => {
                             "the Bundle path field on the Details tab"
                         }
+                        Pick::LeaderboardFolder => "the Batch folder field on the Leaderboard tab",
+                        Pick::ExportResults => "the Results field on the Details tab",
                     };
                     self.info(format!("No file chosen: type the path in {field} instead"));
                 }
@@ -663,6 +694,8 @@ impl App {
                     Pick::TaskFolder => UiCommand::SetTaskFolder(path),
                     Pick::ExportFolder => UiCommand::ExportBundle(path),
                     Pick::ImportBundle => UiCommand::ImportBundle(path),
+                    Pick::LeaderboardFolder => UiCommand::OpenLeaderboard(path),
+                    Pick::ExportResults => UiCommand::SetExportResults(path),
                 }),
                 JobResult::Imported(Ok(card)) => {
                     if self.doc.dirty {
@@ -684,6 +717,8 @@ impl App {
                 }
                 JobResult::OpenedRun(Err(e)) => self.error(format!("open run: {e}")),
                 JobResult::Curve { dir, curve } => self.runs.set_curve(dir, curve),
+                // handled by leaderboard_job above
+                JobResult::OpenedLeaderboard { .. } => {}
                 JobResult::Done { what, outcome } => match outcome {
                     Ok(text) => self.info(text),
                     Err(e) => self.error(format!("{what}: {e}")),
@@ -709,6 +744,9 @@ impl App {
     }
 
     fn apply(&mut self, command: UiCommand) {
+        if self.apply_leaderboard_command(&command) {
+            return;
+        }
         if command.is_card_edit() {
             if let Some((key, card)) = apply_card_edit(&self.doc.card, &command, &self.registry) {
                 self.doc.edit(&key, card);
@@ -867,8 +905,14 @@ impl App {
                         .pick(Pick::ImportBundle, self.dialog_start(), &ctx);
                 }
             }
-            // card edits were handled above
-            UiCommand::SetKind { .. }
+            // card edits and the leaderboard's commands were handled above
+            UiCommand::StartLeaderboard
+            | UiCommand::StopLeaderboard
+            | UiCommand::OpenLeaderboard(_)
+            | UiCommand::BrowseLeaderboard
+            | UiCommand::SetExportResults(_)
+            | UiCommand::BrowseExportResults
+            | UiCommand::SetKind { .. }
             | UiCommand::SetKinds(_)
             | UiCommand::SetParam { .. }
             | UiCommand::ResetParam { .. }
@@ -883,6 +927,7 @@ impl App {
         self.ctx = Some(ctx.clone());
         self.poll_jobs();
         self.run_view.logic(ctx);
+        self.leaderboard.logic(ctx);
     }
 
     fn shortcuts(&mut self, ctx: &egui::Context) {
@@ -912,7 +957,7 @@ impl App {
             if i.consume_shortcut(&PAUSE_SHORTCUT) {
                 self.commands.push(UiCommand::PauseOrResume);
             }
-            // tabs: Ctrl+1 .. Ctrl+5 (listed in the View menu)
+            // tabs: Ctrl+1 .. Ctrl+6 (listed in the View menu)
             for (tab, key) in Tab::ALL.into_iter().zip(TAB_KEYS) {
                 if i.consume_shortcut(&KeyboardShortcut::new(cmd, key)) {
                     self.commands.push(UiCommand::ShowTab(tab));
@@ -1310,7 +1355,12 @@ impl App {
         // the tabs, above the side panels: reached right after the toolbar
         ui.horizontal(|ui| {
             for (tab, key) in Tab::ALL.into_iter().zip(TAB_KEYS) {
-                let text = if tab == Tab::Run && self.run_view.is_running() {
+                let running = match tab {
+                    Tab::Run => self.run_view.is_running(),
+                    Tab::Leaderboard => self.leaderboard.is_running(),
+                    _ => false,
+                };
+                let text = if running {
                     format!("{} (running)", tab.label())
                 } else {
                     tab.label().to_owned()
@@ -1472,6 +1522,26 @@ impl App {
                                 self.commands.push(UiCommand::ImportBundle(typed));
                             }
                         });
+                        ui.horizontal(|ui| {
+                            let label = ui.label("Results");
+                            ui.add(
+                                egui::TextEdit::singleline(&mut self.results_field)
+                                    .hint_text("leaderboard folder (optional)")
+                                    .desired_width(320.0),
+                            )
+                            .labelled_by(label.id)
+                            .on_hover_text(
+                                "A leaderboard batch folder the card is on: Export appends its table, \
+                                 task, budget, seeds and model to the README as a Results section",
+                            );
+                            if ui
+                                .button("Browse results…")
+                                .on_hover_text("Pick a leaderboard batch folder with a dialog")
+                                .clicked()
+                            {
+                                self.commands.push(UiCommand::BrowseExportResults);
+                            }
+                        });
                     });
             }
             Tab::Yaml => {
@@ -1500,6 +1570,7 @@ impl App {
                 };
                 self.runs.ui(ui, &rctx, &mut self.commands);
             }
+            Tab::Leaderboard => self.leaderboard_tab_ui(ui, palette),
         }
     }
 

@@ -156,6 +156,21 @@ pub enum UiCommand {
     ImportBundle(PathBuf),
     /// Pick a bundle to import with a native dialog.
     BrowseImport,
+    /// Attach this leaderboard (a batch folder or its `leaderboard.json`)
+    /// to hub exports as the README's "Results" section (empty: none).
+    SetExportResults(PathBuf),
+    /// Pick the leaderboard to attach with a native dialog.
+    BrowseExportResults,
+
+    // ---- leaderboard ----
+    /// Start the Leaderboard tab's batch (its form, in the persisted state).
+    StartLeaderboard,
+    /// Stop the running batch (its runs keep their records).
+    StopLeaderboard,
+    /// Show the leaderboard of this batch folder (read off the UI thread).
+    OpenLeaderboard(PathBuf),
+    /// Pick a batch folder with a native dialog and show its leaderboard.
+    BrowseLeaderboard,
 
     // ---- run ----
     /// Validate the card and start a run on the task folder.

@@ -25,6 +25,10 @@ pub enum Pick {
     ExportFolder,
     /// A hub bundle to import (a `.tar.gz`; folders through the path field).
     ImportBundle,
+    /// A leaderboard batch folder to show.
+    LeaderboardFolder,
+    /// A leaderboard batch folder whose results a hub export attaches.
+    ExportResults,
 }
 
 /// A finished background job.
@@ -47,6 +51,13 @@ pub enum JobResult {
         dir: PathBuf,
         /// The curve, or why it could not be read.
         curve: Result<crate::studio::runs::Curve, String>,
+    },
+    /// A batch folder's `leaderboard.json` was read (or failed to be).
+    OpenedLeaderboard {
+        /// The batch folder.
+        dir: PathBuf,
+        /// The leaderboard, or why it could not be read.
+        leaderboard: Result<Box<crate::engine::leaderboard::report::Leaderboard>, String>,
     },
     /// Any other background job: its description and outcome.
     Done {
@@ -86,7 +97,10 @@ impl Jobs {
                 Pick::SaveCard => dialog
                     .add_filter("Scaffold card", &["yaml", "yml"])
                     .save_file(),
-                Pick::TaskFolder | Pick::ExportFolder => dialog.pick_folder(),
+                Pick::TaskFolder
+                | Pick::ExportFolder
+                | Pick::LeaderboardFolder
+                | Pick::ExportResults => dialog.pick_folder(),
                 Pick::ImportBundle => dialog
                     .add_filter("Hub bundle", &["gz", "tgz", "yaml"])
                     .pick_file(),

@@ -17,6 +17,8 @@ pub const MAX_LIBRARY_FILES: usize = 200;
 pub struct LibraryEntry {
     /// The file.
     pub path: PathBuf,
+    /// The card's name (the file stem when the card does not load).
+    pub name: String,
     /// Display title (card title, else its name, else the file stem).
     pub title: String,
     /// One-line summary, or the first load error when the card is broken.
@@ -34,6 +36,7 @@ impl LibraryEntry {
             Ok(card) => Self::from_card(path, &card),
             Err(errors) => Self {
                 path: path.to_path_buf(),
+                name: stem.clone(),
                 title: stem,
                 summary: errors
                     .0
@@ -47,6 +50,7 @@ impl LibraryEntry {
     fn from_card(path: &Path, card: &Card) -> Self {
         Self {
             path: path.to_path_buf(),
+            name: card.name.clone(),
             title: card.display_title().to_owned(),
             summary: card.summary.clone(),
             ok: true,

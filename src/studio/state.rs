@@ -57,16 +57,19 @@ pub enum Tab {
     Run,
     /// Recorded runs: reopen, compare, resume.
     Runs,
+    /// Several cards on one task, seeds and budget: a leaderboard.
+    Leaderboard,
 }
 
 impl Tab {
     /// All tabs in display order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Editor,
         Self::Details,
         Self::Yaml,
         Self::Run,
         Self::Runs,
+        Self::Leaderboard,
     ];
 
     /// Tab label.
@@ -77,6 +80,7 @@ impl Tab {
             Self::Yaml => "YAML",
             Self::Run => "Run",
             Self::Runs => "Runs",
+            Self::Leaderboard => "Leaderboard",
         }
     }
 }
@@ -99,6 +103,46 @@ pub struct State {
     pub last_task_folder: Option<PathBuf>,
     /// The central tab shown last.
     pub tab: Tab,
+    /// The Leaderboard tab's form.
+    pub leaderboard: LeaderboardForm,
+}
+
+/// What the Leaderboard tab runs (persisted; the batch itself is not).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LeaderboardForm {
+    /// The cards compared: a card file's path, or `built-in:NAME`.
+    pub cards: Vec<String>,
+    /// The task folder every card runs on (empty: the studio's task folder).
+    pub task: PathBuf,
+    /// Seeds per card: 0, 1, ..., K-1.
+    pub seeds: u64,
+    /// Iterations of every run.
+    pub iterations: u64,
+    /// Runs at once.
+    pub parallel: usize,
+    /// The card the others are compared with (one of `cards`; empty: the
+    /// first).
+    pub baseline: String,
+    /// A score to reach, if any.
+    pub target: Option<f64>,
+    /// The batch folder (`runs/` and the leaderboard files).
+    pub out: PathBuf,
+}
+
+impl Default for LeaderboardForm {
+    fn default() -> Self {
+        Self {
+            cards: Vec::new(),
+            task: PathBuf::new(),
+            seeds: 5,
+            iterations: 30,
+            parallel: 1,
+            baseline: String::new(),
+            target: None,
+            out: crate::engine::builtin::data_dir().join("leaderboard"),
+        }
+    }
 }
 
 impl Default for State {
@@ -111,6 +155,7 @@ impl Default for State {
             runs_folder: crate::engine::builtin::data_dir().join("runs"),
             last_task_folder: None,
             tab: Tab::default(),
+            leaderboard: LeaderboardForm::default(),
         }
     }
 }

@@ -1,0 +1,315 @@
+//! The app's side of the Leaderboard tab: the cards it offers, the one model
+//! every run uses, starting a batch from the form, showing a batch folder,
+//! and the leaderboard a hub export attaches.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use egui::Ui;
+
+use super::{App, ResolvedModel};
+use crate::engine::card::Card;
+use crate::engine::leaderboard::BatchSpec;
+use crate::engine::leaderboard::report::Leaderboard;
+use crate::engine::model::LanguageModel;
+use crate::engine::registry::Registry;
+use crate::studio::command::UiCommand;
+use crate::studio::files::{JobResult, Pick};
+use crate::studio::leaderboard::{BUILTIN_PREFIX, CardChoice, LeaderboardCtx, load_card_ref};
+use crate::studio::state::Tab;
+use crate::studio::theme::Palette;
+
+impl App {
+    /// The cards the Leaderboard tab offers: the built-in ones, the library
+    /// folder's and the recent ones, each once.
+    pub fn leaderboard_choices(&self) -> Vec<CardChoice> {
+        let mut out: Vec<CardChoice> = self
+            .library
+            .builtin
+            .iter()
+            .filter(|b| b.ok)
+            .map(|b| CardChoice {
+                reference: format!("{BUILTIN_PREFIX}{}", b.name),
+                name: b.name.to_owned(),
+                label: b.name.to_owned(),
+                hover: format!("built-in card {}: {}", b.name, b.summary),
+            })
+            .collect();
+        let file_name = |p: &Path| {
+            p.file_name().map_or_else(
+                || p.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+        };
+        for f in self.library.files.iter().filter(|f| f.ok) {
+            out.push(CardChoice {
+                reference: f.path.display().to_string(),
+                name: f.name.clone(),
+                label: file_name(&f.path),
+                hover: format!("{}: {}", f.path.display(), f.summary),
+            });
+        }
+        for p in &self.state.recent_cards {
+            let reference = p.display().to_string();
+            if out.iter().any(|c| c.reference == reference) || !p.is_file() {
+                continue;
+            }
+            let name = p
+                .file_stem()
+                .map_or_else(|| reference.clone(), |s| s.to_string_lossy().into_owned());
+            out.push(CardChoice {
+                label: format!("{} (recent)", file_name(p)),
+                reference,
+                name,
+                hover: p.display().to_string(),
+            });
+        }
+        out
+    }
+
+    /// The model every run of the form's batch uses, and its description:
+    /// each card's model as a run of it would use, which must be one and
+    /// the same (cached per ticked cards and settings version).
+    fn leaderboard_model(&mut self) -> ResolvedModel {
+        let key = (self.state.leaderboard.cards.clone(), self.settings_version);
+        if let Some((k, r)) = &self.lb_model
+            && *k == key
+        {
+            return r.clone();
+        }
+        let r = self.resolve_leaderboard_model(&key.0);
+        self.lb_model = Some((key, r.clone()));
+        r
+    }
+
+    fn resolve_leaderboard_model(&self, cards: &[String]) -> ResolvedModel {
+        let mut first: Option<(Arc<dyn LanguageModel>, String, String)> = None;
+        for reference in cards {
+            let card = load_card_ref(reference, &self.registry)?;
+            let (model, desc) = self
+                .build_run_model(card.card())
+                .map_err(|e| format!("{reference}: {e}"))?;
+            match &first {
+                None => first = Some((model, desc, reference.clone())),
+                Some((_, d, r)) if *d != desc => {
+                    return Err(format!(
+                        "{reference} uses the model {desc}, {r} uses {d}: every card must run with one model \
+                         (give the cards the same llm section, or none)"
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        match first {
+            Some((m, d, _)) => Ok((m, d)),
+            // nothing ticked: the model a card without an llm section gets
+            None => self.build_run_model(&crate::engine::card::Card::new_default("untitled")),
+        }
+    }
+
+    /// Start the form's batch.
+    fn start_leaderboard(&mut self) {
+        let Some(ctx) = self.ctx.clone() else {
+            return;
+        };
+        let form = self.state.leaderboard.clone();
+        if let Some(why) = self.leaderboard.start_blocker(&form) {
+            return self.error(format!("Leaderboard: {why}"));
+        }
+        let mut cards = Vec::new();
+        for reference in &form.cards {
+            match load_card_ref(reference, &self.registry) {
+                Ok(c) => cards.push((reference.clone(), c)),
+                Err(e) => return self.error(format!("Leaderboard: {e}")),
+            }
+        }
+        let (model, model_desc) = match self.leaderboard_model() {
+            Ok(m) => m,
+            Err(e) => return self.error(format!("Leaderboard: model: {e}")),
+        };
+        let task_dir = if form.task.as_os_str().is_empty() {
+            self.task_dir.clone()
+        } else {
+            form.task.clone()
+        };
+        let task = match crate::engine::task::Task::load(&task_dir) {
+            Ok(t) => t,
+            Err(e) => return self.error(format!("Leaderboard: task: {e}")),
+        };
+        let baseline = cards
+            .iter()
+            .find(|(r, _)| *r == form.baseline)
+            .or_else(|| cards.first())
+            .map(|(_, c)| c.card().name.clone())
+            .unwrap_or_default();
+        let spec = BatchSpec {
+            cards: cards.into_iter().map(|(_, c)| c).collect(),
+            task,
+            seeds: (0..form.seeds).collect(),
+            iterations: form.iterations,
+            parallel_runs: form.parallel.max(1),
+            out: form.out.clone(),
+            model,
+            model_desc,
+        };
+        let runs = spec.cards.len() * spec.seeds.len();
+        match self.leaderboard.start(
+            spec,
+            Arc::clone(&self.registry),
+            baseline,
+            form.target,
+            &ctx,
+        ) {
+            Ok(()) => self.info(format!(
+                "Leaderboard: {runs} runs into {}",
+                form.out.display()
+            )),
+            Err(e) => self.error(format!("Leaderboard: {e}")),
+        }
+    }
+
+    /// A batch folder's leaderboard arrived: show it, and fill the form
+    /// with what it ran (so Start resumes or extends that batch).
+    fn opened_leaderboard(&mut self, dir: PathBuf, lb: Leaderboard) {
+        let form = &mut self.state.leaderboard;
+        form.out.clone_from(&dir);
+        form.task.clone_from(&lb.task_dir);
+        form.iterations = lb.iterations;
+        if lb.seeds.iter().copied().eq(0..lb.seeds.len() as u64) && !lb.seeds.is_empty() {
+            form.seeds = lb.seeds.len() as u64;
+        }
+        form.target = lb.target;
+        let choices = self.leaderboard_choices();
+        let mut missing = Vec::new();
+        let mut ticked = Vec::new();
+        for c in &lb.cards {
+            match choices.iter().find(|ch| ch.name == c.card) {
+                Some(ch) => ticked.push(ch.reference.clone()),
+                None => missing.push(c.card.clone()),
+            }
+        }
+        let form = &mut self.state.leaderboard;
+        form.baseline = choices
+            .iter()
+            .find(|ch| ch.name == lb.baseline)
+            .map_or_else(String::new, |ch| ch.reference.clone());
+        form.cards = ticked;
+        self.leaderboard.resync_form();
+        self.leaderboard.show_folder(dir.clone(), lb);
+        if missing.is_empty() {
+            self.info(format!("Opened the leaderboard in {}", dir.display()));
+        } else {
+            self.info(format!(
+                "Opened the leaderboard in {}; not in the library: {} (Start needs their files)",
+                dir.display(),
+                missing.join(", ")
+            ));
+        }
+    }
+
+    /// Apply a Leaderboard command; false when `command` is not one.
+    pub(super) fn apply_leaderboard_command(&mut self, command: &UiCommand) -> bool {
+        match command {
+            UiCommand::StartLeaderboard => self.start_leaderboard(),
+            UiCommand::StopLeaderboard => self.leaderboard.stop(),
+            UiCommand::OpenLeaderboard(dir) => {
+                if self.leaderboard.is_running() {
+                    self.error("A leaderboard batch is running; stop it before opening another");
+                } else if let Some(ctx) = self.ctx.clone() {
+                    let dir = dir.clone();
+                    self.jobs.spawn("open-leaderboard", &ctx, move || {
+                        let leaderboard =
+                            crate::engine::leaderboard::report::read_leaderboard(&dir)
+                                .map(|(_, lb)| Box::new(lb));
+                        JobResult::OpenedLeaderboard { dir, leaderboard }
+                    });
+                }
+            }
+            UiCommand::BrowseLeaderboard => {
+                if let Some(ctx) = self.ctx.clone() {
+                    let start = self.state.leaderboard.out.parent().map(Path::to_path_buf);
+                    self.jobs.pick(Pick::LeaderboardFolder, start, &ctx);
+                }
+            }
+            UiCommand::SetExportResults(dir) => {
+                self.results_field = dir.display().to_string();
+                self.state.tab = Tab::Details;
+                self.info(format!(
+                    "The next hub export attaches the leaderboard in {} as its Results section",
+                    dir.display()
+                ));
+            }
+            UiCommand::BrowseExportResults => {
+                if let Some(ctx) = self.ctx.clone() {
+                    let start = Some(self.state.leaderboard.out.clone());
+                    self.jobs.pick(Pick::ExportResults, start, &ctx);
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// A finished job of the Leaderboard tab; false when `result` is not one.
+    pub(super) fn leaderboard_job(&mut self, result: &mut Option<JobResult>) -> bool {
+        match result.take() {
+            Some(JobResult::OpenedLeaderboard { dir, leaderboard }) => {
+                match leaderboard {
+                    Ok(lb) => self.opened_leaderboard(dir, *lb),
+                    Err(e) => self.error(format!("open leaderboard: {e}")),
+                }
+                true
+            }
+            other => {
+                *result = other;
+                false
+            }
+        }
+    }
+
+    /// The Leaderboard tab.
+    pub(super) fn leaderboard_tab_ui(&mut self, ui: &mut Ui, palette: Palette) {
+        let choices = self.leaderboard_choices();
+        let model = self.leaderboard_model().map(|(_, d)| d);
+        let lctx = LeaderboardCtx {
+            choices: &choices,
+            task_dir: &self.task_dir,
+            model,
+            error: palette.error,
+            warn: palette.warn,
+        };
+        self.leaderboard
+            .ui(ui, &lctx, &mut self.state.leaderboard, &mut self.commands);
+    }
+}
+
+/// Export `card` as a hub bundle into `dir`, with the Results section of the
+/// leaderboard in `results` (a batch folder or its `leaderboard.json`) when
+/// given, as `galapagos export --results` does.
+pub(super) fn export_with_results(
+    card: &Card,
+    registry: &Registry,
+    dir: &Path,
+    results: Option<&Path>,
+) -> Result<String, String> {
+    let section = results
+        .map(|r| crate::engine::leaderboard::report::results_section(r, &card.name))
+        .transpose()
+        .map_err(|e| format!("results: {e}"))?;
+    crate::engine::hub::export_bundle_with_results(
+        card,
+        registry,
+        dir,
+        &crate::engine::hub::secret_env_values(),
+        section.as_deref(),
+    )
+    .map(|p| match results {
+        Some(r) => format!(
+            "Exported the bundle to {} with the results of {}",
+            p.display(),
+            r.display()
+        ),
+        None => format!("Exported the bundle to {}", p.display()),
+    })
+    .map_err(|e| e.to_string())
+}

@@ -1,0 +1,367 @@
+//! The Leaderboard tab's results: the table (one line per card), the runs
+//! (click one to open it in the Run tab) and each card's mean best-so-far
+//! curve with its 95 % band.
+
+use egui::{Color32, RichText, Ui};
+use egui_plot::{FilledArea, Line, Plot, PlotPoints};
+
+use super::{LeaderboardCtx, LeaderboardPanel, Source};
+use crate::engine::leaderboard::report::{CardResult, Leaderboard};
+use crate::studio::command::{Commands, UiCommand};
+use crate::studio::compare::CURVE_COLORS;
+use crate::studio::run::history::{format_duration, format_tokens};
+use crate::studio::theme;
+
+/// One card's curve as drawn: its runs of iterations that have a value.
+#[derive(Clone, Debug, Default)]
+pub struct CardCurve {
+    pub card: String,
+    pub color: Color32,
+    /// (x, mean, low, high) per iteration, in runs without gaps.
+    pub segments: Vec<Vec<[f64; 4]>>,
+}
+
+/// The curves of a leaderboard, one colour per card in its order.
+pub fn curves_of(lb: &Leaderboard) -> Vec<CardCurve> {
+    lb.cards
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut segments: Vec<Vec<[f64; 4]>> = Vec::new();
+            let mut current = Vec::new();
+            for (x, e) in c.curve.iter().enumerate() {
+                match e {
+                    Some(e) => current.push([x as f64, e.mean, e.ci_low, e.ci_high]),
+                    None if !current.is_empty() => segments.push(std::mem::take(&mut current)),
+                    None => {}
+                }
+            }
+            if !current.is_empty() {
+                segments.push(current);
+            }
+            CardCurve {
+                card: c.card.clone(),
+                color: CURVE_COLORS[i % CURVE_COLORS.len()],
+                segments,
+            }
+        })
+        .collect()
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".to_owned(), |v| format!("{v:.4}"))
+}
+
+pub(super) fn results_ui(
+    panel: &LeaderboardPanel,
+    ui: &mut Ui,
+    lctx: &LeaderboardCtx<'_>,
+    commands: &mut Commands,
+) {
+    status_ui(panel, ui, lctx, commands);
+    let Some(lb) = &panel.table else {
+        if panel.runs.is_empty() {
+            ui.label(
+                RichText::new(
+                    "Tick two or more cards, pick the seeds and the budget and press Start batch; \
+                     or open a batch folder to see its leaderboard.",
+                )
+                .weak(),
+            );
+        } else {
+            // runs under way, none over yet
+            runs_ui(panel, ui, lctx, commands, ui.available_height());
+        }
+        return;
+    };
+    egui::ScrollArea::horizontal()
+        .id_salt("leaderboard-table-scroll")
+        .show(ui, |ui| table_ui(panel, ui, lb, lctx));
+    ui.separator();
+    let height = ui.available_height();
+    if height >= 200.0 && ui.available_width() >= 700.0 {
+        ui.columns(2, |cols| {
+            runs_ui(panel, &mut cols[0], lctx, commands, height);
+            plot_ui(panel, &mut cols[1], lb, height);
+        });
+    } else {
+        egui::ScrollArea::vertical()
+            .id_salt("leaderboard-lower-scroll")
+            .show(ui, |ui| {
+                plot_ui(panel, ui, lb, 240.0);
+                runs_ui(panel, ui, lctx, commands, 240.0);
+            });
+    }
+}
+
+fn status_ui(
+    panel: &LeaderboardPanel,
+    ui: &mut Ui,
+    lctx: &LeaderboardCtx<'_>,
+    commands: &mut Commands,
+) {
+    ui.horizontal_wrapped(|ui| {
+        if let Some(lb) = &panel.table {
+            let seeds = lb
+                .seeds
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            ui.label(RichText::new(format!("Task {}", lb.task)).strong());
+            ui.label(format!(
+                "· {} iterations · seeds {seeds} · model {}",
+                lb.iterations, lb.model
+            ));
+        }
+        if panel.is_running() {
+            let over = panel
+                .runs
+                .iter()
+                .filter(|r| !r.running && r.state != "waiting")
+                .count();
+            ui.spinner();
+            let elapsed = panel
+                .started
+                .map(|t| format_duration(t.elapsed()))
+                .unwrap_or_default();
+            ui.label(format!("{over} of {} runs over · {elapsed}", panel.runs.len()));
+            // the elapsed time ticks
+            ui.ctx()
+                .request_repaint_after(std::time::Duration::from_secs(1));
+        }
+        if let Source::Folder(dir) = &panel.source {
+            ui.weak(format!("from {}", dir.display()));
+        }
+        let folder = match &panel.source {
+            Source::Folder(dir) => Some(dir.clone()),
+            Source::Batch if !panel.is_running() && panel.table.is_some() => {
+                panel.runs.first().and_then(|r| {
+                    r.dir
+                        .parent()
+                        .and_then(|runs| runs.parent())
+                        .map(std::path::Path::to_path_buf)
+                })
+            }
+            _ => None,
+        };
+        if let Some(dir) = folder
+            && ui
+                .button("Attach to hub export")
+                .on_hover_text(
+                    "Use this leaderboard as the Results section of the next hub export (Details tab)",
+                )
+                .clicked()
+        {
+            commands.push(UiCommand::SetExportResults(dir));
+        }
+    });
+    match &panel.outcome {
+        Some(Ok(text)) => {
+            ui.label(RichText::new(text).weak());
+        }
+        Some(Err(e)) => {
+            ui.label(RichText::new(e).color(lctx.error));
+        }
+        None => {}
+    }
+    for w in &panel.warnings {
+        ui.label(RichText::new(w).color(lctx.warn));
+    }
+}
+
+fn table_ui(panel: &LeaderboardPanel, ui: &mut Ui, lb: &Leaderboard, lctx: &LeaderboardCtx<'_>) {
+    let n = lb.iterations;
+    let target = lb.target.is_some();
+    let mut headers = vec![
+        String::new(),
+        "card".to_owned(),
+        "runs".to_owned(),
+        "best (mean)".to_owned(),
+        "95 % CI".to_owned(),
+        "median".to_owned(),
+        format!("@{}", n / 4),
+        format!("@{}", n / 2),
+        format!("@{n}"),
+    ];
+    if target {
+        headers.push("reached target".to_owned());
+        headers.push("iterations to target".to_owned());
+    }
+    for h in ["valid %", "tokens", "cost", "wall time", "vs baseline"] {
+        headers.push(h.to_owned());
+    }
+    egui::Grid::new("leaderboard-table")
+        .num_columns(headers.len())
+        .striped(true)
+        .spacing([14.0, 4.0])
+        .show(ui, |ui| {
+            for h in &headers {
+                ui.label(RichText::new(h).strong());
+            }
+            ui.end_row();
+            for (i, c) in lb.cards.iter().enumerate() {
+                let (rect, _) = ui.allocate_exact_size(egui::vec2(18.0, 4.0), egui::Sense::hover());
+                ui.painter()
+                    .rect_filled(rect, 1.0, CURVE_COLORS[i % CURVE_COLORS.len()]);
+                card_cell(ui, c, lb, lctx);
+                let total = panel.runs.iter().filter(|r| r.card == c.card).count();
+                ui.label(format!("{}/{}", c.runs.len(), total.max(c.runs.len())))
+                    .on_hover_text("runs in these numbers / runs of this card");
+                ui.label(num(c.best.map(|e| e.mean)));
+                ui.label(c.best.map_or_else(
+                    || "–".to_owned(),
+                    |e| format!("[{:.4}, {:.4}]", e.ci_low, e.ci_high),
+                ));
+                ui.label(num(c.best_median));
+                ui.label(num(c.at_quarter));
+                ui.label(num(c.at_half));
+                ui.label(num(c.at_budget));
+                if target {
+                    ui.label(format!("{}/{}", c.reached_target, c.runs.len()));
+                    ui.label(
+                        c.mean_iterations_to_target
+                            .map_or_else(|| "–".to_owned(), |v| format!("{v:.1}")),
+                    );
+                }
+                ui.label(format!("{:.1}", c.valid_percent));
+                ui.label(format_tokens(c.prompt_tokens + c.completion_tokens));
+                ui.label(
+                    c.cost_usd
+                        .map_or_else(|| "–".to_owned(), |v| format!("${v:.4}")),
+                );
+                ui.label(format_duration(std::time::Duration::from_secs_f64(
+                    c.wall_secs.max(0.0),
+                )));
+                verdict_cell(ui, c, lb);
+                ui.end_row();
+            }
+        });
+}
+
+fn card_cell(ui: &mut Ui, c: &CardResult, lb: &Leaderboard, lctx: &LeaderboardCtx<'_>) {
+    let base = if c.card == lb.baseline {
+        format!("{} (baseline)", c.card)
+    } else {
+        c.card.clone()
+    };
+    if c.capped {
+        ui.label(RichText::new(format!("{base} (capped)")).color(lctx.warn))
+            .on_hover_text(
+                "A run of this card stopped at its token or cost cap before the budget: \
+                 its numbers cover fewer iterations",
+            );
+    } else {
+        ui.label(base);
+    }
+}
+
+fn verdict_cell(ui: &mut Ui, c: &CardResult, lb: &Leaderboard) {
+    match &c.vs_baseline {
+        Some(cmp) => {
+            ui.label(format!("{} (p = {:.3})", cmp.verdict, cmp.p_value))
+                .on_hover_text(format!(
+                    "Two-sided Mann–Whitney U on the best score at {}: U = {}, p = {:.4}, {}",
+                    lb.iterations, cmp.u, cmp.p_value, cmp.method
+                ));
+        }
+        None if c.card == lb.baseline => {
+            ui.weak("baseline");
+        }
+        None => {
+            ui.weak("–").on_hover_text("Needs runs of both cards");
+        }
+    }
+}
+
+fn runs_ui(
+    panel: &LeaderboardPanel,
+    ui: &mut Ui,
+    lctx: &LeaderboardCtx<'_>,
+    commands: &mut Commands,
+    height: f32,
+) {
+    ui.label(RichText::new("Runs").strong())
+        .on_hover_text("Click a run to open it in the Run tab");
+    egui::ScrollArea::both()
+        .id_salt("leaderboard-runs")
+        .max_height((height - 24.0).max(80.0))
+        .auto_shrink([false, true])
+        .show(ui, |ui| {
+            egui::Grid::new("leaderboard-runs-grid")
+                .num_columns(3)
+                .striped(true)
+                .spacing([12.0, 4.0])
+                .show(ui, |ui| {
+                    for r in &panel.runs {
+                        let recorded = r.state != "waiting";
+                        let link = ui
+                            .add_enabled(recorded, egui::Button::selectable(false, r.label()))
+                            .on_hover_text(if r.running {
+                                format!("Open what {} has recorded so far", r.dir.display())
+                            } else {
+                                format!("Open {} in the Run tab", r.dir.display())
+                            })
+                            .on_disabled_hover_text("Not started yet");
+                        if link.clicked() {
+                            commands.push(UiCommand::OpenRun(r.dir.clone()));
+                        }
+                        let state = RichText::new(&r.state);
+                        let state = if r.failed {
+                            state.color(lctx.error)
+                        } else if r.state.starts_with("budget reached") {
+                            state.color(lctx.warn)
+                        } else {
+                            state
+                        };
+                        ui.add(egui::Label::new(state).truncate())
+                            .on_hover_text(&r.state);
+                        ui.label(num(r.best));
+                        ui.end_row();
+                    }
+                });
+        });
+}
+
+fn plot_ui(panel: &LeaderboardPanel, ui: &mut Ui, lb: &Leaderboard, height: f32) {
+    let top = ui.cursor().top();
+    ui.label(RichText::new("Mean best so far, 95 % band").strong());
+    // the legend by hand above the plot: it never covers a curve
+    ui.horizontal_wrapped(|ui| {
+        for c in &panel.curves {
+            let (rect, _) = ui.allocate_exact_size(egui::vec2(18.0, 4.0), egui::Sense::hover());
+            ui.painter().rect_filled(rect, 1.0, c.color);
+            ui.label(&c.card);
+            ui.add_space(theme::SECTION_GAP);
+        }
+    });
+    let used = ui.cursor().top() - top;
+    Plot::new("leaderboard-plot")
+        .height((height - used - 8.0).max(140.0))
+        .x_axis_label("iteration")
+        .y_axis_label("best score")
+        .include_x(0.0)
+        .include_x(lb.iterations as f64)
+        .allow_scroll(false)
+        .show(ui, |plot| {
+            for c in &panel.curves {
+                for (k, seg) in c.segments.iter().enumerate() {
+                    let xs: Vec<f64> = seg.iter().map(|p| p[0]).collect();
+                    let lo: Vec<f64> = seg.iter().map(|p| p[2]).collect();
+                    let hi: Vec<f64> = seg.iter().map(|p| p[3]).collect();
+                    plot.add(
+                        FilledArea::new(format!("{} band", c.card), &xs, &lo, &hi)
+                            .fill_color(c.color.gamma_multiply(0.25))
+                            .id(("band", &c.card, k)),
+                    );
+                    let mean: Vec<[f64; 2]> = seg.iter().map(|p| [p[0], p[1]]).collect();
+                    plot.line(
+                        Line::new(c.card.clone(), PlotPoints::from(mean))
+                            .color(c.color)
+                            .width(2.0)
+                            .id(("mean", &c.card, k)),
+                    );
+                }
+            }
+        });
+}

@@ -1,0 +1,335 @@
+//! The studio's Leaderboard tab end to end through the UI (egui_kittest, no
+//! GPU), with the offline model on the shipped circle_packing task: two
+//! cards (one capped at a token budget) × two seeds are ticked, typed and
+//! started by label; the table fills in with the numbers the runs' own
+//! records give; a run opens in the Run tab; the batch folder reopens; and
+//! the Details tab's Export attaches the leaderboard as the README's Results.
+#![allow(
+    clippy::unwrap_used,
+    reason = "integration tests: a panic is a failed test"
+)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable as _;
+use galapagos::engine::genome::Genome;
+use galapagos::engine::registry::Registry;
+use galapagos::studio::leaderboard::Source;
+use galapagos::studio::state::{State, Tab};
+use galapagos::studio::{App, StudioLaunch};
+
+const ITERATIONS: u64 = 4;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `cards/topk.yaml` renamed `topk_capped`, stopped by a one-token cap.
+fn capped_card(dir: &Path) -> PathBuf {
+    let yaml = std::fs::read_to_string(root().join("cards/topk.yaml")).unwrap();
+    let yaml = yaml
+        .replacen("name: topk\n", "name: topk_capped\n", 1)
+        .replacen("general:\n", "general:\n  max_tokens: 1\n", 1);
+    assert!(yaml.contains("max_tokens: 1") && yaml.contains("name: topk_capped"));
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("topk_capped.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+fn harness(app: App) -> Harness<'static, App> {
+    Harness::builder()
+        .with_size(egui::vec2(1400.0, 900.0))
+        .build_ui_state(
+            |ui, app: &mut App| {
+                app.logic(ui.ctx());
+                app.show(ui);
+            },
+            app,
+        )
+}
+
+fn step_until(h: &mut Harness<'static, App>, limit: Duration, done: impl Fn(&App) -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done(h.state()) {
+        assert!(
+            Instant::now() < deadline,
+            "timed out; last message: {:?}; outcome: {:?}",
+            h.state().message(),
+            h.state().leaderboard.outcome()
+        );
+        h.step();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    h.run_steps(2);
+}
+
+/// Put `text` into the text field labelled `label`.
+fn type_into(h: &mut Harness<'static, App>, label: &str, text: &str) {
+    h.get_by_label(label).focus();
+    h.run();
+    h.get_by_label(label).set_text_value_accesskit(text);
+    h.run();
+}
+
+/// A run's best fitness, from its genomes.jsonl alone.
+fn best_in_jsonl(dir: &Path) -> f64 {
+    galapagos::engine::archive::read_genomes(&dir.join("genomes.jsonl"))
+        .unwrap()
+        .iter()
+        .filter_map(Genome::fitness)
+        .fold(f64::NEG_INFINITY, f64::max)
+}
+
+#[test]
+fn a_leaderboard_fills_in_from_the_runs_opens_a_run_and_goes_into_an_export() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cards = tmp.path().join("cards");
+    capped_card(&cards);
+    let out = tmp.path().join("lb");
+    let task = root().join("assets/tasks/circle_packing");
+    let state = State {
+        runs_folder: tmp.path().join("runs"),
+        ..State::default()
+    };
+    let mut app = App::new(state, Arc::new(Registry::builtin()))
+        .with_settings_path(None)
+        .with_model(galapagos::engine::model::default_model());
+    app.set_library_folder(&cards);
+    app.launch(StudioLaunch {
+        card: Some(root().join("cards/best_of_n.yaml")),
+        task: Some(task.clone()),
+    });
+    let mut h = harness(app);
+    h.run();
+
+    // The form, filled by label.
+    h.get_by_label("Leaderboard").click();
+    h.run();
+    assert_eq!(h.state().state.tab, Tab::Leaderboard);
+    h.get_by_role_and_label(Role::CheckBox, "best_of_n").click();
+    h.run();
+    h.get_by_role_and_label(Role::CheckBox, "topk_capped.yaml")
+        .click();
+    h.run();
+    type_into(&mut h, "Task", &task.display().to_string());
+    type_into(&mut h, "Seeds", "2");
+    type_into(&mut h, "Iterations", &ITERATIONS.to_string());
+    type_into(&mut h, "Runs at once", "2");
+    type_into(&mut h, "Batch folder", &out.display().to_string());
+    let form = h.state().state.leaderboard.clone();
+    assert_eq!(form.cards.len(), 2, "{form:?}");
+    assert_eq!(
+        (form.seeds, form.iterations, form.parallel),
+        (2, ITERATIONS, 2)
+    );
+    assert_eq!(form.out, out);
+    assert_eq!(form.task, task);
+    // The form is part of what the studio remembers.
+    let saved: State =
+        serde_json::from_str(&serde_json::to_string(&h.state().state).unwrap()).unwrap();
+    assert_eq!(saved.leaderboard, form);
+
+    h.get_by_label("Start batch").click();
+    // the spinner keeps repainting while the batch runs
+    h.run_steps(3);
+    assert!(
+        h.state().leaderboard.is_running(),
+        "{:?}",
+        h.state().message()
+    );
+    h.get_by_label("Leaderboard (running)");
+    // The table fills in as runs finish, before the batch is over.
+    let mut saw_partial = false;
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while h.state().leaderboard.is_running() {
+        assert!(Instant::now() < deadline, "the batch did not finish");
+        if let Some(t) = h.state().leaderboard.table()
+            && t.cards.iter().map(|c| c.runs.len()).sum::<usize>() < 4
+        {
+            saw_partial = true;
+        }
+        h.step();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    h.run_steps(2);
+    assert!(saw_partial, "the table only appeared at the end");
+    assert!(
+        matches!(h.state().leaderboard.outcome(), Some(Ok(_))),
+        "{:?}",
+        h.state().leaderboard.outcome()
+    );
+    let lb = h.state().leaderboard.table().unwrap().clone();
+    assert_eq!(lb.iterations, ITERATIONS);
+    assert_eq!(lb.seeds, [0, 1]);
+    assert_eq!(lb.baseline, "best_of_n");
+    assert!(lb.model.contains("offline"), "{}", lb.model);
+    assert_eq!(lb.cards.len(), 2);
+    for card in &lb.cards {
+        assert_eq!(card.runs.len(), 2, "{}", card.card);
+        let mut bests = Vec::new();
+        for run in &card.runs {
+            let dir = out
+                .join("runs")
+                .join(format!("{}-seed{}", card.card, run.seed));
+            assert_eq!(run.dir, dir);
+            let best = best_in_jsonl(&dir);
+            assert_eq!(run.best, Some(best), "{} seed {}", card.card, run.seed);
+            bests.push(best);
+        }
+        let mean = bests.iter().sum::<f64>() / bests.len() as f64;
+        let est = card.best.unwrap();
+        assert!((est.mean - mean).abs() < 1e-12, "{}", card.card);
+        assert!(est.ci_low <= mean && mean <= est.ci_high);
+        // The numbers are on screen as the table shows them.
+        assert!(h.query_all_by_label(&format!("{mean:.4}")).count() >= 1);
+        assert!(
+            h.query_all_by_label(&format!("[{:.4}, {:.4}]", est.ci_low, est.ci_high))
+                .count()
+                >= 1
+        );
+    }
+    // The capped card is marked, in the table and in the files.
+    let capped = lb.cards.iter().find(|c| c.card == "topk_capped").unwrap();
+    assert!(capped.capped);
+    assert!(capped.runs.iter().all(|r| r.capped
+        && r.iterations_done < ITERATIONS
+        && r.status.starts_with("budget reached")));
+    assert!(
+        !lb.cards
+            .iter()
+            .find(|c| c.card == "best_of_n")
+            .unwrap()
+            .capped
+    );
+    h.get_by_label("topk_capped (capped)");
+    h.get_by_label("best_of_n (baseline)");
+    let md = std::fs::read_to_string(out.join("leaderboard.md")).unwrap();
+    assert!(md.contains("| topk_capped (capped) |"), "{md}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("leaderboard.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["cards"][1]["card"], "topk_capped");
+    assert_eq!(json["cards"][1]["capped"], true);
+    assert_eq!(json["cards"][0]["capped"], false);
+    assert!(out.join("leaderboard.png").is_file());
+
+    // A run opens in the Run tab, as the Runs panel opens one.
+    let seed1 = out.join("runs/best_of_n-seed1");
+    h.get_by_label("best_of_n seed 1").click();
+    step_until(&mut h, Duration::from_secs(30), |a| {
+        a.run_view.viewing().is_some()
+    });
+    assert_eq!(h.state().state.tab, Tab::Run);
+    assert_eq!(h.state().run_view.viewing(), Some(seed1.as_path()));
+    let stored = galapagos::engine::archive::Archive::open(&seed1)
+        .unwrap()
+        .genomes()
+        .unwrap();
+    assert_eq!(h.state().run_view.history().genomes.len(), stored.len());
+
+    // The batch folder reopens: the same leaderboard, from its file.
+    h.get_by_label("Leaderboard").click();
+    h.run();
+    h.get_by_label("Open folder").click();
+    step_until(&mut h, Duration::from_secs(30), |a| {
+        matches!(a.leaderboard.source(), Source::Folder(_))
+    });
+    let reopened = h.state().leaderboard.table().unwrap();
+    assert_eq!(reopened.cards.len(), 2);
+    assert_eq!(reopened.cards[0].best, lb.cards[0].best);
+    h.get_by_label("topk_capped (capped)");
+
+    // Export: the open card (best_of_n) with this leaderboard as Results.
+    h.get_by_label("Attach to hub export").click();
+    h.run();
+    assert_eq!(h.state().state.tab, Tab::Details);
+    assert_eq!(h.state().results_field, out.display().to_string());
+    let hub = tmp.path().join("hub");
+    type_into(&mut h, "Bundle path", &hub.display().to_string());
+    h.get_by_label("Export to folder").click();
+    step_until(&mut h, Duration::from_secs(30), |a| {
+        a.message().is_some_and(|m| m.starts_with("Exported"))
+    });
+    let readme = std::fs::read_to_string(hub.join("default/best_of_n/README.md"))
+        .or_else(|_| {
+            // the card's namespace names the folder
+            let ns = std::fs::read_dir(&hub)
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .path();
+            std::fs::read_to_string(ns.join("best_of_n/README.md"))
+        })
+        .unwrap();
+    let results = &readme[readme.find("## Results").expect("a Results section")..];
+    let base_mean = lb.cards[0].best.unwrap().mean;
+    for needed in [
+        "circle_packing".to_owned(),
+        format!("{ITERATIONS} iterations per run"),
+        "seeds 0, 1".to_owned(),
+        "offline".to_owned(),
+        format!("{base_mean:.4}"),
+        "| topk_capped (capped) |".to_owned(),
+    ] {
+        assert!(
+            results.contains(&needed),
+            "`{needed}` missing from:\n{results}"
+        );
+    }
+}
+
+#[test]
+fn an_export_with_a_leaderboard_the_card_is_not_on_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = State {
+        runs_folder: tmp.path().join("runs"),
+        ..State::default()
+    };
+    let mut app = App::new(state, Arc::new(Registry::builtin())).with_settings_path(None);
+    app.set_library_folder(tmp.path());
+    app.launch(StudioLaunch {
+        card: Some(root().join("cards/topk.yaml")),
+        task: None,
+    });
+    // A leaderboard of another card.
+    let lb = tmp.path().join("lb");
+    std::fs::create_dir_all(&lb).unwrap();
+    std::fs::write(
+        lb.join("leaderboard.json"),
+        r#"{"task":"t","task_dir":"/t","model":"m","iterations":2,"seeds":[0],"baseline":"a",
+            "target":null,"bootstrap_seed":1,"bootstrap_resamples":10,"batch_wall_secs":1.0,
+            "max_startup_secs":null,"cards":[{"card":"a","runs":[],"best":null,"best_median":null,
+            "at_quarter":null,"at_half":null,"at_budget":null,"curve":[],"reached_target":0,
+            "mean_iterations_to_target":null,"valid_percent":0.0,"prompt_tokens":0,
+            "completion_tokens":0,"cost_usd":null,"wall_secs":0.0,"capped":false,"vs_baseline":null}]}"#,
+    )
+    .unwrap();
+    let mut h = harness(app);
+    h.run();
+    h.get_by_label("Details").click();
+    h.run();
+    let hub = tmp.path().join("hub");
+    type_into(&mut h, "Bundle path", &hub.display().to_string());
+    type_into(&mut h, "Results", &lb.display().to_string());
+    h.get_by_label("Export to folder").click();
+    step_until(&mut h, Duration::from_secs(30), |a| {
+        a.message().is_some_and(|m| m.starts_with("export"))
+    });
+    let msg = h.state().message().unwrap().to_owned();
+    assert!(msg.contains("is not on this leaderboard"), "{msg}");
+    assert!(!hub.exists(), "nothing is written");
+    // An empty Results field exports without the section.
+    type_into(&mut h, "Results", "");
+    h.get_by_label("Export to folder").click();
+    step_until(&mut h, Duration::from_secs(30), |a| {
+        a.message().is_some_and(|m| m.starts_with("Exported"))
+    });
+    let readme = std::fs::read_to_string(hub.join("default/topk/README.md")).unwrap();
+    assert!(!readme.contains("## Results"));
+}
