@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::hostile::{Hostile, Outcome, SECRET, SSH_KEY};
+use common::hostile::{Hostile, Outcome, SECRET, SSH_KEY, processes_with};
 
 /// The run finished its budget and every child ran (and was recorded).
 fn went_on(outcome: &Outcome, iterations: usize) {
@@ -32,29 +32,6 @@ fn went_on(outcome: &Outcome, iterations: usize) {
         outcome.children().len(),
         outcome.stderr
     );
-}
-
-/// Live processes whose command line contains `token`.
-fn processes_with(token: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-        if !zombie && String::from_utf8_lossy(&cmdline).contains(token) {
-            found.push(pid);
-        }
-    }
-    found
 }
 
 /// Reads every environment it can find: its own, and every process's in

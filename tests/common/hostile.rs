@@ -210,6 +210,22 @@ impl Hostile {
         iterations: u32,
         env: &[(&str, &str)],
     ) -> Outcome {
+        let block = format!(
+            "kind: subprocess, timeout_secs: 20.0{}{evaluator}",
+            if evaluator.is_empty() { "" } else { ", " }
+        );
+        self.run_evaluator(program, &block, iterations, env)
+    }
+
+    /// [`Hostile::run_with_env`] with the whole evaluator block given
+    /// (YAML flow-map entries, `kind` included).
+    pub fn run_evaluator(
+        &self,
+        program: &str,
+        evaluator: &str,
+        iterations: u32,
+        env: &[(&str, &str)],
+    ) -> Outcome {
         let n = self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let out = self.root.path().join(format!("runs{n}"));
         let server = ModelServer::start(&format!("```python\n{program}\n```"));
@@ -221,9 +237,8 @@ impl Hostile {
         let start = base.find("evaluator:").unwrap();
         let end = base.find("memory:").unwrap();
         let text = format!(
-            "{}evaluator: {{kind: subprocess, timeout_secs: 20.0{}{evaluator}}}\n{}",
+            "{}evaluator: {{{evaluator}}}\n{}",
             &base[..start],
-            if evaluator.is_empty() { "" } else { ", " },
             &base[end..]
         );
         std::fs::write(&card, text).unwrap();
@@ -269,4 +284,27 @@ impl Hostile {
             requests: server.bodies(),
         }
     }
+}
+
+/// Live processes whose command line contains `token`.
+pub fn processes_with(token: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(token) {
+            found.push(pid);
+        }
+    }
+    found
 }

@@ -14,8 +14,11 @@
 //!
 //! Each evaluation gets a folder in the staging area (see [`Stage`]) with the
 //! program, a request, and what the runner (`galapagos_slurm.py`) writes:
-//! `started.json` (job, step, node) and `result.json` (the worker's result
-//! format); the job's stdout and stderr are the candidate's output. The run
+//! `started.json` (job, step, node), `result.json` (the worker's result
+//! format) and the candidate's `stdout` and `stderr` (head and tail). With
+//! `sandbox: bwrap` (the default) each candidate runs on its node in a
+//! bubblewrap container of its own, with the local worker's options (see
+//! [`runner`]); the container sees none of that folder. The run
 //! cancels (`scancel`) the step or job at `timeout_secs` (counted from its
 //! start on the node) and when the evaluation is dropped. Work the scheduler
 //! ends before it gives a result (a node failure, a preemption, a
@@ -30,36 +33,36 @@
 //! names, never a model key (Slurm passes the submitting environment to the
 //! job).
 //!
-//! This file holds the parameters, the checks before the first candidate and
-//! the slot trait; [`place`] places one attempt (pool or job) and [`client`]
-//! runs Slurm's commands.
+//! This file holds the checks before the first candidate and the slot
+//! trait; [`params`] the parameters, [`place`] places one attempt (pool or
+//! job), [`runner`] configures the runner and reads what it reports, and
+//! [`client`] runs Slurm's commands.
 
 mod client;
+mod params;
 mod place;
+mod runner;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::{OnceCell, Semaphore};
 
-use super::confirm::{Aggregate, Confirm, SPECS as CONFIRM_SPECS};
-use super::subprocess::{CASCADE, CASCADE_THRESHOLDS};
-use super::worker::capture::Capture;
+use super::confirm::Confirm;
 use super::worker::code_dir::write_code;
 use super::worker::environment;
-use super::worker::protocol::Reply;
-use super::{Candidate, Evaluation, Evaluator, Observed};
+use super::worker::sandbox::{self, Sandbox};
+use super::{Candidate, Evaluation, Evaluator};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::Placement;
-use crate::engine::params::{ParamError, ParamSpec, ParamType};
+use crate::engine::params::ParamError;
 use crate::engine::task::Task;
-use client::{COMMANDS, copy_tree, expand_home, find_on_path, job_name, placement};
+use client::{COMMANDS, copy_tree, expand_home, find_on_path, job_name};
+pub use params::{Mode, SlurmParams};
+use runner::RUNNER;
 
-/// The runner started on the node for one candidate.
-const RUNNER: &str = include_str!("../../../assets/python/galapagos_slurm.py");
 /// How often the run touches the heartbeat file an allocation watches.
 const HEARTBEAT: Duration = Duration::from_secs(10);
 /// An allocation ends when the heartbeat is older than this, in seconds.
@@ -73,88 +76,6 @@ const LOST_STATES: [&str; 5] = [
     "BOOT_FAIL",
     "DEADLINE",
 ];
-
-/// How evaluations are placed on the cluster.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Long-lived allocations, one candidate per job step.
-    #[default]
-    Pool,
-    /// One job per candidate.
-    Job,
-}
-
-/// Parameters of [`SlurmEvaluator`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct SlurmParams {
-    pub mode: Mode,
-    /// Partition (empty: the cluster's default).
-    pub partition: String,
-    /// Time limit of a job, in Slurm's format (empty: see the table).
-    pub time_limit: String,
-    /// CPUs per evaluation.
-    pub cpus: u32,
-    /// Memory per job, in MiB (null: the partition's default).
-    pub memory_mib: Option<u64>,
-    /// Generic resources (`gpu:1`, `gpu:a100:2`; empty: none).
-    pub gpus: String,
-    pub account: String,
-    pub qos: String,
-    pub constraint: String,
-    /// More `sbatch` arguments, as given.
-    pub sbatch_args: Vec<String>,
-    /// Wall-clock limit per candidate on its node, in seconds.
-    pub timeout_secs: f64,
-    pub cascade: bool,
-    pub cascade_thresholds: Vec<f64>,
-    /// The interpreter on the nodes (a name on their PATH or a path).
-    pub python: String,
-    /// Environment variables passed to the jobs on top of the allowlist.
-    pub env: Vec<String>,
-    /// Times a candidate is retried after the scheduler ended its work.
-    pub max_retries: u32,
-    /// A folder the nodes see, for the task copy, the runner and the
-    /// candidates (empty: the run folder, which must then be shared).
-    pub staging_dir: String,
-    /// KB of each of a candidate's stdout and stderr kept.
-    pub output_limit_kb: u64,
-    /// Evaluations more for a would-be best ([`super::confirm`]; 0: off).
-    pub confirm: u32,
-    /// A confirmed candidate's metrics: the evaluations' mean or minimum.
-    pub confirm_aggregate: Aggregate,
-    /// Largest fitness spread allowed, relative to the mean's size.
-    pub confirm_tolerance: f64,
-}
-
-impl Default for SlurmParams {
-    fn default() -> Self {
-        Self {
-            mode: Mode::Pool,
-            partition: String::new(),
-            time_limit: String::new(),
-            cpus: 1,
-            memory_mib: None,
-            gpus: String::new(),
-            account: String::new(),
-            qos: String::new(),
-            constraint: String::new(),
-            sbatch_args: Vec::new(),
-            timeout_secs: 60.0,
-            cascade: true,
-            cascade_thresholds: vec![0.5, 0.75, 0.9],
-            python: "python3".to_owned(),
-            env: Vec::new(),
-            max_retries: 2,
-            staging_dir: String::new(),
-            output_limit_kb: 20,
-            confirm: Confirm::default().times,
-            confirm_aggregate: Confirm::default().aggregate,
-            confirm_tolerance: Confirm::default().tolerance,
-        }
-    }
-}
 
 /// Scores candidates with the task's `evaluator.py` on a Slurm cluster (see
 /// the module docs).
@@ -172,6 +93,8 @@ pub struct SlurmEvaluator {
     idle: Mutex<Vec<Allocation>>,
     next: AtomicU64,
     heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Variables that hold model API keys: never passed, even when listed.
+    key_vars: Vec<String>,
 }
 
 /// Where evaluations' files are, as the nodes see them: `root` holds the
@@ -211,102 +134,7 @@ impl Component for SlurmEvaluator {
         kind: "slurm",
         type_name: "SlurmEvaluator",
         summary: "Runs the task's evaluator.py as Slurm work: job steps in long-lived allocations, or one job per candidate",
-        params: &[
-            ParamSpec {
-                key: "mode",
-                doc: "pool: up to general.parallel long-lived allocations, one job step per candidate (starts in tens of ms). job: one sbatch job per candidate (isolation, seconds of scheduling each)",
-                ty: ParamType::Choice(&["pool", "job"]),
-            },
-            ParamSpec {
-                key: "partition",
-                doc: "Slurm partition (empty: the cluster's default)",
-                ty: ParamType::Text,
-            },
-            ParamSpec {
-                key: "time_limit",
-                doc: "Job time limit in Slurm's format, e.g. 2:00:00 (empty: pool allocations get the partition's default, a per-candidate job timeout_secs plus two minutes)",
-                ty: ParamType::Text,
-            },
-            ParamSpec {
-                key: "cpus",
-                doc: "CPUs per evaluation (--cpus-per-task)",
-                ty: ParamType::Int { min: 1, max: 4096 },
-            },
-            ParamSpec {
-                key: "memory_mib",
-                doc: "Memory per job in MiB (--mem; null: the partition's default)",
-                ty: ParamType::OptionalInt {
-                    min: 1,
-                    max: 1 << 32,
-                },
-            },
-            ParamSpec {
-                key: "gpus",
-                doc: "Generic resources per job (--gres), e.g. gpu:1 (empty: none)",
-                ty: ParamType::Text,
-            },
-            ParamSpec {
-                key: "account",
-                doc: "Account charged (--account; empty: your default)",
-                ty: ParamType::Text,
-            },
-            ParamSpec {
-                key: "qos",
-                doc: "Quality of service (--qos; empty: the default)",
-                ty: ParamType::Text,
-            },
-            ParamSpec {
-                key: "constraint",
-                doc: "Node features required (--constraint; empty: any node)",
-                ty: ParamType::Text,
-            },
-            ParamSpec {
-                key: "sbatch_args",
-                doc: "More sbatch arguments, each one item, e.g. --exclusive",
-                ty: ParamType::TextList,
-            },
-            ParamSpec {
-                key: "timeout_secs",
-                doc: "Wall-clock limit per candidate once it runs on its node; its job step or job is cancelled (scancel) when it is exceeded",
-                ty: ParamType::Float {
-                    min: 0.1,
-                    max: 86400.0,
-                },
-            },
-            CASCADE,
-            CASCADE_THRESHOLDS,
-            ParamSpec {
-                key: "python",
-                doc: "Python interpreter on the nodes (a name on their PATH or a path)",
-                ty: ParamType::Text,
-            },
-            ParamSpec {
-                key: "env",
-                doc: "Environment variables passed to the jobs, by name, on top of PATH, the locale, TZ and the user (a model API key variable is refused)",
-                ty: ParamType::TextList,
-            },
-            ParamSpec {
-                key: "max_retries",
-                doc: "Times a candidate is run again when the scheduler ends its work without a result (node failure, preemption, cancelled from outside); each retry is recorded",
-                ty: ParamType::Int { min: 0, max: 100 },
-            },
-            ParamSpec {
-                key: "staging_dir",
-                doc: "A folder the compute nodes see, for a copy of the task folder, the runner and the candidates' files (empty: the run folder, which the nodes must then see)",
-                ty: ParamType::Text,
-            },
-            ParamSpec {
-                key: "output_limit_kb",
-                doc: "KB of each of a candidate's stdout and stderr kept (the first and last halves)",
-                ty: ParamType::Int {
-                    min: 1,
-                    max: 100_000,
-                },
-            },
-            CONFIRM_SPECS[0],
-            CONFIRM_SPECS[1],
-            CONFIRM_SPECS[2],
-        ],
+        params: &params::SPECS,
     };
 
     fn check(params: &SlurmParams) -> Result<(), ParamError> {
@@ -331,14 +159,26 @@ impl Component for SlurmEvaluator {
                 return refuse(key, "must not contain spaces");
             }
         }
-        environment::check_env(&params.env, &environment::default_key_vars(), &|_| None)
+        environment::check_env(&params.env, &environment::default_key_vars(), &|_| None)?;
+        sandbox::check_read_paths(&params.read_paths)
     }
 
+    /// Refuses an `env` entry that names (or holds the value of) one of the
+    /// model's key variables, or one of the user settings' endpoints.
+    /// Bubblewrap is needed on the nodes, not here: the runner says so
+    /// there.
     fn build(params: SlurmParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
         let mut keys = environment::default_key_vars();
         keys.extend(ctx.model.key_env_vars());
+        if let Ok(settings) = crate::engine::model::load_user_settings() {
+            keys.extend(settings.endpoints.into_iter().map(|e| e.api_key_env));
+        }
+        keys.sort();
+        keys.dedup();
         environment::check_env(&params.env, &keys, &|name| std::env::var_os(name))?;
-        Ok(Self::new(ctx.task, params, ctx.parallel, ctx.run_dir))
+        let mut evaluator = Self::new(ctx.task, params, ctx.parallel, ctx.run_dir);
+        evaluator.key_vars = keys;
+        Ok(evaluator)
     }
 }
 
@@ -362,6 +202,7 @@ impl SlurmEvaluator {
             idle: Mutex::new(Vec::new()),
             next: AtomicU64::new(0),
             heartbeat: Mutex::new(None),
+            key_vars: environment::default_key_vars(),
         }
     }
 
@@ -440,6 +281,7 @@ impl SlurmEvaluator {
             copy_tree(&self.task_dir, &copy, &root)?;
             copy
         };
+        self.write_runner_config(&root, &task_dir)?;
         let mut args = self.sbatch_args(&root, &task_dir, Mode::Job);
         args.extend([
             "--test-only".to_owned(),
@@ -526,8 +368,7 @@ impl SlurmEvaluator {
         std::fs::write(&program, &candidate.content)
             .map_err(|e| format!("cannot write {}: {e}", program.display()))?;
         let request = serde_json::json!({
-            "evaluator": stage.task_dir.join(&self.evaluator_file),
-            "task_dir": stage.task_dir,
+            "id": candidate.id,
             "program": program,
             "cascade": self.params.cascade,
             "thresholds": self.params.cascade_thresholds,
@@ -535,87 +376,6 @@ impl SlurmEvaluator {
         std::fs::write(dir.join("request.json"), request.to_string())
             .map_err(|e| format!("cannot write the request in {}: {e}", dir.display()))?;
         Ok(dir)
-    }
-
-    /// The command that evaluates the candidate in `dir` on a node.
-    fn runner(&self, stage: &Stage, dir: &Path) -> Vec<String> {
-        vec![
-            self.params.python.clone(),
-            stage
-                .root
-                .join("code")
-                .join("galapagos_slurm.py")
-                .display()
-                .to_string(),
-            dir.display().to_string(),
-        ]
-    }
-
-    /// The evaluation `dir`'s runner reported, when it did.
-    fn result(&self, dir: &Path, job: &str, node: &str) -> Option<Outcome> {
-        let text = std::fs::read_to_string(dir.join("result.json")).ok()?;
-        let value: serde_json::Value = match serde_json::from_str(&text) {
-            Ok(v) => v,
-            Err(e) => {
-                return Some(Outcome::Done(
-                    Box::new(self.failed(dir, format!("unreadable result: {e}"))),
-                    placement(job, node),
-                ));
-            }
-        };
-        let import_failed = value
-            .get("import_failed")
-            .and_then(serde_json::Value::as_bool)
-            == Some(true);
-        let reply: Reply = serde_json::from_value(value).unwrap_or_default();
-        if import_failed {
-            return Some(Outcome::Broken(
-                reply
-                    .error
-                    .unwrap_or_else(|| "cannot import evaluator.py".to_owned()),
-            ));
-        }
-        let mut eval = reply.into_evaluation();
-        self.attach_output(dir, &mut eval.artifacts);
-        Some(Outcome::Done(Box::new(eval), placement(job, node)))
-    }
-
-    fn attach_output(
-        &self,
-        dir: &Path,
-        artifacts: &mut std::collections::BTreeMap<String, String>,
-    ) {
-        let limit =
-            usize::try_from(self.params.output_limit_kb.saturating_mul(1000)).unwrap_or(usize::MAX);
-        for name in ["stdout", "stderr"] {
-            let mut capture = Capture::new(limit);
-            if let Ok(bytes) = std::fs::read(dir.join(name)) {
-                capture.push(&bytes);
-            }
-            capture.attach(artifacts, name);
-        }
-    }
-
-    fn failed(&self, dir: &Path, reason: String) -> Evaluation {
-        let mut observed = Observed {
-            error: Some(reason),
-            ..Observed::default()
-        };
-        self.attach_output(dir, &mut observed.artifacts);
-        observed.judge()
-    }
-
-    fn timed_out(&self, dir: &Path, job: &str) -> Evaluation {
-        let secs = self.params.timeout_secs;
-        let mut observed = Observed {
-            error: Some(format!(
-                "timeout: evaluation exceeded {secs} s; Slurm job {job} was cancelled"
-            )),
-            timeout: true,
-            ..Observed::default()
-        };
-        self.attach_output(dir, &mut observed.artifacts);
-        observed.judge()
     }
 }
 
@@ -682,10 +442,11 @@ impl Evaluator for SlurmEvaluator {
     }
 
     fn unsandboxed(&self) -> Option<String> {
-        Some(
-            "candidates run on Slurm nodes without a sandbox: they run as you, with your files on the nodes"
-                .to_owned(),
-        )
+        (self.params.sandbox == Sandbox::None).then(|| {
+            "candidates run on the Slurm nodes without a sandbox (evaluator.sandbox: none): they run as \
+             you, with your files and the network there, and can leave processes behind"
+                .to_owned()
+        })
     }
 }
 

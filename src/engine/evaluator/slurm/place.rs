@@ -69,21 +69,8 @@ impl SlurmEvaluator {
             format!("--cpus-per-task={}", self.params.cpus),
             "--job-name=standby".to_owned(),
             format!("--chdir={}", stage.task_dir.display()),
-            self.params.python.clone(),
-            stage
-                .root
-                .join("code")
-                .join("galapagos_slurm.py")
-                .display()
-                .to_string(),
-            "--standby".to_owned(),
-            stage
-                .task_dir
-                .join(&self.evaluator_file)
-                .display()
-                .to_string(),
-            stage.task_dir.display().to_string(),
         ]);
+        c.args(self.runner(stage, None));
         c.stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped());
@@ -203,10 +190,11 @@ impl SlurmEvaluator {
 
     pub(super) async fn job_attempt(&self, stage: &Stage, dir: &Path) -> Outcome {
         let mut args = self.sbatch_args(&stage.root, &stage.task_dir, Mode::Job);
-        args.push(format!("--output={}", dir.join("stdout").display()));
-        args.push(format!("--error={}", dir.join("stderr").display()));
+        // The runner's own messages; the candidate's output is in `stdout`
+        // and `stderr`, which the runner writes.
+        args.push(format!("--output={}", dir.join("runner.log").display()));
         let script: Vec<String> = self
-            .runner(stage, dir)
+            .runner(stage, Some(dir))
             .iter()
             .map(|a| shell_quote(a))
             .collect();

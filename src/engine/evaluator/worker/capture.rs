@@ -67,6 +67,20 @@ impl Capture {
         }
     }
 
+    /// A capture kept elsewhere (a Slurm node's runner keeps the same
+    /// halves): the first and last bytes of a stream that carried `total`.
+    pub(crate) fn from_parts(limit: usize, head: &[u8], tail: &[u8], total: u64) -> Self {
+        let mut capture = Self::new(limit);
+        capture.head = head[..head.len().min(capture.half)].to_vec();
+        capture.tail = tail[tail.len().saturating_sub(capture.half)..]
+            .iter()
+            .copied()
+            .collect();
+        let kept = (capture.head.len() + capture.tail.len()) as u64;
+        capture.total = total.max(kept);
+        capture
+    }
+
     pub(crate) fn push(&mut self, mut chunk: &[u8]) {
         self.total += chunk.len() as u64;
         let room = self.half.saturating_sub(self.head.len());

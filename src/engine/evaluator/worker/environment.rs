@@ -22,6 +22,11 @@ const PASSED: [&str; 10] = [
     "GPU_DEVICE_ORDINAL",
 ];
 
+/// The [`PASSED`] variables that select GPUs (a cluster node sets its own).
+pub(crate) fn gpu_selection() -> &'static [&'static str] {
+    &PASSED[4..]
+}
+
 /// Variables the evaluator sets itself: a card may not list them.
 const OWN: [&str; 3] = ["HOME", "TMPDIR", "PYTHONDONTWRITEBYTECODE"];
 

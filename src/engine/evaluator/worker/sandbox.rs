@@ -361,6 +361,19 @@ pub(crate) struct Jail<'a> {
 /// [`bwrap_args`]).
 const SCRATCH_DIRS: [&str; 3] = ["/tmp", "/var/tmp", "/run"];
 
+/// The dirs a sandbox replaces by empty read-only ones: [`SCRATCH_DIRS`]
+/// and `private`, each once (a dir inside another is covered by it).
+pub(crate) fn hidden_dirs(private: &[PathBuf]) -> Vec<PathBuf> {
+    let mut hidden: Vec<PathBuf> = SCRATCH_DIRS.iter().map(PathBuf::from).collect();
+    for p in private {
+        if !hidden.iter().any(|h| p.starts_with(h)) {
+            hidden.retain(|h| !h.starts_with(p));
+            hidden.push(p.clone());
+        }
+    }
+    hidden
+}
+
 /// GPU device nodes passed into the sandbox when they exist.
 fn gpu_devices() -> Vec<PathBuf> {
     let mut found = Vec::new();
@@ -430,13 +443,7 @@ pub(crate) fn bwrap_args(jail: &Jail<'_>, command: &[OsString]) -> Vec<OsString>
     for p in ["/proc/sys", "/proc/sysrq-trigger"] {
         push(&["--ro-bind-try".as_ref(), p.as_ref(), p.as_ref()]);
     }
-    let mut hidden: Vec<PathBuf> = SCRATCH_DIRS.iter().map(PathBuf::from).collect();
-    for p in &jail.private {
-        if !hidden.iter().any(|h| p.starts_with(h)) {
-            hidden.retain(|h| !h.starts_with(p));
-            hidden.push(p.clone());
-        }
-    }
+    let hidden = hidden_dirs(&jail.private);
     for dir in &hidden {
         push(&["--tmpfs".as_ref(), dir.as_os_str()]);
     }
