@@ -333,3 +333,74 @@ fn an_export_with_a_leaderboard_the_card_is_not_on_is_refused() {
     let readme = std::fs::read_to_string(hub.join("default/topk/README.md")).unwrap();
     assert!(!readme.contains("## Results"));
 }
+
+#[test]
+fn a_stopped_batch_resumes_from_its_folder_without_running_a_finished_run_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("lb");
+    let task = root().join("assets/tasks/circle_packing");
+    // The form as a previous session left it (it is persisted).
+    let mut state = State {
+        runs_folder: tmp.path().join("runs"),
+        ..State::default()
+    };
+    state.leaderboard.cards = vec!["built-in:topk".to_owned()];
+    state.leaderboard.task.clone_from(&task);
+    state.leaderboard.seeds = 3;
+    state.leaderboard.iterations = 20;
+    state.leaderboard.parallel = 1;
+    state.leaderboard.out.clone_from(&out);
+    state.tab = Tab::Leaderboard;
+    let mut app = App::new(state, Arc::new(Registry::builtin()))
+        .with_settings_path(None)
+        .with_model(galapagos::engine::model::default_model());
+    app.set_library_folder(tmp.path());
+    let mut h = harness(app);
+    h.run();
+    h.get_by_label("Start batch").click();
+    h.run_steps(2);
+    // Stop once the first run is over.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !h.state().leaderboard.runs().iter().any(|r| r.over) {
+        assert!(Instant::now() < deadline, "no run finished");
+        h.step();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.get_by_label("Stop batch").click();
+    step_until(&mut h, Duration::from_secs(60), |a| {
+        !a.leaderboard.is_running()
+    });
+    let stopped = h.state().leaderboard.outcome().unwrap().clone().unwrap();
+    assert!(stopped.starts_with("Stopped"), "{stopped}");
+    assert!(
+        out.join("leaderboard.json").is_file(),
+        "a stopped batch writes what it has"
+    );
+    let first = out.join("runs/topk-seed0/genomes.jsonl");
+    let before = std::fs::read(&first).unwrap();
+    assert!(
+        !out.join("runs/topk-seed2").exists(),
+        "the batch was stopped before its last run"
+    );
+
+    // Start again on the same folder: it resumes.
+    h.get_by_label("Start batch").click();
+    h.run_steps(2);
+    step_until(&mut h, Duration::from_secs(180), |a| {
+        !a.leaderboard.is_running()
+    });
+    let done = h.state().leaderboard.outcome().unwrap().clone().unwrap();
+    assert!(done.starts_with("Done"), "{done}");
+    let rows = h.state().leaderboard.runs();
+    assert_eq!(rows[0].state, "finished before", "{rows:?}");
+    assert!(rows[1..].iter().all(|r| r.state == "completed"), "{rows:?}");
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        before,
+        "the finished run was not run again"
+    );
+    let lb = h.state().leaderboard.table().unwrap();
+    assert_eq!(lb.cards[0].runs.len(), 3);
+    assert!(lb.cards[0].runs.iter().all(|r| r.iterations_done == 20));
+    h.get_by_label("topk (baseline)");
+}

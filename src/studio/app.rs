@@ -138,6 +138,9 @@ pub struct App {
     pub results_field: String,
     /// The leaderboard's model for (ticked cards, settings version).
     lb_model: Option<((Vec<String>, u64), ResolvedModel)>,
+    /// The cards the Leaderboard tab offers, for the recent cards they were
+    /// listed with (dropped when the library is scanned again).
+    lb_choices: Option<(Vec<PathBuf>, Vec<crate::studio::leaderboard::CardChoice>)>,
     registry: Arc<Registry>,
     /// A model fixed by the host (tests); otherwise the settings decide.
     fixed_model: Option<Arc<dyn LanguageModel>>,
@@ -186,6 +189,7 @@ impl App {
             leaderboard: LeaderboardPanel::default(),
             results_field: String::new(),
             lb_model: None,
+            lb_choices: None,
             registry,
             fixed_model: None,
             settings_path: None,
@@ -303,6 +307,7 @@ impl App {
     /// Scan a different folder for the library (tests, custom installs).
     pub fn set_library_folder(&mut self, folder: &Path) {
         self.library = Library::scan(folder, &self.registry);
+        self.lb_choices = None;
     }
 
     /// Apply the launch options: open the card and use the task folder; with
@@ -838,6 +843,7 @@ impl App {
             }
             UiCommand::RefreshLibrary => {
                 self.library = Library::scan(&self.library.folder.clone(), &self.registry);
+                self.lb_choices = None;
             }
             UiCommand::ConfirmDiscard => match self.pending.take() {
                 Some(Pending::New) => self.new_now(),

@@ -21,8 +21,21 @@ use crate::studio::theme::Palette;
 
 impl App {
     /// The cards the Leaderboard tab offers: the built-in ones, the library
-    /// folder's and the recent ones, each once.
-    pub fn leaderboard_choices(&self) -> Vec<CardChoice> {
+    /// folder's and the recent ones, each once (a copy of a built-in card
+    /// is the built-in). Read again when the library or the recent cards
+    /// change.
+    pub fn leaderboard_choices(&mut self) -> Vec<CardChoice> {
+        if let Some((recent, choices)) = &self.lb_choices
+            && *recent == self.state.recent_cards
+        {
+            return choices.clone();
+        }
+        let choices = self.list_choices();
+        self.lb_choices = Some((self.state.recent_cards.clone(), choices.clone()));
+        choices
+    }
+
+    fn list_choices(&self) -> Vec<CardChoice> {
         let mut out: Vec<CardChoice> = self
             .library
             .builtin
@@ -51,7 +64,11 @@ impl App {
         }
         for p in &self.state.recent_cards {
             let reference = p.display().to_string();
-            if out.iter().any(|c| c.reference == reference) || !p.is_file() {
+            let builtin_copy = p
+                .file_stem()
+                .and_then(|stem| crate::engine::builtin::card(&stem.to_string_lossy()))
+                .is_some_and(|b| std::fs::read(p).ok().as_deref() == Some(b.yaml.as_bytes()));
+            if builtin_copy || out.iter().any(|c| c.reference == reference) || !p.is_file() {
                 continue;
             }
             let name = p

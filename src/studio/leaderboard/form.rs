@@ -135,7 +135,7 @@ pub(super) fn form_ui(
                 .add(
                     egui::TextEdit::singleline(&mut panel.text.task)
                         .hint_text(lctx.task_dir.display().to_string())
-                        .desired_width(200.0),
+                        .desired_width((ui.available_width() * 0.2).clamp(200.0, 420.0)),
                 )
                 .labelled_by(l.id)
                 .on_hover_text(task_hint)
@@ -178,7 +178,10 @@ pub(super) fn form_ui(
         ui.add_enabled_ui(!running, |ui| {
             let l = ui.label("Batch folder");
             if ui
-                .add(egui::TextEdit::singleline(&mut panel.text.out).desired_width(260.0))
+                .add(
+                    egui::TextEdit::singleline(&mut panel.text.out)
+                        .desired_width((ui.available_width() * 0.3).clamp(260.0, 560.0)),
+                )
                 .labelled_by(l.id)
                 .on_hover_text(
                     "runs/ and the leaderboard files go here; Start on a folder that holds a batch resumes it",

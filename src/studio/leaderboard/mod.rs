@@ -69,14 +69,21 @@ pub struct RunRow {
     pub card: String,
     pub seed: u64,
     pub dir: PathBuf,
-    /// What happened to it, in words ("waiting", "12/30", "completed").
+    /// What happened to it, in full ("waiting", "running 12/30",
+    /// "budget reached (...)", "failed: ...").
     pub state: String,
     /// Iterations done, when known.
     pub done: Option<u64>,
     /// Best score so far, when known.
     pub best: Option<f64>,
-    pub failed: bool,
+    /// Nothing more will happen to it in this batch.
+    pub over: bool,
+    /// It has a record to open.
+    pub recorded: bool,
     pub running: bool,
+    pub failed: bool,
+    /// It stopped at its token or cost cap.
+    pub capped: bool,
 }
 
 impl RunRow {
@@ -94,17 +101,34 @@ impl RunRow {
             card: r.card.clone(),
             seed: r.seed,
             dir: r.dir.clone(),
+            capped: state.starts_with("budget reached"),
             state,
             done,
             best,
-            failed: matches!(r.state, RunState::Failed(_)),
+            over: r.state.is_over(),
+            recorded: !matches!(r.state, RunState::Waiting)
+                || r.dir.join("archive.sqlite").is_file(),
             running: matches!(r.state, RunState::Running { .. }),
+            failed: matches!(r.state, RunState::Failed(_)),
         }
     }
 
     /// The label a run is listed (and clicked) by.
     pub fn label(&self) -> String {
         format!("{} seed {}", self.card, self.seed)
+    }
+
+    /// Its state in a word (the whole of it on hover).
+    pub fn word(&self) -> &str {
+        if self.failed {
+            "failed"
+        } else if self.capped {
+            "capped"
+        } else if self.running {
+            "running"
+        } else {
+            self.state.split(" (").next().unwrap_or_default()
+        }
     }
 }
 
@@ -226,6 +250,19 @@ impl LeaderboardPanel {
         Ok(())
     }
 
+    /// The batch folder of the leaderboard shown, once it is final.
+    pub fn folder(&self) -> Option<PathBuf> {
+        match &self.source {
+            Source::Folder(dir) => Some(dir.clone()),
+            Source::Batch if !self.is_running() && self.table.is_some() => self
+                .runs
+                .first()
+                .and_then(|r| r.dir.parent().and_then(Path::parent))
+                .map(Path::to_path_buf),
+            Source::Batch | Source::Nothing => None,
+        }
+    }
+
     /// Read the form's fields again (it was changed from outside).
     pub fn resync_form(&mut self) {
         self.text.resync();
@@ -252,8 +289,11 @@ impl LeaderboardPanel {
                     state: r.status.clone(),
                     done: Some(r.iterations_done),
                     best: r.best,
-                    failed: false,
+                    over: true,
+                    recorded: true,
                     running: false,
+                    failed: false,
+                    capped: r.capped,
                 })
             })
             .collect();
@@ -286,6 +326,11 @@ impl LeaderboardPanel {
             {
                 row.best = r.best;
                 row.done = Some(r.iterations_done);
+                // a run skipped now says how it ended before
+                if !row.capped && r.capped {
+                    row.capped = true;
+                    row.state = format!("{}: {}", row.state, r.status);
+                }
             }
         }
     }

@@ -76,10 +76,10 @@ pub(super) fn results_ui(
     };
     egui::ScrollArea::horizontal()
         .id_salt("leaderboard-table-scroll")
-        .show(ui, |ui| table_ui(panel, ui, lb, lctx));
+        .show(ui, |ui| table_ui(ui, lb, lctx));
     ui.separator();
     let height = ui.available_height();
-    if height >= 200.0 && ui.available_width() >= 700.0 {
+    if height >= 150.0 && ui.available_width() >= 700.0 {
         ui.columns(2, |cols| {
             runs_ui(panel, &mut cols[0], lctx, commands, height);
             plot_ui(panel, &mut cols[1], lb, height);
@@ -100,77 +100,82 @@ fn status_ui(
     lctx: &LeaderboardCtx<'_>,
     commands: &mut Commands,
 ) {
-    ui.horizontal_wrapped(|ui| {
-        if let Some(lb) = &panel.table {
-            let seeds = lb
-                .seeds
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ");
-            ui.label(RichText::new(format!("Task {}", lb.task)).strong());
-            ui.label(format!(
-                "· {} iterations · seeds {seeds} · model {}",
-                lb.iterations, lb.model
-            ));
-        }
-        if panel.is_running() {
-            let over = panel
-                .runs
-                .iter()
-                .filter(|r| !r.running && r.state != "waiting")
-                .count();
-            ui.spinner();
-            let elapsed = panel
-                .started
-                .map(|t| format_duration(t.elapsed()))
-                .unwrap_or_default();
-            ui.label(format!("{over} of {} runs over · {elapsed}", panel.runs.len()));
-            // the elapsed time ticks
-            ui.ctx()
-                .request_repaint_after(std::time::Duration::from_secs(1));
-        }
-        if let Source::Folder(dir) = &panel.source {
-            ui.weak(format!("from {}", dir.display()));
-        }
-        let folder = match &panel.source {
-            Source::Folder(dir) => Some(dir.clone()),
-            Source::Batch if !panel.is_running() && panel.table.is_some() => {
-                panel.runs.first().and_then(|r| {
-                    r.dir
-                        .parent()
-                        .and_then(|runs| runs.parent())
-                        .map(std::path::Path::to_path_buf)
-                })
+    // One line: what was compared and how far the batch is on the left, the
+    // export button on the right; long texts are cut short (whole on hover).
+    ui.horizontal(|ui| {
+        ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+            if let Some(dir) = panel.folder()
+                && ui
+                    .button("Attach to hub export")
+                    .on_hover_text(format!(
+                        "Use the leaderboard in {} as the Results section of the next hub export (Details tab)",
+                        dir.display()
+                    ))
+                    .clicked()
+            {
+                commands.push(UiCommand::SetExportResults(dir));
             }
-            _ => None,
-        };
-        if let Some(dir) = folder
-            && ui
-                .button("Attach to hub export")
-                .on_hover_text(
-                    "Use this leaderboard as the Results section of the next hub export (Details tab)",
-                )
-                .clicked()
-        {
-            commands.push(UiCommand::SetExportResults(dir));
-        }
+            ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
+                if panel.is_running() {
+                    let over = panel.runs.iter().filter(|r| r.over).count();
+                    ui.spinner();
+                    let elapsed = panel
+                        .started
+                        .map(|t| format_duration(t.elapsed()))
+                        .unwrap_or_default();
+                    ui.label(format!("{over} of {} runs over · {elapsed}", panel.runs.len()));
+                    // the elapsed time ticks
+                    ui.ctx()
+                        .request_repaint_after(std::time::Duration::from_secs(1));
+                }
+                if let Some(lb) = &panel.table {
+                    let seeds = lb
+                        .seeds
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let short_model = lb.model.split(" (").next().unwrap_or_default();
+                    let mut hover = format!(
+                        "Task {} ({}), {} iterations per run, seeds {seeds}, model {}",
+                        lb.task,
+                        lb.task_dir.display(),
+                        lb.iterations,
+                        lb.model
+                    );
+                    if let Source::Folder(dir) = &panel.source {
+                        hover.push_str(&format!("\nRead from {}", dir.display()));
+                    }
+                    let text = format!(
+                        "{} · {} iterations · seeds {seeds} · {short_model}",
+                        lb.task, lb.iterations
+                    );
+                    ui.add(egui::Label::new(RichText::new(text).strong()).truncate())
+                        .on_hover_text(hover);
+                }
+                if let Some(Ok(text)) = &panel.outcome {
+                    ui.separator();
+                    ui.add(egui::Label::new(RichText::new(text).weak()).truncate())
+                        .on_hover_text(text);
+                }
+            });
+        });
     });
-    match &panel.outcome {
-        Some(Ok(text)) => {
-            ui.label(RichText::new(text).weak());
-        }
-        Some(Err(e)) => {
-            ui.label(RichText::new(e).color(lctx.error));
-        }
-        None => {}
+    if let Some(Err(e)) = &panel.outcome {
+        ui.add(egui::Label::new(RichText::new(e).color(lctx.error)).wrap());
     }
-    for w in &panel.warnings {
-        ui.label(RichText::new(w).color(lctx.warn));
+    if let Some(first) = panel.warnings.first() {
+        let text = if panel.warnings.len() == 1 {
+            first.clone()
+        } else {
+            format!("{first} (and {} more)", panel.warnings.len() - 1)
+        };
+        ui.add(egui::Label::new(RichText::new(text).color(lctx.warn)).truncate())
+            .on_hover_text(panel.warnings.join("\n"));
     }
 }
 
-fn table_ui(panel: &LeaderboardPanel, ui: &mut Ui, lb: &Leaderboard, lctx: &LeaderboardCtx<'_>) {
+fn table_ui(ui: &mut Ui, lb: &Leaderboard, lctx: &LeaderboardCtx<'_>) {
     let n = lb.iterations;
     let target = lb.target.is_some();
     let mut headers = vec![
@@ -194,7 +199,7 @@ fn table_ui(panel: &LeaderboardPanel, ui: &mut Ui, lb: &Leaderboard, lctx: &Lead
     egui::Grid::new("leaderboard-table")
         .num_columns(headers.len())
         .striped(true)
-        .spacing([14.0, 4.0])
+        .spacing([10.0, 4.0])
         .show(ui, |ui| {
             for h in &headers {
                 ui.label(RichText::new(h).strong());
@@ -205,9 +210,8 @@ fn table_ui(panel: &LeaderboardPanel, ui: &mut Ui, lb: &Leaderboard, lctx: &Lead
                 ui.painter()
                     .rect_filled(rect, 1.0, CURVE_COLORS[i % CURVE_COLORS.len()]);
                 card_cell(ui, c, lb, lctx);
-                let total = panel.runs.iter().filter(|r| r.card == c.card).count();
-                ui.label(format!("{}/{}", c.runs.len(), total.max(c.runs.len())))
-                    .on_hover_text("runs in these numbers / runs of this card");
+                ui.label(format!("{}/{}", c.runs.len(), lb.seeds.len()))
+                    .on_hover_text("runs in these numbers / seeds");
                 ui.label(num(c.best.map(|e| e.mean)));
                 ui.label(c.best.map_or_else(
                     || "–".to_owned(),
@@ -259,10 +263,16 @@ fn card_cell(ui: &mut Ui, c: &CardResult, lb: &Leaderboard, lctx: &LeaderboardCt
 fn verdict_cell(ui: &mut Ui, c: &CardResult, lb: &Leaderboard) {
     match &c.vs_baseline {
         Some(cmp) => {
-            ui.label(format!("{} (p = {:.3})", cmp.verdict, cmp.p_value))
+            let word = if cmp.verdict.starts_with("no difference") {
+                "no difference"
+            } else {
+                cmp.verdict.as_str()
+            };
+            ui.label(format!("{word} (p = {:.3})", cmp.p_value))
                 .on_hover_text(format!(
-                    "Two-sided Mann–Whitney U on the best score at {}: U = {}, p = {:.4}, {}",
-                    lb.iterations, cmp.u, cmp.p_value, cmp.method
+                    "{} against the baseline. Two-sided Mann–Whitney U on the best score at {}: \
+                     U = {}, p = {:.4}, {}",
+                    cmp.verdict, lb.iterations, cmp.u, cmp.p_value, cmp.method
                 ));
         }
         None if c.card == lb.baseline => {
@@ -289,14 +299,13 @@ fn runs_ui(
         .auto_shrink([false, true])
         .show(ui, |ui| {
             egui::Grid::new("leaderboard-runs-grid")
-                .num_columns(3)
+                .num_columns(4)
                 .striped(true)
                 .spacing([12.0, 4.0])
                 .show(ui, |ui| {
                     for r in &panel.runs {
-                        let recorded = r.state != "waiting";
                         let link = ui
-                            .add_enabled(recorded, egui::Button::selectable(false, r.label()))
+                            .add_enabled(r.recorded, egui::Button::selectable(false, r.label()))
                             .on_hover_text(if r.running {
                                 format!("Open what {} has recorded so far", r.dir.display())
                             } else {
@@ -306,17 +315,20 @@ fn runs_ui(
                         if link.clicked() {
                             commands.push(UiCommand::OpenRun(r.dir.clone()));
                         }
-                        let state = RichText::new(&r.state);
-                        let state = if r.failed {
-                            state.color(lctx.error)
-                        } else if r.state.starts_with("budget reached") {
-                            state.color(lctx.warn)
-                        } else {
-                            state
-                        };
-                        ui.add(egui::Label::new(state).truncate())
-                            .on_hover_text(&r.state);
                         ui.label(num(r.best));
+                        ui.label(r.done.map_or_else(
+                            || "–".to_owned(),
+                            |d| format!("{d}/{}", panel.iterations),
+                        ));
+                        let word = RichText::new(r.word());
+                        let word = if r.failed {
+                            word.color(lctx.error)
+                        } else if r.capped {
+                            word.color(lctx.warn)
+                        } else {
+                            word
+                        };
+                        ui.label(word).on_hover_text(&r.state);
                         ui.end_row();
                     }
                 });
