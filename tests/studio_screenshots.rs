@@ -1,7 +1,8 @@
-//! The README's screenshots of the tree, islands and compare views, rendered
-//! from the studio's own UI code (egui_kittest with the wgpu renderer, no
-//! window): three real runs of shipped cards on the shipped circle_packing
-//! task with the offline model, opened read-only as a person would.
+//! The README's screenshots of the tree, islands, compare and leaderboard
+//! views, rendered from the studio's own UI code (egui_kittest with the wgpu
+//! renderer, no window): real runs of shipped cards on the shipped
+//! circle_packing task with the offline model, opened read-only as a person
+//! would, and a leaderboard batch of three cards started from its tab.
 //!
 //! Not part of the suite (it writes into assets/screenshots):
 //! `cargo test --release --test studio_screenshots -- --ignored`
@@ -52,7 +53,11 @@ fn harness(runs: &Path, size: egui::Vec2, registry: Arc<Registry>) -> Harness<'s
 }
 
 fn step_until(h: &mut Harness<'static, App>, done: impl Fn(&App) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    step_within(h, Duration::from_secs(60), done);
+}
+
+fn step_within(h: &mut Harness<'static, App>, limit: Duration, done: impl Fn(&App) -> bool) {
+    let deadline = Instant::now() + limit;
     while !done(h.state()) {
         assert!(Instant::now() < deadline, "timed out");
         h.step();
@@ -107,5 +112,54 @@ fn screenshots_of_the_tree_islands_and_compare_views() {
         }
         step_until(&mut h, |a| a.runs.compared().len() == 3);
         save(&mut h, "compare", size);
+    }
+}
+
+#[test]
+#[ignore = "writes the README's screenshots"]
+fn screenshots_of_the_leaderboard() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut state = State {
+        runs_folder: tmp.path().join("runs"),
+        tab: Tab::Leaderboard,
+        ..State::default()
+    };
+    let form = &mut state.leaderboard;
+    form.cards = [
+        "built-in:best_of_n",
+        "built-in:topk",
+        "built-in:beam_search",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    // relative to the crate root, where tests run
+    form.task = PathBuf::from("assets/tasks/circle_packing");
+    form.seeds = 5;
+    form.iterations = 40;
+    form.parallel = 2;
+    form.out = tmp.path().join("leaderboard");
+    let mut first = true;
+    for size in [egui::vec2(1024.0, 640.0), egui::vec2(1920.0, 1080.0)] {
+        let mut h = Harness::builder()
+            .with_size(size)
+            .with_step_dt(1.0 / 60.0)
+            .wgpu()
+            .build_ui_state(
+                |ui, app: &mut App| {
+                    app.logic(ui.ctx());
+                    app.show(ui);
+                },
+                App::new(state.clone(), Arc::new(Registry::builtin())).with_settings_path(None),
+            );
+        h.run_steps(2);
+        // The batch runs once; the second size shows its folder.
+        h.get_by_label(if first { "Start batch" } else { "Open folder" })
+            .click();
+        h.run_steps(2);
+        step_within(&mut h, Duration::from_secs(600), |a| {
+            !a.leaderboard.is_running() && a.leaderboard.table().is_some()
+        });
+        save(&mut h, "leaderboard", size);
+        first = false;
     }
 }
