@@ -13,6 +13,7 @@
 mod common;
 
 use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -317,7 +318,7 @@ fn limit_hits_on_a_node_are_named_on_the_genome() {
 }
 
 #[test]
-fn a_node_without_bubblewrap_stops_the_run_before_its_first_iteration() {
+fn a_node_without_a_working_bubblewrap_stops_the_run_before_its_first_iteration() {
     let Some(cluster) = cluster() else { return };
     let hostile = Hostile::new();
     // A PATH with Slurm's commands, the interpreter and the allocation's
@@ -367,4 +368,30 @@ fn a_node_without_bubblewrap_stops_the_run_before_its_first_iteration() {
         "{text}"
     );
     assert!(!Path::new(&hostile.task.join("planted.txt")).exists());
+
+    // A bwrap that cannot make its namespaces (as where the node forbids
+    // unprivileged user namespaces): its message, the node and the way out.
+    let fake = bin.join("bwrap");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let outcome = hostile.run_evaluator(
+        "def run():\n    return 1.0\n",
+        "kind: slurm, mode: pool, timeout_secs: 30.0",
+        2,
+        &[("SLURM_CONF", &conf), ("PATH", &path)],
+    );
+    let text = format!("{}{}", outcome.stdout, outcome.stderr);
+    assert!(!outcome.success, "{text}");
+    assert!(
+        text.contains(&format!(
+            "the evaluation cannot start on node {node}: bwrap: setting up uid map: Permission denied"
+        )) && text.contains("unprivileged user namespaces")
+            && text.contains("sandbox: none"),
+        "{text}"
+    );
+    assert!(text.contains("iterations:  0"), "{text}");
 }

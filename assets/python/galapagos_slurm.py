@@ -59,6 +59,12 @@ INSTALL = (
     "`sandbox: none` to run candidates on the nodes without a sandbox"
 )
 
+SANDBOX_HINT = (
+    "bubblewrap needs unprivileged user namespaces on the node (`sysctl kernel.unprivileged_userns_clone=1` where "
+    "that exists; on Ubuntu 23.10 and later an AppArmor rule for bwrap, see the README's Security model), or set the "
+    "evaluator's `sandbox: none` to run candidates on the nodes without a sandbox"
+)
+
 
 def write_json(path, obj):
     tmp = f"{path}.{os.getpid()}.tmp"
@@ -379,7 +385,8 @@ class Evaluation:
             # start, or evaluator.py's import killed the process.
             said = bytes(self.err.head + self.err.tail).decode("utf-8", "replace").strip().splitlines()
             last = said[-1] if said else f"wait status {self.status}"
-            return {"error": f"the evaluation cannot start on node {NODE}: {last}", "setup_failed": True}
+            hint = f"; if the sandbox is what fails: {SANDBOX_HINT}" if self.sandboxed else ""
+            return {"error": f"the evaluation cannot start on node {NODE}: {last}{hint}", "setup_failed": True}
         status = self.status
         if self.sandboxed:
             # bubblewrap exits with 128 + the signal that killed its child.
