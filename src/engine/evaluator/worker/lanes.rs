@@ -6,7 +6,9 @@
 //! process group when the time is up or the child is done.
 
 use std::collections::{HashSet, VecDeque};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -246,6 +248,8 @@ impl Worker {
         // (its lane is closed): the next one gets it.
         let (mut lane, guard, deadline) = loop {
             let mut lane = self.take_lane(lane_limit).await?;
+            // Whatever an earlier candidate left is gone before this one runs.
+            self.settle_dying().await;
             let guard = RunningGuard::new(self, lane.pid, lane.group);
             let deadline = tokio::time::Instant::now() + limit;
             match tokio::time::timeout_at(deadline, lane.stream.write_all(&line)).await {
@@ -364,11 +368,73 @@ impl Worker {
             // Clear the whole group: stray grandchildren must not outlive
             // the candidate. In the sandbox the child is its namespace's pid
             // 1: once it is gone, so is every process the candidate started.
+            // The kill is sent; the namespace's teardown (its mounts, its
+            // user and IPC namespaces) takes a moment more in the kernel.
+            // The next candidate waits for it before it runs, so this
+            // result is not held up by it and no later candidate overlaps
+            // anything this one left (see `settle_dying`).
             guard.finish();
-            wait_gone(lane.group, REAP_WAIT).await;
+            self.dying_push(lane.group);
         }
         Ok(reply)
     }
+}
+
+impl Worker {
+    /// Remember `pid`, just killed, until it has exited: from now on a
+    /// candidate waits for it before it runs.
+    fn dying_push(&self, pid: u32) {
+        use rustix::process::{Pid, PidfdFlags, pidfd_open};
+        let Some(id) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+            return;
+        };
+        // Gone already (reaped): nothing to wait for.
+        if let Ok(fd) = pidfd_open(id, PidfdFlags::NONBLOCK) {
+            lock(&self.dying).push(Arc::new(fd));
+        }
+    }
+
+    /// Wait (up to [`REAP_WAIT`] in all) until every killed child has
+    /// exited, and forget those that have.
+    async fn settle_dying(&self) {
+        let pending: Vec<Arc<OwnedFd>> = lock(&self.dying)
+            .iter()
+            .filter(|fd| !pidfd_exited(fd))
+            .cloned()
+            .collect();
+        if !pending.is_empty() {
+            let _ = tokio::task::spawn_blocking(move || {
+                use rustix::event::{PollFd, PollFlags, Timespec, poll};
+                let deadline = std::time::Instant::now() + REAP_WAIT;
+                let mut left = pending;
+                while !left.is_empty() {
+                    let wait = deadline.saturating_duration_since(std::time::Instant::now());
+                    if wait.is_zero() {
+                        break;
+                    }
+                    let mut fds: Vec<PollFd<'_>> = left
+                        .iter()
+                        .map(|fd| PollFd::new(&**fd, PollFlags::IN))
+                        .collect();
+                    let wait = Timespec::try_from(wait).unwrap_or_default();
+                    if !matches!(poll(&mut fds, Some(&wait)), Ok(n) if n > 0) {
+                        break;
+                    }
+                    drop(fds);
+                    left.retain(|fd| !pidfd_exited(fd));
+                }
+            })
+            .await;
+        }
+        lock(&self.dying).retain(|fd| !pidfd_exited(fd));
+    }
+}
+
+/// Has the process behind `fd`, a pidfd, exited? (It becomes readable then.)
+fn pidfd_exited(fd: &OwnedFd) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut fds = [PollFd::new(fd, PollFlags::IN)];
+    matches!(poll(&mut fds, Some(&Timespec::default())), Ok(n) if n > 0)
 }
 
 /// Wait (up to `limit`) until `pid`, which was killed, has exited.

@@ -153,6 +153,9 @@ pub(crate) struct Worker {
     /// Process groups of the children running a candidate (killed with the
     /// worker).
     running: Mutex<HashSet<u32>>,
+    /// Children killed once their candidate was done, until they have
+    /// exited (pidfds): the next candidate waits for them before it runs.
+    dying: Mutex<Vec<Arc<std::os::fd::OwnedFd>>>,
     /// The task accepting lane connections.
     accept: Mutex<Option<tokio::task::AbortHandle>>,
     /// Holds the lane socket's dir when the private dir's path was too long
@@ -316,6 +319,7 @@ impl Worker {
             statuses: Mutex::new(HashMap::new()),
             events: tokio::sync::watch::channel(0).0,
             running: Mutex::new(HashSet::new()),
+            dying: Mutex::new(Vec::new()),
             accept: Mutex::new(None),
             _socket_dir: lanes.dir,
             pid_level: usize::from(sandboxed),
