@@ -390,3 +390,82 @@ async fn a_result_file_that_is_not_a_plain_file_is_refused() {
         Some("metrics.json is not a JSON object: it is not a plain file")
     );
 }
+
+/// A metric printed as a 400-digit integer (Python prints ints of any
+/// length) is refused by name, not read as "no metrics"; the other metrics
+/// are still read.
+#[tokio::test]
+async fn a_metric_beyond_a_float_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    folder(
+        dir.path(),
+        &[
+            ("initial_program.txt", "x\n"),
+            (
+                "evaluate.sh",
+                "#!/bin/sh\npython3 -c 'print(\"{\\\"combined_score\\\": %d, \\\"size\\\": 3}\" % 10**399)'\n",
+            ),
+        ],
+    );
+    let task = Task::load(dir.path()).unwrap();
+    let ev = evaluator(
+        &task,
+        CommandParams {
+            argv: vec!["./evaluate.sh".to_owned()],
+            ..CommandParams::default()
+        },
+    );
+    let e = ev.evaluate(&cand(1, "x\n")).await;
+    assert!(!e.valid, "{e:?}");
+    assert_eq!(
+        e.error.as_deref(),
+        Some(
+            "score combined_score is 100000000000…000000 (400 digits), out of range: beyond the \
+             largest number a 64-bit float holds (about 1.8e308), so it is not a finite score"
+        ),
+        "{:?}",
+        e.artifacts.get("stderr")
+    );
+    assert_eq!(e.scores.get("size"), Some(&3.0));
+}
+
+/// `output_limit_kb` bounds what is kept of the command's output (first and
+/// last halves, the rest counted); metrics on its last line are still read.
+#[tokio::test]
+async fn output_limit_kb_bounds_the_captured_output() {
+    let dir = tempfile::tempdir().unwrap();
+    folder(
+        dir.path(),
+        &[
+            ("initial_program.txt", "x\n"),
+            (
+                "evaluate.sh",
+                "#!/bin/sh\npython3 -c 'print(\"y\" * 49999); print(\"{\\\"combined_score\\\": 2}\")'\n",
+            ),
+        ],
+    );
+    let task = Task::load(dir.path()).unwrap();
+    let with = |kb| {
+        evaluator(
+            &task,
+            CommandParams {
+                argv: vec!["./evaluate.sh".to_owned()],
+                output_limit_kb: kb,
+                ..CommandParams::default()
+            },
+        )
+    };
+    let e = with(2).evaluate(&cand(1, "x\n")).await;
+    assert!(e.valid, "{e:?}");
+    assert_eq!(e.scores["combined_score"], 2.0);
+    let stdout = &e.artifacts["stdout"];
+    assert!(stdout.len() < 2200, "{} bytes kept", stdout.len());
+    // 50 000 bytes of y's and the 22-byte metrics line, 2 000 kept.
+    assert!(
+        stdout.contains("[48022 bytes omitted]"),
+        "{}",
+        &stdout[1000..1100]
+    );
+    let whole = with(100).evaluate(&cand(2, "x\n")).await;
+    assert!(!whole.artifacts["stdout"].contains("omitted"));
+}

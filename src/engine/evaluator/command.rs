@@ -26,8 +26,12 @@
 //!   is incorrect, as ShinkaEvolve counts it. Otherwise a command that
 //!   exited with a non-zero status, or reported no metrics, is invalid; then
 //!   the usual rules apply ([`super::Observed::judge`]).
-//! - its **stdout and stderr** (bounded) are the artifacts `stdout` and
-//!   `stderr`, or `stdout (captured)` ... when the metrics name artifacts so.
+//! - its **stdout and stderr** (`output_limit_kb` of each kept) are the
+//!   artifacts `stdout` and `stderr`, or `stdout (captured)` ... when the
+//!   metrics name artifacts so.
+//! - a **limit** of the sandbox it hit (memory, CPU time, file size,
+//!   processes) is named first in its error, "exceeded the 256 MiB memory
+//!   limit (...)", when how it ended and its stderr show it ([`limits`]).
 //!
 //! Its environment is an allowlist of the run's ([`PASSED`]): no model key
 //! or other secret reaches a command or the candidate it runs. Its
@@ -45,13 +49,16 @@ use tokio::sync::Semaphore;
 
 use super::confirm::{Aggregate, Confirm, SPECS as CONFIRM_SPECS};
 mod json;
+mod limits;
+mod metrics;
 mod sandboxed;
 
-use json::{metrics_from_stdout, nonfinite, parse_object, read_limited};
+use json::{metrics_from_stdout, parse_object, read_limited};
+use metrics::take_metrics;
 
 use super::worker::capture::Capture;
 use super::worker::code_dir::EVAL_HELPER;
-use super::worker::process::{describe_status, kill_groups};
+use super::worker::process::kill_groups;
 use super::worker::sandbox::{self, Sandbox};
 use super::{Candidate, Evaluation, Evaluator, Metric, Observed};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
@@ -94,6 +101,9 @@ pub struct CommandParams {
     /// Largest file the command may write, in MiB; null: no limit. With the
     /// sandbox.
     pub file_size_limit_mib: Option<u64>,
+    /// Bytes of each of the command's stdout and stderr kept (its first and
+    /// last halves), in KB.
+    pub output_limit_kb: u64,
 }
 
 /// ShinkaEvolve's command line for a task's `evaluate.py` (the default
@@ -124,6 +134,7 @@ impl Default for CommandParams {
             cpu_limit_secs: None,
             process_limit: Some(256),
             file_size_limit_mib: Some(1024),
+            output_limit_kb: 20,
         }
     }
 }
@@ -198,6 +209,15 @@ impl Component for CommandEvaluator {
             sandboxed::SPECS[4],
             sandboxed::SPECS[5],
             sandboxed::SPECS[6],
+            ParamSpec {
+                key: "output_limit_kb",
+                doc: "KB of each of the command's stdout and stderr kept (the first and last halves; the \
+                      rest is counted)",
+                ty: ParamType::Int {
+                    min: 1,
+                    max: 100_000,
+                },
+            },
         ],
     };
 
@@ -471,7 +491,9 @@ impl CommandEvaluator {
         ) else {
             return Evaluation::invalid("cannot read the evaluator command's output".to_owned());
         };
-        let (mut cap_out, mut cap_err) = (Capture::default(), Capture::default());
+        let kept =
+            usize::try_from(self.params.output_limit_kb.saturating_mul(1000)).unwrap_or(usize::MAX);
+        let (mut cap_out, mut cap_err) = (Capture::new(kept), Capture::new(kept));
         let (mut out_open, mut err_open) = (true, true);
         let deadline =
             tokio::time::Instant::now() + Duration::from_secs_f64(self.params.timeout_secs);
@@ -538,6 +560,25 @@ impl CommandEvaluator {
         observed.artifacts = artifacts;
         let mut evaluation = observed.judge();
         evaluation.private = private;
+        if let (Some(limits), Some(error), Some(Ok(status))) = (
+            self.jail.as_ref().map(|_| sandboxed::limits(&self.params)),
+            evaluation.error.as_deref().filter(|_| !timed_out),
+            status,
+        ) {
+            let evidence = limits::Evidence {
+                ending: Some(limits::Ending {
+                    status,
+                    cpu_secs: program.parent().and_then(sandboxed::cpu_used),
+                    sandboxed: true,
+                }),
+                stderr: &cap_err.text(),
+                error,
+                root: rustix::process::geteuid().is_root(),
+            };
+            if let Some((limit, line)) = limits::limit_hit(limits, &evidence) {
+                evaluation.error = Some(limits::name_limit(error, &limit, line.as_deref()));
+            }
+        }
         evaluation
     }
 
@@ -602,17 +643,26 @@ impl CommandEvaluator {
             return;
         }
         if self.shinka {
-            observed.error = Some(
-                "the evaluator wrote no correct.json (ShinkaEvolve counts that as incorrect)"
-                    .to_owned(),
-            );
+            let how = if exit.success() {
+                String::new()
+            } else {
+                let ending = limits::Ending {
+                    status: exit,
+                    cpu_secs: None,
+                    sandboxed: self.jail.is_some(),
+                };
+                format!("{}; ", ending.describe())
+            };
+            observed.error = Some(format!(
+                "{how}the evaluator wrote no correct.json (ShinkaEvolve counts that as incorrect)"
+            ));
         } else if !exit.success() {
-            use std::os::unix::process::ExitStatusExt as _;
-            let how = exit.code().map_or_else(
-                || describe_status(exit.into_raw()),
-                |c| format!("the evaluator command exited with status {c}"),
-            );
-            observed.error = Some(how);
+            let ending = limits::Ending {
+                status: exit,
+                cpu_secs: None,
+                sandboxed: self.jail.is_some(),
+            };
+            observed.error = Some(ending.describe());
         } else if metrics.is_none() {
             observed.error = Some(
                 "the evaluator command reported no metrics: expected results_dir/metrics.json or a JSON \
@@ -651,139 +701,5 @@ impl Evaluator for CommandEvaluator {
              candidates can read and change your files, use the network and leave processes behind"
                 .to_owned()
         })
-    }
-}
-
-/// A value as artifact text.
-fn as_text(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// One reported value, as a metric (the validity rule,
-/// [`Observed::judge`], decides what becomes a score or an artifact).
-fn put(key: &str, value: &serde_json::Value, observed: &mut Observed) {
-    let metric = match value {
-        serde_json::Value::Null => Metric::Missing,
-        serde_json::Value::Bool(b) => Metric::Bool(*b),
-        serde_json::Value::Number(n) => Metric::Number(n.as_f64().unwrap_or(f64::NAN)),
-        serde_json::Value::String(s) => {
-            nonfinite(s).map_or_else(|| Metric::Text(s.clone()), Metric::Number)
-        }
-        serde_json::Value::Array(_) => Metric::Other {
-            type_name: "list".to_owned(),
-            text: as_text(value),
-        },
-        serde_json::Value::Object(_) => Metric::Other {
-            type_name: "dict".to_owned(),
-            text: as_text(value),
-        },
-    };
-    observed.metrics.push((key.to_owned(), metric));
-}
-
-/// The metrics object: ShinkaEvolve's `public` / `private` /
-/// `text_feedback`, an `artifacts` object, and plain values.
-fn take_metrics(
-    map: &serde_json::Map<String, serde_json::Value>,
-    observed: &mut Observed,
-    private: &mut BTreeMap<String, String>,
-) {
-    for (key, value) in map {
-        match (key.as_str(), value) {
-            ("public", serde_json::Value::Object(inner)) => {
-                for (k, v) in inner {
-                    put(k, v, observed);
-                }
-            }
-            ("private", serde_json::Value::Object(inner)) => {
-                for (k, v) in inner {
-                    if !v.is_null() {
-                        private.insert(k.clone(), as_text(v));
-                    }
-                }
-            }
-            ("artifacts", serde_json::Value::Object(inner)) => {
-                for (k, v) in inner {
-                    if !v.is_null() {
-                        observed.artifacts.insert(k.clone(), as_text(v));
-                    }
-                }
-            }
-            ("text_feedback", v) => {
-                let text = as_text(v);
-                if !v.is_null() && !text.trim().is_empty() {
-                    observed.artifacts.insert("text_feedback".to_owned(), text);
-                }
-            }
-            _ => put(key, value, observed),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn python_nonfinite_numbers_are_read_as_such() {
-        let m = parse_object(r#"{"a": NaN, "b": -Infinity, "s": "NaN and Infinity", "c": 1}"#)
-            .unwrap_or_default();
-        let mut o = Observed::default();
-        take_metrics(&m, &mut o, &mut BTreeMap::new());
-        let nonfinite: Vec<&str> = o
-            .metrics
-            .iter()
-            .filter(|(_, m)| matches!(m, Metric::Number(v) if !v.is_finite()))
-            .map(|(k, _)| k.as_str())
-            .collect();
-        assert_eq!(nonfinite, ["a", "b"]);
-        assert!(
-            matches!(o.metrics[1].1, Metric::Number(v) if v == f64::NEG_INFINITY),
-            "{:?}",
-            o.metrics
-        );
-        let e = o.judge();
-        assert_eq!(e.error.as_deref(), Some("non-finite score a (NaN)"));
-        assert_eq!(e.scores["c"], 1.0);
-        assert_eq!(e.artifacts["s"], "NaN and Infinity");
-    }
-
-    #[test]
-    fn shinka_metrics_split_into_public_private_and_feedback() {
-        let m = parse_object(
-            r#"{"combined_score": 0.5, "public": {"mse": 2.0, "shape": "ok", "ok": true},
-                "private": {"secret": 7, "note": "hidden"}, "text_feedback": "try harder",
-                "artifacts": {"plot": "p.png"}, "extra": [1, 2]}"#,
-        )
-        .unwrap_or_default();
-        let mut o = Observed::default();
-        let mut private = BTreeMap::new();
-        take_metrics(&m, &mut o, &mut private);
-        let o = o.judge();
-        assert!(o.valid, "{o:?}");
-        assert_eq!(o.scores["combined_score"], 0.5);
-        assert_eq!(o.scores["mse"], 2.0);
-        assert_eq!(o.scores["ok"], 1.0);
-        assert_eq!(o.artifacts["shape"], "ok");
-        assert_eq!(o.artifacts["text_feedback"], "try harder");
-        assert_eq!(o.artifacts["plot"], "p.png");
-        assert_eq!(o.artifacts["extra"], "[1,2]");
-        assert_eq!(private["secret"], "7");
-        assert_eq!(private["note"], "hidden");
-        assert!(!o.scores.contains_key("secret") && !o.artifacts.contains_key("note"));
-    }
-
-    #[test]
-    fn metrics_on_stdout_are_the_last_json_line() {
-        let out =
-            "compiling...\n{\"not\": \"this\"}\nprogress 50%\n{\"combined_score\": 3}\ndone\n";
-        let m = metrics_from_stdout(out).unwrap_or_default();
-        assert_eq!(m.get("combined_score"), Some(&serde_json::json!(3)));
-        let whole = "{\n  \"combined_score\": 1\n}\n";
-        assert!(metrics_from_stdout(whole).is_some());
-        assert!(metrics_from_stdout("no json here").is_none());
     }
 }

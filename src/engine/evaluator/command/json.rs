@@ -1,6 +1,8 @@
 //! Reading the JSON a command reports: Python's `json` writes bare `NaN`,
 //! `Infinity` and `-Infinity`, which are not JSON; they are read as the
-//! non-finite numbers they stand for.
+//! non-finite numbers they stand for. A number beyond a 64-bit float's range
+//! (Python prints an integer of any length) is kept as its text, so that the
+//! metric it is can be refused by name rather than the whole object.
 
 /// What a bare `NaN`, `Infinity` or `-Infinity` becomes before parsing: the
 /// token between two U+0001 characters (a string no evaluator writes).
@@ -19,8 +21,30 @@ pub(super) fn nonfinite(s: &str) -> Option<f64> {
     }
 }
 
+/// The number's text, when `s` is the sentinel of a number beyond a 64-bit
+/// float's range.
+pub(super) fn out_of_range(s: &str) -> Option<&str> {
+    s.strip_prefix(NONFINITE_MARK)?
+        .strip_suffix(NONFINITE_MARK)?
+        .strip_prefix(RANGE_TAG)
+}
+
+/// Marks an out-of-range number's sentinel, after [`NONFINITE_MARK`].
+const RANGE_TAG: &str = "out of range:";
+
+/// A sentinel's original text (`NaN`, a long number), else `s`.
+pub(super) fn original(s: &str) -> &str {
+    out_of_range(s).unwrap_or_else(|| {
+        s.strip_prefix(NONFINITE_MARK)
+            .and_then(|t| t.strip_suffix(NONFINITE_MARK))
+            .filter(|t| nonfinite(s).is_some() && !t.is_empty())
+            .unwrap_or(s)
+    })
+}
+
 /// `text` as a JSON object; Python's bare `NaN`, `Infinity` and `-Infinity`
-/// are read as non-finite values.
+/// are read as non-finite values, numbers beyond a float's range as
+/// [`out_of_range`] sentinels.
 pub(super) fn parse_object(
     text: &str,
 ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
@@ -43,8 +67,8 @@ fn kind_of(v: &serde_json::Value) -> &'static str {
     }
 }
 
-/// Replace bare `NaN`, `Infinity` and `-Infinity` outside strings with a
-/// quoted sentinel.
+/// Replace bare `NaN`, `Infinity` and `-Infinity`, and numbers beyond a
+/// float's range, outside strings with a quoted sentinel.
 fn replace_nonfinite(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut in_string = false;
@@ -73,6 +97,18 @@ fn replace_nonfinite(text: &str) -> String {
             // JSON-escaped, so that it parses into the sentinel.
             out.push_str(&format!("\"\\u0001{t}\\u0001\""));
             rest = &rest[t.len()..];
+        } else if c == '-' || c.is_ascii_digit() {
+            // A number (outside strings, only numbers hold these characters).
+            let end = rest
+                .find(|d: char| !(d.is_ascii_digit() || "+-.eE".contains(d)))
+                .unwrap_or(rest.len());
+            let number = &rest[..end];
+            if number.parse::<f64>().is_ok_and(f64::is_infinite) {
+                out.push_str(&format!("\"\\u0001{RANGE_TAG}{number}\\u0001\""));
+            } else {
+                out.push_str(number);
+            }
+            rest = &rest[end.max(1)..];
         } else {
             out.push(c);
             rest = &rest[c.len_utf8()..];

@@ -174,7 +174,37 @@ pub(super) fn limits(p: &super::CommandParams) -> Limits {
     }
 }
 
-/// `argv` run through `prlimit` in the candidate's sandbox.
+/// The file in a candidate's folder where the sandbox's shell writes the
+/// CPU time the command used (`times`).
+const CPU_FILE: &str = ".galapagos-cpu-time";
+
+/// The shell script that runs the command (its arguments) and then writes
+/// its CPU time to the file `$0` names; its status is the command's. The
+/// sandbox does not pass on the CPU time of what runs in it, so the shell
+/// counts it.
+const COUNTING_SHELL: &str = "\"$@\"; s=$?; times >\"$0\" 2>/dev/null; exit $s";
+
+/// The CPU time (user + system, seconds) the command run in
+/// `candidate_dir` and the processes it waited for used, as the sandbox's
+/// shell wrote it (None when it did not: killed at the timeout, say).
+pub(super) fn cpu_used(candidate_dir: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(candidate_dir.join(CPU_FILE)).ok()?;
+    // `times`: the shell's own user and system time, then its children's,
+    // each as `1m2.345s`.
+    let children = text.lines().nth(1)?;
+    let secs = |t: &str| -> Option<f64> {
+        let (m, s) = t.strip_suffix('s')?.split_once('m')?;
+        Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
+    };
+    let mut total = 0.0;
+    for t in children.split_whitespace() {
+        total += secs(t)?;
+    }
+    Some(total)
+}
+
+/// `argv` run through `prlimit` in the candidate's sandbox, under a shell
+/// that counts its CPU time ([`cpu_used`]).
 pub(super) fn command(
     bwrap: &Path,
     prlimit: &Path,
@@ -182,7 +212,13 @@ pub(super) fn command(
     limits: Limits,
     argv: &[String],
 ) -> tokio::process::Command {
-    let mut command = prlimit_args(prlimit, limits);
+    let mut command: Vec<OsString> = vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        COUNTING_SHELL.into(),
+        cell.candidate_dir.join(CPU_FILE).into(),
+    ];
+    command.extend(prlimit_args(prlimit, limits));
     command.extend(argv.iter().map(Into::into));
     let mut cmd = tokio::process::Command::new(bwrap);
     cmd.args(bwrap_args(cell, &command));

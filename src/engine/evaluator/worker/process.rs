@@ -41,7 +41,7 @@ pub(crate) fn describe_status(status: i32) -> String {
     )
 }
 
-fn signal_name(sig: i32) -> String {
+pub(crate) fn signal_name(sig: i32) -> String {
     const NAMES: [&str; 31] = [
         "SIGHUP",
         "SIGINT",
