@@ -135,7 +135,7 @@ fn a_command_past_the_cpu_time_limit_is_named_on_the_genome() {
     let hit = run(&score, "  cpu_limit_secs: 1.0\n", 2, false);
     all_refused(
         &hit,
-        "exceeded the 1 s CPU time limit (the evaluator command ended with status 152 (128 + SIGXCPU, signal 24",
+        "exceeded the 1 s CPU time limit (the evaluator command ended with status 152 (as the sandbox reports a kill by SIGXCPU, signal 24",
     );
     all_scored(&run(&score, "  cpu_limit_secs: 20.0\n", 1, false));
 }

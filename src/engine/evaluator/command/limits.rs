@@ -26,9 +26,10 @@
 //!   such message) is not this limit and is not named.
 //! - **Processes**: its stderr shows `EAGAIN` ("Resource temporarily
 //!   unavailable") from starting a process or thread (the same stderr
-//!   mentions fork, spawn, a subprocess or a thread), or Python's "can't
-//!   start new thread". Never when galapagos runs as root: the kernel does
-//!   not enforce the limit for root, so such a failure has another cause.
+//!   mentions fork, spawn, Popen, a subprocess or `pthread_create`), or
+//!   Python's "can't start new thread". Never when galapagos runs as root:
+//!   the kernel does not enforce the limit for root, so such a failure has
+//!   another cause.
 //!
 //! Wall time (`timeout_secs`) is a timeout of its own, and captured output
 //! is cut, not failed.
@@ -67,8 +68,7 @@ impl Ending {
 
     /// The command's failure in words ("the evaluator command exited with
     /// status 3", "... was killed by SIGXCPU (signal 24)", "... ended with
-    /// status 152 (128 + SIGXCPU, signal 24: how the sandbox reports a
-    /// process killed by it)").
+    /// status 152 (as the sandbox reports a kill by SIGXCPU, signal 24)").
     pub(super) fn describe(&self) -> String {
         use std::os::unix::process::ExitStatusExt as _;
         if let Some(sig) = self.status.signal() {
@@ -80,8 +80,8 @@ impl Ending {
         let code = self.status.code().unwrap_or(-1);
         match self.signal() {
             Some(sig) => format!(
-                "the evaluator command ended with status {code} (128 + {}, signal {sig}: how the \
-                 sandbox reports a process killed by it)",
+                "the evaluator command ended with status {code} (as the sandbox reports a kill by \
+                 {}, signal {sig})",
                 signal_name(sig)
             ),
             None => format!("the evaluator command exited with status {code}"),
@@ -124,7 +124,15 @@ const CPU: [&str; 2] = ["CPU time limit exceeded", "SIGXCPU"];
 const EAGAIN: &str = "Resource temporarily unavailable";
 
 /// Words that place an `EAGAIN` at starting a process or thread.
-const STARTING: [&str; 6] = ["fork", "spawn", "Popen", "subprocess", "thread", "clone"];
+const STARTING: [&str; 7] = [
+    "fork",
+    "spawn",
+    "Popen",
+    "subprocess",
+    "pthread_create",
+    "start_new_thread",
+    "clone",
+];
 
 /// The first line of `text` holding one of `phrases`, trimmed and cut.
 fn line_with<'t>(text: &'t str, phrases: &[&str]) -> Option<&'t str> {
@@ -287,7 +295,8 @@ mod tests {
             Some("the 16-process limit".to_owned())
         );
         assert_eq!(hit(1, 0.0, fork, true), None, "not enforced for root");
-        let socket = "BlockingIOError: [Errno 11] Resource temporarily unavailable";
+        let socket = "Exception in thread Thread-1:\n  File \"x.py\", line 9, in run\n    \
+                      sock.recv(1)\nBlockingIOError: [Errno 11] Resource temporarily unavailable";
         assert_eq!(hit(1, 0.0, socket, false), None, "EAGAIN from a socket");
         assert_eq!(hit(0, 5.0, "MemoryError", false), None, "it succeeded");
         let gpu = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB";
