@@ -310,9 +310,10 @@ mod tests {
             cpu_secs: None,
             sandboxed: true,
         };
-        assert!(
-            e.describe()
-                .contains("status 152 (128 + SIGXCPU, signal 24")
+        assert_eq!(
+            e.describe(),
+            "the evaluator command ended with status 152 (as the sandbox reports a kill by SIGXCPU, \
+             signal 24)"
         );
         let plain = Ending {
             sandboxed: false,
