@@ -153,8 +153,12 @@ fn a_twelve_iteration_run_records_job_ids_the_scheduler_knows() {
     let out = tempfile::tempdir().unwrap();
     let card = root().join("cards/best_of_n_slurm.yaml");
     let task = root().join("assets/tasks/circle_packing");
+    // As a user runs it: from a folder of their own, the run folder under
+    // `runs/` there (a relative path, which the nodes must not resolve
+    // against the task folder they work in).
     let o = galapagos(cluster)
-        .args(run_args(&card, &task, 12, out.path()))
+        .current_dir(out.path())
+        .args(run_args(&card, &task, 12, Path::new("runs")))
         .args(["--parallel", "2"])
         .output()
         .unwrap();
@@ -163,7 +167,7 @@ fn a_twelve_iteration_run_records_job_ids_the_scheduler_knows() {
         stdout.contains("status:      completed") && stdout.contains("iterations:  12"),
         "{stdout}"
     );
-    let run = run_dir(out.path()).unwrap();
+    let run = run_dir(&out.path().join("runs")).unwrap();
     let all = genomes(&run);
     assert!(all.len() >= 13, "{} genomes", all.len());
     let prefix = job_prefix(&run);

@@ -190,13 +190,17 @@ impl SlurmEvaluator {
             |_| task.evaluator_path.display().to_string(),
             |p| p.display().to_string(),
         );
+        // The nodes resolve every path the jobs are given (their working
+        // dir, their log files) on their own: relative paths (a run folder
+        // under `runs/` in the current dir) would point elsewhere there.
+        let run_dir = run_dir.map(absolute);
         Self {
             params,
-            task_dir: task.dir.clone(),
+            task_dir: absolute(&task.dir),
             evaluator_file,
             suffix: task.suffix.clone(),
-            job_name: job_name(run_dir),
-            run_dir: run_dir.map(Path::to_path_buf),
+            job_name: job_name(run_dir.as_deref()),
+            run_dir,
             permits: Semaphore::new(parallel.max(1)),
             stage: OnceCell::new(),
             idle: Mutex::new(Vec::new()),
@@ -264,7 +268,7 @@ impl SlurmEvaluator {
                     .map_err(|e| format!("cannot create a staging dir: {e}"))?;
                 (t.path().to_path_buf(), Some(t))
             }
-            (dir, _) => (expand_home(dir).join(&self.job_name), None),
+            (dir, _) => (absolute(&expand_home(dir)).join(&self.job_name), None),
         };
         let made = |p: &Path| {
             std::fs::create_dir_all(p).map_err(|e| format!("cannot create {}: {e}", p.display()))
@@ -479,4 +483,9 @@ impl std::fmt::Debug for SlurmEvaluator {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `path` made absolute against the current dir (as it is when that fails).
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
