@@ -11,9 +11,9 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::slurm::{Cluster, cluster};
+use common::slurm::{Cluster, cluster, eventually};
 use galapagos::engine::archive::read_genomes;
 use galapagos::engine::genome::Genome;
 
@@ -113,18 +113,6 @@ fn genomes(run: &Path) -> Vec<Genome> {
 /// The prefix of the names of a run's jobs.
 fn job_prefix(run: &Path) -> String {
     format!("gp-{}-", run.file_name().unwrap().to_string_lossy())
-}
-
-/// Waits up to `secs` for `cond`.
-fn eventually(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    cond()
 }
 
 /// The job of a genome's placement (`12` of step `12.3`).

@@ -15,10 +15,10 @@ mod common;
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::hostile::{Hostile, Outcome, SECRET, SSH_KEY, processes_with};
-use common::slurm::{Cluster, cluster};
+use common::slurm::{Cluster, cluster, eventually};
 
 /// Scores the probes the candidate's `run()` reports (1: it got through).
 const PROBE_EVALUATOR: &str = r#"import importlib.util
@@ -136,18 +136,6 @@ fn slurm_run(
         iterations,
         &[("SLURM_CONF", &conf)],
     )
-}
-
-/// Waits up to `secs` for `cond`.
-fn eventually(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    cond()
 }
 
 /// The run finished and its one child is the probe's genome.

@@ -253,3 +253,15 @@ fn start() -> Result<Cluster, String> {
         tail.join(" / ")
     ))
 }
+
+/// Whether `cond` holds within `secs` seconds (checked every 100 ms).
+pub fn eventually(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    cond()
+}
