@@ -15,7 +15,10 @@ use std::fmt;
 use similar::TextDiff;
 
 use super::fences::pick_rewrite;
-use super::markers::{Marker, Region, balanced, evolve_regions, marker_kind, marker_sequence};
+use super::markers::{
+    EVOLVE_END, EVOLVE_START, Marker, Region, balanced, evolve_regions, marker_kind,
+    marker_sequence, trailing_marker,
+};
 use super::normalize_newlines;
 
 /// The edit-block markers, as the prompt shows them.
@@ -166,6 +169,20 @@ pub enum PatchError {
         /// Regions in the rewrite.
         rewrite_regions: usize,
     },
+    /// A full rewrite with one of its region's two markers whose extent
+    /// cannot be told from the current program.
+    #[error(
+        "the full rewrite has {present} but not {missing}, and {reason}; keep both \
+         EVOLVE-BLOCK-START and EVOLVE-BLOCK-END lines, or send only the block's new contents"
+    )]
+    OneMarker {
+        /// The marker the rewrite has.
+        present: &'static str,
+        /// The marker it lacks.
+        missing: &'static str,
+        /// Why the block's extent is not clear.
+        reason: String,
+    },
     /// The edit left the program unchanged.
     #[error("{0}")]
     NoOp(String),
@@ -183,13 +200,13 @@ impl PatchError {
 
 /// A text split into lines, remembering whether it ended with a newline.
 #[derive(Clone, Debug)]
-struct Doc {
-    lines: Vec<String>,
-    trailing_newline: bool,
+pub(super) struct Doc {
+    pub(super) lines: Vec<String>,
+    pub(super) trailing_newline: bool,
 }
 
 impl Doc {
-    fn new(text: &str) -> Self {
+    pub(super) fn new(text: &str) -> Self {
         let text = normalize_newlines(text);
         let trailing_newline = text.ends_with('\n');
         let body = text.strip_suffix('\n').unwrap_or(&text);
@@ -204,7 +221,7 @@ impl Doc {
         }
     }
 
-    fn render(&self) -> String {
+    pub(super) fn render(&self) -> String {
         let mut out = self.lines.join("\n");
         if self.trailing_newline && !self.lines.is_empty() {
             out.push('\n');
@@ -216,18 +233,18 @@ impl Doc {
 // ---------------------------------------------------------------------------
 // Parsing
 
-fn is_search_marker(line: &str) -> bool {
+pub(super) fn is_search_marker(line: &str) -> bool {
     let t = line.trim();
     let n = t.chars().take_while(|c| *c == '<').count();
     n >= 7 && t[n..].trim().eq_ignore_ascii_case("SEARCH")
 }
 
-fn is_divider(line: &str) -> bool {
+pub(super) fn is_divider(line: &str) -> bool {
     let t = line.trim();
     t.len() >= 7 && t.chars().all(|c| c == '=')
 }
 
-fn is_replace_marker(line: &str) -> bool {
+pub(super) fn is_replace_marker(line: &str) -> bool {
     let t = line.trim();
     let n = t.chars().take_while(|c| *c == '>').count();
     n >= 7 && t[n..].trim().eq_ignore_ascii_case("REPLACE")
@@ -309,13 +326,13 @@ pub fn parse_blocks(reply: &str) -> Result<Vec<EditBlock>, PatchError> {
 // Matching and applying
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Level {
+pub(super) enum Level {
     Exact,
     TrailingWhitespace,
     Indentation,
 }
 
-fn lines_match(a: &str, b: &str, level: Level) -> bool {
+pub(super) fn lines_match(a: &str, b: &str, level: Level) -> bool {
     match level {
         Level::Exact => a == b,
         Level::TrailingWhitespace => a.trim_end() == b.trim_end(),
@@ -323,7 +340,7 @@ fn lines_match(a: &str, b: &str, level: Level) -> bool {
     }
 }
 
-fn match_at(lines: &[String], search: &[String], at: usize, level: Level) -> bool {
+pub(super) fn match_at(lines: &[String], search: &[String], at: usize, level: Level) -> bool {
     at + search.len() <= lines.len()
         && search
             .iter()
@@ -331,13 +348,13 @@ fn match_at(lines: &[String], search: &[String], at: usize, level: Level) -> boo
             .all(|(s, l)| lines_match(l, s, level))
 }
 
-fn leading_ws(line: &str) -> &str {
+pub(super) fn leading_ws(line: &str) -> &str {
     &line[..line.len() - line.trim_start().len()]
 }
 
 /// Re-indent `replace` by the difference between the indentation the SEARCH
 /// text used (`from`) and the one the program has (`to`).
-fn reindent(replace: &[String], from: &str, to: &str) -> Vec<String> {
+pub(super) fn reindent(replace: &[String], from: &str, to: &str) -> Vec<String> {
     replace
         .iter()
         .map(|line| {
@@ -377,7 +394,7 @@ fn strip_markers(lines: &[String]) -> (Vec<String>, bool) {
     (kept, removed)
 }
 
-fn first_nonblank(lines: &[String]) -> String {
+pub(super) fn first_nonblank(lines: &[String]) -> String {
     lines
         .iter()
         .find(|l| !l.trim().is_empty())
@@ -461,7 +478,7 @@ fn locate(lines: &[String], search: &[String], replace: &[String], regions: &[Re
     }
 }
 
-fn closest_line_hint(lines: &[String], regions: &[Region], needle: &str) -> String {
+pub(super) fn closest_line_hint(lines: &[String], regions: &[Region], needle: &str) -> String {
     if needle.is_empty() {
         return String::new();
     }
@@ -594,6 +611,142 @@ fn contains_outside_code(parent: &[String], region: Region, rewrite: &[String]) 
     found * 2 > outside.len()
 }
 
+/// The lines of the rewrite's region `n` that replace the parent's region
+/// `p`: its interior, plus code a rewrite's marker line carries before a
+/// trailing marker (`    return y  # EVOLVE-BLOCK-END`) where the parent's
+/// marker line has other code.
+fn region_payload(parent: &[String], p: Region, rewrite: &[String], n: Region) -> Vec<String> {
+    let mut payload = rewrite[n.interior()].to_vec();
+    let carried = |lines: &[String], i: usize| {
+        lines
+            .get(i)
+            .and_then(|l| trailing_marker(l))
+            .map(|(code, _)| code.to_owned())
+    };
+    if let Some(code) = carried(rewrite, n.start)
+        && carried(parent, p.start).as_deref() != Some(code.as_str())
+    {
+        payload.insert(0, code);
+    }
+    if let Some(code) = carried(rewrite, n.end)
+        && carried(parent, p.end).as_deref() != Some(code.as_str())
+    {
+        payload.push(code);
+    }
+    payload
+}
+
+/// Non-blank lines of `lines`, trimmed, with their indices.
+fn code_lines(lines: &[String]) -> Vec<(usize, &str)> {
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i, l.trim()))
+        .filter(|(_, t)| !t.is_empty())
+        .collect()
+}
+
+/// The new contents of a single-region parent's region from a rewrite that
+/// kept one of the two markers. With START only, the block runs from it to
+/// the end of the rewrite, less the parent's code after the block when the
+/// rewrite repeats it there; with END only, from the start of the rewrite
+/// to it, less the parent's code before the block when repeated. Anything
+/// else (the parent's code only partly repeated) is ambiguous and refused.
+fn one_marker_payload(
+    parent: &[String],
+    r: Region,
+    rewrite: &[String],
+    marker: Marker,
+) -> Result<Vec<String>, PatchError> {
+    let at = rewrite
+        .iter()
+        .position(|l| marker_kind(l).is_some())
+        .unwrap_or(0);
+    let (present, missing) = match marker {
+        Marker::Start => (EVOLVE_START, EVOLVE_END),
+        Marker::End => (EVOLVE_END, EVOLVE_START),
+    };
+    let ambiguous = |reason: String| PatchError::OneMarker {
+        present,
+        missing,
+        reason,
+    };
+    let mut payload = match marker {
+        Marker::Start => {
+            let tail = &rewrite[at + 1..];
+            let after = &parent[(r.end + 1).min(parent.len())..];
+            let (want, have) = (code_lines(after), code_lines(tail));
+            let matched = want
+                .iter()
+                .rev()
+                .zip(have.iter().rev())
+                .take_while(|(w, h)| w.1 == h.1)
+                .count();
+            if matched == want.len() && matched > 0 {
+                // Cut before the repeated code, and the blank lines the
+                // parent has between its END line and that code.
+                let mut cut = have[have.len() - matched].0;
+                let gap = want[0].0;
+                let mut dropped = 0;
+                while cut > 0 && tail[cut - 1].trim().is_empty() && dropped < gap {
+                    cut -= 1;
+                    dropped += 1;
+                }
+                tail[..cut].to_vec()
+            } else if matched == 0 {
+                tail.to_vec()
+            } else {
+                return Err(ambiguous(format!(
+                    "the code after it repeats only the last {matched} of the {} lines that follow \
+                     the block in the current program",
+                    want.len()
+                )));
+            }
+        }
+        Marker::End => {
+            let head = &rewrite[..at];
+            let before = &parent[..r.start];
+            let (want, have) = (code_lines(before), code_lines(head));
+            let matched = want
+                .iter()
+                .zip(&have)
+                .take_while(|(w, h)| w.1 == h.1)
+                .count();
+            if matched == want.len() && matched > 0 {
+                let mut from = have[matched - 1].0 + 1;
+                let gap = before.len() - 1 - want[want.len() - 1].0;
+                let mut dropped = 0;
+                while from < head.len() && head[from].trim().is_empty() && dropped < gap {
+                    from += 1;
+                    dropped += 1;
+                }
+                head[from..].to_vec()
+            } else if matched == 0 {
+                head.to_vec()
+            } else {
+                return Err(ambiguous(format!(
+                    "the code before it repeats only the first {matched} of the {} lines that \
+                     precede the block in the current program",
+                    want.len()
+                )));
+            }
+        }
+    };
+    if contains_outside_code(parent, r, &payload) {
+        return Err(ambiguous(
+            "the block's new contents would repeat the current program's code outside the block"
+                .into(),
+        ));
+    }
+    if let Some((code, _)) = rewrite.get(at).and_then(|l| trailing_marker(l)) {
+        match marker {
+            Marker::Start => payload.insert(0, code.to_owned()),
+            Marker::End => payload.push(code.to_owned()),
+        }
+    }
+    Ok(payload)
+}
+
 /// Turn a rewritten program into the child. Without markers in the parent
 /// the rewrite is the child. With markers, only the rewrite's region contents
 /// are spliced into the parent (the code outside stays byte-identical); a
@@ -623,9 +776,13 @@ pub fn apply_full_rewrite(parent: &str, rewrite: &str) -> Result<String, PatchEr
         && (balanced(&new_markers) || new_markers == parent_markers)
     {
         for (p, n) in parent_regions.iter().zip(&new_regions).rev() {
-            doc.lines
-                .splice(p.interior(), new.lines[n.interior()].iter().cloned());
+            let payload = region_payload(&doc.lines, *p, &new.lines, *n);
+            doc.lines.splice(p.interior(), payload);
         }
+    } else if parent_regions.len() == 1 && new_markers.len() == 1 {
+        let r = parent_regions[0];
+        let payload = one_marker_payload(&doc.lines, r, &new.lines, new_markers[0])?;
+        doc.lines.splice(r.interior(), payload);
     } else {
         return Err(PatchError::MarkersDropped {
             parent_regions: parent_regions.len(),
@@ -947,6 +1104,98 @@ mod tests {
             }
         ));
         assert!(err.to_string().contains("dropped"));
+    }
+
+    /// ShinkaEvolve's cases: a rewrite that kept only one of the region's
+    /// two markers is unambiguous when the parent has one region.
+    const HEADED: &str =
+        "# Header line\n# EVOLVE-BLOCK-START\nold_line()\n# EVOLVE-BLOCK-END\n# Footer line\n";
+    const HEADED_NEW: &str =
+        "# Header line\n# EVOLVE-BLOCK-START\nnew_line()\n# EVOLVE-BLOCK-END\n# Footer line\n";
+
+    #[test]
+    fn full_rewrite_with_the_start_marker_only() {
+        let reply =
+            "```python\n# Header line\n# EVOLVE-BLOCK-START\nnew_line()\n# Footer line\n```";
+        assert_eq!(diff(HEADED, reply).unwrap().content, HEADED_NEW);
+        // Without the footer: the rest of the rewrite is the block.
+        let reply = "```python\n# EVOLVE-BLOCK-START\nnew_line()\nsecond()\n```";
+        assert_eq!(
+            diff(HEADED, reply).unwrap().content,
+            HEADED_NEW.replace("new_line()\n", "new_line()\nsecond()\n")
+        );
+        // Blank lines the parent has between END and its footer are not
+        // taken into the block.
+        let r = diff(
+            MARKED,
+            "```python\nimport math\n# EVOLVE-BLOCK-START\ndef f(x):\n    return x * 5\n\ndef run():\n    return f(3)\n```",
+        )
+        .unwrap();
+        assert_eq!(
+            r.content,
+            MARKED.replace("    y = x * 2\n    return y\n", "    return x * 5\n")
+        );
+    }
+
+    #[test]
+    fn full_rewrite_with_the_end_marker_only() {
+        let reply = "```python\n# Header line\nnew_line()\n# EVOLVE-BLOCK-END\n# Footer line\n```";
+        assert_eq!(diff(HEADED, reply).unwrap().content, HEADED_NEW);
+        let reply = "```python\nnew_line()\n# EVOLVE-BLOCK-END\n```";
+        assert_eq!(diff(HEADED, reply).unwrap().content, HEADED_NEW);
+    }
+
+    #[test]
+    fn one_marker_rewrite_that_is_ambiguous_is_refused_with_the_reason() {
+        // The footer only partly repeated: where the block ends is unclear.
+        let parent =
+            "# EVOLVE-BLOCK-START\nold()\n# EVOLVE-BLOCK-END\nsetup_harness()\nrun_harness()\n";
+        let reply = "```python\n# EVOLVE-BLOCK-START\nnew()\nchanged_setup()\nrun_harness()\n```";
+        let err = diff(parent, reply).unwrap_err();
+        assert!(matches!(err, PatchError::OneMarker { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("has EVOLVE-BLOCK-START but not EVOLVE-BLOCK-END"),
+            "{msg}"
+        );
+        assert!(msg.contains("only the last 1 of the 2 lines"), "{msg}");
+        // Two regions in the parent: which one the marker belongs to is unclear.
+        let parent = "# EVOLVE-BLOCK-START\na = 1\n# EVOLVE-BLOCK-END\nmid\n# EVOLVE-BLOCK-START\nb = 2\n# EVOLVE-BLOCK-END\n";
+        let err = diff(parent, "```python\n# EVOLVE-BLOCK-START\na = 5\n```").unwrap_err();
+        assert!(matches!(err, PatchError::MarkersDropped { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_trailing_end_marker_protects_the_code_after_it() {
+        // ShinkaEvolve's case: `    y = 2# EVOLVE-BLOCK-END` closes the
+        // block, so the harness after it stays out of reach.
+        let parent = "# EVOLVE-BLOCK-START\ndef f():\n    x = 1\n    return x\n    y = 2# EVOLVE-BLOCK-END\ndef run():\n    return f()\n";
+        let err = diff(parent, &block("def run():", "def main():")).unwrap_err();
+        assert!(
+            matches!(err, PatchError::OutsideEvolveBlock { .. }),
+            "{err}"
+        );
+        let r = diff(parent, &block("    x = 1", "    x = 5")).unwrap();
+        assert!(
+            r.content
+                .contains("    x = 5\n    return x\n    y = 2# EVOLVE-BLOCK-END\ndef run():")
+        );
+        // Insertion with an empty SEARCH goes before the END line.
+        let r = diff(parent, &block("", "    z = 3")).unwrap();
+        assert!(
+            r.content
+                .contains("    return x\n    z = 3\n    y = 2# EVOLVE-BLOCK-END\n"),
+            "{}",
+            r.content
+        );
+        // A full rewrite keeps the harness, and code a rewrite puts before its
+        // own trailing END marker is kept in the block.
+        let reply = "```python\n# EVOLVE-BLOCK-START\ndef f():\n    return 7  # EVOLVE-BLOCK-END\ndef run():\n    return 0\n```";
+        let r = diff("# EVOLVE-BLOCK-START\ndef f():\n    return 1\n# EVOLVE-BLOCK-END\ndef run():\n    return f()\n", reply).unwrap();
+        assert_eq!(
+            r.content,
+            "# EVOLVE-BLOCK-START\ndef f():\n    return 7\n# EVOLVE-BLOCK-END\ndef run():\n    return f()\n"
+        );
     }
 
     #[test]
