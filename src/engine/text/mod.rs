@@ -1,13 +1,20 @@
 //! Text editing, shared by the proposers and the offline model: EVOLVE-BLOCK
 //! markers, fenced code blocks, SEARCH/REPLACE patches and full rewrites,
-//! and the unified diff a genome records against its parent.
+//! edits across the files of a tree (SEARCH/REPLACE with paths, unified
+//! diffs, the `*** Begin Patch` format, named rewrites), and the unified
+//! diff a genome records against its parent.
 //!
 //! Everything here is a pure function of its inputs. Line endings are
 //! normalised (CRLF → LF) before matching; the output always uses LF.
 
+pub mod begin_patch;
 pub mod fences;
+pub mod hunks;
 pub mod markers;
 pub mod patch;
+pub mod paths;
+pub mod tree;
+pub mod udiff;
 
 /// Replace CRLF (and stray CR) line endings by LF.
 pub fn normalize_newlines(text: &str) -> String {
