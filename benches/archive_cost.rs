@@ -36,7 +36,9 @@ fn genome(id: u64) -> Genome {
         iteration: id,
         valid: true,
         scores,
-        content: PROGRAM.replace("A = 1.0", &format!("A = {}", 1.0 + id as f64 * 1e-4)),
+        content: PROGRAM
+            .replace("A = 1.0", &format!("A = {}", 1.0 + id as f64 * 1e-4))
+            .into(),
         diff: Some(format!(
             "--- parent\n+++ child\n@@ -4,1 +4,1 @@\n-A = 1.0\n+A = {}\n",
             1.0 + id as f64 * 1e-4

@@ -47,7 +47,7 @@ impl Evaluator for TrivialEvaluator {
         }
         Evaluation {
             valid: true,
-            scores: galapagos::engine::testing::trivial_scores(&candidate.content),
+            scores: galapagos::engine::testing::trivial_scores(&candidate.content.text()),
             ..Evaluation::default()
         }
     }

@@ -53,16 +53,36 @@ pub enum Command {
         #[command(flatten)]
         model: ModelArgs,
     },
-    /// Export a run's genomes.
+    /// Export a run's genomes as JSON lines, or the best genome's lineage as a git history.
+    #[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "git"])))]
     ExportRun {
         /// The run folder (holds archive.sqlite).
         run_dir: PathBuf,
         /// Write JSON lines (one genome per line).
-        #[arg(long, required = true)]
-        jsonl: bool,
-        /// Output file (default: standard output).
         #[arg(long)]
+        jsonl: bool,
+        /// Output file for --jsonl (default: standard output).
+        #[arg(long, requires = "jsonl")]
         out: Option<PathBuf>,
+        /// Write a git repository into DIR (new or empty): one commit per generation of the best
+        /// genome's lineage, its scores in the message.
+        #[arg(long, value_name = "DIR")]
+        git: Option<PathBuf>,
+    },
+    /// Write a genome's program into a folder (the run's best unless --genome): the whole program
+    /// into a new or empty folder, else the files it changed, refusing to overwrite local changes.
+    Apply {
+        /// The run folder (holds archive.sqlite).
+        run_dir: PathBuf,
+        /// The genome's id (default: the run's best).
+        #[arg(long, value_name = "N")]
+        genome: Option<u64>,
+        /// The folder to write into.
+        #[arg(long, value_name = "DIR")]
+        to: PathBuf,
+        /// Overwrite files with local changes.
+        #[arg(long)]
+        force: bool,
     },
     /// Export a card as a shareable hub bundle: DIR/NAMESPACE/NAME/{card.yaml, README.md} and NAME.tar.gz.
     Export {
@@ -607,6 +627,57 @@ pub fn export_run(run_dir: &Path, out: Option<&Path>) -> i32 {
         Err(e) => {
             eprintln!("error: {e}");
             1
+        }
+    }
+}
+
+/// `galapagos export-run --git`.
+pub fn export_run_git(run_dir: &Path, to: &Path) -> i32 {
+    match crate::engine::takeout::export_git(run_dir, to) {
+        Ok(done) => {
+            let ids: Vec<String> = done.lineage.iter().map(|id| format!("#{id}")).collect();
+            println!(
+                "wrote a git repository to {}: {} commits, one per generation ({})",
+                to.display(),
+                done.lineage.len(),
+                ids.join(" -> ")
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+/// `galapagos apply`.
+pub fn apply(run_dir: &Path, genome: Option<u64>, to: &Path, force: bool) -> i32 {
+    match crate::engine::takeout::apply(run_dir, genome, to, force) {
+        Ok(done) => {
+            println!(
+                "genome #{} into {}: {} file(s) written, {} deleted, {} already as the genome has them",
+                done.genome,
+                to.display(),
+                done.written.len(),
+                done.deleted.len(),
+                done.unchanged
+            );
+            for path in &done.written {
+                println!("  wrote {path}");
+            }
+            for path in &done.deleted {
+                println!("  deleted {path}");
+            }
+            0
+        }
+        Err(e @ crate::engine::takeout::TakeoutError::LocalChanges { .. }) => {
+            eprintln!("error: {e}");
+            1
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
         }
     }
 }

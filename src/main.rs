@@ -21,9 +21,20 @@ fn main() {
         Some(Command::Import { bundle, out, force }) => {
             galapagos::cli::import(&bundle, &out, force)
         }
+        Some(Command::ExportRun {
+            run_dir,
+            git: Some(dir),
+            ..
+        }) => galapagos::cli::export_run_git(&run_dir, &dir),
         Some(Command::ExportRun { run_dir, out, .. }) => {
             galapagos::cli::export_run(&run_dir, out.as_deref())
         }
+        Some(Command::Apply {
+            run_dir,
+            genome,
+            to,
+            force,
+        }) => galapagos::cli::apply(&run_dir, genome, &to, force),
         Some(Command::Leaderboard(args)) => galapagos::cli::leaderboard::leaderboard(&args),
         Some(Command::Studio { card, task }) => studio(card, task),
         None => studio(None, None),

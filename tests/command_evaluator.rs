@@ -37,7 +37,7 @@ fn evaluator(task: &Task, params: CommandParams) -> CommandEvaluator {
 fn cand(id: u64, content: &str) -> Candidate {
     Candidate {
         id,
-        content: content.to_owned(),
+        content: content.to_owned().into(),
     }
 }
 

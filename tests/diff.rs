@@ -49,7 +49,7 @@ fn genome(id: u64, content: &str, score: f64) -> Genome {
     let mut g = Genome {
         id,
         valid: true,
-        content: content.to_owned(),
+        content: content.to_owned().into(),
         ..Genome::default()
     };
     g.scores.insert(FITNESS_KEY.into(), score);
@@ -108,12 +108,12 @@ async fn offline_model_drives_the_diff_proposer() {
         assert_eq!(proposal.model.as_deref(), Some("offline"));
         assert!(proposal.usage.is_some_and(|u| u.prompt_tokens > 0));
         let child = match proposal.content {
-            Ok(child) => child,
+            Ok(child) => child.text().into_owned(),
             Err(e) => panic!("iteration {iteration}: {e}\n{:?}", proposal.response),
         };
         assert_eq!(proposal.patch_type, "diff");
         assert_eq!(harness(&child), harness(PROGRAM), "harness changed");
-        let diff = unified_diff(&parent.content, &child);
+        let diff = unified_diff(&parent.content.text(), &child);
         assert!(diff.starts_with("--- parent\n+++ child\n"));
         successes += 1;
         parent = Arc::new(genome(iteration + 1, &child, 0.5));

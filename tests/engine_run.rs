@@ -83,7 +83,7 @@ fn a_garbled_reply_is_recorded_and_retried_with_feedback() {
     );
     assert!(failed.error.as_deref().unwrap_or("").len() > 5);
     let child = &genomes[2];
-    assert!(child.valid && child.attempt == 1 && child.content.contains("A = 2.0"));
+    assert!(child.valid && child.attempt == 1 && child.content.text().contains("A = 2.0"));
     assert!(child.diff.as_deref().unwrap_or("").contains("+A = 2.0"));
     let seen = model.seen.lock().unwrap();
     assert!(
@@ -332,7 +332,7 @@ fn the_identity_pool_reaches_an_agent_proposer_which_picks_its_own_parent() {
     // iteration 2 was handed #1 (the best) and #0, and chose #0
     assert_eq!(genomes[2].parent_id, Some(0));
     assert!(
-        genomes[2].content.contains("A = 1.0\nB = -1.0"),
+        genomes[2].content.text().contains("A = 1.0\nB = -1.0"),
         "{}",
         genomes[2].content
     );

@@ -48,7 +48,7 @@ fn unsandboxed(task: &Task, timeout_secs: f64) -> SubprocessEvaluator {
 fn cand(id: u64, content: &str) -> Candidate {
     Candidate {
         id,
-        content: content.to_owned(),
+        content: content.to_owned().into(),
     }
 }
 
@@ -569,18 +569,18 @@ fn shipped_task(name: &str) -> Task {
 async fn shipped_tasks_initial_programs_are_valid() {
     for name in ["circle_packing", "function_minimization", "curve_fitting"] {
         let task = shipped_task(name);
-        assert!(task.initial_program.contains("# EVOLVE-BLOCK-START"));
-        assert!(task.initial_program.contains("# EVOLVE-BLOCK-END"));
+        assert!(task.initial_program.text().contains("# EVOLVE-BLOCK-START"));
+        assert!(task.initial_program.text().contains("# EVOLVE-BLOCK-END"));
         assert!(!task.description.is_empty());
         let ev = evaluator(&task, 30.0);
         let started = Instant::now();
-        let e = ev.evaluate(&cand(0, &task.initial_program)).await;
+        let e = ev.evaluate(&cand(0, &task.initial_program.text())).await;
         let first = started.elapsed();
         assert!(e.valid, "{name}: {e:?}");
         let score = e.scores["combined_score"];
         assert!(score.is_finite() && score > 0.0, "{name}: {score}");
         let started = Instant::now();
-        let again = ev.evaluate(&cand(1, &task.initial_program)).await;
+        let again = ev.evaluate(&cand(1, &task.initial_program.text())).await;
         let warm = started.elapsed();
         assert_eq!(
             again.scores, e.scores,

@@ -58,7 +58,7 @@ fn value_task() -> (tempfile::TempDir, Task) {
 fn value_candidate(id: u64, value: f64) -> Candidate {
     Candidate {
         id,
-        content: format!("def value():\n    return {value}\n"),
+        content: format!("def value():\n    return {value}\n").into(),
     }
 }
 
@@ -119,7 +119,9 @@ fn standbys(worker: u32) -> Vec<u32> {
 fn pid_candidate(id: u64) -> Candidate {
     Candidate {
         id,
-        content: "import os\ndef value():\n    return os.getpid()\n".to_owned(),
+        content: "import os\ndef value():\n    return os.getpid()\n"
+            .to_owned()
+            .into(),
     }
 }
 
@@ -160,7 +162,8 @@ async fn standby_children_are_ready_between_candidates_and_each_candidate_gets_a
         .evaluate(&Candidate {
             id: 3,
             content: "import evaluator\nevaluator.evaluate = None\ndef value():\n    return 0.1\n"
-                .to_owned(),
+                .to_owned()
+                .into(),
         })
         .await;
     assert!(e.valid, "{e:?}");
@@ -213,7 +216,7 @@ async fn candidate_faking_completion_is_invalid() {
     let e = ev
         .evaluate(&Candidate {
             id: 1,
-            content: program.to_owned(),
+            content: program.to_owned().into(),
         })
         .await;
     assert!(!e.valid, "{e:?}");

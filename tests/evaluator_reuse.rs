@@ -83,7 +83,7 @@ fn with_sandbox(
 async fn eval(ev: &SubprocessEvaluator, id: u64, content: &str) -> Evaluation {
     ev.evaluate(&Candidate {
         id,
-        content: content.to_owned(),
+        content: content.to_owned().into(),
     })
     .await
 }

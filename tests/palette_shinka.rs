@@ -136,8 +136,8 @@ fn a_near_duplicate_is_resampled_before_any_evaluator_call() {
     );
     assert_eq!(model.seen.lock().unwrap().len(), 2, "two model calls");
     let child = genomes.iter().find(|g| g.iteration == 1).unwrap();
-    assert!(child.valid && child.content.contains("A = 2.5"));
-    assert!(!child.content.contains("unchanged value"));
+    assert!(child.valid && child.content.text().contains("A = 2.5"));
+    assert!(!child.content.text().contains("unchanged value"));
     assert_eq!(
         child.metadata.patch_type,
         "diff (resampled 1 near-duplicate: 1.000 to #0)"

@@ -108,7 +108,7 @@ fn check(evaluation: &Evaluation, case: &str, error: Option<&str>, through: &str
 fn candidate(id: u64, case: &str) -> Candidate {
     Candidate {
         id,
-        content: format!("{case}\n"),
+        content: format!("{case}\n").into(),
     }
 }
 

@@ -33,7 +33,7 @@ fn genome(
         id,
         parent_id: parent,
         valid: score.is_some(),
-        content: content.to_owned(),
+        content: content.to_owned().into(),
         ..Genome::default()
     };
     match score {

@@ -35,7 +35,7 @@ fn history(n: u64) -> RunHistory {
             parent_id: parent,
             iteration: i,
             valid,
-            content: format!("x = {i}\ny = 2\nz = {}\n", i % 4),
+            content: format!("x = {i}\ny = 2\nz = {}\n", i % 4).into(),
             ..Genome::default()
         };
         if valid {
@@ -283,7 +283,7 @@ fn island_history(n: u64) -> RunHistory {
             parent_id: (i > 0).then_some(i / 2),
             iteration: i,
             valid: true,
-            content: format!("x = {i}\n{}", "# pad\n".repeat((i % 9) as usize)),
+            content: format!("x = {i}\n{}", "# pad\n".repeat((i % 9) as usize)).into(),
             ..Genome::default()
         };
         g.metadata.island = (i > 0).then_some((i % 2) as u32);

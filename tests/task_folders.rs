@@ -388,13 +388,20 @@ async fn the_shipped_rust_task_compiles_and_runs_its_candidates() {
     );
     let score = |content: String| {
         let ev = &ev;
-        async move { ev.evaluate(&Candidate { id: 1, content }).await }
+        async move {
+            ev.evaluate(&Candidate {
+                id: 1,
+                content: content.into(),
+            })
+            .await
+        }
     };
-    let initial = score(task.initial_program.clone()).await;
+    let initial = score(task.initial_program.text().into_owned()).await;
     assert!(initial.valid, "{initial:?}");
     assert!(initial.scores["compile_s"] > 0.0);
     let better = score(
         task.initial_program
+            .text()
             .replace(
                 "MULTIPLIER: u64 = 31",
                 "MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15",
@@ -409,7 +416,7 @@ async fn the_shipped_rust_task_compiles_and_runs_its_candidates() {
         better.scores["combined_score"],
         initial.scores["combined_score"]
     );
-    let broken = score(task.initial_program.replace("% 1024", "% 1024 +")).await;
+    let broken = score(task.initial_program.text().replace("% 1024", "% 1024 +")).await;
     assert!(!broken.valid);
     assert!(
         broken

@@ -581,6 +581,18 @@ def allow_moving_files(lib, ruleset, abi):
 def _load(program_path):
     import importlib.util
 
+    if os.path.isdir(program_path):
+        # A repository task's program: its folder comes first on sys.path,
+        # so the harness imports the program's modules by name; the module
+        # handed to it stands for the folder.
+        import types
+
+        sys.path.insert(0, program_path)
+        module = types.ModuleType("candidate_program")
+        module.__path__ = [program_path]
+        module.__file__ = program_path
+        sys.modules["candidate_program"] = module
+        return module
     spec = importlib.util.spec_from_file_location("candidate_program", program_path)
     if spec is None or spec.loader is None:
         raise _Refused(f"cannot load {program_path} as a Python module")

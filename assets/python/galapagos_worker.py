@@ -698,6 +698,39 @@ def raise_cpu_limit(cpu_secs):
     resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
+def write_folder(root, tree):
+    """Write a folder program (`{"files": {path: text}, "binary": {path:
+    base64}}`) under `root`, the candidate's own copy in the child's scratch
+    dir. Paths were checked by the run; a path that would leave `root` is
+    refused here too."""
+    import base64
+
+    os.makedirs(root, exist_ok=True)
+    top = os.path.realpath(root)
+    entries = [(p, t.encode("utf-8")) for p, t in (tree.get("files") or {}).items()]
+    entries += [(p, base64.b64decode(b)) for p, b in (tree.get("binary") or {}).items()]
+    for rel, data in entries:
+        path = os.path.realpath(os.path.join(top, rel))
+        if os.path.isabs(rel) or not path.startswith(top + os.sep):
+            raise ValueError(f"{rel}: a program file outside its folder")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+
+
+def remove_program(path):
+    """Remove a candidate's file or folder (whatever it made in it too)."""
+    import shutil
+
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
 def serve_lane(module, lane, scratch, suffix, reuse, warm, limits):
     """Serve candidates on `lane` in this process: one with `reuse` 1 (then
     wait for the run to kill this process's group, with any
@@ -727,16 +760,17 @@ def serve_lane(module, lane, scratch, suffix, reuse, warm, limits):
         request = json.loads(line)
         if reuse > 1:
             raise_cpu_limit(limits.get("cpu_secs"))
-        program_path = os.path.join(scratch, f"candidate_{request.get('id', 0)}{suffix}")
-        with open(program_path, "w", encoding="utf-8") as f:
-            f.write(request.get("program", ""))
+        if request.get("files") is not None:
+            program_path = os.path.join(scratch, f"candidate_{request.get('id', 0)}")
+            write_folder(program_path, request["files"])
+        else:
+            program_path = os.path.join(scratch, f"candidate_{request.get('id', 0)}{suffix}")
+            with open(program_path, "w", encoding="utf-8") as f:
+                f.write(request.get("program", ""))
         result = run_evaluation(
             module, program_path, bool(request.get("cascade", True)), list(request.get("thresholds") or [])
         )
-        try:
-            os.unlink(program_path)
-        except OSError:
-            pass
+        remove_program(program_path)
         served += 1
         keep = False
         if state is not None and served < reuse:

@@ -49,7 +49,7 @@ pub fn genome(i: u64) -> Genome {
         valid,
         scores,
         diff: parent.map(|p| unified_diff(&program(p), &content)),
-        content,
+        content: content.into(),
         error: (!valid).then(|| "Traceback: ZeroDivisionError: division by zero".to_owned()),
         artifacts: BTreeMap::from([("stdout".to_owned(), format!("ran candidate {i}\n"))]),
         metadata: GenomeMeta {

@@ -17,7 +17,8 @@ pub struct BuiltinCard {
     pub yaml: &'static str,
 }
 
-/// One shipped task: its folder name and its files (name, text).
+/// One shipped task: its folder name and its files (path inside the folder,
+/// text); a repository task's program is the files under `initial_program/`.
 #[derive(Clone, Copy, Debug)]
 pub struct BuiltinTask {
     pub name: &'static str,
@@ -67,6 +68,20 @@ pub const TASKS: &[BuiltinTask] = &[
     task!(
         "exp_poly_shinka",
         ["README.md", "evaluate.py", "initial.py", "run_evo.py"]
+    ),
+    task!(
+        "fit_package",
+        [
+            "README.md",
+            "config.yaml",
+            "evaluator.py",
+            "initial_program/README.md",
+            "initial_program/fitpkg/__init__.py",
+            "initial_program/fitpkg/features.py",
+            "initial_program/fitpkg/model.py",
+            "initial_program/tests/__init__.py",
+            "initial_program/tests/test_model.py",
+        ]
     ),
     task!(
         "function_minimization",
@@ -134,7 +149,13 @@ pub fn install_task(task: &BuiltinTask, root: &Path) -> std::io::Result<PathBuf>
     for (file, text) in task.files {
         let path = dir.join(file);
         if std::fs::read(&path).ok().as_deref() != Some(text.as_bytes()) {
-            let tmp = dir.join(format!(".{file}.tmp"));
+            let parent = path.parent().unwrap_or(&dir);
+            std::fs::create_dir_all(parent)?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
+            let tmp = parent.join(format!(".{name}.tmp"));
             std::fs::write(&tmp, text)?;
             std::fs::rename(&tmp, &path)?;
         }
@@ -176,13 +197,24 @@ mod tests {
         on_disk.sort();
         let embedded: Vec<&str> = CARDS.iter().map(|c| c.name).collect();
         assert_eq!(on_disk, embedded);
+        fn files_under(dir: &Path, rel: &str, out: &mut Vec<String>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let path = if rel.is_empty() {
+                    name
+                } else {
+                    format!("{rel}/{name}")
+                };
+                if e.path().is_dir() {
+                    files_under(&e.path(), &path, out);
+                } else {
+                    out.push(path);
+                }
+            }
+        }
         for t in TASKS {
-            let mut files: Vec<String> = std::fs::read_dir(root.join("assets/tasks").join(t.name))
-                .unwrap()
-                .flatten()
-                .filter(|e| e.path().is_file())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect();
+            let mut files = Vec::new();
+            files_under(&root.join("assets/tasks").join(t.name), "", &mut files);
             files.sort();
             let embedded: Vec<&str> = t.files.iter().map(|(f, _)| *f).collect();
             assert_eq!(files, embedded, "{}", t.name);

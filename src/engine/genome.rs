@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::engine::tree::Tree;
+
 /// Identifier of a genome inside one run. Assigned densely in admission order
 /// (the initial program is 0), so it is stable for a given seed and responses.
 pub type GenomeId = u64;
@@ -155,8 +157,9 @@ pub struct Genome {
     /// The evaluator's metrics; fitness is `combined_score`.
     #[serde(default)]
     pub scores: BTreeMap<String, f64>,
-    /// The evolved artifact (program text).
-    pub content: String,
+    /// The evolved program: one file's text for a single-file task, a
+    /// folder of files for a repository task (see [`Tree`]).
+    pub content: Tree,
     /// Unified diff from the parent's content to this content.
     #[serde(default)]
     pub diff: Option<String>,

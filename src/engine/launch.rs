@@ -111,7 +111,7 @@ fn check_limits(card: &ValidCard, task: &Task, registry: &Registry) -> Result<()
     else {
         return Ok(());
     };
-    let length = task.initial_program.chars().count();
+    let length = task.initial_program.longest_text_chars();
     if i64::try_from(length).is_ok_and(|n| n <= limit) {
         return Ok(());
     }

@@ -165,7 +165,14 @@ impl Redactor {
         if self.is_empty() {
             return false;
         }
-        let mut changed = self.string(&mut g.content);
+        let mut changed = false;
+        if let Some(clean) = g.content.map_texts(|t| match self.text(t) {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(clean) => Some(clean),
+        }) {
+            g.content = clean;
+            changed = true;
+        }
         for s in [
             &mut g.diff,
             &mut g.error,
@@ -216,8 +223,10 @@ fn texts(g: &Genome) -> impl Iterator<Item = &str> {
         .prompt
         .iter()
         .flat_map(|p| [p.system.as_str(), p.user.as_str()]);
-    [g.content.as_str(), g.metadata.patch_type.as_str()]
+    let files = g.content.files().filter_map(|(_, b)| b.as_text());
+    [g.metadata.patch_type.as_str()]
         .into_iter()
+        .chain(files)
         .chain(options.into_iter().flatten().map(String::as_str))
         .chain(prompt)
         .chain(
@@ -259,7 +268,7 @@ mod tests {
         let key = "sk-live-0123456789";
         let r = Redactor::new([("$K".to_owned(), key.to_owned())]);
         let mut g = Genome {
-            content: format!("print('{key}')"),
+            content: format!("print('{key}')").into(),
             error: Some(format!("boom {key}")),
             response: Some(key.to_owned()),
             prompt: Some(crate::engine::genome::Prompt {

@@ -63,6 +63,9 @@ pub enum Target {
     Language,
     /// The suffix of candidates' files (read by the task).
     FileSuffix,
+    /// A repository task's `evolve`, `context` and `exclude` globs (read by
+    /// the task).
+    ProgramFiles,
     /// Models and endpoints: never taken from a task (keys and endpoints
     /// come from the environment, the settings file or the command line).
     Model,
@@ -118,6 +121,9 @@ pub const KEYS: &[(&str, Target)] = &[
     ("fitness_metric", Target::Fitness),
     ("language", Target::Language),
     ("file_suffix", Target::FileSuffix),
+    ("evolve", Target::ProgramFiles),
+    ("context", Target::ProgramFiles),
+    ("exclude", Target::ProgramFiles),
     ("diff_based_evolution", Target::DiffBased),
     ("prompt.num_top_programs", Target::Inspirations),
     ("prompt.num_diverse_programs", Target::Inspirations),
@@ -497,6 +503,7 @@ pub fn apply(
             ),
             Target::Language => m.line(key, &shown, "the program's language, as the prompt names it"),
             Target::FileSuffix => m.line(key, &shown, "the suffix of each candidate's file"),
+            Target::ProgramFiles => m.line(key, &shown, "which of the program folder's files may change, are shown or left out"),
         }
     }
     let ignored = ignored(config);

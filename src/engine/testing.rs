@@ -101,7 +101,7 @@ impl Evaluator for TrivialEvaluator {
         if self.sleep_ms > 0 && candidate.id > 0 {
             tokio::time::sleep(Duration::from_millis(self.sleep_ms)).await;
         }
-        if candidate.content.contains("CRASH") {
+        if candidate.content.text().contains("CRASH") {
             return Evaluation {
                 valid: false,
                 error: Some("candidate crashed".into()),
@@ -110,7 +110,7 @@ impl Evaluator for TrivialEvaluator {
         }
         Evaluation {
             valid: true,
-            scores: trivial_scores(&candidate.content),
+            scores: trivial_scores(&candidate.content.text()),
             ..Evaluation::default()
         }
     }

@@ -86,8 +86,10 @@ impl RunRecorder for JsonlRecorder {
             return Err(io_err(&path, "run record not started"));
         };
         for g in genomes {
-            serde_json::to_writer(&mut *w, &**g).map_err(|e| io_err(&path, e))?;
-            w.write_all(b"\n").map_err(|e| io_err(&path, e))?;
+            let (json, _) = super::blobs::encode(g).map_err(|e| io_err(&path, e))?;
+            w.write_all(json.as_bytes())
+                .and_then(|()| w.write_all(b"\n"))
+                .map_err(|e| io_err(&path, e))?;
         }
         w.flush().map_err(|e| io_err(&path, e))
     }
@@ -187,16 +189,25 @@ fn match_archive(path: &Path, dir: &Path) -> Result<(), ArchiveError> {
 }
 
 /// Read a `genomes.jsonl` back. A torn last line (crash mid-write) is
-/// skipped; any other bad line is an error naming its line number.
+/// skipped; any other bad line is an error naming its line number. Folder
+/// programs are read from the `archive.sqlite` beside it.
 pub fn read_genomes(path: &Path) -> Result<Vec<Genome>, ArchiveError> {
     let text = std::fs::read_to_string(path).map_err(|e| io_err(path, e))?;
+    let archive = path
+        .parent()
+        .filter(|d| d.join(super::ARCHIVE_FILE).is_file())
+        .and_then(|d| super::Archive::open(d).ok());
+    let mut reader = match &archive {
+        Some(a) => a.tree_reader(),
+        None => super::blobs::TreeReader::new(None),
+    };
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::with_capacity(lines.len());
     for (i, line) in lines.iter().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Genome>(line) {
+        match reader.decode(line) {
             Ok(g) => out.push(g),
             Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => break,
             Err(e) => {

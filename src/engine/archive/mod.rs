@@ -6,10 +6,13 @@
 //!   checkpoint are committed in one transaction, on a writer thread of
 //!   their own (see `background`), so the loop does not wait for the disk.
 //! - `genomes.jsonl` — every genome as one JSON object per line (a plain,
-//!   greppable export written alongside).
+//!   greppable export written alongside). A folder program is recorded in
+//!   both as a reference to its tree, whose files `archive.sqlite` stores
+//!   once each (see `blobs`).
 //! - `card.yaml`, `summary.json` — the card as run, and the final tally.
 
 mod background;
+mod blobs;
 mod jsonl;
 mod lock;
 mod redacted;

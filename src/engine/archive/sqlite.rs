@@ -8,6 +8,9 @@
 //! - `events(seq PRIMARY KEY, unix, level, message)`: the run's log.
 //! - `checkpoint(id = 1, json)`: the state needed to resume, replaced in the
 //!   same transaction as each iteration's genomes.
+//! - `blobs(id, size, data)`, `trees(id, manifest)`: the files of folder
+//!   programs, each stored once (see `blobs.rs`); version 1 archives have
+//!   none, and get them when resumed.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,8 +24,9 @@ use crate::engine::genome::Genome;
 
 /// File name inside a run folder.
 pub const ARCHIVE_FILE: &str = "archive.sqlite";
-/// The schema this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema this build writes and reads (2: folder programs as blobs and
+/// trees; version 1 archives are read as they are).
+pub const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -161,6 +165,7 @@ impl Archive {
     }
 
     fn genomes_mapped(&self, map: impl Fn(Genome) -> Genome) -> Result<Vec<Genome>, ArchiveError> {
+        let mut reader = self.tree_reader();
         let mut stmt = self
             .conn
             .prepare("SELECT id, json FROM genomes ORDER BY id")
@@ -171,11 +176,29 @@ impl Archive {
         let mut out = Vec::new();
         for row in rows {
             let (id, json) = row.map_err(|e| corrupt(&self.path, e))?;
-            let g: Genome = serde_json::from_str(&json)
+            let g = reader
+                .decode(&json)
                 .map_err(|e| corrupt(&self.path, format!("genome {id}: {e}")))?;
             out.push(map(g));
         }
         Ok(out)
+    }
+
+    /// Reads records back with their folder programs resolved from this
+    /// archive (a version 1 archive has no tables for them, and needs none).
+    pub(crate) fn tree_reader(&self) -> super::blobs::TreeReader<'_> {
+        let has_blobs = self
+            .conn
+            .query_row(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'trees'",
+                [],
+                |_| Ok(()),
+            )
+            .optional()
+            .ok()
+            .flatten()
+            .is_some();
+        super::blobs::TreeReader::new(has_blobs.then_some(&self.conn))
     }
 
     /// How many genomes are on record.
@@ -324,6 +347,8 @@ pub struct SqliteRecorder {
     conn: Connection,
     path: PathBuf,
     resume: bool,
+    /// Blobs and trees stored (or found stored) so far.
+    stored: std::collections::HashSet<crate::engine::tree::Digest>,
     checkpointer: Option<Checkpointer>,
 }
 
@@ -403,6 +428,8 @@ impl SqliteRecorder {
         }
         let conn = Self::open_rw(&path)?;
         conn.execute_batch(SCHEMA).map_err(|e| io(&path, e))?;
+        conn.execute_batch(super::blobs::SCHEMA)
+            .map_err(|e| io(&path, e))?;
         conn.execute(
             "INSERT INTO meta(key, value) VALUES ('schema_version', ?1)",
             [SCHEMA_VERSION.to_string()],
@@ -413,6 +440,7 @@ impl SqliteRecorder {
             conn,
             path,
             resume: false,
+            stored: Default::default(),
             checkpointer,
         })
     }
@@ -423,11 +451,20 @@ impl SqliteRecorder {
         drop(Archive::open(dir)?);
         let path = dir.join(ARCHIVE_FILE);
         let conn = Self::open_rw(&path)?;
+        // a version 1 archive gets the tables for folder programs
+        conn.execute_batch(super::blobs::SCHEMA)
+            .map_err(|e| io(&path, e))?;
+        conn.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+            [SCHEMA_VERSION.to_string()],
+        )
+        .map_err(|e| io(&path, e))?;
         let checkpointer = Checkpointer::start(&path);
         Ok(Self {
             conn,
             path,
             resume: true,
+            stored: Default::default(),
             checkpointer,
         })
     }
@@ -475,7 +512,11 @@ impl RunRecorder for SqliteRecorder {
                 .prepare_cached("INSERT INTO genomes(id, iteration, attempt, parent_id, valid, score, json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
                 .map_err(|e| io(&path, e))?;
             for g in genomes {
-                let json = serde_json::to_string(&**g).map_err(|e| io(&path, e))?;
+                let (json, tree) = super::blobs::encode(g).map_err(|e| io(&path, e))?;
+                if let Some(tree) = tree {
+                    super::blobs::store_tree(&tx, tree, &mut self.stored)
+                        .map_err(|e| io(&path, format!("genome {}: {e}", g.id)))?;
+                }
                 stmt.execute(params![
                     g.id as i64,
                     g.iteration as i64,

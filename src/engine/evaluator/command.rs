@@ -394,10 +394,23 @@ impl CommandEvaluator {
         };
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let dir = scratch.join(format!("c{}-{n}", candidate.id));
-        let program = dir.join(format!("main{}", self.suffix));
+        // a single file as `main<suffix>`, a folder as `program/`: the
+        // candidate's own copy, inside the one folder its sandbox may write
+        let (program, prepared) = match candidate.content.single_text() {
+            Some(text) => {
+                let program = dir.join(format!("main{}", self.suffix));
+                let written =
+                    std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&program, text));
+                (program, written)
+            }
+            None => {
+                let program = dir.join("program");
+                let written = candidate.content.write_to(&program);
+                (program, written)
+            }
+        };
         let results = dir.join("results");
-        let prepared = std::fs::create_dir_all(&results)
-            .and_then(|()| std::fs::write(&program, &candidate.content));
+        let prepared = prepared.and_then(|()| std::fs::create_dir_all(&results));
         if let Err(e) = prepared {
             return Evaluation::invalid(format!(
                 "cannot write the candidate to {}: {e}",

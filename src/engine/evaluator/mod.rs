@@ -21,7 +21,8 @@ pub use worker::sandbox::Sandbox;
 pub struct Candidate {
     /// Id the genome will get (for temp-file names and logs).
     pub id: u64,
-    pub content: String,
+    /// The program: a single file's text or a folder of files.
+    pub content: crate::engine::tree::Tree,
 }
 
 /// The evaluator's verdict.

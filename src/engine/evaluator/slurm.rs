@@ -368,8 +368,14 @@ impl SlurmEvaluator {
         let dir = stage.root.join(format!("c{}-{n}", candidate.id));
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let Some(text) = candidate.content.single_text() else {
+            return Err(format!(
+                "the slurm evaluator runs single-file programs; this one is a folder of {} files",
+                candidate.content.len()
+            ));
+        };
         let program = dir.join(format!("program{}", self.suffix));
-        std::fs::write(&program, &candidate.content)
+        std::fs::write(&program, text)
             .map_err(|e| format!("cannot write {}: {e}", program.display()))?;
         let request = serde_json::json!({
             "id": candidate.id,

@@ -615,7 +615,8 @@ impl SubprocessEvaluator {
         };
         let request = Request {
             id: self.next_request.fetch_add(1, Ordering::Relaxed),
-            program: &candidate.content,
+            program: candidate.content.single_text().unwrap_or(""),
+            files: (!candidate.content.is_single()).then_some(&candidate.content),
             timeout: self.config.params.timeout_secs,
             cascade: self.config.params.cascade,
             thresholds: &self.config.params.cascade_thresholds,
@@ -759,7 +760,7 @@ def evaluate(program_path):
     fn value_candidate(id: u64, value: f64) -> Candidate {
         Candidate {
             id,
-            content: format!("def value():\n    return {value}\n"),
+            content: format!("def value():\n    return {value}\n").into(),
         }
     }
 

@@ -592,7 +592,7 @@ mod tests {
             id,
             parent_id: parent,
             valid: score.is_some(),
-            content: format!("x = {id}"),
+            content: format!("x = {id}").into(),
             diff: parent.map(|p| format!("--- parent\n+++ child\n-x = {p}\n+x = {id}\n")),
             error: score
                 .is_none()

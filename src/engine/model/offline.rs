@@ -9,6 +9,8 @@
 //! patcher must accept for every program shape (comments, C-like files,
 //! inspirations), kept next to the literal scanner they exercise.
 
+mod files;
+
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -48,6 +50,17 @@ impl OfflineModel {
                 .to_owned();
         };
         let program = &blocks.blocks[program_index];
+        // a folder program: its files as sections of one block, or as
+        // blocks labelled with their paths
+        let shown = files::sections(program).or_else(|| labelled_files(&blocks, program_index));
+        if let Some(shown) = shown {
+            let mut rng = seeded(request.seed);
+            return files::reply(&shown, &[], &mut rng).unwrap_or_else(|| {
+                "I could not find a numeric constant to tune inside the EVOLVE-BLOCKs of the \
+                 program's files, so I am not proposing an edit."
+                    .to_owned()
+            });
+        }
         let inspirations: Vec<&FencedBlock> = blocks
             .blocks
             .iter()
@@ -105,11 +118,48 @@ struct PromptScan {
     /// For each `# Current Program...` heading outside fences: the index of
     /// the next block, and whether the heading is exactly "Current Program".
     headings: Vec<(usize, bool)>,
+    /// For each block, the path the last line before it names, if any.
+    labels: Vec<Option<String>>,
+    /// For each block, whether a top-level heading (`# ...`) sits between it
+    /// and the previous block.
+    section_breaks: Vec<bool>,
+}
+
+/// The current program's files when the prompt shows a folder program as
+/// one block per file, each labelled with its path: the labelled blocks
+/// from the current program's on, up to the next top-level heading.
+fn labelled_files(scan: &PromptScan, first: usize) -> Option<Vec<files::ShownFile>> {
+    let mut out = Vec::new();
+    for i in first..scan.blocks.len() {
+        if i > first && scan.section_breaks.get(i).copied().unwrap_or(false) {
+            break;
+        }
+        let Some(path) = scan.labels.get(i).cloned().flatten() else {
+            break;
+        };
+        out.push(files::ShownFile {
+            path,
+            block: scan.blocks[i].clone(),
+        });
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 fn scan_prompt(text: &str) -> PromptScan {
     let mut headings = Vec::new();
+    let mut labels: Vec<Option<String>> = Vec::new();
+    let mut section_breaks: Vec<bool> = Vec::new();
     let blocks = scan_fences(text, |line, blocks_so_far| {
+        if labels.len() <= blocks_so_far {
+            labels.resize(blocks_so_far + 1, None);
+            section_breaks.resize(blocks_so_far + 1, false);
+        }
+        if !line.trim().is_empty() {
+            labels[blocks_so_far] = files::label_path(line);
+        }
+        if line.starts_with("# ") {
+            section_breaks[blocks_so_far] = true;
+        }
         if line.starts_with('#') {
             let title = line.trim_start_matches('#').trim().to_ascii_lowercase();
             if title.starts_with("current program") {
@@ -118,7 +168,14 @@ fn scan_prompt(text: &str) -> PromptScan {
             }
         }
     });
-    PromptScan { blocks, headings }
+    labels.resize(blocks.len() + 1, None);
+    section_breaks.resize(blocks.len() + 1, false);
+    PromptScan {
+        blocks,
+        headings,
+        labels,
+        section_breaks,
+    }
 }
 
 fn current_program_index(scan: &PromptScan) -> Option<usize> {

@@ -182,7 +182,7 @@ impl BeamPopulation {
         if self.diversity_weight > 0.0 {
             self.grams
                 .entry(genome.id)
-                .or_insert_with(|| Arc::new(NgramSet::new(&genome.content)));
+                .or_insert_with(|| Arc::new(NgramSet::new(&genome.content.text())));
         }
     }
 
@@ -323,7 +323,7 @@ mod tests {
             id,
             parent_id: parent,
             valid: score.is_some(),
-            content: content.to_owned(),
+            content: content.to_owned().into(),
             ..Genome::default()
         };
         if let Some(s) = score {

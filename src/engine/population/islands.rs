@@ -365,7 +365,7 @@ impl IslandPopulation {
         let mut out = Vec::with_capacity(self.dims.len());
         for d in 0..self.dims.len() {
             let v = match &self.dims[d] {
-                Dim::Complexity => genome.content.chars().count() as f64,
+                Dim::Complexity => genome.content.text().chars().count() as f64,
                 Dim::Diversity => self.diversity(genome),
                 Dim::Metric(m) => genome.scores.get(m).copied().unwrap_or(f64::NAN),
             };
@@ -387,14 +387,14 @@ impl IslandPopulation {
         if reference.is_empty() {
             return 0.0;
         }
-        let own = NgramSet::new(&genome.content);
+        let own = NgramSet::new(&genome.content.text());
         let mut total = 0.0;
         for id in &reference {
             let set = match self.grams.get(id) {
                 Some(s) => Arc::clone(s),
                 None => {
-                    let content = self.store.get(*id).map_or("", |g| g.content.as_str());
-                    let s = Arc::new(NgramSet::new(content));
+                    let content = self.store.get(*id).map(|g| g.content.text());
+                    let s = Arc::new(NgramSet::new(content.as_deref().unwrap_or("")));
                     self.grams.insert(*id, Arc::clone(&s));
                     s
                 }
@@ -703,7 +703,7 @@ mod tests {
             id,
             parent_id: (id > 0).then_some(0),
             valid: true,
-            content: content.to_owned(),
+            content: content.to_owned().into(),
             ..Genome::default()
         };
         g.metadata.island = island;

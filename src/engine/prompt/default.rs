@@ -272,7 +272,7 @@ impl PromptBuilder for DefaultPromptBuilder {
             }
         }
         if p.suggest_simplification_after_chars > 0
-            && ctx.parent.content.chars().count() > p.suggest_simplification_after_chars
+            && ctx.parent.content.text().chars().count() > p.suggest_simplification_after_chars
         {
             let _ = writeln!(
                 user,
@@ -332,13 +332,16 @@ impl PromptBuilder for DefaultPromptBuilder {
                     i + 1,
                     g.id
                 );
-                user.push_str(&fence(lang, &truncate(&g.content, p.max_inspiration_chars)));
+                user.push_str(&fence(
+                    lang,
+                    &truncate(&g.content.text(), p.max_inspiration_chars),
+                ));
                 user.push('\n');
             }
         }
 
         let _ = writeln!(user, "# Current Program");
-        user.push_str(&fence(lang, &ctx.parent.content));
+        user.push_str(&fence(lang, &ctx.parent.content.text()));
         user.push('\n');
 
         let _ = writeln!(
@@ -407,7 +410,7 @@ mod tests {
         let mut g = Genome {
             id,
             valid: true,
-            content: content.to_owned(),
+            content: content.to_owned().into(),
             ..Genome::default()
         };
         g.scores.insert(FITNESS_KEY.into(), score);

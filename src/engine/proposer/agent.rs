@@ -17,13 +17,15 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::apply_reply;
 use super::{Proposal, ProposalError, ProposalRequest, Proposer};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::genome::Tree;
 use crate::engine::genome::{Genome, GenomeId, TokenUsage};
 use crate::engine::memory::MemoryQuery;
 use crate::engine::model::{LanguageModel, ModelError, ModelRequest};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
-use crate::engine::text::patch::{PatchOptions, apply_reply};
+use crate::engine::text::patch::PatchOptions;
 
 /// Parameters of [`AgentProposer`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,7 +121,7 @@ fn score(genome_scores: Option<f64>) -> String {
 
 /// A candidate that applied, with its trial.
 struct Tried {
-    content: String,
+    content: Tree,
     parent: Arc<Genome>,
     fitness: Option<f64>,
 }
@@ -156,7 +158,7 @@ impl AgentProposer {
                     user,
                     "```{}\n{}\n```\n",
                     self.language,
-                    g.content.trim_end()
+                    g.content.text().trim_end()
                 );
             } else {
                 user.push_str("(the current program, shown above)\n");
@@ -243,20 +245,13 @@ impl Proposer for AgentProposer {
             let parent = named_parent(&reply.text)
                 .and_then(|id| request.parents.iter().find(|p| p.id == id))
                 .unwrap_or(&request.parent);
-            let content = match apply_reply(&parent.content, &reply.text, &options) {
-                Ok(result)
-                    if result.content.chars().count()
-                        > Self::usize(self.params.max_code_length) =>
-                {
-                    Err(ProposalError::Parse(format!(
-                        "program grew past max_code_length ({} characters)",
-                        self.params.max_code_length
-                    )))
-                }
-                Ok(result) => Ok(result.content),
-                Err(e) if e.is_noop() => Err(ProposalError::NoOp(e.to_string())),
-                Err(e) => Err(ProposalError::Parse(e.to_string())),
-            };
+            let content = apply_reply(
+                &parent.content,
+                &reply.text,
+                &options,
+                Self::usize(self.params.max_code_length),
+            )
+            .map(|edited| edited.content);
             let content = match content {
                 Ok(c) => c,
                 Err(e) => {
@@ -332,7 +327,7 @@ impl Proposer for AgentProposer {
 impl AgentProposer {
     fn proposal(
         &self,
-        content: Result<String, ProposalError>,
+        content: Result<Tree, ProposalError>,
         transcript: String,
         parent_id: Option<GenomeId>,
         usage: Option<TokenUsage>,
@@ -381,7 +376,7 @@ mod tests {
             id,
             valid: true,
             scores: crate::engine::testing::trivial_scores(&content),
-            content,
+            content: content.into(),
             ..Genome::default()
         })
     }
@@ -436,7 +431,10 @@ mod tests {
         let p = agent(Arc::clone(&model))
             .propose(request(pool, &evaluator))
             .await;
-        assert_eq!(p.content.as_deref(), Ok(program("2.4").as_str()));
+        assert_eq!(
+            p.content.as_ref().map(|t| t.text()).as_deref(),
+            Ok(program("2.4").as_str())
+        );
         assert_eq!(p.parent_id, Some(9));
         assert_eq!(p.patch_type, "agent");
         assert_eq!(
@@ -470,7 +468,10 @@ mod tests {
         let model = Arc::new(ScriptedModel::new(vec![edit(Some(99), "1.0", "2.0")]));
         let evaluator = TrivialEvaluator::default();
         let p = agent(model).propose(request(pool, &evaluator)).await;
-        assert_eq!(p.content.as_deref(), Ok(program("2.0").as_str()));
+        assert_eq!(
+            p.content.as_ref().map(|t| t.text()).as_deref(),
+            Ok(program("2.0").as_str())
+        );
         assert_eq!(p.parent_id, None);
     }
 

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use rand::RngExt as _;
 use serde::{Deserialize, Serialize};
 
+use super::apply_reply;
 use super::novelty::most_similar;
 use super::{Proposal, ProposalError, ProposalRequest, Proposer};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
@@ -33,7 +34,7 @@ use crate::engine::model::{LanguageModel, ModelError, ModelRequest};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::prompt::EditMode;
 use crate::engine::rng::SearchRng;
-use crate::engine::text::patch::{PatchOptions, apply_reply};
+use crate::engine::text::patch::PatchOptions;
 
 /// Parameters of [`CrossoverProposer`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -360,26 +361,15 @@ impl Proposer for CrossoverProposer {
             if let Some(u) = &reply.usage {
                 usage.get_or_insert_with(TokenUsage::default).add(u);
             }
-            let near_duplicate = match apply_reply(&request.parent.content, &reply.text, &options) {
+            let near_duplicate = match apply_reply(
+                &request.parent.content,
+                &reply.text,
+                &options,
+                self.params.max_code_length,
+            ) {
                 Ok(result) => {
-                    let len = result.content.chars().count();
-                    if len > self.params.max_code_length {
-                        return Proposal {
-                            content: Err(ProposalError::Parse(format!(
-                                "program grew past max_code_length: the child has {len} \
-                                 characters, the limit is {}; make the program shorter instead \
-                                 of adding code",
-                                self.params.max_code_length
-                            ))),
-                            response: Some(reply.text),
-                            model: Some(reply.model),
-                            usage,
-                            patch_type: Self::label(mode, &rejected),
-                            parent_id: None,
-                        };
-                    }
                     let (sim, id) = if self.novelty_on() {
-                        most_similar(&result.content, &request.parent, &request.pool)
+                        most_similar(&result.content.text(), &request.parent, &request.pool)
                     } else {
                         (0.0, request.parent.id)
                     };
@@ -395,13 +385,8 @@ impl Proposer for CrossoverProposer {
                     }
                     (sim, id)
                 }
-                Err(e) if e.is_noop() && self.novelty_on() => (1.0, request.parent.id),
-                Err(e) => {
-                    let error = if e.is_noop() {
-                        ProposalError::NoOp(e.to_string())
-                    } else {
-                        ProposalError::Parse(e.to_string())
-                    };
+                Err(ProposalError::NoOp(_)) if self.novelty_on() => (1.0, request.parent.id),
+                Err(error) => {
                     return Proposal {
                         content: Err(error),
                         response: Some(reply.text),
@@ -591,7 +576,7 @@ mod tests {
         let model = ScriptedModel::texts(&[&comment_only, &real]);
         let p = proposer(Arc::clone(&model), CrossoverParams::default());
         let out = p.propose(request(EditMode::Diff, vec![])).await;
-        assert!(out.content.as_ref().unwrap().contains("a = 4.5"));
+        assert!(out.content.as_ref().unwrap().text().contains("a = 4.5"));
         assert_eq!(
             out.patch_type,
             "diff (resampled 1 near-duplicate: 1.000 to #7)"
@@ -614,7 +599,7 @@ mod tests {
     async fn a_revisit_of_a_pool_member_and_a_noop_are_near_duplicates() {
         let twin = Arc::new(Genome {
             id: 12,
-            content: PARENT.replace("b = 2", "b = 3"),
+            content: PARENT.replace("b = 2", "b = 3").into(),
             valid: true,
             ..Genome::default()
         });
@@ -646,6 +631,7 @@ mod tests {
         assert!(
             out.content
                 .unwrap()
+                .text()
                 .contains("a = 9.0\nb = 2\n# EVOLVE-BLOCK-END")
         );
         assert_eq!(out.patch_type, "crossover");

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::apply_reply;
 use super::{Proposal, ProposalError, ProposalRequest, Proposer};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::Genome;
@@ -13,7 +14,7 @@ use crate::engine::model::{LanguageModel, ModelError, ModelRequest};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::prompt::EditMode;
 use crate::engine::rng::SearchRng;
-use crate::engine::text::patch::{PatchKind, PatchOptions, apply_reply};
+use crate::engine::text::patch::{PatchKind, PatchOptions};
 
 /// Parameters of [`DiffProposer`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,22 +153,10 @@ impl Proposer for DiffProposer {
             &request.parent.content,
             &reply.text,
             &options,
+            self.params.max_code_length,
         ) {
-            Ok(result) => {
-                let len = result.content.chars().count();
-                let content = if len > self.params.max_code_length {
-                    Err(ProposalError::Parse(format!(
-                        "program grew past max_code_length: the child has {len} characters, the \
-                             limit is {}; make the program shorter instead of adding code",
-                        self.params.max_code_length
-                    )))
-                } else {
-                    Ok(result.content)
-                };
-                (content, result.kind)
-            }
-            Err(e) if e.is_noop() => (Err(ProposalError::NoOp(e.to_string())), PatchKind::Diff),
-            Err(e) => (Err(ProposalError::Parse(e.to_string())), PatchKind::Diff),
+            Ok(edited) => (Ok(edited.content), edited.kind),
+            Err(e) => (Err(e), PatchKind::Diff),
         };
         Proposal {
             content,
@@ -361,7 +350,10 @@ mod tests {
         let plain = proposer(ScriptedModel::replies(vec![]), DiffParams::default());
         assert_eq!(plain.edit_mode(&[], &mut rng), EditMode::Diff);
         let out = p.propose(request(1)).await;
-        assert_eq!(out.content.ok().as_deref(), Some(rewritten.as_str()));
+        assert_eq!(
+            out.content.ok().as_ref().map(|t| t.text()).as_deref(),
+            Some(rewritten.as_str())
+        );
         assert_eq!(out.patch_type, "full");
     }
 

@@ -14,11 +14,12 @@ use std::sync::Arc;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
 use crate::engine::evaluator::{Candidate, Evaluation, Evaluator};
-use crate::engine::genome::{Genome, GenomeId, Prompt, TokenUsage};
+use crate::engine::genome::{Genome, GenomeId, Prompt, TokenUsage, Tree};
 use crate::engine::memory::{Knowledge, Memory, MemoryQuery};
 use crate::engine::params::{ParamSpec, ParamType};
 use crate::engine::prompt::EditMode;
 use crate::engine::rng::SearchRng;
+use crate::engine::text::patch::{PatchKind, PatchOptions};
 
 /// The `max_code_length` parameter every proposer that writes programs takes.
 pub const MAX_CODE_LENGTH: ParamSpec = ParamSpec {
@@ -29,6 +30,53 @@ pub const MAX_CODE_LENGTH: ParamSpec = ParamSpec {
         max: 100_000_000,
     },
 };
+
+/// A child made from a model's reply (see [`apply_reply`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edited {
+    /// The child program.
+    pub content: Tree,
+    /// How: SEARCH/REPLACE edits or a full rewrite.
+    pub kind: PatchKind,
+}
+
+/// Turn a model's reply into a child of `parent`, the one place proposers
+/// apply edits. A single-file program takes SEARCH/REPLACE blocks or a full
+/// rewrite ([`crate::engine::text::patch::apply_reply`]); the child keeps
+/// its file's name. A child whose longest file has more than
+/// `max_code_length` characters is refused. A folder's edits name their
+/// files; until this proposer reads them, a folder program is refused with
+/// that reason rather than edited as if it were one file.
+pub fn apply_reply(
+    parent: &Tree,
+    reply: &str,
+    options: &PatchOptions<'_>,
+    max_code_length: usize,
+) -> Result<Edited, ProposalError> {
+    let Some(text) = parent.single_text() else {
+        return Err(ProposalError::Parse(format!(
+            "the program is a folder of {} files and this proposer edits single-file programs only",
+            parent.len()
+        )));
+    };
+    match crate::engine::text::patch::apply_reply(text, reply, options) {
+        Ok(result) => {
+            let len = result.content.chars().count();
+            if len > max_code_length {
+                return Err(ProposalError::Parse(format!(
+                    "program grew past max_code_length: the child has {len} characters, the \
+                     limit is {max_code_length}; make the program shorter instead of adding code"
+                )));
+            }
+            Ok(Edited {
+                content: parent.with_single_text(result.content),
+                kind: result.kind,
+            })
+        }
+        Err(e) if e.is_noop() => Err(ProposalError::NoOp(e.to_string())),
+        Err(e) => Err(ProposalError::Parse(e.to_string())),
+    }
+}
 
 /// The run's memory, shared by the loop (which writes after each iteration)
 /// and proposers (which may read and write through [`ProposerEnv`]).
@@ -65,11 +113,11 @@ impl ProposerEnv {
     /// Score `content` with the task's evaluator, as a trial: the loop still
     /// evaluates whatever the proposal returns (it never takes a score from a
     /// proposer), so a trial costs one evaluation more.
-    pub async fn evaluate(&self, content: &str) -> Evaluation {
+    pub async fn evaluate(&self, content: &Tree) -> Evaluation {
         self.evaluator
             .evaluate(&Candidate {
                 id: self.candidate_id,
-                content: content.to_owned(),
+                content: content.clone(),
             })
             .await
     }
@@ -130,7 +178,7 @@ pub enum ProposalError {
 /// The outcome of one proposal. The raw response is kept even on failure.
 #[derive(Clone, Debug)]
 pub struct Proposal {
-    pub content: Result<String, ProposalError>,
+    pub content: Result<Tree, ProposalError>,
     pub response: Option<String>,
     pub model: Option<String>,
     pub usage: Option<TokenUsage>,
@@ -203,7 +251,7 @@ mod tests {
         let memory: SharedMemory = Arc::new(tokio::sync::RwLock::new(memory));
         let env = ProposerEnv::new(Arc::new(evaluator.clone()), Arc::clone(&memory), 3);
         let e = env
-            .evaluate("A = 2.5\nB = -1.25\nC = 0.75\nD = 0.0\n")
+            .evaluate(&"A = 2.5\nB = -1.25\nC = 0.75\nD = 0.0\n".into())
             .await;
         assert!(e.valid);
         assert_eq!(e.scores["combined_score"], 1.0);

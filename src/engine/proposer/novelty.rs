@@ -129,13 +129,16 @@ pub fn similarity(a: &str, b: &str) -> f64 {
 /// Genomes with the same content are compared once.
 pub fn most_similar(child: &str, parent: &Genome, pool: &[Arc<Genome>]) -> (f64, GenomeId) {
     let tokens = token_set(child);
-    let mut best = (jaccard(&tokens, &token_set(&parent.content)), parent.id);
-    let mut seen: HashSet<&str> = HashSet::from([parent.content.as_str()]);
+    let mut best = (
+        jaccard(&tokens, &token_set(&parent.content.text())),
+        parent.id,
+    );
+    let mut seen: HashSet<&crate::engine::tree::Digest> = HashSet::from([parent.content.id()]);
     for g in pool {
-        if !seen.insert(g.content.as_str()) {
+        if !seen.insert(g.content.id()) {
             continue;
         }
-        let s = jaccard(&tokens, &token_set(&g.content));
+        let s = jaccard(&tokens, &token_set(&g.content.text()));
         if s > best.0 {
             best = (s, g.id);
         }

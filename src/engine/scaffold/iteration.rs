@@ -16,7 +16,6 @@ use crate::engine::proposer::{
     ProposalError, ProposalRequest, Proposer, ProposerEnv, SharedMemory,
 };
 use crate::engine::rng::seeded;
-use crate::engine::text::unified_diff;
 
 pub(super) fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1000.0
@@ -207,7 +206,7 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
             }
             Ok(content) => {
                 other_outcome = true;
-                genome.diff = Some(unified_diff(&parent.content, &content));
+                genome.diff = Some(content.diff_from(&parent.content));
                 let t_eval = Instant::now();
                 let candidate = Candidate {
                     id: job.iteration,

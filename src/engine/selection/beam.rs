@@ -219,7 +219,7 @@ impl BeamSelectionPolicy {
     fn grams_of(&mut self, genome: &Genome) -> Arc<NgramSet> {
         self.grams
             .entry(genome.id)
-            .or_insert_with(|| Arc::new(NgramSet::new(&genome.content)))
+            .or_insert_with(|| Arc::new(NgramSet::new(&genome.content.text())))
             .clone()
     }
 
@@ -412,7 +412,7 @@ mod tests {
         let mut genome = Genome {
             id,
             valid: true,
-            content: content.to_owned(),
+            content: content.to_owned().into(),
             ..Genome::default()
         };
         genome.scores.insert(FITNESS_KEY.into(), score);

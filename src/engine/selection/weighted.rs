@@ -253,7 +253,7 @@ mod tests {
             id,
             parent_id: parent,
             valid: score.is_some(),
-            content: format!("x = {id}"),
+            content: format!("x = {id}").into(),
             ..Genome::default()
         };
         if let Some(s) = score {

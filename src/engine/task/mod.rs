@@ -14,10 +14,14 @@
 //!
 //! A folder with an initial program and no evaluator file is a task for a
 //! card whose evaluator is a command (`evaluator: {kind: command, argv:
-//! [...]}`). The initial program is one file, as in both tools; a folder is
-//! refused with a message that says so.
+//! [...]}`). The initial program is one file, as in both tools, or a folder
+//! (`initial_program/`, `initial/`): a repository task, whose `config.yaml`
+//! says which files may change (see [`files`]); the evaluator then gets the
+//! candidate's folder as its program path.
 
 pub mod config;
+pub mod files;
+pub mod glob;
 pub mod run_evo;
 
 use std::path::{Path, PathBuf};
@@ -36,12 +40,8 @@ pub enum TaskError {
          or initial.<ext>, as ShinkaEvolve does)"
     )]
     NoInitialProgram { dir: PathBuf },
-    #[error(
-        "{path} is a folder: the initial program must be one file, initial_program.<ext> (OpenEvolve) or \
-         initial.<ext> (ShinkaEvolve), as both tools require. Files the program needs can stay in the task \
-         folder: the evaluator runs there"
-    )]
-    InitialProgramIsFolder { path: PathBuf },
+    #[error(transparent)]
+    Files(#[from] files::FilesError),
     #[error(
         "task folder {dir}: no evaluator (expected evaluator.py with evaluate(program_path), as OpenEvolve \
          has it, or evaluate.py taking --program_path and --results_dir, as ShinkaEvolve has it; or run it \
@@ -197,8 +197,8 @@ pub struct Task {
     pub name: String,
     /// The layout the folder follows.
     pub kind: TaskKind,
-    /// The initial program's text.
-    pub initial_program: String,
+    /// The initial program: one file's text, or a folder of files.
+    pub initial_program: crate::engine::tree::Tree,
     /// File name of the initial program (`initial_program.py`).
     pub program_file: String,
     /// Extension including the dot (`.py`); candidates' files get it.
@@ -227,6 +227,9 @@ pub struct Task {
     pub config: TaskConfig,
     /// The initial program's EVOLVE-BLOCK markers.
     pub markers: Markers,
+    /// A repository task's files: which may change and which the model is
+    /// shown (`None` for a single-file task).
+    pub files: Option<files::ProgramFiles>,
 }
 
 /// File names read as the task description, in order.
@@ -317,9 +320,6 @@ impl Task {
             return Err(TaskError::NoInitialProgram { dir });
         };
         let program_path = dir.join(&program_file);
-        if program_path.is_dir() {
-            return Err(TaskError::InitialProgramIsFolder { path: program_path });
-        }
         let shinka_named = !program_file.starts_with("initial_program");
         let has = |n: &str| dir.join(n).is_file();
         let (kind, evaluator_file) = match (has("evaluator.py"), has("evaluate.py")) {
@@ -328,14 +328,38 @@ impl Task {
             (false, true) => (TaskKind::ShinkaEvolve, "evaluate.py"),
             (false, false) => (TaskKind::ProgramOnly, "evaluator.py"),
         };
-        let initial_program = read(&program_path)?;
         let config = match config {
             Some(name) => TaskConfig::load_named(&dir, name)?,
             None => TaskConfig::load(&dir)?,
         };
-        let mut suffix = program_file
-            .rfind('.')
-            .map_or_else(String::new, |i| program_file[i..].to_owned());
+        let (initial_program, program_files, markers, program_suffix) = if program_path.is_dir() {
+            let (tree, files) = files::load(&program_path, &config)?;
+            // the language of the editable files, when they share one
+            let suffixes: std::collections::BTreeSet<String> = files
+                .editable
+                .iter()
+                .filter_map(|p| p.rfind('.').map(|i| p[i..].to_owned()))
+                .collect();
+            let suffix = match suffixes.len() {
+                1 => suffixes.into_iter().next().unwrap_or_default(),
+                _ => String::new(),
+            };
+            let markers = files.markers.clone();
+            (tree, Some(files), markers, suffix)
+        } else {
+            let text = read(&program_path)?;
+            let markers = Markers::of(&text);
+            let suffix = program_file
+                .rfind('.')
+                .map_or_else(String::new, |i| program_file[i..].to_owned());
+            (
+                crate::engine::tree::Tree::single(&program_file, text),
+                None,
+                markers,
+                suffix,
+            )
+        };
+        let mut suffix = program_suffix;
         if let Some(s) = config.file_suffix() {
             suffix = s;
         }
@@ -391,13 +415,14 @@ impl Task {
                 format!("Improve the program for the task `{name}` so that it scores higher.");
         }
         Ok(Self {
-            markers: Markers::of(&initial_program),
+            markers,
+            initial_program,
+            files: program_files,
             language,
             kind,
             evaluator_path: dir.join(evaluator_file),
             dir,
             name,
-            initial_program,
             program_file,
             suffix,
             description,
@@ -407,6 +432,15 @@ impl Task {
             system_message_note,
             config,
         })
+    }
+
+    /// Which paths of the program may change (for a single-file task: its
+    /// file, and nothing may be added or deleted).
+    pub fn edit_rules(&self) -> files::EditRules {
+        match &self.files {
+            Some(f) => f.rules.clone(),
+            None => files::EditRules::single(&self.program_file),
+        }
     }
 
     /// Refuse a folder without an evaluator file (for an evaluator that
@@ -599,11 +633,22 @@ mod tests {
     }
 
     #[test]
-    fn a_folder_shaped_program_is_refused_with_what_is_supported() {
+    fn a_folder_shaped_program_is_a_repository_task() {
         let dir = folder(&[("initial_program/main.py", PROGRAM), ("evaluator.py", "")]);
-        let e = Task::load(dir.path()).unwrap_err().to_string();
-        assert!(e.contains("initial_program is a folder"), "{e}");
-        assert!(e.contains("must be one file"), "{e}");
+        let t = Task::load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!t.initial_program.is_single());
+        assert_eq!(t.initial_program.text_of("main.py"), Some(PROGRAM));
+        assert_eq!(
+            t.files.as_ref().map(|f| f.editable.clone()),
+            Some(vec!["main.py".to_owned()])
+        );
+        assert_eq!((t.suffix.as_str(), t.language.as_str()), (".py", "python"));
+        let unmarked = folder(&[("initial/lib/a.py", "x = 1\n"), ("evaluate.py", "")]);
+        let e = Task::load(unmarked.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("no editable file") && e.contains("EVOLVE-BLOCK"),
+            "{e}"
+        );
         let none = folder(&[("evaluator.py", "")]);
         let e = Task::load(none.path()).unwrap_err().to_string();
         assert!(

@@ -10,7 +10,6 @@ use egui::text::LayoutJob;
 use egui::{Color32, FontId, RichText, TextFormat};
 
 use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId};
-use crate::engine::text::unified_diff;
 use crate::studio::run::diff_view::{self, DiffMode};
 use crate::studio::run::history::{RunHistory, format_metric, format_tokens};
 
@@ -329,12 +328,12 @@ impl Inspector {
                             ui.label(
                                 RichText::new(format!("from #{} to #{}", other.id, genome.id)).strong(),
                             );
-                            diff_view::diff_ui(ui, &other.content, &genome.content, self.diff_mode);
+                            diff_view::diff_ui(ui, &other.content.text(), &genome.content.text(), self.diff_mode);
                         }
                         None => match (self.diff_mode, parent) {
                             (DiffMode::SideBySide, Some(p)) => {
                                 ui.label(RichText::new(format!("from #{} to #{}", p.id, genome.id)).strong());
-                                diff_view::diff_ui(ui, &p.content, &genome.content, self.diff_mode);
+                                diff_view::diff_ui(ui, &p.content.text(), &genome.content.text(), self.diff_mode);
                             }
                             _ => diff_ui(ui, genome, parent.map(|p| &**p)),
                         },
@@ -348,7 +347,7 @@ impl Inspector {
                     egui_extras::syntax_highlighting::code_view_ui(
                         ui,
                         &theme,
-                        &genome.content,
+                        &genome.content.text(),
                         language,
                     );
                 }
@@ -559,7 +558,7 @@ fn diff_ui(ui: &mut egui::Ui, genome: &Genome, parent: Option<&Genome>) {
     };
     let diff = match &genome.diff {
         Some(d) => d.clone(),
-        None if genome.content != parent.content => unified_diff(&parent.content, &genome.content),
+        None if genome.content != parent.content => genome.content.diff_from(&parent.content),
         None => {
             let why = genome
                 .error

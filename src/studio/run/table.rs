@@ -208,7 +208,7 @@ impl ArchiveTable {
             .filter(|(_, g)| !key.valid_only || g.valid)
             .filter(|(_, g)| {
                 needle.is_empty()
-                    || g.content.contains(needle)
+                    || g.content.text().contains(needle)
                     || g.error.as_deref().is_some_and(|e| e.contains(needle))
             })
             .filter_map(|(i, _)| u32::try_from(i).ok())
@@ -496,7 +496,7 @@ mod tests {
                 id: i,
                 iteration: i,
                 valid: i % 4 != 1,
-                content: format!("x = {i}\n"),
+                content: format!("x = {i}\n").into(),
                 ..Genome::default()
             };
             g.scores.insert(FITNESS_KEY.into(), ((i * 7) % 11) as f64);
@@ -540,7 +540,7 @@ mod tests {
         // 1 (invalid), 10, 11..19 minus invalid 13, 17
         assert!(ids.iter().all(|id| {
             h.get(*id)
-                .is_some_and(|g| g.valid && g.content.contains("x = 1"))
+                .is_some_and(|g| g.valid && g.content.text().contains("x = 1"))
         }));
         assert_eq!(ids.len(), 8);
     }

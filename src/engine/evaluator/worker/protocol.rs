@@ -69,7 +69,13 @@ pub(crate) struct Exited {
 #[derive(Serialize)]
 pub(crate) struct Request<'a> {
     pub id: u64,
+    /// A single-file program's text (empty for a folder).
     pub program: &'a str,
+    /// A folder program: `{"files": {path: text}, "binary": {path: base64}}`,
+    /// written into a folder of the child's own scratch dir, whose path the
+    /// evaluator gets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<&'a crate::engine::tree::Tree>,
     pub timeout: f64,
     pub cascade: bool,
     pub thresholds: &'a [f64],

@@ -1,0 +1,360 @@
+//! Taking a run's result home: a genome's program written into a folder
+//! ([`apply`]), and the lineage of the best genome as a git history
+//! ([`export_git`]). Both work for single-file and repository runs alike.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::engine::archive::{Archive, ArchiveError};
+use crate::engine::genome::{Genome, GenomeId};
+use crate::engine::tree::{SINGLE_FILE, Tree};
+
+/// Why a genome could not be taken home.
+#[derive(Debug, thiserror::Error)]
+pub enum TakeoutError {
+    #[error(transparent)]
+    Archive(#[from] ArchiveError),
+    #[error("{run}: no genome #{id} (the run has {count})")]
+    NoGenome {
+        run: PathBuf,
+        id: GenomeId,
+        count: usize,
+    },
+    #[error("{run}: no valid genome to take")]
+    NoBest { run: PathBuf },
+    #[error(
+        "{dir}: local changes in {} (they differ from the run's initial program and from genome #{id}); \
+         commit or move them, or pass --force to overwrite",
+        .files.join(", ")
+    )]
+    LocalChanges {
+        dir: PathBuf,
+        id: GenomeId,
+        files: Vec<String>,
+    },
+    #[error(
+        "{dir}: not empty; export-run --git writes a new repository into an empty or new folder"
+    )]
+    NotEmpty { dir: PathBuf },
+    #[error("{path}: {message}")]
+    Io { path: PathBuf, message: String },
+    #[error("git {args}: {message}")]
+    Git { args: String, message: String },
+}
+
+fn io(path: &Path, e: impl std::fmt::Display) -> TakeoutError {
+    TakeoutError::Io {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+/// A run's genomes and where a single-file program goes.
+struct Run {
+    dir: PathBuf,
+    genomes: Vec<Genome>,
+    /// The file name of a single-file program (its task's).
+    program_file: String,
+}
+
+impl Run {
+    fn open(dir: &Path) -> Result<Self, TakeoutError> {
+        let archive = Archive::open(dir)?;
+        let meta = archive.meta()?;
+        let genomes = archive.genomes()?;
+        let program_file = crate::engine::task::Task::load(&meta.task_dir)
+            .map(|t| t.program_file)
+            .unwrap_or_else(|_| SINGLE_FILE.to_owned());
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            genomes,
+            program_file,
+        })
+    }
+
+    fn genome(&self, id: GenomeId) -> Result<&Genome, TakeoutError> {
+        self.genomes
+            .iter()
+            .find(|g| g.id == id)
+            .ok_or_else(|| TakeoutError::NoGenome {
+                run: self.dir.clone(),
+                id,
+                count: self.genomes.len(),
+            })
+    }
+
+    /// The fittest genome that selection would take (ties: the earliest).
+    fn best(&self) -> Result<&Genome, TakeoutError> {
+        let mut best: Option<&Genome> = None;
+        for g in &self.genomes {
+            if let Some(f) = g.selection_fitness()
+                && best
+                    .and_then(Genome::selection_fitness)
+                    .is_none_or(|b| f > b)
+            {
+                best = Some(g);
+            }
+        }
+        best.ok_or_else(|| TakeoutError::NoBest {
+            run: self.dir.clone(),
+        })
+    }
+
+    /// A program as files: a single file gets its task's name.
+    fn files(&self, tree: &Tree) -> Tree {
+        if tree.is_single() {
+            Tree::single(&self.program_file, tree.single_text().unwrap_or_default())
+        } else {
+            tree.clone()
+        }
+    }
+
+    /// `g` and its ancestors, the root first.
+    fn lineage<'a>(&'a self, g: &'a Genome) -> Vec<&'a Genome> {
+        let mut out = vec![g];
+        let mut seen = BTreeSet::from([g.id]);
+        let mut at = g;
+        while let Some(p) = at
+            .parent_id
+            .and_then(|id| self.genomes.iter().find(|x| x.id == id))
+        {
+            if !seen.insert(p.id) {
+                break;
+            }
+            out.push(p);
+            at = p;
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// What [`apply`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    pub genome: GenomeId,
+    /// Files written (changed or added).
+    pub written: Vec<String>,
+    /// Files deleted (the genome deleted them).
+    pub deleted: Vec<String>,
+    /// Files already as the genome has them.
+    pub unchanged: usize,
+}
+
+/// Write genome `id` (default: the run's best) of the run in `run_dir` into
+/// `to`. A new or empty folder gets the whole program. In a folder that
+/// holds a copy of the program, the files the genome changed from the run's
+/// initial program are written (and the ones it deleted removed); a file
+/// that differs from both the initial program and the genome is a local
+/// change, and nothing is written unless `force`.
+pub fn apply(
+    run_dir: &Path,
+    id: Option<GenomeId>,
+    to: &Path,
+    force: bool,
+) -> Result<Applied, TakeoutError> {
+    let run = Run::open(run_dir)?;
+    let genome = match id {
+        Some(id) => run.genome(id)?,
+        None => run.best()?,
+    };
+    let target = run.files(&genome.content);
+    let empty = match std::fs::read_dir(to) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(io(to, e)),
+    };
+    let mut out = Applied {
+        genome: genome.id,
+        ..Applied::default()
+    };
+    if empty {
+        target.write_to(to).map_err(|e| io(to, e))?;
+        out.written = target.files().map(|(p, _)| p.to_owned()).collect();
+        return Ok(out);
+    }
+    let initial = run.files(
+        &run.genomes
+            .first()
+            .map(|g| g.content.clone())
+            .unwrap_or_default(),
+    );
+    let on_disk = |path: &str| -> Result<Option<Vec<u8>>, TakeoutError> {
+        match std::fs::read(to.join(path)) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(&to.join(path), e)),
+        }
+    };
+    let paths: BTreeSet<&str> = target
+        .files()
+        .map(|(p, _)| p)
+        .chain(initial.files().map(|(p, _)| p))
+        .collect();
+    let mut writes = Vec::new();
+    let mut deletes = Vec::new();
+    let mut conflicts = Vec::new();
+    for path in paths {
+        let want = target.get(path).map(|b| b.bytes());
+        let was = initial.get(path).map(|b| b.bytes());
+        let have = on_disk(path)?;
+        if have.as_deref() == want {
+            out.unchanged += 1;
+            continue;
+        }
+        if want == was {
+            // the genome did not change it: a local edit stays as it is
+            continue;
+        }
+        if have.as_deref() != was {
+            conflicts.push(path.to_owned());
+        }
+        match want {
+            Some(_) => writes.push(path.to_owned()),
+            None => deletes.push(path.to_owned()),
+        }
+    }
+    if !conflicts.is_empty() && !force {
+        return Err(TakeoutError::LocalChanges {
+            dir: to.to_path_buf(),
+            id: genome.id,
+            files: conflicts,
+        });
+    }
+    for path in &writes {
+        let dest = to.join(path);
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+        }
+        let bytes = target.get(path).map(|b| b.bytes()).unwrap_or_default();
+        std::fs::write(&dest, bytes).map_err(|e| io(&dest, e))?;
+    }
+    for path in &deletes {
+        let dest = to.join(path);
+        match std::fs::remove_file(&dest) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(&dest, e)),
+        }
+    }
+    out.written = writes;
+    out.deleted = deletes;
+    Ok(out)
+}
+
+/// What [`export_git`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exported {
+    /// The lineage, root first: one commit each.
+    pub lineage: Vec<GenomeId>,
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, TakeoutError> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "galapagos")
+        .env("GIT_AUTHOR_EMAIL", "galapagos@localhost")
+        .env("GIT_COMMITTER_NAME", "galapagos")
+        .env("GIT_COMMITTER_EMAIL", "galapagos@localhost")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .output()
+        .map_err(|e| TakeoutError::Git {
+            args: args.join(" "),
+            message: format!("cannot run git: {e}"),
+        })?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(TakeoutError::Git {
+            args: args.join(" "),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        })
+    }
+}
+
+/// The commit message of one generation.
+fn message(g: &Genome) -> String {
+    let fitness = g
+        .fitness()
+        .map_or_else(|| "invalid".to_owned(), |f| format!("{f:.6}"));
+    let mut text = format!(
+        "generation {}: genome #{} (iteration {}), {} {fitness}\n\n",
+        g.metadata.generation,
+        g.id,
+        g.iteration,
+        g.fitness_key()
+    );
+    match g.parent_id {
+        Some(p) => text.push_str(&format!("parent: #{p}\n")),
+        None => text.push_str("the initial program\n"),
+    }
+    if !g.metadata.patch_type.is_empty() {
+        text.push_str(&format!("edit: {}\n", g.metadata.patch_type));
+    }
+    if let Some(model) = &g.metadata.model {
+        text.push_str(&format!("model: {model}\n"));
+    }
+    if !g.scores.is_empty() {
+        text.push_str("scores:\n");
+        for (k, v) in &g.scores {
+            text.push_str(&format!("  {k}: {v}\n"));
+        }
+    }
+    text
+}
+
+/// Write a git repository into `to` (new or empty) whose history is the
+/// lineage of the run's best genome: one commit per generation, the initial
+/// program first, each with its scores in the message.
+pub fn export_git(run_dir: &Path, to: &Path) -> Result<Exported, TakeoutError> {
+    let run = Run::open(run_dir)?;
+    let best = run.best()?;
+    let lineage = run.lineage(best);
+    match std::fs::read_dir(to) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(TakeoutError::NotEmpty {
+                    dir: to.to_path_buf(),
+                });
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(to).map_err(|e| io(to, e))?;
+        }
+        Err(e) => return Err(io(to, e)),
+    }
+    git(to, &["init", "--quiet", "--initial-branch=main"])?;
+    let mut previous: Option<Tree> = None;
+    for g in &lineage {
+        let tree = run.files(&g.content);
+        if let Some(prev) = &previous {
+            for (path, _) in prev.files() {
+                if tree.get(path).is_none() {
+                    let dest = to.join(path);
+                    std::fs::remove_file(&dest).map_err(|e| io(&dest, e))?;
+                }
+            }
+        }
+        tree.write_to(to).map_err(|e| io(to, e))?;
+        git(to, &["add", "--all"])?;
+        git(
+            to,
+            &[
+                "commit",
+                "--quiet",
+                "--allow-empty",
+                "--no-verify",
+                "-m",
+                &message(g),
+            ],
+        )?;
+        previous = Some(tree);
+    }
+    Ok(Exported {
+        lineage: lineage.iter().map(|g| g.id).collect(),
+    })
+}
