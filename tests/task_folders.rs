@@ -195,7 +195,8 @@ fn a_bad_task_folder_exits_2_with_one_message_and_creates_nothing() {
     let empty = folder(dir.path(), "empty", &[("evaluator.py", "")]);
     let folder_program = folder(dir.path(), "folder_program", &[("evaluator.py", "")]);
     std::fs::create_dir_all(folder_program.join("initial_program")).unwrap();
-    std::fs::write(folder_program.join("initial_program/main.py"), MARKED).unwrap();
+    // a program folder with nothing marked and no evolve globs: nothing may change
+    std::fs::write(folder_program.join("initial_program/main.py"), "x = 1\n").unwrap();
     let bad_config = folder(
         dir.path(),
         "bad_config",
@@ -209,7 +210,7 @@ fn a_bad_task_folder_exits_2_with_one_message_and_creates_nothing() {
     for (task, names, says) in [
         (&missing, "nope", "does not exist or is not a folder"),
         (&empty, "empty", "no initial program"),
-        (&folder_program, "initial_program", "must be one file"),
+        (&folder_program, "initial_program", "no editable file"),
         (&bad_config, "config.yaml:", "not valid YAML"),
     ] {
         let out = dir.path().join("runs");
