@@ -141,7 +141,7 @@ fn main() {
         }));
     }
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("tree_storage benchmark");
     let run = dir.path().join("run");
     let card = Card::from_yaml(
         include_str!("../cards/best_of_n.yaml"),
@@ -161,10 +161,10 @@ fn main() {
         run_dir: Some(run.clone()),
         unsandboxed: None,
     };
-    let mut recorder = open_run_folder(&run, false).unwrap();
+    let mut recorder = open_run_folder(&run, false).expect("tree_storage benchmark");
     recorder
         .begin(&info, &card, Path::new("/tmp/task"))
-        .unwrap();
+        .expect("tree_storage benchmark");
     let t = Instant::now();
     for (i, g) in genomes.iter().enumerate() {
         let checkpoint = Checkpoint {
@@ -180,9 +180,9 @@ fn main() {
         };
         recorder
             .record_iteration(std::slice::from_ref(g), &checkpoint)
-            .unwrap();
+            .expect("tree_storage benchmark");
     }
-    recorder.finish(&summary).unwrap();
+    recorder.finish(&summary).expect("tree_storage benchmark");
     drop(recorder);
     let record_s = t.elapsed().as_secs_f64();
     let archive_bytes = std::fs::metadata(run.join("archive.sqlite")).map_or(0, |m| m.len());
@@ -198,7 +198,10 @@ fn main() {
     );
 
     let t = Instant::now();
-    let back = Archive::open(&run).unwrap().genomes().unwrap();
+    let back = Archive::open(&run)
+        .expect("tree_storage benchmark")
+        .genomes()
+        .expect("tree_storage benchmark");
     let read_s = t.elapsed().as_secs_f64();
     assert_eq!(back.len(), n);
     for (a, b) in genomes.iter().zip(&back) {
@@ -212,14 +215,14 @@ fn main() {
     println!("read back all {n} genomes (trees resolved, files shared) in {read_s:.2} s");
 
     let out = dir.path().join("eval");
-    let mut times = |from: &[&Tree]| -> Vec<f64> {
+    let times = |from: &[&Tree]| -> Vec<f64> {
         let mut ms: Vec<f64> = from
             .iter()
             .enumerate()
             .map(|(i, tree)| {
                 let folder = out.join(format!("c{i}"));
                 let t = Instant::now();
-                tree.write_to(&folder).unwrap();
+                tree.write_to(&folder).expect("tree_storage benchmark");
                 let took = t.elapsed().as_secs_f64() * 1e3;
                 std::fs::remove_dir_all(&folder).ok();
                 took
