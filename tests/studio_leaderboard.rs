@@ -248,7 +248,7 @@ fn a_leaderboard_fills_in_from_the_runs_opens_a_run_and_goes_into_an_export() {
     h.get_by_label("Attach to hub export").click();
     h.run();
     assert_eq!(h.state().state.tab, Tab::Details);
-    assert_eq!(h.state().results_field, out.display().to_string());
+    assert_eq!(h.state().results_field(), out.display().to_string());
     let hub = tmp.path().join("hub");
     type_into(&mut h, "Bundle path", &hub.display().to_string());
     h.get_by_label("Export to folder").click();

@@ -204,19 +204,89 @@ pub enum UiCommand {
     SaveModelSettings(Box<crate::engine::model::ModelSettings>),
 }
 
+/// Which part of the studio applies a command: the app hands each group to
+/// the file that owns it (`studio/app/*.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandGroup {
+    /// Undoable card edits ([`apply_card_edit`]).
+    CardEdit,
+    /// Undo, redo, the selected block, the tab, theme and panels, dismissing
+    /// messages.
+    View,
+    /// Card files, the task and runs folders, the library, the unsaved-changes
+    /// question.
+    File,
+    /// Hub bundles: export, import, the attached results.
+    Hub,
+    /// Leaderboard batches.
+    Leaderboard,
+    /// The live run and recorded runs.
+    Run,
+    /// The model settings dialog.
+    Model,
+}
+
 impl UiCommand {
+    /// The group that applies this command (one arm per command, so a new
+    /// command must be given a group).
+    pub fn group(&self) -> CommandGroup {
+        match self {
+            Self::SetKind { .. }
+            | Self::SetKinds(_)
+            | Self::SetParam { .. }
+            | Self::ResetParam { .. }
+            | Self::SetGeneral(_)
+            | Self::SetSeed(_)
+            | Self::SetMeta(_) => CommandGroup::CardEdit,
+            Self::Undo
+            | Self::Redo
+            | Self::SelectSlot(_)
+            | Self::ShowTab(_)
+            | Self::SetTheme(_)
+            | Self::ToggleLeftPanel
+            | Self::ToggleInspector
+            | Self::DismissErrors
+            | Self::DismissMessage => CommandGroup::View,
+            Self::NewCard
+            | Self::OpenCard(_)
+            | Self::OpenBuiltin(_)
+            | Self::BrowseOpen
+            | Self::Save
+            | Self::SaveAs(_)
+            | Self::BrowseSaveAs
+            | Self::BrowseTask
+            | Self::SetTaskFolder(_)
+            | Self::SetRunsFolder(_)
+            | Self::RefreshLibrary
+            | Self::ConfirmDiscard
+            | Self::SaveAndContinue
+            | Self::CancelDiscard => CommandGroup::File,
+            Self::ExportBundle(_)
+            | Self::BrowseExport
+            | Self::ImportBundle(_)
+            | Self::BrowseImport
+            | Self::SetExportResults(_)
+            | Self::BrowseExportResults => CommandGroup::Hub,
+            Self::StartLeaderboard
+            | Self::StopLeaderboard
+            | Self::OpenLeaderboard(_)
+            | Self::BrowseLeaderboard => CommandGroup::Leaderboard,
+            Self::StartRun
+            | Self::PauseOrResume
+            | Self::StopRun
+            | Self::RefreshRuns
+            | Self::OpenRun(_)
+            | Self::LoadCurve(_)
+            | Self::ResumeRun { .. } => CommandGroup::Run,
+            Self::OpenModelSettings | Self::CloseModelSettings | Self::SaveModelSettings(_) => {
+                CommandGroup::Model
+            }
+        }
+    }
+
     /// True for commands that change the card (and so are undoable).
     pub fn is_card_edit(&self) -> bool {
-        matches!(
-            self,
-            Self::SetKind { .. }
-                | Self::SetKinds(_)
-                | Self::SetParam { .. }
-                | Self::ResetParam { .. }
-                | Self::SetGeneral(_)
-                | Self::SetSeed(_)
-                | Self::SetMeta(_)
-        )
+        self.group() == CommandGroup::CardEdit
     }
 }
 

@@ -12,6 +12,7 @@ pub mod files;
 pub mod leaderboard;
 pub mod library;
 pub mod model_ui;
+pub mod panel;
 pub mod run;
 pub mod runs;
 pub mod state;

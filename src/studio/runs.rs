@@ -447,6 +447,26 @@ impl RunsPanel {
     }
 }
 
+/// The Runs tab.
+impl crate::studio::panel::TabPanel for RunsPanel {
+    fn ui(
+        &mut self,
+        ui: &mut Ui,
+        ctx: &mut crate::studio::panel::TabCtx<'_>,
+        commands: &mut Commands,
+    ) {
+        let rctx = RunsCtx {
+            busy: ctx
+                .editor
+                .running
+                .then_some("A run is in progress; stop it first"),
+            live_dir: ctx.live_run_dir,
+            error: ctx.editor.palette.error,
+        };
+        RunsPanel::ui(self, ui, &rctx, commands);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

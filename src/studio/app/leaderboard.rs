@@ -1,23 +1,17 @@
 //! The app's side of the Leaderboard tab: the cards it offers, the one model
-//! every run uses, starting a batch from the form, showing a batch folder,
-//! and the leaderboard a hub export attaches.
+//! every run uses, starting a batch from the form, and showing a batch
+//! folder.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use egui::Ui;
-
 use super::{App, ResolvedModel};
-use crate::engine::card::Card;
 use crate::engine::leaderboard::BatchSpec;
 use crate::engine::leaderboard::report::Leaderboard;
 use crate::engine::model::LanguageModel;
-use crate::engine::registry::Registry;
 use crate::studio::command::UiCommand;
 use crate::studio::files::{JobResult, Pick};
-use crate::studio::leaderboard::{BUILTIN_PREFIX, CardChoice, LeaderboardCtx, load_card_ref};
-use crate::studio::state::Tab;
-use crate::studio::theme::Palette;
+use crate::studio::leaderboard::{BUILTIN_PREFIX, CardChoice, load_card_ref};
 
 impl App {
     /// The cards the Leaderboard tab offers: the built-in ones, the library
@@ -224,8 +218,8 @@ impl App {
         }
     }
 
-    /// Apply a Leaderboard command; false when `command` is not one.
-    pub(super) fn apply_leaderboard_command(&mut self, command: &UiCommand) -> bool {
+    /// Apply a command of the leaderboard group.
+    pub(super) fn apply_leaderboard_command(&mut self, command: UiCommand) {
         match command {
             UiCommand::StartLeaderboard => self.start_leaderboard(),
             UiCommand::StopLeaderboard => self.leaderboard.stop(),
@@ -233,7 +227,6 @@ impl App {
                 if self.leaderboard.is_running() {
                     self.error("A leaderboard batch is running; stop it before opening another");
                 } else if let Some(ctx) = self.ctx.clone() {
-                    let dir = dir.clone();
                     self.jobs.spawn("open-leaderboard", &ctx, move || {
                         let leaderboard =
                             crate::engine::leaderboard::report::read_leaderboard(&dir)
@@ -248,85 +241,27 @@ impl App {
                     self.jobs.pick(Pick::LeaderboardFolder, start, &ctx);
                 }
             }
-            UiCommand::SetExportResults(dir) => {
-                self.results_field = dir.display().to_string();
-                self.state.tab = Tab::Details;
-                self.info(format!(
-                    "The next hub export attaches the leaderboard in {} as its Results section",
-                    dir.display()
-                ));
-            }
-            UiCommand::BrowseExportResults => {
-                if let Some(ctx) = self.ctx.clone() {
-                    let start = Some(self.state.leaderboard.out.clone());
-                    self.jobs.pick(Pick::ExportResults, start, &ctx);
-                }
-            }
-            _ => return false,
-        }
-        true
-    }
-
-    /// A finished job of the Leaderboard tab; false when `result` is not one.
-    pub(super) fn leaderboard_job(&mut self, result: &mut Option<JobResult>) -> bool {
-        match result.take() {
-            Some(JobResult::OpenedLeaderboard { dir, leaderboard }) => {
-                match leaderboard {
-                    Ok(lb) => self.opened_leaderboard(dir, *lb),
-                    Err(e) => self.error(format!("open leaderboard: {e}")),
-                }
-                true
-            }
-            other => {
-                *result = other;
-                false
-            }
+            other => self.misrouted(&other),
         }
     }
 
-    /// The Leaderboard tab.
-    pub(super) fn leaderboard_tab_ui(&mut self, ui: &mut Ui, palette: Palette) {
+    /// A batch folder's leaderboard was read (or could not be).
+    pub(super) fn leaderboard_read(
+        &mut self,
+        dir: PathBuf,
+        leaderboard: Result<Box<Leaderboard>, String>,
+    ) {
+        match leaderboard {
+            Ok(lb) => self.opened_leaderboard(dir, *lb),
+            Err(e) => self.error(format!("open leaderboard: {e}")),
+        }
+    }
+
+    /// What the Leaderboard tab is told this frame: the cards it offers
+    /// and the model its runs would use (or why there is none).
+    pub(super) fn leaderboard_frame(&mut self) -> (Vec<CardChoice>, Result<String, String>) {
         let choices = self.leaderboard_choices();
         let model = self.leaderboard_model().map(|(_, d)| d);
-        let lctx = LeaderboardCtx {
-            choices: &choices,
-            task_dir: &self.task_dir,
-            model,
-            error: palette.error,
-            warn: palette.warn,
-        };
-        self.leaderboard
-            .ui(ui, &lctx, &mut self.state.leaderboard, &mut self.commands);
+        (choices, model)
     }
-}
-
-/// Export `card` as a hub bundle into `dir`, with the Results section of the
-/// leaderboard in `results` (a batch folder or its `leaderboard.json`) when
-/// given, as `galapagos export --results` does.
-pub(super) fn export_with_results(
-    card: &Card,
-    registry: &Registry,
-    dir: &Path,
-    results: Option<&Path>,
-) -> Result<String, String> {
-    let section = results
-        .map(|r| crate::engine::leaderboard::report::results_section(r, &card.name))
-        .transpose()
-        .map_err(|e| format!("results: {e}"))?;
-    crate::engine::hub::export_bundle_with_results(
-        card,
-        registry,
-        dir,
-        &crate::engine::hub::secret_env_values(),
-        section.as_deref(),
-    )
-    .map(|p| match results {
-        Some(r) => format!(
-            "Exported the bundle to {} with the results of {}",
-            p.display(),
-            r.display()
-        ),
-        None => format!("Exported the bundle to {}", p.display()),
-    })
-    .map_err(|e| e.to_string())
 }

@@ -9,6 +9,7 @@ pub mod general;
 pub mod inspector;
 pub mod palette;
 pub mod params_ui;
+pub mod tabs;
 
 use crate::engine::card::{Card, Problem};
 use crate::engine::component::Slot;

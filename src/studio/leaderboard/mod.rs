@@ -454,6 +454,20 @@ impl LeaderboardPanel {
     }
 }
 
+/// The Leaderboard tab.
+impl crate::studio::panel::TabPanel for LeaderboardPanel {
+    fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        ctx: &mut crate::studio::panel::TabCtx<'_>,
+        commands: &mut crate::studio::command::Commands,
+    ) {
+        if let Some(lctx) = &ctx.leaderboard {
+            LeaderboardPanel::ui(self, ui, lctx, ctx.leaderboard_form, commands);
+        }
+    }
+}
+
 /// What the app tells the panel each frame.
 pub struct LeaderboardCtx<'a> {
     /// The cards that can be ticked.

@@ -15,8 +15,11 @@
 //!
 //! Data flow: the worker reports [`RunEvent`]s into a plain [`RunHistory`]
 //! that the panels read each frame; a finished run stays browsable until the
-//! next [`RunView::start`].
+//! next [`RunView::start`]. The views of the genomes (plot, tree, table,
+//! islands, beam) are [`GenomeView`]s; the toolbar, log and status bar are in
+//! `bars.rs`.
 
+mod bars;
 pub mod diff_view;
 pub mod history;
 pub mod inspector;
@@ -30,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use egui::{Color32, RichText};
+use egui::RichText;
 use tokio::sync::mpsc::error::TryRecvError;
 
 pub use history::{Metric, RunHistory};
@@ -40,19 +43,16 @@ pub use table::{ArchiveTable, SortColumn};
 pub use tree::GenealogyView;
 
 use crate::engine::archive::Archive;
-use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
+use crate::engine::events::{RunCommand, RunEvent, RunStatus, RunSummary};
 use crate::engine::genome::{GenomeId, TokenUsage};
 use crate::engine::launch::RunPlan;
 use crate::engine::model::LanguageModel;
 use crate::engine::run_thread::{RunHandle, start};
+use crate::studio::command::Commands;
+use crate::studio::panel::{GenomeView, TabCtx, TabPanel};
 
 /// Time spent draining events per frame before yielding to drawing.
 pub const DRAIN_BUDGET: Duration = Duration::from_millis(5);
-
-/// Colour of the "offline model" badge.
-const OFFLINE_BADGE: Color32 = Color32::from_rgb(200, 150, 40);
-/// A run whose candidates have no sandbox (`evaluator.sandbox: none`).
-const UNSANDBOXED_BADGE: Color32 = Color32::from_rgb(190, 40, 40);
 
 /// What the run panel's upper half shows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -445,156 +445,6 @@ impl RunView {
         }
     }
 
-    fn toolbar_ui(&mut self, ui: &mut egui::Ui) {
-        ui.horizontal(|ui| {
-            let running = self.is_running();
-            if self.is_paused() {
-                let label = if self.history.paused {
-                    "Resume"
-                } else {
-                    "Pausing…"
-                };
-                if ui
-                    .add_enabled(self.history.paused, egui::Button::new(label))
-                    .clicked()
-                {
-                    self.resume();
-                }
-            } else if ui
-                .add_enabled(running, egui::Button::new("Pause"))
-                .on_hover_text("finish the iterations in flight, then wait")
-                .clicked()
-            {
-                self.pause();
-            }
-            let stop_label = if self.stop_requested {
-                "Stopping…"
-            } else {
-                "Stop"
-            };
-            if ui
-                .add_enabled(
-                    running && !self.stop_requested,
-                    egui::Button::new(stop_label),
-                )
-                .on_hover_text("end the run now; iterations in flight are abandoned")
-                .clicked()
-            {
-                self.stop();
-            }
-            ui.separator();
-            let state = self.history.state_label();
-            let color = match self.history.summary.as_ref().map(|s| &s.status) {
-                Some(RunStatus::Failed(_)) => ui.visuals().error_fg_color,
-                Some(_) => ui.visuals().weak_text_color(),
-                None => ui.visuals().strong_text_color(),
-            };
-            if self.handle.is_some() || self.history.started_at.is_some() {
-                ui.label(RichText::new(first_line(&state)).color(color).strong());
-            }
-            // what follows shares the room the plot controls on the right
-            // leave; each text truncates (whole on hover) instead of running
-            // under them
-            let room = (ui.available_width() - 340.0).max(40.0);
-            let mut texts = ui.new_child(
-                egui::UiBuilder::new()
-                    .max_rect(egui::Rect::from_min_size(
-                        ui.cursor().min,
-                        egui::vec2(room, ui.available_height()),
-                    ))
-                    .layout(egui::Layout::left_to_right(egui::Align::Center)),
-            );
-            let ui_full = &mut *ui;
-            let ui = &mut texts;
-            if let Some(info) = &self.history.info {
-                let text = format!("{} on {}", info.card_name, info.task_name);
-                ui.add(egui::Label::new(&text).truncate()).on_hover_text(text);
-            }
-            if let Some(dir) = &self.viewing {
-                let name = dir.file_name().map_or_else(
-                    || dir.display().to_string(),
-                    |n| n.to_string_lossy().into_owned(),
-                );
-                ui.label(
-                    RichText::new(format!("viewing {name} (read-only)"))
-                        .color(ui.visuals().warn_fg_color),
-                )
-                .on_hover_text(dir.display().to_string());
-            }
-            if running {
-                ui.add(
-                    egui::Label::new(
-                        RichText::new("card edits apply to the next run")
-                            .weak()
-                            .italics(),
-                    )
-                    .truncate(),
-                );
-            }
-            let used = texts.min_rect();
-            let ui = ui_full;
-            ui.advance_cursor_after_rect(used);
-            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
-                let errors = self
-                    .history
-                    .logs
-                    .iter()
-                    .filter(|(l, _)| *l == LogLevel::Error)
-                    .count();
-                let text = if errors > 0 {
-                    RichText::new(format!(
-                        "Log ({}, {errors} errors)",
-                        self.history.logs.len()
-                    ))
-                    .color(ui.visuals().error_fg_color)
-                } else {
-                    RichText::new(format!("Log ({})", self.history.logs.len()))
-                };
-                ui.toggle_value(&mut self.show_log, text);
-                if !self.history.memory_notes.is_empty() {
-                    ui.toggle_value(&mut self.show_memory, "Memory")
-                        .on_hover_text("What the run's memory holds now (e.g. the scratchpad the prompts include)");
-                }
-                let mut metric = self.plot.metric.clone();
-                let fitness = self.history.fitness_basis();
-                let combo = egui::ComboBox::from_id_salt("plot_metric")
-                    .selected_text(metric.label(&fitness))
-                    .show_ui(ui, |ui| {
-                        ui.selectable_value(&mut metric, Metric::Fitness, Metric::Fitness.label(&fitness));
-                        for name in &self.history.metric_names {
-                            let m = Metric::Named(name.clone());
-                            let text = m.label(&fitness);
-                            ui.selectable_value(&mut metric, m, text);
-                        }
-                    })
-                    .response;
-                let label = ui.label("y axis:");
-                combo.labelled_by(label.id);
-                self.plot.metric = metric;
-            });
-        });
-    }
-
-    fn log_ui(&self, ui: &mut egui::Ui) {
-        egui::ScrollArea::vertical()
-            .id_salt("run_log")
-            .max_height(120.0)
-            .stick_to_bottom(true)
-            .show(ui, |ui| {
-                if self.history.logs.is_empty() {
-                    ui.label(RichText::new("no log lines").weak());
-                }
-                for (level, msg) in &self.history.logs {
-                    let color = match level {
-                        LogLevel::Info => ui.visuals().text_color(),
-                        LogLevel::Warn => ui.visuals().warn_fg_color,
-                        LogLevel::Error => ui.visuals().error_fg_color,
-                    };
-                    ui.label(RichText::new(msg).color(color).monospace());
-                }
-            });
-    }
-
     /// The run panel: toolbar, plot above, archive table and inspector below.
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         // A recorded beam run: its beam (shown above the table) comes from
@@ -685,14 +535,16 @@ impl RunView {
                 {
                     ui.ctx().request_repaint();
                 }
-                let id = match self.view {
-                    SearchView::Plot => self.plot.ui(ui, history, selected),
-                    SearchView::Tree => self.tree.ui(ui, history, selected),
-                    SearchView::Islands => self.structure.islands_ui(ui, history, selected),
-                    SearchView::Beam => self.structure.beam_ui(ui, history, selected),
+                let mut islands = structure::IslandGrids(&self.structure);
+                let mut beam = structure::BeamHistory(&self.structure);
+                let view: &mut dyn GenomeView = match self.view {
+                    SearchView::Plot => &mut self.plot,
+                    SearchView::Tree => &mut self.tree,
+                    SearchView::Islands => &mut islands,
+                    SearchView::Beam => &mut beam,
                 };
-                if id.is_some() {
-                    clicked = id;
+                if let Some(id) = view.ui(ui, history, selected) {
+                    clicked = Some(id);
                 }
             });
         egui::Panel::right("run_inspector_panel")
@@ -728,65 +580,11 @@ impl RunView {
             }
         }
     }
-
-    /// Progress for the status bar: iteration i/N, valid/invalid, elapsed,
-    /// ETA, tokens/cost where known, and an "offline model" badge.
-    pub fn status_bar_ui(&mut self, ui: &mut egui::Ui) {
-        let h = &self.history;
-        if self.handle.is_none() && h.started_at.is_none() {
-            ui.label(RichText::new("idle").weak());
-            return;
-        }
-        let state = h.state_label();
-        ui.label(RichText::new(first_line(&state)).strong());
-        ui.separator();
-        let total = h.max_iterations().map_or("?".to_owned(), |n| n.to_string());
-        ui.label(format!("iteration {}/{total}", h.iterations_done));
-        ui.separator();
-        ui.label(format!("{} valid", h.valid));
-        let invalid = RichText::new(format!("{} invalid", h.invalid));
-        ui.label(if h.invalid > 0 {
-            invalid.color(ui.visuals().warn_fg_color)
-        } else {
-            invalid
-        });
-        if let Some(best) = h.best_score {
-            ui.separator();
-            ui.label(format!("best {best:.5}"));
-        }
-        ui.separator();
-        ui.label(format!("elapsed {}", history::format_duration(h.elapsed())));
-        if let Some(eta) = h.eta() {
-            ui.label(format!("ETA {}", history::format_duration(eta)));
-        }
-        if h.usage_known {
-            ui.separator();
-            let cost = h
-                .usage
-                .cost_usd
-                .map_or(String::new(), |c| format!(" · ${c:.4}"));
-            ui.label(format!(
-                "{} tokens{cost}",
-                history::format_tokens(h.usage.total_tokens())
-            ));
-        }
-        if let Some(warning) = h.info.as_ref().and_then(|i| i.unsandboxed.as_deref()) {
-            ui.separator();
-            ui.label(
-                RichText::new(" unsandboxed ")
-                    .background_color(UNSANDBOXED_BADGE)
-                    .color(Color32::WHITE),
-            )
-            .on_hover_text(warning);
-        }
-        if h.info.as_ref().is_some_and(|i| i.offline) {
-            ui.separator();
-            ui.label(RichText::new(" offline model ").background_color(OFFLINE_BADGE).color(Color32::BLACK))
-                .on_hover_text("the built-in offline model: no endpoint configured; it only tunes numeric literals");
-        }
-    }
 }
 
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or(s)
+/// The Run tab.
+impl TabPanel for RunView {
+    fn ui(&mut self, ui: &mut egui::Ui, _ctx: &mut TabCtx<'_>, _commands: &mut Commands) {
+        RunView::ui(self, ui);
+    }
 }

@@ -11,6 +11,7 @@ use egui::{Color32, Vec2b};
 use egui_plot::{Line, MarkerShape, Plot, PlotBounds, PlotPoint, PlotPoints, Points};
 
 use crate::engine::genome::GenomeId;
+use crate::studio::panel::GenomeView;
 use crate::studio::run::history::{Metric, RunHistory};
 
 /// Draw every point as is up to this many visible points; bin above it.
@@ -423,9 +424,11 @@ impl FitnessPlot {
                 .on_hover_text("Lower it to see where thousands of points pile up");
         });
     }
+}
 
+impl GenomeView for FitnessPlot {
     /// Draw the plot. Returns the genome clicked this frame, if any.
-    pub fn ui(
+    fn ui(
         &mut self,
         ui: &mut egui::Ui,
         history: &RunHistory,

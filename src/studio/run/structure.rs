@@ -17,6 +17,7 @@ use crate::engine::genome::{Genome, GenomeId};
 use crate::engine::population::{
     BeamParams, BeamPopulation, IslandParams, IslandPopulation, IslandsView, Population, Structure,
 };
+use crate::studio::panel::GenomeView;
 use crate::studio::run::history::RunHistory;
 use crate::studio::run::tree::{ISLAND_COLORS, score_color};
 
@@ -195,7 +196,7 @@ impl StructureMirror {
     }
 
     /// The island / MAP-Elites grid view. Returns a genome clicked.
-    pub fn islands_ui(
+    fn islands_ui(
         &self,
         ui: &mut egui::Ui,
         history: &RunHistory,
@@ -405,7 +406,7 @@ impl StructureMirror {
     /// (newest right), one row per rank, cells coloured by score; the
     /// selected genome is outlined wherever it was a member. Returns a
     /// genome clicked.
-    pub fn beam_ui(
+    fn beam_ui(
         &self,
         ui: &mut egui::Ui,
         history: &RunHistory,
@@ -517,5 +518,33 @@ impl StructureMirror {
             }
         }
         clicked
+    }
+}
+
+/// A mirror's islands and their MAP-Elites grids, as a run view.
+pub struct IslandGrids<'a>(pub &'a StructureMirror);
+
+impl GenomeView for IslandGrids<'_> {
+    fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) -> Option<GenomeId> {
+        self.0.islands_ui(ui, history, selected)
+    }
+}
+
+/// A mirror's beam membership over time, as a run view.
+pub struct BeamHistory<'a>(pub &'a StructureMirror);
+
+impl GenomeView for BeamHistory<'_> {
+    fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) -> Option<GenomeId> {
+        self.0.beam_ui(ui, history, selected)
     }
 }

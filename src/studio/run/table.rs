@@ -12,6 +12,7 @@ use egui::{Color32, RichText, Sense};
 use egui_extras::{Column, TableBuilder};
 
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
+use crate::studio::panel::GenomeView;
 use crate::studio::run::history::{RunHistory, format_tokens};
 
 /// Minimum time between two re-sorts caused only by new genomes.
@@ -325,9 +326,11 @@ impl ArchiveTable {
         self.scroll_to = Some(id);
         Some(id)
     }
+}
 
+impl GenomeView for ArchiveTable {
     /// Filters, then the table. Returns the genome clicked this frame.
-    pub fn ui(
+    fn ui(
         &mut self,
         ui: &mut egui::Ui,
         history: &RunHistory,

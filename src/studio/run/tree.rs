@@ -21,6 +21,7 @@ use egui::epaint::{Mesh, Vertex, WHITE_UV};
 use egui::{Color32, Pos2, Rect, RichText, Sense, Shape, Stroke, Vec2, pos2, vec2};
 
 use crate::engine::genome::GenomeId;
+use crate::studio::panel::GenomeView;
 use crate::studio::run::history::RunHistory;
 pub use crate::studio::run::tree_layout::{INVALID_COLOR, score_color};
 use crate::studio::run::tree_layout::{Layout, NONE};
@@ -303,211 +304,6 @@ impl GenealogyView {
         }
     }
 
-    /// Toolbar and canvas. Returns the genome clicked this frame.
-    pub fn ui(
-        &mut self,
-        ui: &mut egui::Ui,
-        history: &RunHistory,
-        selected: Option<GenomeId>,
-    ) -> Option<GenomeId> {
-        if selected != self.seen_selection
-            && let Some(id) = selected
-        {
-            self.reveal(history, id);
-        }
-        self.sync(history);
-        let mut fit_now = false;
-        ui.horizontal(|ui| {
-            if ui
-                .button("Fit")
-                .on_hover_text("Show the whole tree (and follow it as it grows)")
-                .clicked()
-            {
-                fit_now = true;
-            }
-            if self.layout.has_islands {
-                ui.checkbox(&mut self.color_by_island, "colour by island")
-                    .on_hover_text("Fill nodes with their island's colour (invalid ones stay red)");
-            }
-            ui.checkbox(&mut self.path_to_best, "path to best")
-                .on_hover_text("Highlight the lineage from the root to the best genome");
-            if !self.collapsed.is_empty()
-                && ui
-                    .button(format!("Expand all ({})", self.collapsed.len()))
-                    .clicked()
-            {
-                self.collapsed.clear();
-                self.relayout = true;
-            }
-            ui.label(RichText::new("how?").small().weak())
-                .on_hover_text(
-                    "Click a node: inspect it. Ctrl+click: diff it against the selected one. \
-                 Double-click or right-click: collapse or expand its subtree. Drag: pan. \
-                 Wheel: zoom across. Ctrl+wheel: zoom.",
-                );
-        });
-        if self.relayout {
-            self.sync(history);
-        }
-        let (rect, response) = ui.allocate_exact_size(
-            ui.available_size().max(vec2(50.0, 50.0)),
-            Sense::click_and_drag(),
-        );
-        response
-            .widget_info(|| egui::WidgetInfo::labeled(egui::Role::Canvas, true, "genealogy tree"));
-        self.rect = rect;
-        if fit_now || self.camera.is_none() {
-            self.follow = true;
-        }
-        let mut cam = if self.follow {
-            self.fit(rect)
-        } else {
-            self.camera.unwrap_or_else(|| self.fit(rect))
-        };
-
-        // Bring a selection made elsewhere into view.
-        if selected != self.seen_selection {
-            self.seen_selection = selected;
-            if let Some(w) = selected
-                .and_then(|id| history.position(id))
-                .and_then(|p| self.world(p))
-            {
-                let s = cam.to_screen(rect, w);
-                if !rect.shrink(MARGIN).contains(s) {
-                    cam.center = w;
-                    if cam.scale.x < 4.0 {
-                        cam.scale.x = 12.0;
-                    }
-                    self.follow = false;
-                }
-            }
-        }
-
-        // Pan and zoom.
-        if response.dragged() {
-            cam.center -= response.drag_delta() / cam.scale;
-            self.follow = false;
-        }
-        if let Some(pointer) = response.hover_pos() {
-            let (scroll, zoom) = ui.input(|i| (i.smooth_scroll_delta, i.zoom_delta()));
-            let factor = if zoom != 1.0 {
-                vec2(zoom, zoom)
-            } else if scroll.y != 0.0 {
-                vec2((scroll.y / 200.0).exp(), 1.0)
-            } else {
-                vec2(1.0, 1.0)
-            };
-            if factor != vec2(1.0, 1.0) {
-                let before = cam.to_world(rect, pointer);
-                cam.scale = (cam.scale * factor)
-                    .max(vec2(1e-4, 2.0))
-                    .min(vec2(400.0, 400.0));
-                let after = cam.to_world(rect, pointer);
-                cam.center += before - after;
-                self.follow = false;
-            }
-        }
-        self.camera = Some(cam);
-
-        // Clicks.
-        let mut action = None;
-        if let Some(pointer) = response.interact_pointer_pos().or(response.hover_pos()) {
-            let hit = self.hit(cam, rect, pointer, 9.0);
-            if let Some(p) = hit {
-                let id = history.genomes[p].id;
-                if response.double_clicked() {
-                    action = Some(Action::Toggle(id));
-                } else if response.clicked() {
-                    action = Some(Action::Select(id));
-                } else if response.secondary_clicked() {
-                    self.menu = Some(id);
-                }
-            }
-        }
-        let painter = ui.painter_at(rect);
-        painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
-        self.paint(&painter, ui.visuals(), cam, rect, history, selected);
-
-        // Hover: the genome and its inspirations.
-        if let Some(pointer) = response.hover_pos()
-            && let Some(p) = self.hit(cam, rect, pointer, 9.0)
-        {
-            let g = &history.genomes[p];
-            let from = cam.to_screen(rect, self.world(p).unwrap_or(Pos2::ZERO));
-            for &ins in &g.inspiration_ids {
-                if let Some(w) = history.position(ins).and_then(|q| self.world(q)) {
-                    painter.add(Shape::dashed_line(
-                        &[from, cam.to_screen(rect, w)],
-                        Stroke::new(1.5, INSPIRATION),
-                        5.0,
-                        4.0,
-                    ));
-                }
-            }
-            let score = g
-                .fitness()
-                .filter(|_| g.valid)
-                .map_or_else(|| "invalid".to_owned(), |s| format!("score {s:.6}"));
-            let mut text = format!("genome #{} · {score}\niteration {}", g.id, g.iteration);
-            if let Some(i) = g.metadata.island {
-                text.push_str(&format!(" · island {i}"));
-            }
-            if !g.metadata.patch_type.is_empty() {
-                text.push_str(&format!(" · {}", g.metadata.patch_type));
-            }
-            if !g.inspiration_ids.is_empty() {
-                let ids: Vec<String> = g.inspiration_ids.iter().map(|i| format!("#{i}")).collect();
-                text.push_str(&format!("\ninspirations {}", ids.join(" ")));
-            }
-            if self.layout.hidden[p] > 0 {
-                text.push_str(&format!(
-                    "\n{} descendants collapsed",
-                    self.layout.hidden[p]
-                ));
-            }
-            response.clone().on_hover_text_at_pointer(text);
-        }
-
-        if let Some(menu) = self.menu {
-            let collapsed = self.collapsed.contains(&menu);
-            let mut close = false;
-            response.context_menu(|ui| {
-                ui.label(RichText::new(format!("genome #{menu}")).strong());
-                if ui.button("Inspect").clicked() {
-                    action = Some(Action::Select(menu));
-                    close = true;
-                }
-                let label = if collapsed {
-                    "Expand subtree"
-                } else {
-                    "Collapse subtree"
-                };
-                if ui.button(label).clicked() {
-                    action = Some(Action::Toggle(menu));
-                    close = true;
-                }
-                if close {
-                    ui.close();
-                }
-            });
-            if close {
-                self.menu = None;
-            }
-        }
-        match action {
-            Some(Action::Select(id)) => {
-                self.seen_selection = Some(id);
-                Some(id)
-            }
-            Some(Action::Toggle(id)) => {
-                let on = !self.collapsed.contains(&id);
-                self.set_collapsed(id, on);
-                None
-            }
-            None => None,
-        }
-    }
-
     /// The nodes and edges in view as one mesh; with the counts drawn.
     #[expect(clippy::too_many_arguments, reason = "the frame's view, passed once")]
     fn build_mesh(
@@ -714,6 +510,213 @@ impl GenealogyView {
         path(selected, SELECTED, 1.5);
         self.drawn_nodes = nodes;
         self.drawn_edges = edges;
+    }
+}
+
+impl GenomeView for GenealogyView {
+    /// Toolbar and canvas. Returns the genome clicked this frame.
+    fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) -> Option<GenomeId> {
+        if selected != self.seen_selection
+            && let Some(id) = selected
+        {
+            self.reveal(history, id);
+        }
+        self.sync(history);
+        let mut fit_now = false;
+        ui.horizontal(|ui| {
+            if ui
+                .button("Fit")
+                .on_hover_text("Show the whole tree (and follow it as it grows)")
+                .clicked()
+            {
+                fit_now = true;
+            }
+            if self.layout.has_islands {
+                ui.checkbox(&mut self.color_by_island, "colour by island")
+                    .on_hover_text("Fill nodes with their island's colour (invalid ones stay red)");
+            }
+            ui.checkbox(&mut self.path_to_best, "path to best")
+                .on_hover_text("Highlight the lineage from the root to the best genome");
+            if !self.collapsed.is_empty()
+                && ui
+                    .button(format!("Expand all ({})", self.collapsed.len()))
+                    .clicked()
+            {
+                self.collapsed.clear();
+                self.relayout = true;
+            }
+            ui.label(RichText::new("how?").small().weak())
+                .on_hover_text(
+                    "Click a node: inspect it. Ctrl+click: diff it against the selected one. \
+                 Double-click or right-click: collapse or expand its subtree. Drag: pan. \
+                 Wheel: zoom across. Ctrl+wheel: zoom.",
+                );
+        });
+        if self.relayout {
+            self.sync(history);
+        }
+        let (rect, response) = ui.allocate_exact_size(
+            ui.available_size().max(vec2(50.0, 50.0)),
+            Sense::click_and_drag(),
+        );
+        response
+            .widget_info(|| egui::WidgetInfo::labeled(egui::Role::Canvas, true, "genealogy tree"));
+        self.rect = rect;
+        if fit_now || self.camera.is_none() {
+            self.follow = true;
+        }
+        let mut cam = if self.follow {
+            self.fit(rect)
+        } else {
+            self.camera.unwrap_or_else(|| self.fit(rect))
+        };
+
+        // Bring a selection made elsewhere into view.
+        if selected != self.seen_selection {
+            self.seen_selection = selected;
+            if let Some(w) = selected
+                .and_then(|id| history.position(id))
+                .and_then(|p| self.world(p))
+            {
+                let s = cam.to_screen(rect, w);
+                if !rect.shrink(MARGIN).contains(s) {
+                    cam.center = w;
+                    if cam.scale.x < 4.0 {
+                        cam.scale.x = 12.0;
+                    }
+                    self.follow = false;
+                }
+            }
+        }
+
+        // Pan and zoom.
+        if response.dragged() {
+            cam.center -= response.drag_delta() / cam.scale;
+            self.follow = false;
+        }
+        if let Some(pointer) = response.hover_pos() {
+            let (scroll, zoom) = ui.input(|i| (i.smooth_scroll_delta, i.zoom_delta()));
+            let factor = if zoom != 1.0 {
+                vec2(zoom, zoom)
+            } else if scroll.y != 0.0 {
+                vec2((scroll.y / 200.0).exp(), 1.0)
+            } else {
+                vec2(1.0, 1.0)
+            };
+            if factor != vec2(1.0, 1.0) {
+                let before = cam.to_world(rect, pointer);
+                cam.scale = (cam.scale * factor)
+                    .max(vec2(1e-4, 2.0))
+                    .min(vec2(400.0, 400.0));
+                let after = cam.to_world(rect, pointer);
+                cam.center += before - after;
+                self.follow = false;
+            }
+        }
+        self.camera = Some(cam);
+
+        // Clicks.
+        let mut action = None;
+        if let Some(pointer) = response.interact_pointer_pos().or(response.hover_pos()) {
+            let hit = self.hit(cam, rect, pointer, 9.0);
+            if let Some(p) = hit {
+                let id = history.genomes[p].id;
+                if response.double_clicked() {
+                    action = Some(Action::Toggle(id));
+                } else if response.clicked() {
+                    action = Some(Action::Select(id));
+                } else if response.secondary_clicked() {
+                    self.menu = Some(id);
+                }
+            }
+        }
+        let painter = ui.painter_at(rect);
+        painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
+        self.paint(&painter, ui.visuals(), cam, rect, history, selected);
+
+        // Hover: the genome and its inspirations.
+        if let Some(pointer) = response.hover_pos()
+            && let Some(p) = self.hit(cam, rect, pointer, 9.0)
+        {
+            let g = &history.genomes[p];
+            let from = cam.to_screen(rect, self.world(p).unwrap_or(Pos2::ZERO));
+            for &ins in &g.inspiration_ids {
+                if let Some(w) = history.position(ins).and_then(|q| self.world(q)) {
+                    painter.add(Shape::dashed_line(
+                        &[from, cam.to_screen(rect, w)],
+                        Stroke::new(1.5, INSPIRATION),
+                        5.0,
+                        4.0,
+                    ));
+                }
+            }
+            let score = g
+                .fitness()
+                .filter(|_| g.valid)
+                .map_or_else(|| "invalid".to_owned(), |s| format!("score {s:.6}"));
+            let mut text = format!("genome #{} · {score}\niteration {}", g.id, g.iteration);
+            if let Some(i) = g.metadata.island {
+                text.push_str(&format!(" · island {i}"));
+            }
+            if !g.metadata.patch_type.is_empty() {
+                text.push_str(&format!(" · {}", g.metadata.patch_type));
+            }
+            if !g.inspiration_ids.is_empty() {
+                let ids: Vec<String> = g.inspiration_ids.iter().map(|i| format!("#{i}")).collect();
+                text.push_str(&format!("\ninspirations {}", ids.join(" ")));
+            }
+            if self.layout.hidden[p] > 0 {
+                text.push_str(&format!(
+                    "\n{} descendants collapsed",
+                    self.layout.hidden[p]
+                ));
+            }
+            response.clone().on_hover_text_at_pointer(text);
+        }
+
+        if let Some(menu) = self.menu {
+            let collapsed = self.collapsed.contains(&menu);
+            let mut close = false;
+            response.context_menu(|ui| {
+                ui.label(RichText::new(format!("genome #{menu}")).strong());
+                if ui.button("Inspect").clicked() {
+                    action = Some(Action::Select(menu));
+                    close = true;
+                }
+                let label = if collapsed {
+                    "Expand subtree"
+                } else {
+                    "Collapse subtree"
+                };
+                if ui.button(label).clicked() {
+                    action = Some(Action::Toggle(menu));
+                    close = true;
+                }
+                if close {
+                    ui.close();
+                }
+            });
+            if close {
+                self.menu = None;
+            }
+        }
+        match action {
+            Some(Action::Select(id)) => {
+                self.seen_selection = Some(id);
+                Some(id)
+            }
+            Some(Action::Toggle(id)) => {
+                let on = !self.collapsed.contains(&id);
+                self.set_collapsed(id, on);
+                None
+            }
+            None => None,
+        }
     }
 }
 #[cfg(test)]

@@ -1,0 +1,303 @@
+//! Card files: new, open (a file or a built-in card), save, the task and
+//! runs folders, the library, and the question asked before unsaved changes
+//! are discarded (with the dialog listing a card's errors).
+
+use std::path::{Path, PathBuf};
+
+use egui::RichText;
+
+use super::App;
+use crate::engine::card::Card;
+use crate::studio::command::UiCommand;
+use crate::studio::files::{Pick, check_task_folder, read_card, write_card};
+use crate::studio::library::Library;
+use crate::studio::state::Document;
+use crate::studio::theme;
+
+/// An action that would discard unsaved changes, waiting for a yes.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Pending {
+    New,
+    Open(PathBuf),
+    Builtin(String),
+    Import(Box<Card>),
+}
+
+impl App {
+    /// Apply a command of the file group.
+    pub(super) fn apply_file_command(&mut self, command: UiCommand) {
+        match command {
+            UiCommand::NewCard => {
+                if self.doc.dirty {
+                    self.pending = Some(Pending::New);
+                } else {
+                    self.new_now();
+                }
+            }
+            UiCommand::OpenCard(path) => {
+                if self.doc.dirty {
+                    self.pending = Some(Pending::Open(path));
+                } else {
+                    self.open_now(&path);
+                }
+            }
+            UiCommand::OpenBuiltin(name) => {
+                if self.doc.dirty {
+                    self.pending = Some(Pending::Builtin(name));
+                } else {
+                    self.open_builtin_now(&name);
+                }
+            }
+            UiCommand::BrowseOpen => {
+                if let Some(ctx) = self.ctx.clone() {
+                    self.jobs.pick(Pick::OpenCard, self.dialog_start(), &ctx);
+                }
+            }
+            UiCommand::Save => match self.save_target() {
+                Some(path) => {
+                    self.save_to(&path);
+                }
+                None => self.commands.push(UiCommand::BrowseSaveAs),
+            },
+            UiCommand::SaveAs(path) => {
+                self.save_to(&path);
+            }
+            UiCommand::SaveAndContinue => {
+                // save, then do what was waiting; a failed save keeps the
+                // question open (the status bar says why)
+                if let Some(path) = self.save_target()
+                    && self.save_to(&path)
+                {
+                    self.commands.push(UiCommand::ConfirmDiscard);
+                }
+            }
+            UiCommand::BrowseSaveAs => {
+                if let Some(why) = self.save_blocker() {
+                    self.error(why);
+                } else if let Some(ctx) = self.ctx.clone() {
+                    self.jobs.pick(Pick::SaveCard, self.dialog_start(), &ctx);
+                }
+            }
+            UiCommand::BrowseTask => {
+                if let Some(ctx) = self.ctx.clone() {
+                    let start = self.task_dir.parent().map(Path::to_path_buf);
+                    self.jobs.pick(Pick::TaskFolder, start, &ctx);
+                }
+            }
+            UiCommand::SetTaskFolder(dir) => self.set_task_folder(dir),
+            UiCommand::SetRunsFolder(dir) => {
+                self.runs.folder = dir.display().to_string();
+                self.state.runs_folder = dir;
+            }
+            UiCommand::RefreshLibrary => {
+                self.library = Library::scan(&self.library.folder.clone(), &self.registry);
+                self.lb_choices = None;
+            }
+            UiCommand::ConfirmDiscard => match self.pending.take() {
+                Some(Pending::New) => self.new_now(),
+                Some(Pending::Open(path)) => self.open_now(&path),
+                Some(Pending::Builtin(name)) => self.open_builtin_now(&name),
+                Some(Pending::Import(card)) => self.import_now(*card),
+                None => {}
+            },
+            UiCommand::CancelDiscard => self.pending = None,
+            other => self.misrouted(&other),
+        }
+    }
+
+    pub(super) fn set_task_folder(&mut self, dir: PathBuf) {
+        self.task_check = check_task_folder(&dir);
+        if self.task_check.problem.is_none() {
+            self.state.last_task_folder = Some(dir.clone());
+        }
+        self.task_dir = dir;
+    }
+
+    pub(super) fn open_now(&mut self, path: &Path) {
+        match read_card(path, &self.registry) {
+            Ok(card) => {
+                self.set_doc(Document::new(card, Some(path.to_path_buf())));
+                self.problems_revision = None;
+                self.state.remember_card(path);
+                self.card_errors = None;
+                self.info(format!("Opened {}", path.display()));
+            }
+            Err(errors) => {
+                self.error(format!(
+                    "{} could not be opened ({} error{})",
+                    path.display(),
+                    errors.0.len(),
+                    if errors.0.len() == 1 { "" } else { "s" }
+                ));
+                self.card_errors = Some(errors);
+            }
+        }
+    }
+
+    /// Edit another card: the path field follows its file (empty for a card
+    /// never saved), so "Save to path" never writes over the previous file.
+    fn set_doc(&mut self, mut doc: Document) {
+        self.path_field = doc
+            .path
+            .as_ref()
+            .map_or_else(String::new, |p| p.display().to_string());
+        // a revision the previous card never had: what is kept per revision
+        // (the problems, the run model, the YAML text) is made again
+        doc.revision = self.doc.revision.wrapping_add(1);
+        self.doc = doc;
+    }
+
+    /// Open the built-in card `name` as a new card (not tied to a file).
+    pub(super) fn open_builtin_now(&mut self, name: &str) {
+        let Some(builtin) = crate::engine::builtin::card(name) else {
+            return self.error(format!("There is no built-in card {name}"));
+        };
+        match Card::from_yaml(builtin.yaml, &format!("built-in:{name}"), &self.registry) {
+            Ok(card) => {
+                self.set_doc(Document::new(card, None));
+                self.problems_revision = None;
+                self.card_errors = None;
+                self.info(format!(
+                    "Opened the built-in card {name} (Save asks where to keep it)"
+                ));
+            }
+            Err(errors) => {
+                self.error(format!("The built-in card {name} could not be opened"));
+                self.card_errors = Some(errors);
+            }
+        }
+    }
+
+    fn new_now(&mut self) {
+        self.set_doc(Document::new(Card::new_default("untitled"), None));
+        self.problems_revision = None;
+        self.info("New card");
+    }
+
+    /// Save the card at `path`; false (and why, in the status bar) when not.
+    fn save_to(&mut self, path: &Path) -> bool {
+        self.refresh_problems();
+        if let Some(why) = self.save_blocker() {
+            self.error(why);
+            return false;
+        }
+        match write_card(&self.doc.card, path) {
+            Ok(saved) => {
+                self.state.remember_card(&saved);
+                self.path_field = saved.display().to_string();
+                self.info(format!("Saved {}", saved.display()));
+                self.doc.mark_saved(saved);
+                true
+            }
+            Err(e) => {
+                self.error(e);
+                false
+            }
+        }
+    }
+
+    /// Where "Save" would write without asking: the card's file, else the
+    /// path typed in the card path field.
+    fn save_target(&self) -> Option<PathBuf> {
+        self.doc.path.clone().or_else(|| {
+            let typed = self.path_field.trim();
+            (!typed.is_empty()).then(|| PathBuf::from(typed))
+        })
+    }
+
+    pub(super) fn import_now(&mut self, card: Card) {
+        self.info(format!(
+            "Imported {}/{} (not saved yet)",
+            card.namespace, card.name
+        ));
+        self.set_doc(Document::unsaved(card));
+        self.problems_revision = None;
+    }
+
+    pub(super) fn dialog_start(&self) -> Option<PathBuf> {
+        self.doc
+            .path
+            .as_ref()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .or_else(|| std::env::current_dir().ok())
+    }
+
+    pub(super) fn modals_ui(&mut self, ctx: &egui::Context) {
+        if let Some(pending) = &self.pending {
+            let what = match pending {
+                Pending::New => "start a new card".to_owned(),
+                Pending::Open(p) => format!("open {}", p.display()),
+                Pending::Builtin(name) => format!("open the built-in card {name}"),
+                Pending::Import(c) => format!("import {}/{}", c.namespace, c.name),
+            };
+            let title = self.doc.title();
+            let response = egui::Modal::new(egui::Id::unique("confirm-discard")).show(ctx, |ui| {
+                ui.set_max_width(420.0);
+                ui.heading("Unsaved changes");
+                ui.label(format!(
+                    "{title} has unsaved changes. Discard them to {what}?"
+                ));
+                ui.add_space(theme::SECTION_GAP);
+                ui.horizontal(|ui| {
+                    let target = self.save_target();
+                    let save = ui.add_enabled(
+                        target.is_some() && self.problems.is_empty(),
+                        egui::Button::new("Save and continue"),
+                    );
+                    let save = match (&target, self.problems.summary()) {
+                        (_, Some(why)) => save.on_disabled_hover_text(format!("Fix the card first: {why}")),
+                        (None, None) => save.on_disabled_hover_text(
+                            "This card has no file yet: type one in the Card path field, or keep editing and use Save As",
+                        ),
+                        (Some(p), None) => save.on_hover_text(format!("Save to {}", p.display())),
+                    };
+                    if save.clicked() {
+                        self.commands.push(UiCommand::SaveAndContinue);
+                    }
+                    if ui.button("Discard changes").clicked() {
+                        self.commands.push(UiCommand::ConfirmDiscard);
+                    }
+                    if ui.button("Keep editing").clicked() {
+                        self.commands.push(UiCommand::CancelDiscard);
+                    }
+                });
+            });
+            if response.should_close() {
+                self.commands.push(UiCommand::CancelDiscard);
+            }
+        }
+        if let Some(errors) = &self.card_errors {
+            let response = egui::Modal::new(egui::Id::unique("card-errors")).show(ctx, |ui| {
+                ui.set_max_width(640.0);
+                ui.heading("The card could not be opened");
+                ui.label(format!(
+                    "{} error{}; nothing was opened",
+                    errors.0.len(),
+                    if errors.0.len() == 1 { "" } else { "s" }
+                ));
+                ui.add_space(6.0);
+                egui::ScrollArea::vertical()
+                    .max_height(320.0)
+                    .show(ui, |ui| {
+                        for e in &errors.0 {
+                            ui.add(
+                                egui::Label::new(
+                                    RichText::new(e.to_string())
+                                        .monospace()
+                                        .color(ui.visuals().error_fg_color),
+                                )
+                                .wrap(),
+                            );
+                        }
+                    });
+                ui.add_space(theme::SECTION_GAP);
+                if ui.button("Close").clicked() {
+                    self.commands.push(UiCommand::DismissErrors);
+                }
+            });
+            if response.should_close() {
+                self.commands.push(UiCommand::DismissErrors);
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! The live run and recorded runs: start, pause, stop, open a recorded run
+//! read-only, read its curve for the comparison plot, resume it.
+
+use std::path::{Path, PathBuf};
+
+use super::App;
+use crate::engine::launch::RunPlan;
+use crate::studio::command::UiCommand;
+use crate::studio::files::JobResult;
+use crate::studio::run::{ArchivedRun, read_archive};
+use crate::studio::runs::read_curve;
+use crate::studio::state::Tab;
+
+impl App {
+    /// Apply a command of the run group.
+    pub(super) fn apply_run_command(&mut self, command: UiCommand) {
+        match command {
+            UiCommand::StartRun => self.start_run(),
+            UiCommand::PauseOrResume => {
+                if !self.run_view.is_running() {
+                    self.info("No run is in progress");
+                } else if self.run_view.history().paused {
+                    self.run_view.resume();
+                } else if !self.run_view.is_paused() {
+                    self.run_view.pause();
+                }
+            }
+            UiCommand::StopRun => {
+                if self.run_view.is_running() {
+                    self.run_view.stop();
+                } else {
+                    self.info("No run is in progress");
+                }
+            }
+            UiCommand::RefreshRuns => self.runs.refresh(),
+            UiCommand::OpenRun(dir) => self.open_run(dir),
+            UiCommand::LoadCurve(dir) => {
+                if let Some(ctx) = self.ctx.clone() {
+                    self.jobs.spawn("curve", &ctx, move || {
+                        let curve = read_curve(&dir);
+                        JobResult::Curve { dir, curve }
+                    });
+                }
+            }
+            UiCommand::ResumeRun { dir, iterations } => self.resume_run(&dir, iterations),
+            other => self.misrouted(&other),
+        }
+    }
+
+    /// A recorded run was read: show it read-only, unless a run started
+    /// meanwhile.
+    pub(super) fn opened_run(&mut self, run: Box<ArchivedRun>) {
+        if self.run_view.is_running() {
+            self.error("A run started meanwhile; the recorded run was not opened");
+        } else {
+            let dir = run.dir.display().to_string();
+            self.run_view.show_archived(*run);
+            self.state.tab = Tab::Run;
+            self.info(format!("Opened {dir} (read-only)"));
+        }
+    }
+
+    fn start_run(&mut self) {
+        self.refresh_problems();
+        if let Some(why) = self.run_blocker() {
+            self.error(why);
+            return;
+        }
+        let Some(ctx) = self.ctx.clone() else {
+            return;
+        };
+        let model = match self.resolve_model() {
+            Ok((m, _)) => m,
+            Err(e) => {
+                self.error(format!("Model: {e}"));
+                return;
+            }
+        };
+        let card = match self.doc.card.clone().check(&self.registry) {
+            Ok(c) => c,
+            Err(problems) => {
+                let first = problems
+                    .first()
+                    .map(|p| format!("{}: {}", p.field, p.message));
+                return self.error(format!("Fix the card first: {}", first.unwrap_or_default()));
+            }
+        };
+        let plan = match crate::engine::task::Task::load(&self.task_dir)
+            .map_err(crate::engine::launch::LaunchError::from)
+            .and_then(|task| RunPlan::new_in(card, task, &self.state.runs_folder, &self.registry))
+        {
+            Ok(p) => p,
+            Err(e) => return self.error(format!("Cannot start: {e}")),
+        };
+        self.run_view.start(plan, model, &ctx);
+        self.state.tab = Tab::Run;
+    }
+
+    fn open_run(&mut self, dir: PathBuf) {
+        if self.run_view.is_running() {
+            self.error("A run is in progress; stop it before opening a recorded run");
+            return;
+        }
+        let Some(ctx) = self.ctx.clone() else {
+            return;
+        };
+        self.info(format!("Reading {}", dir.display()));
+        self.jobs.spawn("open-run", &ctx, move || {
+            JobResult::OpenedRun(read_archive(&dir).map(Box::new))
+        });
+    }
+
+    /// Continue the recorded run in `dir` live up to `iterations` total: the
+    /// archive's own card with the budget raised, on its recorded task
+    /// folder, appending to the same folder (the engine's [`RunPlan::resume`],
+    /// as the CLI's `resume`).
+    fn resume_run(&mut self, dir: &Path, iterations: u64) {
+        if self.run_view.is_running() {
+            self.error("A run is in progress; stop it before resuming another");
+            return;
+        }
+        let Some(ctx) = self.ctx.clone() else {
+            return;
+        };
+        let plan = match RunPlan::resume(dir, Some(iterations), &self.registry) {
+            Ok(p) => p,
+            Err(e) => return self.error(format!("resume: {e}")),
+        };
+        let run = match read_archive(dir) {
+            Ok(r) => r,
+            Err(e) => return self.error(format!("resume: {e}")),
+        };
+        let model = match self.build_run_model(plan.card()) {
+            Ok((m, _)) => m,
+            Err(e) => return self.error(format!("resume: model: {e}")),
+        };
+        self.run_view
+            .continue_recorded(run.history, plan, model, &ctx);
+        self.state.tab = Tab::Run;
+        self.info(format!(
+            "Resuming {} up to {iterations} iterations",
+            dir.display()
+        ));
+    }
+}
