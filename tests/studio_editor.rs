@@ -378,6 +378,35 @@ fn broken_card_shows_every_error_and_opens_nothing() {
     assert!(h.state().card_errors().is_none());
 }
 
+/// The YAML tab shows the card open now, also when the card before it had
+/// as many edits (both fresh from their files).
+#[test]
+fn the_yaml_tab_follows_the_card_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = valid_card();
+    first.name = "first_card".into();
+    first.title = "First card".into();
+    first.save(&dir.path().join("first_card.yaml")).unwrap();
+    let mut second = valid_card();
+    second.name = "second_card".into();
+    second.title = "Second card".into();
+    second.save(&dir.path().join("second_card.yaml")).unwrap();
+    let mut app = new_app();
+    app.set_library_folder(dir.path());
+    let mut h = harness(app);
+    h.run();
+    h.get_by_label("First card").click();
+    h.run();
+    h.get_by_label("YAML").click();
+    h.run_steps(2);
+    assert!(h.query_by_label_contains("name: first_card").is_some());
+    h.get_by_label("Second card").click();
+    h.run_steps(2);
+    assert_eq!(h.state().doc.card.name, "second_card");
+    assert!(h.query_by_label_contains("name: first_card").is_none());
+    assert!(h.query_by_label_contains("name: second_card").is_some());
+}
+
 #[test]
 fn library_lists_cards_and_opens_one() {
     let dir = tempfile::tempdir().unwrap();
