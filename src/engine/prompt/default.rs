@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use rand::RngExt as _;
 use serde::{Deserialize, Serialize};
 
+use super::program::{self, fence};
 use super::{EditMode, PromptBuilder, PromptContext};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{FITNESS_KEY, Genome, Prompt};
@@ -32,6 +33,10 @@ pub struct DefaultPromptParams {
     /// Stochastic template variation: pick one of several phrasings per
     /// section from the run's RNG (OpenEvolve / AlphaEvolve).
     pub template_variation: bool,
+    /// For a folder program: show its read-only context files up to this
+    /// many characters in all (the rest are listed by path); its editable
+    /// files are always shown in full.
+    pub max_context_chars: usize,
 }
 
 impl Default for DefaultPromptParams {
@@ -43,6 +48,7 @@ impl Default for DefaultPromptParams {
             max_inspiration_chars: 6000,
             suggest_simplification_after_chars: 0,
             template_variation: false,
+            max_context_chars: 20_000,
         }
     }
 }
@@ -139,6 +145,15 @@ impl Component for DefaultPromptBuilder {
                 doc: "Pick one of several phrasings per section from the run's RNG",
                 ty: ParamType::Bool,
             },
+            ParamSpec {
+                key: "max_context_chars",
+                doc: "For a folder program: show its read-only context files up to this many characters \
+                      (the rest are listed by path; editable files are always shown in full)",
+                ty: ParamType::Int {
+                    min: 0,
+                    max: 10_000_000,
+                },
+            },
         ],
     };
 
@@ -212,19 +227,6 @@ fn metrics_lines(genome: &Genome, previous: Option<&Genome>) -> String {
         out.push_str("- no metrics yet\n");
     }
     out
-}
-
-fn fence(language: &str, code: &str) -> String {
-    let longest = code
-        .lines()
-        .map(|l| l.trim_start().chars().take_while(|c| *c == '`').count())
-        .max()
-        .unwrap_or(0);
-    let ticks = "`".repeat(longest.max(2) + 1);
-    format!(
-        "{ticks}{language}\n{}\n{ticks}\n",
-        code.trim_end_matches('\n')
-    )
 }
 
 impl PromptBuilder for DefaultPromptBuilder {
@@ -340,9 +342,18 @@ impl PromptBuilder for DefaultPromptBuilder {
             }
         }
 
-        let _ = writeln!(user, "# Current Program");
-        user.push_str(&fence(lang, &ctx.parent.content.text()));
-        user.push('\n');
+        let folder = !ctx.parent.content.is_single();
+        if folder {
+            user.push_str(&program::current_program(
+                &ctx.parent.content,
+                ctx.task.files.as_ref(),
+                p.max_context_chars,
+            ));
+        } else {
+            let _ = writeln!(user, "# Current Program");
+            user.push_str(&fence(lang, &ctx.parent.content.text()));
+            user.push('\n');
+        }
 
         let _ = writeln!(
             user,
@@ -350,9 +361,16 @@ impl PromptBuilder for DefaultPromptBuilder {
             self.pick(IMPROVE_LINES, rng).replace("{fitness}", fitness)
         );
         let rule = region_rule(&ctx.task.markers);
-        match ctx.mode {
-            EditMode::Diff => {
-                user.push_str(
+        if folder {
+            user.push_str(&program::instructions(
+                ctx.mode,
+                ctx.task.files.as_ref(),
+                &ctx.parent.content,
+            ));
+        } else {
+            match ctx.mode {
+                EditMode::Diff => {
+                    user.push_str(
                     "Reply with one or more edits in this exact SEARCH/REPLACE format:\n\n\
 <<<<<<< SEARCH\n\
 <lines copied exactly from the current program>\n\
@@ -361,25 +379,26 @@ impl PromptBuilder for DefaultPromptBuilder {
 >>>>>>> REPLACE\n\n\
 - Each SEARCH section must match the current program character for character, including indentation.\n",
                 );
-                let _ = writeln!(user, "- {rule}");
-                user.push_str(
+                    let _ = writeln!(user, "- {rule}");
+                    user.push_str(
                     "- Keep every edit small and focused; use several blocks for several changes.\n\
 - Briefly explain the idea before the blocks.\n",
                 );
-            }
-            EditMode::FullRewrite => {
-                let _ = writeln!(
-                    user,
-                    "Reply with the complete new program in one ```{lang} code block. Keep the same inputs and \
+                }
+                EditMode::FullRewrite => {
+                    let _ = writeln!(
+                        user,
+                        "Reply with the complete new program in one ```{lang} code block. Keep the same inputs and \
 outputs. {rule}"
-                );
-            }
-            EditMode::Crossover => {
-                let _ = writeln!(
-                    user,
-                    "Combine the strengths of the current program and Inspiration Program 1 into one better program. \
+                    );
+                }
+                EditMode::Crossover => {
+                    let _ = writeln!(
+                        user,
+                        "Combine the strengths of the current program and Inspiration Program 1 into one better program. \
 Reply with the complete new program in one ```{lang} code block. {rule}"
-                );
+                    );
+                }
             }
         }
         if let Some(t) = ctx.task.timeout_secs {

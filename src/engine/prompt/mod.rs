@@ -2,6 +2,7 @@
 //! model input. It formats; it does not select.
 
 mod default;
+mod program;
 
 use std::sync::Arc;
 

@@ -25,6 +25,7 @@ use crate::engine::genome::{Genome, GenomeId, TokenUsage};
 use crate::engine::memory::MemoryQuery;
 use crate::engine::model::{LanguageModel, ModelError, ModelRequest};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
+use crate::engine::task::files::EditRules;
 use crate::engine::text::patch::PatchOptions;
 
 /// Parameters of [`AgentProposer`].
@@ -57,6 +58,8 @@ pub struct AgentProposer {
     model: Arc<dyn LanguageModel>,
     params: AgentParams,
     language: String,
+    /// Which files of a folder program may change.
+    rules: EditRules,
 }
 
 impl Component for AgentProposer {
@@ -98,6 +101,7 @@ impl Component for AgentProposer {
             model: Arc::clone(&ctx.model),
             params,
             language: ctx.task.language.clone(),
+            rules: ctx.task.edit_rules(),
         })
     }
 }
@@ -250,6 +254,7 @@ impl Proposer for AgentProposer {
                 &reply.text,
                 &options,
                 Self::usize(self.params.max_code_length),
+                &self.rules,
             )
             .map(|edited| edited.content);
             let content = match content {
@@ -393,6 +398,7 @@ mod tests {
             model,
             params: AgentParams::default(),
             language: "python".to_owned(),
+            rules: EditRules::default(),
         }
     }
 

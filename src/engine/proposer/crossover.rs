@@ -34,6 +34,7 @@ use crate::engine::model::{LanguageModel, ModelError, ModelRequest};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::prompt::EditMode;
 use crate::engine::rng::SearchRng;
+use crate::engine::task::files::EditRules;
 use crate::engine::text::patch::PatchOptions;
 
 /// Parameters of [`CrossoverProposer`].
@@ -75,6 +76,8 @@ pub struct CrossoverProposer {
     /// (mode, normalised probability), in `patch_types` order.
     mix: Vec<(EditMode, f64)>,
     language: String,
+    /// Which files of a folder program may change.
+    rules: EditRules,
 }
 
 impl std::fmt::Debug for CrossoverProposer {
@@ -213,7 +216,10 @@ impl Component for CrossoverProposer {
     }
 
     fn build(params: CrossoverParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Self::new(Arc::clone(&ctx.model), params, &ctx.task.language)
+        Ok(
+            Self::new(Arc::clone(&ctx.model), params, &ctx.task.language)?
+                .with_rules(ctx.task.edit_rules()),
+        )
     }
 }
 
@@ -231,7 +237,15 @@ impl CrossoverProposer {
             params,
             mix,
             language: language.to_owned(),
+            rules: EditRules::default(),
         })
+    }
+
+    /// The same proposer for a folder program whose files change as
+    /// `rules` allow (without them, none may).
+    pub fn with_rules(mut self, rules: EditRules) -> Self {
+        self.rules = rules;
+        self
     }
 
     /// The decoded parameters.
@@ -366,6 +380,7 @@ impl Proposer for CrossoverProposer {
                 &reply.text,
                 &options,
                 self.params.max_code_length,
+                &self.rules,
             ) {
                 Ok(result) => {
                     let (sim, id) = if self.novelty_on() {

@@ -14,6 +14,7 @@ use crate::engine::model::{LanguageModel, ModelError, ModelRequest};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::prompt::EditMode;
 use crate::engine::rng::SearchRng;
+use crate::engine::task::files::EditRules;
 use crate::engine::text::patch::{PatchKind, PatchOptions};
 
 /// Parameters of [`DiffProposer`].
@@ -46,6 +47,8 @@ pub struct DiffProposer {
     params: DiffParams,
     /// The task's language tag, preferred when picking a full rewrite.
     language: String,
+    /// Which files of a folder program may change.
+    rules: EditRules,
 }
 
 impl std::fmt::Debug for DiffProposer {
@@ -82,11 +85,10 @@ impl Component for DiffProposer {
     };
 
     fn build(params: DiffParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        Ok(Self::new(
-            Arc::clone(&ctx.model),
-            params,
-            &ctx.task.language,
-        ))
+        Ok(
+            Self::new(Arc::clone(&ctx.model), params, &ctx.task.language)
+                .with_rules(ctx.task.edit_rules()),
+        )
     }
 }
 
@@ -97,7 +99,15 @@ impl DiffProposer {
             model,
             params,
             language: language.to_owned(),
+            rules: EditRules::default(),
         }
+    }
+
+    /// The same proposer for a folder program whose files change as
+    /// `rules` allow (without them, none may).
+    pub fn with_rules(mut self, rules: EditRules) -> Self {
+        self.rules = rules;
+        self
     }
 
     /// The decoded parameters.
@@ -154,6 +164,7 @@ impl Proposer for DiffProposer {
             &reply.text,
             &options,
             self.params.max_code_length,
+            &self.rules,
         ) {
             Ok(edited) => (Ok(edited.content), edited.kind),
             Err(e) => (Err(e), PatchKind::Diff),

@@ -19,7 +19,11 @@ use crate::engine::memory::{Knowledge, Memory, MemoryQuery};
 use crate::engine::params::{ParamSpec, ParamType};
 use crate::engine::prompt::EditMode;
 use crate::engine::rng::SearchRng;
+use crate::engine::task::files::{EditOp, EditRules};
 use crate::engine::text::patch::{PatchKind, PatchOptions};
+use crate::engine::text::tree::{
+    EditAction, EditRules as TreeRules, Opaque, TreeView, apply_tree_reply,
+};
 
 /// The `max_code_length` parameter every proposer that writes programs takes.
 pub const MAX_CODE_LENGTH: ParamSpec = ParamSpec {
@@ -43,35 +47,84 @@ pub struct Edited {
 /// Turn a model's reply into a child of `parent`, the one place proposers
 /// apply edits. A single-file program takes SEARCH/REPLACE blocks or a full
 /// rewrite ([`crate::engine::text::patch::apply_reply`]); the child keeps
-/// its file's name. A child whose longest file has more than
-/// `max_code_length` characters is refused. A folder's edits name their
-/// files; until this proposer reads them, a folder program is refused with
-/// that reason rather than edited as if it were one file.
+/// its file's name. A folder program takes edits that name their files
+/// ([`crate::engine::text::tree::apply_tree_reply`]: SEARCH/REPLACE blocks
+/// under their path, unified diffs, `*** Begin Patch`, named rewrites),
+/// checked against the task's `rules`; a refusal names the path and the
+/// rule, and reaches the model on the next retry as any parse error does.
+/// A child whose longest file has more than `max_code_length` characters
+/// is refused.
 pub fn apply_reply(
     parent: &Tree,
     reply: &str,
     options: &PatchOptions<'_>,
     max_code_length: usize,
+    rules: &EditRules,
 ) -> Result<Edited, ProposalError> {
-    let Some(text) = parent.single_text() else {
-        return Err(ProposalError::Parse(format!(
-            "the program is a folder of {} files and this proposer edits single-file programs only",
-            parent.len()
-        )));
+    let (content, kind) = match parent.single_text() {
+        Some(text) => match crate::engine::text::patch::apply_reply(text, reply, options) {
+            Ok(result) => (parent.with_single_text(result.content), result.kind),
+            Err(e) if e.is_noop() => return Err(ProposalError::NoOp(e.to_string())),
+            Err(e) => return Err(ProposalError::Parse(e.to_string())),
+        },
+        None => apply_to_folder(parent, reply, options, rules)?,
     };
-    match crate::engine::text::patch::apply_reply(text, reply, options) {
-        Ok(result) => {
-            let len = result.content.chars().count();
-            if len > max_code_length {
-                return Err(ProposalError::Parse(format!(
-                    "program grew past max_code_length: the child has {len} characters, the \
-                     limit is {max_code_length}; make the program shorter instead of adding code"
-                )));
-            }
-            Ok(Edited {
-                content: parent.with_single_text(result.content),
-                kind: result.kind,
-            })
+    let len = content.longest_text_chars();
+    if len > max_code_length {
+        let what = if content.is_single() {
+            "the child"
+        } else {
+            "the child's longest file"
+        };
+        return Err(ProposalError::Parse(format!(
+            "program grew past max_code_length: {what} has {len} characters, the limit is \
+             {max_code_length}; make the program shorter instead of adding code"
+        )));
+    }
+    Ok(Edited { content, kind })
+}
+
+/// A folder program's reply, applied file by file.
+fn apply_to_folder(
+    parent: &Tree,
+    reply: &str,
+    options: &PatchOptions<'_>,
+    rules: &EditRules,
+) -> Result<(Tree, PatchKind), ProposalError> {
+    let files = parent.texts();
+    let opaque = parent
+        .files()
+        .filter(|(_, blob)| blob.is_binary())
+        .map(|(path, _)| (path.to_owned(), Opaque::Binary))
+        .collect();
+    let view = TreeView {
+        files: &files,
+        opaque: &opaque,
+    };
+    let editable = |path: &str, action: EditAction| {
+        let op = match action {
+            EditAction::Change => EditOp::Modify,
+            EditAction::Add => EditOp::Add,
+            EditAction::Delete => EditOp::Delete,
+        };
+        // The rule's text starts with the path, which the refusal names.
+        rules.check(path, op).map_err(|rule| {
+            rule.strip_prefix(path)
+                .and_then(|r| r.strip_prefix(": "))
+                .map_or(rule.clone(), str::to_owned)
+        })
+    };
+    let tree_rules = TreeRules {
+        editable: &editable,
+        max_files: rules.max_files(),
+        language: options.language,
+        allow_full_rewrite: options.allow_full_rewrite,
+    };
+    match apply_tree_reply(&view, reply, &tree_rules) {
+        Ok(edit) => {
+            let mut texts = files;
+            edit.apply_to(&mut texts);
+            Ok((parent.with_texts(texts), edit.kind()))
         }
         Err(e) if e.is_noop() => Err(ProposalError::NoOp(e.to_string())),
         Err(e) => Err(ProposalError::Parse(e.to_string())),

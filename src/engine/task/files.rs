@@ -186,6 +186,11 @@ impl EditRules {
         }
     }
 
+    /// Most files a child may have.
+    pub fn max_files(&self) -> usize {
+        self.max_files
+    }
+
     /// The files that may change, as loaded.
     pub fn editable(&self) -> &BTreeSet<String> {
         &self.editable
@@ -193,7 +198,7 @@ impl EditRules {
 }
 
 /// A program folder, read.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ProgramFiles {
     /// The files that may change.
     pub editable: Vec<String>,

@@ -171,6 +171,9 @@ pub struct TaskBrief {
     /// The initial program's EVOLVE-BLOCK markers (the instructions say
     /// which lines may change).
     pub markers: Markers,
+    /// A repository task's files: which may change and which are context
+    /// (`None` for a single-file task).
+    pub files: Option<files::ProgramFiles>,
 }
 
 impl Default for TaskBrief {
@@ -184,6 +187,7 @@ impl Default for TaskBrief {
             timeout_secs: None,
             fitness: crate::engine::genome::FITNESS_KEY.to_owned(),
             markers: Markers::Regions(1),
+            files: None,
         }
     }
 }
@@ -553,6 +557,7 @@ impl Task {
                 .fitness_metric()
                 .unwrap_or_else(|| crate::engine::genome::FITNESS_KEY.to_owned()),
             markers: self.markers.clone(),
+            files: self.files.clone(),
         }
     }
 }

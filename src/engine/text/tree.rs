@@ -64,13 +64,37 @@ pub struct TreeView<'a> {
     pub opaque: &'a BTreeMap<String, Opaque>,
 }
 
+/// What an edit does to a file, as the editable rule is asked about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EditAction {
+    /// An existing file's text changes.
+    Change,
+    /// A new file is added.
+    Add,
+    /// A file is removed.
+    Delete,
+}
+
+impl EditAction {
+    fn gerund(self) -> &'static str {
+        match self {
+            Self::Change => "changing",
+            Self::Add => "adding",
+            Self::Delete => "deleting",
+        }
+    }
+}
+
+/// The editable rule: whether an action on the file at a path is allowed;
+/// the error is the rule that refuses it (`editable files match
+/// src/**/*.py`), told to the model.
+pub type Editable<'a> = &'a dyn Fn(&str, EditAction) -> Result<(), String>;
+
 /// What an edit may do.
 #[derive(Clone, Copy)]
 pub struct EditRules<'a> {
-    /// Whether the file at a path may change, be added or be deleted; the
-    /// error is the rule that refuses it (`editable files match
-    /// src/**/*.py`), told to the model.
-    pub editable: &'a dyn Fn(&str) -> Result<(), String>,
+    /// The editable rule.
+    pub editable: Editable<'a>,
     /// Most files the tree may hold after the edit (opaque ones included).
     pub max_files: usize,
     /// The language's fence tag, preferred for an unnamed full rewrite.
@@ -157,15 +181,13 @@ pub enum TreeEditError {
     #[error("refused: {0}")]
     Path(#[from] PathError),
     /// The editable rule refuses the file.
-    #[error("refused: {action} `{path}` is not allowed: {rule}. {allowed}")]
+    #[error("refused: {action} `{path}` is not allowed: {rule}")]
     Refused {
         path: String,
         /// `changing`, `adding`, `deleting`.
         action: &'static str,
         /// The rule, as the predicate gave it.
         rule: String,
-        /// A sentence listing the files that may change.
-        allowed: String,
     },
     /// A binary file or symlink.
     #[error(
@@ -528,7 +550,7 @@ fn scan_rewrites(
 pub fn editable_files(tree: &TreeView<'_>, rules: &EditRules<'_>) -> Vec<String> {
     tree.files
         .keys()
-        .filter(|p| (rules.editable)(p).is_ok())
+        .filter(|p| (rules.editable)(p, EditAction::Change).is_ok())
         .cloned()
         .collect()
 }
@@ -608,16 +630,11 @@ struct Work<'a> {
 }
 
 impl Work<'_> {
-    fn editable_list(&self) -> String {
-        list(&editable_files(self.tree, self.rules))
-    }
-
-    fn allowed(&self, path: &str, action: &'static str) -> Result<(), TreeEditError> {
-        (self.rules.editable)(path).map_err(|rule| TreeEditError::Refused {
+    fn allowed(&self, path: &str, action: EditAction) -> Result<(), TreeEditError> {
+        (self.rules.editable)(path, action).map_err(|rule| TreeEditError::Refused {
             path: path.to_owned(),
-            action,
+            action: action.gerund(),
             rule,
-            allowed: format!("The files you may change are: {}", self.editable_list()),
         })
     }
 
@@ -672,7 +689,7 @@ impl Work<'_> {
                 other: other.clone(),
             });
         }
-        self.allowed(&path, "adding")?;
+        self.allowed(&path, EditAction::Add)?;
         let count = self.files.len() + self.tree.opaque.len() + 1;
         if count > self.rules.max_files {
             return Err(TreeEditError::TooManyFiles {
@@ -689,7 +706,7 @@ impl Work<'_> {
         let Some(old) = self.files.get(&path) else {
             return self.add(path, content);
         };
-        self.allowed(&path, "changing")?;
+        self.allowed(&path, EditAction::Change)?;
         let new = apply_full_rewrite(old, content).map_err(|error| TreeEditError::File {
             path: path.clone(),
             error,
@@ -702,7 +719,7 @@ impl Work<'_> {
         let Some(old) = self.files.get(&path) else {
             return Err(self.no_such_file(path));
         };
-        self.allowed(&path, "deleting")?;
+        self.allowed(&path, EditAction::Delete)?;
         if !marker_sequence(&Doc::new(old).lines).is_empty() {
             return Err(TreeEditError::DeleteMarked(path));
         }
@@ -724,7 +741,7 @@ impl Work<'_> {
             }
             return Err(self.no_such_file(path));
         };
-        self.allowed(&path, "changing")?;
+        self.allowed(&path, EditAction::Change)?;
         let mut doc = Doc::new(old);
         let before = doc.lines.clone();
         apply_hunks(&mut doc.lines, hunks).map_err(|error| TreeEditError::Hunk {
@@ -759,7 +776,7 @@ impl Work<'_> {
             }
             return Err(self.no_such_file(path));
         };
-        self.allowed(&path, "changing")?;
+        self.allowed(&path, EditAction::Change)?;
         let renumber = |e: PatchError| match e {
             PatchError::Malformed { reason, .. } => PatchError::Malformed {
                 block: number,
@@ -917,7 +934,7 @@ mod tests {
         Fixture { files, opaque }
     }
 
-    fn src_py(path: &str) -> Result<(), String> {
+    fn src_py(path: &str, _: EditAction) -> Result<(), String> {
         if path.starts_with("src/") && path.ends_with(".py") {
             Ok(())
         } else {
@@ -1043,8 +1060,7 @@ mod tests {
         let msg = apply(&reply).unwrap_err().to_string();
         assert_eq!(
             msg,
-            "refused: adding `tests/test_util.py` is not allowed: editable files match `src/**/*.py`. \
-             The files you may change are: `src/helper.py`, `src/score.py`"
+            "refused: adding `tests/test_util.py` is not allowed: editable files match `src/**/*.py`"
         );
     }
 
