@@ -279,6 +279,85 @@ mod tests {
     use super::*;
     use crate::engine::testing::TrivialEvaluator;
 
+    #[test]
+    fn a_folder_programs_reply_is_checked_against_the_tasks_rules() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tasks/fit_package");
+        let task = crate::engine::task::Task::load(&dir).unwrap();
+        let rules = task.edit_rules();
+        let mut files: std::collections::BTreeMap<String, crate::engine::tree::Blob> = task
+            .initial_program
+            .files()
+            .map(|(p, b)| (p.to_owned(), b.clone()))
+            .collect();
+        files.insert(
+            "fitpkg/table.bin".into(),
+            crate::engine::tree::Blob::from_bytes(vec![0, 159, 146, 150]),
+        );
+        let parent = Tree::folder(files);
+        let options = PatchOptions {
+            language: "python",
+            allow_full_rewrite: true,
+        };
+        let apply = |reply: &str, max: usize| apply_reply(&parent, reply, &options, max, &rules);
+        let reply = "fitpkg/model.py\n<<<<<<< SEARCH\nWEIGHTS = [0.40, 0.70]  # one weight per feature: bias, periodic\n=======\nWEIGHTS = [0.40, 1.70]  # one weight per feature: bias, periodic\n>>>>>>> REPLACE\n";
+        let child = apply(reply, 60_000).unwrap();
+        assert_eq!(child.kind, PatchKind::Diff);
+        assert!(
+            child
+                .content
+                .text_of("fitpkg/model.py")
+                .unwrap()
+                .contains("1.70")
+        );
+        // The binary file is carried, unchanged, and shared with the parent.
+        assert_eq!(
+            child
+                .content
+                .get("fitpkg/table.bin")
+                .map(|b| b.id().clone()),
+            parent.get("fitpkg/table.bin").map(|b| b.id().clone())
+        );
+        let err = apply(reply, 300).unwrap_err().to_string();
+        assert!(err.contains("the child's longest file has"), "{err}");
+        let err = apply(
+            "*** Begin Patch\n*** Delete File: fitpkg/table.bin\n*** End Patch",
+            60_000,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, ProposalError::Parse(m) if m.contains("`fitpkg/table.bin` is a binary file")),
+            "{err}"
+        );
+        let err = apply(
+            "*** Begin Patch\n*** Add File: ../escape.py\n+x = 1\n*** End Patch",
+            60_000,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("`../escape.py` leaves the program's folder"),
+            "{err}"
+        );
+        let err = apply(
+            "*** Begin Patch\n*** Add File: notes/plan.py\n+x = 1\n*** End Patch",
+            60_000,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(
+                "refused: adding `notes/plan.py` is not allowed: outside the editable files"
+            ),
+            "{err}"
+        );
+        let err = apply(
+            "fitpkg/model.py\n<<<<<<< SEARCH\nWEIGHTS = [0.40, 0.70]  # one weight per feature: bias, periodic\n=======\nWEIGHTS = [0.40, 0.70]  # one weight per feature: bias, periodic\n>>>>>>> REPLACE\n",
+            60_000,
+        )
+        .unwrap_err();
+        assert!(matches!(err, ProposalError::NoOp(_)), "{err}");
+    }
+
     /// Notes kept as written.
     struct Notes(Vec<String>);
 

@@ -1,6 +1,10 @@
 //! Edits across the files of a program that is a tree of files: a model
-//! reply turned into changes of a path → text map. Four forms are read, in
-//! the order they appear in the reply (several may be mixed):
+//! reply turned into changes of a path → text map. (Over 800 lines on
+//! purpose: about half is the tests, realistic model replies in each form,
+//! which read best next to the rules they pin down.)
+//!
+//! Four forms are read, in the order they appear in the reply (several may
+//! be mixed):
 //!
 //! - SEARCH/REPLACE blocks with the file's path on a line above them
 //!   (aider's convention: the path alone on its line, maybe in backticks or
@@ -20,9 +24,6 @@
 //! it refuses. Binary files and symlinks are never edited. A file with
 //! EVOLVE-BLOCK markers keeps everything outside its blocks, whatever the
 //! form. Pure: nothing here touches a disk.
-//!
-//! Over 800 lines on purpose: about half is the tests, realistic model
-//! replies in each form, which read best next to the rules they pin down.
 
 use std::collections::{BTreeMap, BTreeSet};
 
