@@ -8,7 +8,9 @@ use std::time::Instant;
 
 use galapagos::engine::archive::read_genomes;
 use galapagos::engine::component::{BuildContext, Component};
-use galapagos::engine::evaluator::{Candidate, CommandEvaluator, CommandParams, Evaluator};
+use galapagos::engine::evaluator::{
+    Candidate, CommandEvaluator, CommandParams, Evaluator, Isolation,
+};
 use galapagos::engine::model::default_model;
 use galapagos::engine::task::{Task, TaskKind};
 
@@ -450,7 +452,10 @@ async fn output_limit_kb_bounds_the_captured_output() {
             &task,
             CommandParams {
                 argv: vec!["./evaluate.sh".to_owned()],
-                output_limit_kb: kb,
+                isolation: Isolation {
+                    output_limit_kb: kb,
+                    ..Isolation::default()
+                },
                 ..CommandParams::default()
             },
         )

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use galapagos::engine::evaluator::{
-    Candidate, Evaluator, Sandbox, SubprocessEvaluator, SubprocessParams,
+    Candidate, Evaluator, Isolation, Sandbox, SubprocessEvaluator, SubprocessParams,
 };
 use galapagos::engine::task::Task;
 
@@ -38,7 +38,10 @@ fn unsandboxed(task: &Task, timeout_secs: f64) -> SubprocessEvaluator {
         task,
         SubprocessParams {
             timeout_secs,
-            sandbox: Sandbox::None,
+            isolation: Isolation {
+                sandbox: Sandbox::None,
+                ..Isolation::default()
+            },
             ..SubprocessParams::default()
         },
         2,
@@ -219,7 +222,10 @@ async fn os_exit_abort_and_self_kill_are_invalid_and_next_evaluation_works() {
             &task,
             SubprocessParams {
                 timeout_secs: 10.0,
-                sandbox,
+                isolation: Isolation {
+                    sandbox,
+                    ..Isolation::default()
+                },
                 ..SubprocessParams::default()
             },
             2,
@@ -499,7 +505,10 @@ async fn dropping_the_evaluator_leaves_no_processes() {
             &task,
             SubprocessParams {
                 timeout_secs: 30.0,
-                sandbox,
+                isolation: Isolation {
+                    sandbox,
+                    ..Isolation::default()
+                },
                 ..SubprocessParams::default()
             },
             2,

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use galapagos::engine::evaluator::{
-    Candidate, Evaluator, Sandbox, SubprocessEvaluator, SubprocessParams,
+    Candidate, Evaluator, Isolation, Sandbox, SubprocessEvaluator, SubprocessParams,
 };
 use galapagos::engine::task::Task;
 
@@ -67,7 +67,10 @@ fn value_candidate(id: u64, value: f64) -> Candidate {
 /// namespace's).
 fn unsandboxed() -> SubprocessParams {
     SubprocessParams {
-        sandbox: Sandbox::None,
+        isolation: Isolation {
+            sandbox: Sandbox::None,
+            ..Isolation::default()
+        },
         ..SubprocessParams::default()
     }
 }

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use galapagos::engine::evaluator::{
-    Candidate, Evaluation, Evaluator, Sandbox, SubprocessEvaluator, SubprocessParams,
+    Candidate, Evaluation, Evaluator, Isolation, Sandbox, SubprocessEvaluator, SubprocessParams,
 };
 use galapagos::engine::task::Task;
 
@@ -73,7 +73,10 @@ fn with_sandbox(
         SubprocessParams {
             timeout_secs,
             candidates_per_process: per_process,
-            sandbox,
+            isolation: Isolation {
+                sandbox,
+                ..Isolation::default()
+            },
             ..SubprocessParams::default()
         },
         1,
@@ -281,7 +284,10 @@ async fn a_candidate_cannot_register_a_second_lane_of_its_own() {
         SubprocessParams {
             timeout_secs: 3.0,
             candidates_per_process: 100,
-            sandbox: Sandbox::None,
+            isolation: Isolation {
+                sandbox: Sandbox::None,
+                ..Isolation::default()
+            },
             ..SubprocessParams::default()
         },
         3,

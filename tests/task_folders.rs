@@ -382,7 +382,10 @@ async fn the_shipped_rust_task_compiles_and_runs_its_candidates() {
     let ev = SubprocessEvaluator::new(
         &task,
         SubprocessParams {
-            sandbox: galapagos::engine::evaluator::Sandbox::None,
+            isolation: galapagos::engine::evaluator::Isolation {
+                sandbox: galapagos::engine::evaluator::Sandbox::None,
+                ..galapagos::engine::evaluator::Isolation::default()
+            },
             ..SubprocessParams::default()
         },
         1,

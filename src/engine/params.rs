@@ -125,6 +125,45 @@ pub struct ParamSpec {
     pub ty: ParamType,
 }
 
+/// A parameter table joined from parts (a component's own entries and the
+/// fragments its parameters flatten in), in order: `N` is the parts' total
+/// length, which [`param_table`] computes. A wrong `N` fails the build.
+pub const fn join_specs<const N: usize>(parts: &[&[ParamSpec]]) -> [ParamSpec; N] {
+    const NONE: ParamSpec = ParamSpec {
+        key: "",
+        doc: "",
+        ty: ParamType::Bool,
+    };
+    let mut table = [NONE; N];
+    let mut n = 0;
+    let mut p = 0;
+    while p < parts.len() {
+        let mut i = 0;
+        while i < parts[p].len() {
+            assert!(n < N, "join_specs: more entries than N");
+            table[n] = parts[p][i];
+            n += 1;
+            i += 1;
+        }
+        p += 1;
+    }
+    assert!(n == N, "join_specs: fewer entries than N");
+    table
+}
+
+/// A component's parameter table (`&'static [ParamSpec]`) joined from
+/// constant slices, in order: its own entries and the fragments its
+/// parameters flatten in, e.g. `param_table!(OWN, isolation::SPECS,
+/// confirm::SPECS)`.
+macro_rules! param_table {
+    ($($part:expr),+ $(,)?) => {{
+        const TABLE: [$crate::engine::params::ParamSpec; 0 $(+ $part.len())+] =
+            $crate::engine::params::join_specs(&[$($part),+]);
+        &TABLE
+    }};
+}
+pub(crate) use param_table;
+
 /// Why a parameter value is rejected.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{key}: {reason}")]

@@ -660,7 +660,9 @@ fn fit_evaluator(m: &mut Mapper<'_>, task: &Task) {
     }
     let old = std::mem::take(&mut m.card.evaluator.params);
     let mut params = crate::engine::params::ParamMap::default();
-    let confirm = crate::engine::evaluator::confirm::SPECS.map(|spec| spec.key);
+    let confirm = crate::engine::evaluator::confirm::SPECS
+        .iter()
+        .map(|spec| spec.key);
     for key in ["timeout_secs", "python"].into_iter().chain(confirm) {
         if let Some(v) = old.get(key) {
             params.set(key, v.clone());

@@ -47,7 +47,8 @@ use serde::{Deserialize, Serialize};
 use tokio::net::unix::pipe;
 use tokio::sync::Semaphore;
 
-use super::confirm::{Aggregate, Confirm, SPECS as CONFIRM_SPECS};
+use super::confirm::{self, Confirm};
+use super::isolation::{self, Isolation};
 mod json;
 mod limits;
 mod metrics;
@@ -62,7 +63,7 @@ use super::worker::process::kill_groups;
 use super::worker::sandbox::{self, Sandbox};
 use super::{Candidate, Evaluation, Evaluator, Metric, Observed};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
-use crate::engine::params::{ParamError, ParamSpec, ParamType};
+use crate::engine::params::{ParamError, ParamSpec, ParamType, param_table};
 use crate::engine::task::TaskKind;
 
 /// Parameters of [`CommandEvaluator`].
@@ -76,34 +77,13 @@ pub struct CommandParams {
     pub timeout_secs: f64,
     /// The interpreter `{python}` stands for.
     pub python: String,
-    /// Evaluations more for a would-be best ([`super::confirm`]; 0: off).
-    pub confirm: u32,
-    /// A confirmed candidate's metrics: the evaluations' mean or minimum.
-    pub confirm_aggregate: Aggregate,
-    /// Largest fitness spread allowed, relative to the mean's size.
-    pub confirm_tolerance: f64,
-    /// How each candidate's command is isolated (`bwrap` by default on
-    /// Linux, see [`sandboxed`]).
-    pub sandbox: Sandbox,
-    /// The command may use the network (off: no network at all).
-    pub network: bool,
-    /// More paths shown, read-only, inside the sandbox; `~/` is your home.
-    pub read_paths: Vec<String>,
-    /// Memory each process of the command may allocate (RLIMIT_DATA), in
-    /// MiB; null: no limit. With the sandbox.
-    pub memory_limit_mib: Option<u64>,
-    /// CPU time each process may use, in seconds; null: twice
-    /// `timeout_secs` (at least 10 s). With the sandbox.
-    pub cpu_limit_secs: Option<f64>,
-    /// Processes the command may run at once; null: no limit. With the
-    /// sandbox.
-    pub process_limit: Option<u64>,
-    /// Largest file the command may write, in MiB; null: no limit. With the
-    /// sandbox.
-    pub file_size_limit_mib: Option<u64>,
-    /// Bytes of each of the command's stdout and stderr kept (its first and
-    /// last halves), in KB.
-    pub output_limit_kb: u64,
+    /// The sandbox, the network, read paths and the limits (without the
+    /// sandbox, no limit is applied).
+    #[serde(flatten)]
+    pub isolation: Isolation,
+    /// Confirming a would-be best ([`super::confirm`]).
+    #[serde(flatten)]
+    pub confirm: Confirm,
 }
 
 /// ShinkaEvolve's command line for a task's `evaluate.py` (the default
@@ -124,17 +104,8 @@ impl Default for CommandParams {
             argv: SHINKA_ARGV.iter().map(|a| (*a).to_owned()).collect(),
             timeout_secs: 60.0,
             python: "python3".to_owned(),
-            confirm: Confirm::default().times,
-            confirm_aggregate: Confirm::default().aggregate,
-            confirm_tolerance: Confirm::default().tolerance,
-            sandbox: Sandbox::default(),
-            network: false,
-            read_paths: Vec::new(),
-            memory_limit_mib: Some(4096),
-            cpu_limit_secs: None,
-            process_limit: Some(256),
-            file_size_limit_mib: Some(1024),
-            output_limit_kb: 20,
+            isolation: Isolation::default(),
+            confirm: Confirm::default(),
         }
     }
 }
@@ -167,6 +138,28 @@ impl std::fmt::Debug for CommandEvaluator {
     }
 }
 
+/// The `command` evaluator's own parameters (the table joins
+/// [`isolation::SPECS`] and [`confirm::SPECS`] after them).
+const OWN_SPECS: &[ParamSpec] = &[
+    ParamSpec {
+        key: "argv",
+        doc: "The command and its arguments, run in the task folder; {program}, {results_dir}, \
+              {task_dir} and {python} are replaced (without {program}, the program and the results \
+              folder are appended). Default: ShinkaEvolve's {python} evaluate.py --program_path \
+              {program} --results_dir {results_dir}",
+        ty: ParamType::TextList,
+    },
+    ParamSpec {
+        key: "python",
+        doc: "The interpreter {python} stands for (a name on PATH or a path)",
+        ty: ParamType::Text,
+    },
+    isolation::timeout_spec(
+        "Wall-clock limit per candidate in seconds; the command's whole process group is killed when \
+         it is exceeded",
+    ),
+];
+
 impl Component for CommandEvaluator {
     type Slot = dyn Evaluator;
     type Params = CommandParams;
@@ -176,49 +169,7 @@ impl Component for CommandEvaluator {
         type_name: "CommandEvaluator",
         summary: "Runs any executable per candidate ({program}, {results_dir}); metrics from metrics.json \
                   or JSON on stdout, validity from correct.json (ShinkaEvolve's evaluate.py unchanged)",
-        params: &[
-            ParamSpec {
-                key: "argv",
-                doc: "The command and its arguments, run in the task folder; {program}, {results_dir}, \
-                      {task_dir} and {python} are replaced (without {program}, the program and the results \
-                      folder are appended). Default: ShinkaEvolve's {python} evaluate.py --program_path \
-                      {program} --results_dir {results_dir}",
-                ty: ParamType::TextList,
-            },
-            ParamSpec {
-                key: "timeout_secs",
-                doc: "Wall-clock limit per candidate in seconds; the command's whole process group is killed \
-                      when it is exceeded",
-                ty: ParamType::Float {
-                    min: 0.1,
-                    max: 86400.0,
-                },
-            },
-            ParamSpec {
-                key: "python",
-                doc: "The interpreter {python} stands for (a name on PATH or a path)",
-                ty: ParamType::Text,
-            },
-            CONFIRM_SPECS[0],
-            CONFIRM_SPECS[1],
-            CONFIRM_SPECS[2],
-            sandboxed::SPECS[0],
-            sandboxed::SPECS[1],
-            sandboxed::SPECS[2],
-            sandboxed::SPECS[3],
-            sandboxed::SPECS[4],
-            sandboxed::SPECS[5],
-            sandboxed::SPECS[6],
-            ParamSpec {
-                key: "output_limit_kb",
-                doc: "KB of each of the command's stdout and stderr kept (the first and last halves; the \
-                      rest is counted)",
-                ty: ParamType::Int {
-                    min: 1,
-                    max: 100_000,
-                },
-            },
-        ],
+        params: param_table!(OWN_SPECS, isolation::SPECS, confirm::SPECS),
     };
 
     /// A command must be named; `read_paths` may not show a whole home.
@@ -231,12 +182,12 @@ impl Component for CommandEvaluator {
                     .to_owned(),
             });
         }
-        sandbox::check_read_paths(&params.read_paths)
+        params.isolation.check()
     }
 
     /// With the sandbox, `bwrap` and `prlimit` must be installed.
     fn build(params: CommandParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        let jail = match params.sandbox {
+        let jail = match params.isolation.sandbox {
             Sandbox::None => None,
             Sandbox::Bwrap => {
                 let refuse = |reason| ParamError {
@@ -446,19 +397,19 @@ impl CommandEvaluator {
                     };
                 }
                 let cell = sandboxed::Cell {
-                    network: self.params.network,
+                    network: self.params.isolation.network,
                     task_dir: &self.task_dir,
                     helper_dir,
                     candidate_dir: program.parent().unwrap_or(results),
                     python: &self.params.python,
                     program: exe,
-                    read_paths: &self.params.read_paths,
+                    read_paths: &self.params.isolation.read_paths,
                 };
                 sandboxed::command(
                     bwrap,
                     prlimit,
                     &cell,
-                    sandboxed::limits(&self.params),
+                    self.params.isolation.limits(self.params.timeout_secs),
                     &argv,
                 )
             }
@@ -504,8 +455,7 @@ impl CommandEvaluator {
         ) else {
             return Evaluation::invalid("cannot read the evaluator command's output".to_owned());
         };
-        let kept =
-            usize::try_from(self.params.output_limit_kb.saturating_mul(1000)).unwrap_or(usize::MAX);
+        let kept = self.params.isolation.output_bytes();
         let (mut cap_out, mut cap_err) = (Capture::new(kept), Capture::new(kept));
         let (mut out_open, mut err_open) = (true, true);
         let deadline =
@@ -574,7 +524,9 @@ impl CommandEvaluator {
         let mut evaluation = observed.judge();
         evaluation.private = private;
         if let (Some(limits), Some(error), Some(Ok(status))) = (
-            self.jail.as_ref().map(|_| sandboxed::limits(&self.params)),
+            self.jail
+                .as_ref()
+                .map(|_| self.params.isolation.limits(self.params.timeout_secs)),
             evaluation.error.as_deref().filter(|_| !timed_out),
             status,
         ) {
@@ -701,11 +653,7 @@ impl Evaluator for CommandEvaluator {
 
     /// Each evaluation is a new process already.
     fn confirmation(&self) -> Confirm {
-        Confirm {
-            times: self.params.confirm,
-            aggregate: self.params.confirm_aggregate,
-            tolerance: self.params.confirm_tolerance,
-        }
+        self.params.confirm
     }
 
     fn unsandboxed(&self) -> Option<String> {

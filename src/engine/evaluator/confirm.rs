@@ -46,14 +46,20 @@ impl Aggregate {
 }
 
 /// An evaluator's confirmation settings (`evaluator.confirm`,
-/// `confirm_aggregate`, `confirm_tolerance`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// `confirm_aggregate`, `confirm_tolerance`): a fragment an evaluator's
+/// parameters flatten in (`#[serde(flatten)]`), with [`SPECS`] in its table.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Confirm {
     /// Evaluations more for a would-be best (0: off).
+    #[serde(rename = "confirm")]
     pub times: u32,
+    /// A confirmed candidate's metrics: the evaluations' mean or minimum.
+    #[serde(rename = "confirm_aggregate")]
     pub aggregate: Aggregate,
     /// Largest fitness spread (max − min over the evaluations) allowed,
     /// relative to the magnitude of the mean fitness (at least 1e-9).
+    #[serde(rename = "confirm_tolerance")]
     pub tolerance: f64,
 }
 
@@ -71,7 +77,7 @@ impl Default for Confirm {
 pub const MAX_CONFIRM: i64 = 20;
 
 /// The three card parameters, for an evaluator's parameter table.
-pub const SPECS: [ParamSpec; 3] = [
+pub const SPECS: &[ParamSpec] = &[
     ParamSpec {
         key: "confirm",
         doc: "Evaluate a candidate that would become the new best this many more times, each in a fresh \

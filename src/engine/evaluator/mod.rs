@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 mod command;
 pub mod confirm;
+pub mod isolation;
 mod slurm;
 mod subprocess;
 pub(crate) mod worker;
@@ -12,6 +13,7 @@ pub(crate) mod worker;
 use crate::engine::component::{Fills, Slot, SlotTrait};
 pub use command::{CommandEvaluator, CommandParams};
 pub use confirm::{Aggregate, Confirm, confirm};
+pub use isolation::Isolation;
 pub use slurm::{SlurmEvaluator, SlurmParams};
 pub use subprocess::{SubprocessEvaluator, SubprocessParams};
 pub use worker::sandbox::Sandbox;

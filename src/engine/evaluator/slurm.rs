@@ -50,14 +50,15 @@ use std::time::Duration;
 
 use tokio::sync::{OnceCell, Semaphore};
 
-use super::confirm::Confirm;
+use super::confirm::{self, Confirm};
 use super::worker::code_dir::write_code;
 use super::worker::environment;
-use super::worker::sandbox::{self, Sandbox};
+use super::worker::sandbox::Sandbox;
 use super::{Candidate, Evaluation, Evaluator};
+use super::{isolation, subprocess};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::Placement;
-use crate::engine::params::ParamError;
+use crate::engine::params::{ParamError, param_table};
 use crate::engine::task::Task;
 use client::{COMMANDS, copy_tree, expand_home, find_on_path, job_name};
 pub use params::{Mode, SlurmParams};
@@ -134,7 +135,12 @@ impl Component for SlurmEvaluator {
         kind: "slurm",
         type_name: "SlurmEvaluator",
         summary: "Runs the task's evaluator.py as Slurm work: job steps in long-lived allocations, or one job per candidate",
-        params: &params::SPECS,
+        params: param_table!(
+            params::OWN_SPECS,
+            subprocess::CASCADE_SPECS,
+            isolation::SPECS,
+            confirm::SPECS
+        ),
     };
 
     fn check(params: &SlurmParams) -> Result<(), ParamError> {
@@ -160,7 +166,7 @@ impl Component for SlurmEvaluator {
             }
         }
         environment::check_env(&params.env, &environment::default_key_vars(), &|_| None)?;
-        sandbox::check_read_paths(&params.read_paths)
+        params.isolation.check()
     }
 
     /// Refuses an `env` entry that names (or holds the value of) one of the
@@ -439,11 +445,7 @@ impl Evaluator for SlurmEvaluator {
 
     /// Each evaluation is a new process (a job step or a job) already.
     fn confirmation(&self) -> Confirm {
-        Confirm {
-            times: self.params.confirm,
-            aggregate: self.params.confirm_aggregate,
-            tolerance: self.params.confirm_tolerance,
-        }
+        self.params.confirm
     }
 
     /// The checks and the staging area, while the run opens its record.
@@ -452,7 +454,7 @@ impl Evaluator for SlurmEvaluator {
     }
 
     fn unsandboxed(&self) -> Option<String> {
-        (self.params.sandbox == Sandbox::None).then(|| {
+        (self.params.isolation.sandbox == Sandbox::None).then(|| {
             "candidates run on the Slurm nodes without a sandbox (evaluator.sandbox: none): they run as \
              you, with your files and the network there, and can leave processes behind"
                 .to_owned()

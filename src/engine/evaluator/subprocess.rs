@@ -1,6 +1,3 @@
-//! Over 800 lines for now: the parameter table, with the docs the studio and
-//! the hub README show, is a third of it.
-//!
 //! `SubprocessEvaluator` (kind `subprocess`): runs the task's `evaluator.py`
 //! (OpenEvolve format) in one warm Python worker, one forked child per
 //! candidate, so a runaway, crashing or misbehaving candidate can always be
@@ -34,7 +31,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{OnceCell, Semaphore};
 
-use super::confirm::{Aggregate, Confirm, SPECS as CONFIRM_SPECS, check_fresh};
+use super::confirm::{self, Confirm, check_fresh};
+use super::isolation::{self, Isolation};
 use super::worker::code_dir::{Setup, prepare, write_code};
 use super::worker::environment;
 use super::worker::limits::Limits;
@@ -44,7 +42,7 @@ use super::worker::sandbox::Sandbox;
 use super::worker::{LAUNCH, Launch, RunError, SpawnError, Worker, bind_lanes, lock, sandbox};
 use super::{Candidate, Evaluation, Evaluator};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
-use crate::engine::params::{ParamError, ParamSpec, ParamType};
+use crate::engine::params::{ParamError, ParamSpec, ParamType, param_table};
 use crate::engine::task::Task;
 
 /// Extra time the Rust side waits beyond the candidate timeout before it
@@ -77,33 +75,12 @@ pub struct SubprocessParams {
     /// Names of environment variables passed to the worker and candidates
     /// on top of the allowlist (PATH, locale, time zone, GPU selection).
     pub env: Vec<String>,
-    /// How candidates are isolated from the machine and from each other.
-    pub sandbox: Sandbox,
-    /// Candidates may use the network (off: no network at all).
-    pub network: bool,
-    /// More paths shown, read-only, inside the sandbox (data sets,
-    /// toolchains under your home); `~/` is your home.
-    pub read_paths: Vec<String>,
-    /// Memory a candidate's process may allocate (RLIMIT_DATA), in MiB;
-    /// null: no limit.
-    pub memory_limit_mib: Option<u64>,
-    /// CPU time a candidate's process may use, in seconds; null: twice
-    /// `timeout_secs` (at least 10 s).
-    pub cpu_limit_secs: Option<f64>,
-    /// Processes a candidate may run at once (sandboxed; not enforced for
-    /// root); null: no limit.
-    pub process_limit: Option<u64>,
-    /// Largest file a candidate may write, in MiB; null: no limit.
-    pub file_size_limit_mib: Option<u64>,
-    /// Bytes of each of a candidate's stdout and stderr kept (its first and
-    /// last halves), in KB.
-    pub output_limit_kb: u64,
-    /// Evaluations more for a would-be best ([`super::confirm`]; 0: off).
-    pub confirm: u32,
-    /// A confirmed candidate's metrics: the evaluations' mean or minimum.
-    pub confirm_aggregate: Aggregate,
-    /// Largest fitness spread allowed, relative to the mean's size.
-    pub confirm_tolerance: f64,
+    /// The sandbox, the network, read paths and the limits.
+    #[serde(flatten)]
+    pub isolation: Isolation,
+    /// Confirming a would-be best ([`super::confirm`]).
+    #[serde(flatten)]
+    pub confirm: Confirm,
 }
 
 impl Default for SubprocessParams {
@@ -116,17 +93,8 @@ impl Default for SubprocessParams {
             candidates_per_process: 1,
             import_timeout_secs: 60.0,
             env: Vec::new(),
-            sandbox: Sandbox::default(),
-            network: false,
-            read_paths: Vec::new(),
-            memory_limit_mib: Some(4096),
-            cpu_limit_secs: None,
-            process_limit: Some(256),
-            file_size_limit_mib: Some(1024),
-            output_limit_kb: 20,
-            confirm: Confirm::default().times,
-            confirm_aggregate: Confirm::default().aggregate,
-            confirm_tolerance: Confirm::default().tolerance,
+            isolation: Isolation::default(),
+            confirm: Confirm::default(),
         }
     }
 }
@@ -180,22 +148,64 @@ struct Config {
     key_vars: Vec<String>,
 }
 
-/// Staged evaluation, as every backend that runs evaluator.py offers it.
-pub(crate) const CASCADE: ParamSpec = ParamSpec {
-    key: "cascade",
-    doc: "Staged evaluation: run evaluate_stage1/2/3 when evaluator.py defines evaluate_stage1",
-    ty: ParamType::Bool,
-};
-
-/// The scores the stages of a cascade must reach.
-pub(crate) const CASCADE_THRESHOLDS: ParamSpec = ParamSpec {
-    key: "cascade_thresholds",
-    doc: "Score (combined_score, else mean of scores) a stage must reach to run the next stage",
-    ty: ParamType::FloatList {
-        min: -1e12,
-        max: 1e12,
+/// Staged evaluation (`cascade`, `cascade_thresholds`), as every backend
+/// that runs evaluator.py offers it.
+pub(crate) const CASCADE_SPECS: &[ParamSpec] = &[
+    ParamSpec {
+        key: "cascade",
+        doc: "Staged evaluation: run evaluate_stage1/2/3 when evaluator.py defines evaluate_stage1",
+        ty: ParamType::Bool,
     },
-};
+    ParamSpec {
+        key: "cascade_thresholds",
+        doc: "Score (combined_score, else mean of scores) a stage must reach to run the next stage",
+        ty: ParamType::FloatList {
+            min: -1e12,
+            max: 1e12,
+        },
+    },
+];
+
+/// The `subprocess` evaluator's own parameters (the table joins
+/// [`CASCADE_SPECS`], [`isolation::SPECS`] and [`confirm::SPECS`] after
+/// them).
+const OWN_SPECS: &[ParamSpec] = &[
+    isolation::timeout_spec(
+        "Wall-clock limit per candidate in seconds; the candidate's process group is killed when it is exceeded",
+    ),
+    ParamSpec {
+        key: "python",
+        doc: "Python interpreter used to run evaluator.py (a name on PATH or a path)",
+        ty: ParamType::Text,
+    },
+    ParamSpec {
+        key: "candidates_per_process",
+        doc: "Candidates one evaluation process serves before it is replaced. 1: a fresh process per \
+              candidate (full isolation). More: faster for cheap evaluators; state candidates commonly \
+              change is reset between them and a process that was tampered with is retired, but \
+              candidates share one interpreter. A timeout or crash still kills only that candidate",
+        ty: ParamType::Int {
+            min: 1,
+            max: MAX_CANDIDATES_PER_PROCESS as i64,
+        },
+    },
+    ParamSpec {
+        key: "import_timeout_secs",
+        doc: "Seconds evaluator.py may take to import, on top of timeout_secs; a start that takes \
+              longer fails once and is killed with everything it started",
+        ty: ParamType::Float {
+            min: 0.1,
+            max: 86400.0,
+        },
+    },
+    ParamSpec {
+        key: "env",
+        doc: "Environment variables passed to evaluator.py and the candidates, by name, on top of \
+              PATH, the locale, TZ and GPU selection (everything else, API keys included, is not \
+              passed; HOME and TMPDIR are private). A model API key variable is refused",
+        ty: ParamType::TextList,
+    },
+];
 
 impl Component for SubprocessEvaluator {
     type Slot = dyn Evaluator;
@@ -205,110 +215,7 @@ impl Component for SubprocessEvaluator {
         kind: "subprocess",
         type_name: "SubprocessEvaluator",
         summary: "Runs the task's evaluator.py in a warm Python worker, one killable forked child per candidate",
-        params: &[
-            ParamSpec {
-                key: "timeout_secs",
-                doc: "Wall-clock limit per candidate in seconds; the candidate's process group is killed when it is exceeded",
-                ty: ParamType::Float {
-                    min: 0.1,
-                    max: 86400.0,
-                },
-            },
-            CASCADE,
-            CASCADE_THRESHOLDS,
-            ParamSpec {
-                key: "python",
-                doc: "Python interpreter used to run evaluator.py (a name on PATH or a path)",
-                ty: ParamType::Text,
-            },
-            ParamSpec {
-                key: "candidates_per_process",
-                doc: "Candidates one evaluation process serves before it is replaced. 1: a fresh process per \
-                      candidate (full isolation). More: faster for cheap evaluators; state candidates commonly \
-                      change is reset between them and a process that was tampered with is retired, but \
-                      candidates share one interpreter. A timeout or crash still kills only that candidate",
-                ty: ParamType::Int {
-                    min: 1,
-                    max: MAX_CANDIDATES_PER_PROCESS as i64,
-                },
-            },
-            ParamSpec {
-                key: "import_timeout_secs",
-                doc: "Seconds evaluator.py may take to import, on top of timeout_secs; a start that takes \
-                      longer fails once and is killed with everything it started",
-                ty: ParamType::Float {
-                    min: 0.1,
-                    max: 86400.0,
-                },
-            },
-            ParamSpec {
-                key: "env",
-                doc: "Environment variables passed to evaluator.py and the candidates, by name, on top of \
-                      PATH, the locale, TZ and GPU selection (everything else, API keys included, is not \
-                      passed; HOME and TMPDIR are private). A model API key variable is refused",
-                ty: ParamType::TextList,
-            },
-            ParamSpec {
-                key: "sandbox",
-                doc: "bwrap: candidates run in a bubblewrap sandbox (read-only file system, your home \
-                      hidden, no network, a private scratch dir, namespaces and limits per candidate; needs \
-                      the bubblewrap package). none: no sandbox, candidates run as you (a warning on every run)",
-                ty: ParamType::Choice(&["bwrap", "none"]),
-            },
-            ParamSpec {
-                key: "network",
-                doc: "Let candidates (and evaluator.py) use the network; off, the sandbox has none",
-                ty: ParamType::Bool,
-            },
-            ParamSpec {
-                key: "read_paths",
-                doc: "More files or dirs candidates and evaluator.py may read inside the sandbox (a data \
-                      set, a toolchain under your home such as ~/.rustup); ~/ is your home. Read-only",
-                ty: ParamType::TextList,
-            },
-            ParamSpec {
-                key: "memory_limit_mib",
-                doc: "Memory a candidate's process may allocate, in MiB (null: no limit)",
-                ty: ParamType::OptionalInt {
-                    min: 16,
-                    max: 1 << 30,
-                },
-            },
-            ParamSpec {
-                key: "cpu_limit_secs",
-                doc: "CPU seconds a candidate's process may use (null: twice timeout_secs, at least 10)",
-                ty: ParamType::OptionalFloat { min: 1.0, max: 1e7 },
-            },
-            ParamSpec {
-                key: "process_limit",
-                doc: "Processes a candidate may run at once (with the sandbox; the kernel does not \
-                      enforce it when galapagos runs as root; null: no limit)",
-                ty: ParamType::OptionalInt {
-                    min: 1,
-                    max: 1 << 22,
-                },
-            },
-            ParamSpec {
-                key: "file_size_limit_mib",
-                doc: "Largest file a candidate may write, in MiB (null: no limit)",
-                ty: ParamType::OptionalInt {
-                    min: 1,
-                    max: 1 << 30,
-                },
-            },
-            ParamSpec {
-                key: "output_limit_kb",
-                doc: "KB of each of a candidate's stdout and stderr kept (the first and last halves; the \
-                      rest is counted)",
-                ty: ParamType::Int {
-                    min: 1,
-                    max: 100_000,
-                },
-            },
-            CONFIRM_SPECS[0],
-            CONFIRM_SPECS[1],
-            CONFIRM_SPECS[2],
-        ],
+        params: param_table!(OWN_SPECS, CASCADE_SPECS, isolation::SPECS, confirm::SPECS),
     };
 
     /// Ranges are the table's; an interpreter must be named; `env` names
@@ -321,8 +228,8 @@ impl Component for SubprocessEvaluator {
             });
         }
         environment::check_env(&params.env, &environment::default_key_vars(), &|_| None)?;
-        check_fresh(params.confirm, params.candidates_per_process)?;
-        sandbox::check_read_paths(&params.read_paths)
+        check_fresh(params.confirm.times, params.candidates_per_process)?;
+        params.isolation.check()
     }
 
     /// Uses the task's evaluator path, folder and program suffix, and sizes
@@ -338,7 +245,7 @@ impl Component for SubprocessEvaluator {
         keys.sort();
         keys.dedup();
         environment::check_env(&params.env, &keys, &|name| std::env::var_os(name))?;
-        if params.sandbox == Sandbox::Bwrap {
+        if params.isolation.sandbox == Sandbox::Bwrap {
             sandbox::find_bwrap().map_err(|reason| ParamError {
                 key: "sandbox".to_owned(),
                 reason,
@@ -418,14 +325,7 @@ impl SubprocessEvaluator {
     /// What a candidate's process may use.
     fn limits(&self) -> Limits {
         let params = &self.config.params;
-        Limits {
-            memory_mib: params.memory_limit_mib,
-            cpu_secs: params
-                .cpu_limit_secs
-                .unwrap_or((2.0 * params.timeout_secs).max(10.0)),
-            file_size_mib: params.file_size_limit_mib,
-            processes: params.process_limit,
-        }
+        params.isolation.limits(params.timeout_secs)
     }
 
     /// The interpreter, found once (outside any sandbox; see
@@ -452,7 +352,7 @@ impl SubprocessEvaluator {
             write_code(&setup.code).map_err(SpawnError::Other)?;
         }
         let params = &self.config.params;
-        let bwrap = match params.sandbox {
+        let bwrap = match params.isolation.sandbox {
             Sandbox::Bwrap => Some(sandbox::find_bwrap().map_err(SpawnError::Other)?),
             Sandbox::None => None,
         };
@@ -474,9 +374,13 @@ impl SubprocessEvaluator {
             .map_or_else(|| dir.clone(), Path::to_path_buf);
         let (home, tmp, scratch) = sandbox::scratch_dirs(bwrap.is_some(), setup, &dir);
         let limits = self.limits().to_json();
-        let isolate = bwrap
-            .as_ref()
-            .map(|_| sandbox::isolation(params.network, params.memory_limit_mib, &lanes_dir));
+        let isolate = bwrap.as_ref().map(|_| {
+            sandbox::isolation(
+                params.isolation.network,
+                params.isolation.memory_limit_mib,
+                &lanes_dir,
+            )
+        });
         let worker_config = serde_json::json!({
             "evaluator": self.config.evaluator_path,
             "task_dir": self.config.task_dir,
@@ -509,14 +413,20 @@ impl SubprocessEvaluator {
         let (program, args) = match &bwrap {
             Some(bwrap) => {
                 let jail = sandbox::Jail {
-                    network: params.network,
+                    network: params.isolation.network,
                     interpreter: &interpreter,
                     task_dir: &self.config.task_dir,
                     code_dir: &setup.code,
                     lanes_dir: &lanes_dir,
                     extra: environment::python_path(&env)
                         .into_iter()
-                        .chain(params.read_paths.iter().map(|p| sandbox::expand_home(p)))
+                        .chain(
+                            params
+                                .isolation
+                                .read_paths
+                                .iter()
+                                .map(|p| sandbox::expand_home(p)),
+                        )
                         .collect(),
                     writable: Vec::new(),
                     private: sandbox::private_dirs(),
@@ -539,8 +449,7 @@ impl SubprocessEvaluator {
             evaluator_path: &self.config.evaluator_path,
             lanes,
             depth,
-            output_limit: usize::try_from(params.output_limit_kb.saturating_mul(1000))
-                .unwrap_or(usize::MAX),
+            output_limit: params.isolation.output_bytes(),
         })
         .await?;
         if started.stale_bytecode {
@@ -672,16 +581,11 @@ impl Evaluator for SubprocessEvaluator {
 
     /// A fresh child per evaluation (`check` refuses reused ones).
     fn confirmation(&self) -> Confirm {
-        let p = &self.config.params;
-        Confirm {
-            times: p.confirm,
-            aggregate: p.confirm_aggregate,
-            tolerance: p.confirm_tolerance,
-        }
+        self.config.params.confirm
     }
 
     fn unsandboxed(&self) -> Option<String> {
-        (self.config.params.sandbox == Sandbox::None).then(|| {
+        (self.config.params.isolation.sandbox == Sandbox::None).then(|| {
             "candidates run without a sandbox (evaluator.sandbox: none): they can read and change \
              your files, use the network and leave processes behind"
                 .to_owned()

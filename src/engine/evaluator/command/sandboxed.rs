@@ -10,61 +10,6 @@ use std::path::{Path, PathBuf};
 
 use crate::engine::evaluator::worker::limits::Limits;
 use crate::engine::evaluator::worker::sandbox::{self, Interpreter, Jail, SCRATCH_ROOT};
-use crate::engine::params::{ParamSpec, ParamType};
-
-/// The sandbox's parameter table entries (`sandbox`, `network`,
-/// `read_paths` and the limits).
-pub(super) const SPECS: [ParamSpec; 7] = [
-    ParamSpec {
-        key: "sandbox",
-        doc: "bwrap: each candidate's command runs in a bubblewrap sandbox (read-only file system, your \
-              home hidden, no network, a private HOME and TMPDIR, its own pid namespace, limits; the \
-              results folder is the only place it writes; needs the bubblewrap package). none: no \
-              sandbox, the command runs as you (a warning on every run)",
-        ty: ParamType::Choice(&["bwrap", "none"]),
-    },
-    ParamSpec {
-        key: "network",
-        doc: "Let the command and the candidate use the network; off, the sandbox has none",
-        ty: ParamType::Bool,
-    },
-    ParamSpec {
-        key: "read_paths",
-        doc: "More files or dirs the command may read inside the sandbox (a data set, a toolchain under \
-              your home such as ~/.rustup); ~/ is your home. Read-only",
-        ty: ParamType::TextList,
-    },
-    ParamSpec {
-        key: "memory_limit_mib",
-        doc: "Memory each process of the command may allocate, in MiB (with the sandbox; null: no limit)",
-        ty: ParamType::OptionalInt {
-            min: 16,
-            max: 1 << 30,
-        },
-    },
-    ParamSpec {
-        key: "cpu_limit_secs",
-        doc: "CPU seconds each process of the command may use (with the sandbox; null: twice \
-              timeout_secs, at least 10)",
-        ty: ParamType::OptionalFloat { min: 1.0, max: 1e7 },
-    },
-    ParamSpec {
-        key: "process_limit",
-        doc: "Processes the command may run at once (with the sandbox; null: no limit)",
-        ty: ParamType::OptionalInt {
-            min: 2,
-            max: 1 << 22,
-        },
-    },
-    ParamSpec {
-        key: "file_size_limit_mib",
-        doc: "Largest file the command may write, in MiB (with the sandbox; null: no limit)",
-        ty: ParamType::OptionalInt {
-            min: 1,
-            max: 1 << 30,
-        },
-    },
-];
 
 /// `prlimit` on PATH, or why there is none.
 pub(super) fn find_prlimit() -> Result<PathBuf, String> {
@@ -162,16 +107,6 @@ pub(super) fn exists(exe: &str) -> bool {
     }
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(exe).is_file()))
-}
-
-/// The limits each sandboxed process of the command gets.
-pub(super) fn limits(p: &super::CommandParams) -> Limits {
-    Limits {
-        memory_mib: p.memory_limit_mib,
-        cpu_secs: p.cpu_limit_secs.unwrap_or((2.0 * p.timeout_secs).max(10.0)),
-        file_size_mib: p.file_size_limit_mib,
-        processes: p.process_limit,
-    }
 }
 
 /// The file in a candidate's folder where the sandbox's shell writes the

@@ -57,13 +57,7 @@ struct Report {
 impl SlurmEvaluator {
     /// What a candidate's process may use.
     pub(super) fn limits(&self) -> Limits {
-        let p = &self.params;
-        Limits {
-            memory_mib: p.memory_limit_mib,
-            cpu_secs: p.cpu_limit_secs.unwrap_or((2.0 * p.timeout_secs).max(10.0)),
-            file_size_mib: p.file_size_limit_mib,
-            processes: p.process_limit,
-        }
+        self.params.isolation.limits(self.params.timeout_secs)
     }
 
     /// Write `runner.json` into `root` for a stage whose task folder (as
@@ -89,7 +83,7 @@ impl SlurmEvaluator {
             &code,
             std::env::vars_os(),
         );
-        let sandbox = match p.sandbox {
+        let sandbox = match p.isolation.sandbox {
             Sandbox::None => serde_json::Value::Null,
             Sandbox::Bwrap => {
                 let mut private = sandbox::private_dirs();
@@ -103,14 +97,19 @@ impl SlurmEvaluator {
                     prefixes: Vec::new(),
                 };
                 let jail = Jail {
-                    network: p.network,
+                    network: p.isolation.network,
                     interpreter: &interpreter,
                     task_dir,
                     code_dir: &code,
                     lanes_dir: &code,
                     extra: environment::python_path(&env)
                         .into_iter()
-                        .chain(p.read_paths.iter().map(|r| sandbox::expand_home(r)))
+                        .chain(
+                            p.isolation
+                                .read_paths
+                                .iter()
+                                .map(|r| sandbox::expand_home(r)),
+                        )
                         .collect(),
                     writable: Vec::new(),
                     private: private.clone(),
@@ -124,7 +123,7 @@ impl SlurmEvaluator {
                 serde_json::json!({
                     "options": options,
                     "hidden": sandbox::hidden_dirs(&private),
-                    "network": p.network,
+                    "network": p.isolation.network,
                 })
             }
         };
@@ -142,7 +141,7 @@ impl SlurmEvaluator {
             "task_dir": task_dir,
             "suffix": self.suffix,
             "limits": self.limits().to_json(),
-            "output_bytes": p.output_limit_kb.saturating_mul(1000),
+            "output_bytes": p.isolation.output_bytes(),
             "env": env,
             "node_env": node_env,
             "sandbox": sandbox,
@@ -216,8 +215,7 @@ impl SlurmEvaluator {
         artifacts: &mut BTreeMap<String, String>,
         kept: &BTreeMap<String, (usize, u64)>,
     ) {
-        let limit =
-            usize::try_from(self.params.output_limit_kb.saturating_mul(1000)).unwrap_or(usize::MAX);
+        let limit = self.params.isolation.output_bytes();
         for name in ["stdout", "stderr"] {
             let bytes = std::fs::read(dir.join(name)).unwrap_or_default();
             let capture = match kept.get(name) {
