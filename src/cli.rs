@@ -552,7 +552,7 @@ fn drive(
     };
     print_summary(&summary, run_dir, model_desc, &fitness);
     match summary.status {
-        RunStatus::Completed | RunStatus::BudgetReached(_) => 0,
+        RunStatus::Completed | RunStatus::BudgetReached(_) | RunStatus::EarlyStop(_) => 0,
         RunStatus::Stopped => 130,
         RunStatus::Failed(msg) => {
             eprintln!("error: {msg}");

@@ -213,6 +213,7 @@ fn a_card_with_llm_settings_and_edited_params_round_trips() {
         temperature: None,
         top_p: None,
         max_tokens: Some(2048),
+        ..LlmSettings::default()
     });
     let bundle = export_bundle(&card, &registry, out.path()).unwrap();
     assert!(bundle.ends_with("someone/tuned"));

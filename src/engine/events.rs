@@ -67,6 +67,9 @@ pub enum RunStatus {
     Completed,
     /// A budget cap (cost or tokens) was reached.
     BudgetReached(String),
+    /// A rule of `general.stop` ended the run before its budget (target
+    /// score, patience, cost or wall-time cap): why.
+    EarlyStop(String),
     /// Stopped by a command.
     Stopped,
     /// A fatal error (bad credentials, broken initial program evaluator...).
@@ -78,6 +81,7 @@ impl RunStatus {
         match self {
             Self::Completed => "completed".to_owned(),
             Self::BudgetReached(why) => format!("budget reached ({why})"),
+            Self::EarlyStop(why) => format!("stopped early ({why})"),
             Self::Stopped => "stopped".to_owned(),
             Self::Failed(why) => format!("failed: {why}"),
         }
@@ -86,7 +90,7 @@ impl RunStatus {
     /// Takes the run's secrets out of the reason, if any.
     pub fn redact(&mut self, r: &Redactor) {
         match self {
-            Self::BudgetReached(why) | Self::Failed(why) => {
+            Self::BudgetReached(why) | Self::EarlyStop(why) | Self::Failed(why) => {
                 r.string(why);
             }
             Self::Completed | Self::Stopped => {}

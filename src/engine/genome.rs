@@ -203,6 +203,34 @@ pub struct Genome {
     /// The scheduler's job and node, when a cluster evaluated it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<Placement>,
+    /// Set when the novelty gate rejected it before evaluation (it is then
+    /// invalid and was never evaluated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<Rejection>,
+}
+
+/// Why the novelty gate (`general.novelty`) refused a child before its
+/// evaluation: the genome it is closest to and how close.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rejection {
+    /// The most similar genome among the parent and the compared ones.
+    pub nearest: GenomeId,
+    /// Its similarity to the child, in [0, 1] (cosine for embeddings).
+    pub similarity: f64,
+    /// The threshold it was at or above.
+    pub threshold: f64,
+    /// How it was measured: `tokens`, or `embeddings (MODEL)`.
+    pub method: String,
+}
+
+impl Rejection {
+    /// "0.991 similar to #12 by tokens (threshold 0.98)".
+    pub fn summary(&self) -> String {
+        format!(
+            "{:.3} similar to #{} by {} (threshold {})",
+            self.similarity, self.nearest, self.method, self.threshold
+        )
+    }
 }
 
 /// What a genome's fitness is (see [`Genome::fitness`]), for labels.
@@ -352,6 +380,68 @@ impl Ord for OrdF64 {
         };
         a.total_cmp(&b)
     }
+}
+
+/// Whether more or less of a metric is better.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    #[default]
+    Max,
+    Min,
+}
+
+impl Direction {
+    /// `↑` or `↓`.
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Self::Max => "↑",
+            Self::Min => "↓",
+        }
+    }
+}
+
+/// One objective of a multi-objective search (`general.objectives`): a
+/// metric, its direction, and the reference point's value for hypervolume.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Objective {
+    pub metric: String,
+    #[serde(default)]
+    pub direction: Direction,
+    /// The reference point's coordinate (a value every useful program beats);
+    /// unset: the initial program's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<f64>,
+}
+
+impl Objective {
+    /// `genome`'s value of this objective signed so that higher is better
+    /// (negated for `min`); `None` when invalid or missing or not finite.
+    pub fn signed(&self, genome: &Genome) -> Option<f64> {
+        if !genome.valid {
+            return None;
+        }
+        let v = genome.scores.get(&self.metric).copied()?;
+        if !v.is_finite() {
+            return None;
+        }
+        Some(match self.direction {
+            Direction::Max => v,
+            Direction::Min => -v,
+        })
+    }
+
+    /// "combined_score ↑".
+    pub fn label(&self) -> String {
+        format!("{} {}", self.metric, self.direction.arrow())
+    }
+}
+
+/// `a` dominates `b`: at least as good on every coordinate (higher is
+/// better) and better on one.
+pub fn dominates(a: &[f64], b: &[f64]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x >= y) && a.iter().zip(b).any(|(x, y)| x > y)
 }
 
 /// A genome with an id and a fitness (`None` = invalid), for unit tests.

@@ -6,7 +6,9 @@
 //! the reason. serde_yaml is used only here and in `task.rs` (to read an
 //! OpenEvolve `config.yaml`).
 
+mod novelty;
 mod spans;
+mod stop;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -19,7 +21,9 @@ pub use crate::engine::model::{LlmSettings, ModelSpec};
 use crate::engine::params::ParamMap;
 use crate::engine::registry::{Configured, Registry};
 
+pub use novelty::NoveltySettings;
 pub use spans::Spans;
+pub use stop::{Progress, StopRules};
 
 /// One slot of a card: the implementation's `kind` and its parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -60,6 +64,12 @@ pub struct General {
     /// its first part and records its full length (`Genome::response_bytes`).
     #[serde(skip_serializing_if = "is_default_response_cap")]
     pub max_response_bytes: u64,
+    /// Early stopping: a target score, patience, a cost or wall-time cap.
+    #[serde(skip_serializing_if = "StopRules::is_empty")]
+    pub stop: StopRules,
+    /// The novelty gate: reject near-duplicate children before evaluation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub novelty: Option<NoveltySettings>,
 }
 
 /// Stored bytes of a raw model reply unless a card says otherwise (256 KiB).
@@ -81,6 +91,8 @@ impl Default for General {
             max_cost_usd: None,
             max_tokens: None,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            stop: StopRules::default(),
+            novelty: None,
         }
     }
 }
@@ -346,6 +358,10 @@ impl Card {
                 &format!("must be between {lo} and {hi}"),
             ));
         }
+        out.extend(g.stop.problems());
+        if let Some(novelty) = &g.novelty {
+            out.extend(novelty.problems());
+        }
         if let Some(llm) = &self.llm {
             for (i, m) in llm.models.iter().enumerate() {
                 if m.name.trim().is_empty() {
@@ -373,6 +389,11 @@ impl Card {
                 && !(0.0..=2.0).contains(&t)
             {
                 out.push(Problem::new("llm.temperature", "must be between 0 and 2"));
+            }
+            if let Some(bandit) = &llm.bandit {
+                for (field, message) in bandit.problems() {
+                    out.push(Problem::new(&format!("llm.bandit.{field}"), message));
+                }
             }
         }
         out

@@ -283,7 +283,10 @@ impl Batch {
                     meta.max_iterations
                 ));
             }
-            let finished = meta.status == "completed" || meta.status.starts_with("budget reached");
+            // A run that ended by its own rule (a cap, `general.stop`) is done.
+            let finished = meta.status == "completed"
+                || meta.status.starts_with("budget reached")
+                || meta.status.starts_with("stopped early");
             if done >= n || (finished && meta.max_iterations == n) {
                 return Ok(None);
             }

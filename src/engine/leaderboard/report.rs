@@ -41,6 +41,11 @@ pub struct RunResult {
     /// `general.max_cost_usd`) before the budget.
     #[serde(default)]
     pub capped: bool,
+    /// The run ended by a rule of its card's `general.stop` (target score,
+    /// patience, cost or wall-time cap) before the budget; its best so far
+    /// is carried to the budget.
+    #[serde(default)]
+    pub stopped_early: bool,
 }
 
 /// A mean with its 95 % bootstrap interval.
@@ -76,6 +81,12 @@ pub struct CardResult {
     pub wall_secs: f64,
     /// A run of this card stopped at a token or cost cap before the budget.
     pub capped: bool,
+    /// Runs that ended by their card's `general.stop` before the budget, and
+    /// the mean number of iterations the runs did (what early stopping saves).
+    #[serde(default)]
+    pub stopped_early: u64,
+    #[serde(default)]
+    pub mean_iterations_run: Option<f64>,
     /// Against the baseline; `None` for the baseline itself.
     pub vs_baseline: Option<Comparison>,
 }
@@ -144,6 +155,7 @@ pub fn read_run(
         seed,
         dir: dir.to_path_buf(),
         capped: meta.status.starts_with("budget reached") && iterations_done < budget,
+        stopped_early: meta.status.starts_with("stopped early") && iterations_done < budget,
         status: meta.status,
         iterations_done,
         best,
@@ -211,6 +223,13 @@ pub fn card_result(card: &str, runs: Vec<RunResult>, budget: u64) -> CardResult 
         },
         wall_secs: runs.iter().filter_map(|r| r.wall_secs).sum(),
         capped: runs.iter().any(|r| r.capped),
+        stopped_early: runs.iter().filter(|r| r.stopped_early).count() as u64,
+        mean_iterations_run: stats::mean(
+            &runs
+                .iter()
+                .map(|r| r.iterations_done as f64)
+                .collect::<Vec<_>>(),
+        ),
         vs_baseline: None,
         runs,
     }
@@ -263,6 +282,7 @@ pub fn markdown(lb: &Leaderboard) -> String {
         h = lb.iterations / 2,
     );
     let target_col = lb.target.is_some();
+    let early_col = lb.cards.iter().any(|c| c.stopped_early > 0);
     let _ = write!(
         s,
         "| card | best (mean) | 95 % CI | median | @{} | @{} | @{} |",
@@ -273,8 +293,14 @@ pub fn markdown(lb: &Leaderboard) -> String {
     if target_col {
         s.push_str(" reached target | iterations to target |");
     }
+    if early_col {
+        s.push_str(" stopped early | iterations run |");
+    }
     s.push_str(" valid % | tokens | cost | wall s | vs baseline |\n|---|---|---|---|---|---|---|");
     if target_col {
+        s.push_str("---|---|");
+    }
+    if early_col {
         s.push_str("---|---|");
     }
     s.push_str("---|---|---|---|---|\n");
@@ -304,6 +330,16 @@ pub fn markdown(lb: &Leaderboard) -> String {
                 c.reached_target,
                 c.runs.len(),
                 c.mean_iterations_to_target
+                    .map_or_else(|| "–".to_owned(), |v| format!("{v:.1}"))
+            );
+        }
+        if early_col {
+            let _ = write!(
+                s,
+                " {}/{} | {} |",
+                c.stopped_early,
+                c.runs.len(),
+                c.mean_iterations_run
                     .map_or_else(|| "–".to_owned(), |v| format!("{v:.1}"))
             );
         }
@@ -345,6 +381,12 @@ pub fn markdown(lb: &Leaderboard) -> String {
                 cmp.u, cmp.p_value, cmp.method
             );
         }
+    }
+    if early_col {
+        s.push_str(
+            "\nstopped early: runs a rule of the card's `general.stop` ended before the budget (their best so far \
+             is carried to the budget); iterations run: the mean over seeds.\n",
+        );
     }
     if lb.cards.iter().any(|c| c.capped) {
         s.push_str(

@@ -3,11 +3,16 @@
 //! The pick draws from a generator seeded with the request's seed (itself
 //! drawn from the run's RNG), so the same run seed picks the same members.
 //! The reply names the member that answered, so the genome records it.
+//!
+//! With adaptive weights (`llm.weights: adaptive`) a bandit
+//! (`model/bandit.rs`) picks the member instead, learning from the outcomes
+//! the loop reports through [`LanguageModel::observe`].
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rand::{Rng as _, RngExt as _};
 
+use super::bandit::{Arm, Bandit, BanditSettings, ModelOutcome};
 use super::{ConfigError, LanguageModel, ModelError, ModelReply, ModelRequest};
 use crate::engine::rng::seeded;
 
@@ -26,6 +31,8 @@ pub struct EnsembleMember {
 pub struct EnsembleModel {
     members: Vec<EnsembleMember>,
     total: f64,
+    /// Set for adaptive weights.
+    bandit: Option<Mutex<Bandit>>,
 }
 
 impl EnsembleModel {
@@ -44,7 +51,34 @@ impl EnsembleModel {
             }
         }
         let total = members.iter().map(|m| m.weight).sum();
-        Ok(Self { members, total })
+        Ok(Self {
+            members,
+            total,
+            bandit: None,
+        })
+    }
+
+    /// This ensemble with adaptive weights: a bandit that starts from the
+    /// configured weights.
+    #[must_use]
+    pub fn adaptive(mut self, settings: BanditSettings) -> Self {
+        let weights = self.members.iter().map(|m| m.weight).collect();
+        self.bandit = Some(Mutex::new(Bandit::new(settings, weights)));
+        self
+    }
+
+    /// Each member's name and record (calls, successes, cost), when the
+    /// weights are adaptive.
+    pub fn arms(&self) -> Option<Vec<(String, Arm)>> {
+        let bandit = self.bandit.as_ref()?;
+        let bandit = bandit.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(
+            self.members
+                .iter()
+                .zip(bandit.arms())
+                .map(|(m, a)| (m.name.clone(), *a))
+                .collect(),
+        )
     }
 
     /// The members, in order.
@@ -56,6 +90,11 @@ impl EnsembleModel {
     /// on to that member (so a sampling member does not reuse the pick's draw).
     pub fn pick(&self, seed: u64) -> (usize, u64) {
         let mut rng = seeded(seed);
+        if let Some(bandit) = &self.bandit {
+            let member_seed = rng.next_u64();
+            let bandit = bandit.lock().unwrap_or_else(PoisonError::into_inner);
+            return (bandit.choose(&mut rng), member_seed);
+        }
         let u = rng.random::<f64>() * self.total;
         let member_seed = rng.next_u64();
         let mut acc = 0.0;
@@ -94,7 +133,28 @@ impl LanguageModel for EnsembleModel {
             .iter()
             .map(|m| format!("{} ×{}", m.model.describe(), m.weight))
             .collect();
-        format!("ensemble of {}: {}", self.members.len(), parts.join(", "))
+        let adaptive = if self.bandit.is_some() {
+            ", adaptive weights"
+        } else {
+            ""
+        };
+        format!(
+            "ensemble of {}: {}{adaptive}",
+            self.members.len(),
+            parts.join(", ")
+        )
+    }
+
+    fn observe(&self, outcome: &ModelOutcome) {
+        let Some(bandit) = &self.bandit else {
+            return;
+        };
+        if let Some(i) = self.members.iter().position(|m| m.name == outcome.model) {
+            bandit
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .observe(i, outcome);
+        }
     }
 
     fn key_env_vars(&self) -> Vec<String> {

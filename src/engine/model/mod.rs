@@ -40,6 +40,14 @@ pub struct LlmSettings {
     pub top_p: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// How calls are shared among several models: by their weights
+    /// (`fixed`), or learnt by a bandit (`adaptive`, see `llm.bandit`).
+    #[serde(skip_serializing_if = "Weights::is_fixed")]
+    pub weights: Weights,
+    /// How adaptive weights learn (UCB1 or Thompson, per call or per
+    /// dollar); defaults when left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bandit: Option<BanditSettings>,
 }
 
 /// One request to a model.
@@ -176,6 +184,12 @@ pub trait LanguageModel: Send + Sync {
     fn take_notices(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// What became of a child this model proposed, told once per genome
+    /// that a model call made, in admission order (and again, in order, when
+    /// a run resumes). An ensemble with adaptive weights learns from it.
+    /// Default: ignored.
+    fn observe(&self, _outcome: &ModelOutcome) {}
 }
 
 /// `("$NAME", value)` for each of `vars` that is set to something.
@@ -213,6 +227,8 @@ pub fn default_model() -> std::sync::Arc<dyn LanguageModel> {
 }
 
 // Real language models (OpenAI-compatible client, ensembles, settings, prices).
+pub mod bandit;
+pub mod embeddings;
 pub mod ensemble;
 pub mod openai;
 pub mod pricing;
@@ -220,6 +236,7 @@ pub mod redacted;
 pub mod resolve;
 pub mod settings;
 pub mod url;
+pub use bandit::{BanditSettings, ModelOutcome, Weights};
 pub use ensemble::{EnsembleMember, EnsembleModel};
 pub use openai::{EndpointHandle, OpenAiConfig, OpenAiModel};
 pub use pricing::{Price, PriceTable};

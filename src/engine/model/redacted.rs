@@ -56,6 +56,10 @@ impl LanguageModel for RedactedModel {
         self.inner.secrets()
     }
 
+    fn observe(&self, outcome: &super::ModelOutcome) {
+        self.inner.observe(outcome);
+    }
+
     fn take_notices(&self) -> Vec<String> {
         self.inner
             .take_notices()

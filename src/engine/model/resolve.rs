@@ -215,7 +215,10 @@ pub fn build_model_with_env(
         let desc = format!("{} {suffix}", m.model.describe());
         return Ok((m.model, desc));
     }
-    let ensemble = EnsembleModel::new(members)?;
+    let mut ensemble = EnsembleModel::new(members)?;
+    if let Some(llm) = card_llm.filter(|l| !l.weights.is_fixed()) {
+        ensemble = ensemble.adaptive(llm.bandit.clone().unwrap_or_default());
+    }
     let desc = format!("{} {suffix}", ensemble.describe());
     Ok((Arc::new(ensemble), desc))
 }
@@ -306,6 +309,7 @@ mod tests {
             temperature: Some(0.3),
             top_p: None,
             max_tokens: Some(2048),
+            ..LlmSettings::default()
         }
     }
 

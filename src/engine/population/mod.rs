@@ -17,7 +17,7 @@ pub use islands::{IslandParams, IslandPopulation};
 pub use store::GenomeStore;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
-use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId};
+use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId, Objective, dominates};
 
 /// What a caller asks a population for. Every answer holds valid genomes
 /// best first, except [`Query::All`].
@@ -42,6 +42,10 @@ pub enum Query {
     /// beating it on one. A missing or non-finite metric counts as the worst
     /// value. With no metrics, over `combined_score`.
     Frontier(Vec<String>),
+    /// The Pareto frontier over objectives with their directions (a `min`
+    /// objective's lower values are better); a missing or non-finite value
+    /// counts as the worst.
+    ParetoFront(Vec<Objective>),
 }
 
 /// The answer to `query` from a store alone: what every population gives
@@ -57,32 +61,45 @@ pub fn query_store(store: &GenomeStore, query: &Query) -> Vec<Arc<Genome>> {
             .cloned()
             .collect(),
         Query::Cell { .. } => Vec::new(),
-        Query::Frontier(metrics) => pareto_frontier(store.iter_ranked(), metrics),
+        Query::Frontier(metrics) => {
+            let fitness = [FITNESS_KEY.to_owned()];
+            let metrics = if metrics.is_empty() {
+                &fitness[..]
+            } else {
+                metrics
+            };
+            pareto_frontier(store.iter_ranked(), |g| {
+                metrics
+                    .iter()
+                    .map(|m| {
+                        g.scores
+                            .get(m)
+                            .copied()
+                            .filter(|v| v.is_finite())
+                            .unwrap_or(f64::NEG_INFINITY)
+                    })
+                    .collect()
+            })
+        }
+        Query::ParetoFront(objectives) => pareto_frontier(store.iter_ranked(), |g| {
+            objectives
+                .iter()
+                .map(|o| o.signed(g).unwrap_or(f64::NEG_INFINITY))
+                .collect()
+        }),
     }
 }
 
-/// The non-dominated genomes of `ranked` (valid, best first) over `metrics`,
-/// in the order given. O(n log n + n·f) for a frontier of f genomes.
+/// The non-dominated genomes of `ranked` (valid, best first) by `point`
+/// (each coordinate higher being better), in the order given. O(n log n +
+/// n·f) for a frontier of f genomes.
 fn pareto_frontier<'a>(
     ranked: impl Iterator<Item = &'a Arc<Genome>>,
-    metrics: &[String],
+    point: impl Fn(&Genome) -> Vec<f64>,
 ) -> Vec<Arc<Genome>> {
-    let fitness = [FITNESS_KEY.to_owned()];
-    let metrics = if metrics.is_empty() {
-        &fitness[..]
-    } else {
-        metrics
-    };
-    let value = |g: &Genome, m: &String| {
-        g.scores
-            .get(m)
-            .copied()
-            .filter(|v| v.is_finite())
-            .unwrap_or(f64::NEG_INFINITY)
-    };
     let mut points: Vec<(Vec<f64>, usize, &Arc<Genome>)> = ranked
         .enumerate()
-        .map(|(rank, g)| (metrics.iter().map(|m| value(g, m)).collect(), rank, g))
+        .map(|(rank, g)| (point(g), rank, g))
         .collect();
     // A genome can only be dominated by one that comes before it in
     // descending lexicographic order, so one scan against the frontier found
@@ -97,9 +114,7 @@ fn pareto_frontier<'a>(
     });
     let mut frontier: Vec<(Vec<f64>, usize, &Arc<Genome>)> = Vec::new();
     for p in points {
-        let dominated = frontier.iter().any(|(f, _, _)| {
-            f.iter().zip(&p.0).all(|(x, y)| x >= y) && f.iter().zip(&p.0).any(|(x, y)| x > y)
-        });
+        let dominated = frontier.iter().any(|(f, _, _)| dominates(f, &p.0));
         if !dominated {
             frontier.push(p);
         }
@@ -282,5 +297,27 @@ mod tests {
         );
         // over combined_score alone: the best
         assert_eq!(ids(&pop.query(&Query::Frontier(Vec::new()))), vec![1]);
+        // with directions: the same front when `neg_cost` is maximised, and
+        // only #1 (the most accurate and the most "costly") when minimised
+        let objective = |metric: &str, direction| Objective {
+            metric: metric.to_owned(),
+            direction,
+            reference: None,
+        };
+        use crate::engine::genome::Direction::{Max, Min};
+        assert_eq!(
+            ids(&pop.query(&Query::ParetoFront(vec![
+                objective("accuracy", Max),
+                objective("neg_cost", Max)
+            ]))),
+            vec![1, 0, 2, 4, 5]
+        );
+        assert_eq!(
+            ids(&pop.query(&Query::ParetoFront(vec![
+                objective("accuracy", Max),
+                objective("neg_cost", Min)
+            ]))),
+            vec![1]
+        );
     }
 }

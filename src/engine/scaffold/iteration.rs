@@ -17,6 +17,8 @@ use crate::engine::proposer::{
 };
 use crate::engine::rng::seeded;
 
+use super::gate::Gate;
+
 pub(super) fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1000.0
 }
@@ -74,6 +76,8 @@ pub(super) struct Job {
     pub(super) best: Option<f64>,
     pub(super) island: Option<u32>,
     pub(super) pool: Vec<Arc<Genome>>,
+    /// The population's fittest, for the novelty gate (empty without one).
+    pub(super) compared: Vec<Arc<Genome>>,
 }
 
 pub(super) struct Shared {
@@ -86,6 +90,8 @@ pub(super) struct Shared {
     pub(super) proposer: Arc<dyn Proposer>,
     pub(super) evaluator: Arc<dyn Evaluator>,
     pub(super) memory: SharedMemory,
+    /// The novelty gate between proposal and evaluation, when the card has one.
+    pub(super) gate: Option<Gate>,
 }
 
 pub(super) struct Outcome {
@@ -94,6 +100,8 @@ pub(super) struct Outcome {
     /// Every attempt failed in the model call itself (the endpoint, not the
     /// reply): the last such error.
     pub(super) model_down: Option<String>,
+    /// Lines for the run's log (the novelty gate's fallbacks).
+    pub(super) warnings: Vec<String>,
 }
 
 /// One iteration: up to `attempts` proposals with the parent held fixed,
@@ -104,6 +112,7 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
     let mut genomes = Vec::new();
     let mut model_down: Option<String> = None;
     let mut other_outcome = false;
+    let mut warnings = Vec::new();
     for attempt in 0..job.attempts {
         let t_prompt = Instant::now();
         let mode = shared.proposer.edit_mode(&job.inspirations, &mut rng);
@@ -184,6 +193,7 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                     genomes,
                     fatal: Some(msg),
                     model_down: None,
+                    warnings,
                 };
             }
             Err(ProposalError::Model(msg)) => {
@@ -207,6 +217,27 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
             Ok(content) => {
                 other_outcome = true;
                 genome.diff = Some(content.diff_from(&parent.content));
+                if let Some(gate) = &shared.gate {
+                    let verdict = gate.check(&content.text(), &parent, &job.compared).await;
+                    warnings.extend(verdict.warning);
+                    if let Some(rejection) = verdict.rejection {
+                        let why = rejection.summary();
+                        genome.error = Some(format!("rejected before evaluation: {why}"));
+                        genome.content = content;
+                        genome.rejected = Some(rejection);
+                        genomes.push(genome);
+                        if !gate.settings.retry {
+                            break;
+                        }
+                        failed.push(FailedAttempt {
+                            error: format!(
+                                "the program was not evaluated: it is {why}, a near-duplicate; propose a substantially different change"
+                            ),
+                            response: None,
+                        });
+                        continue;
+                    }
+                }
                 let t_eval = Instant::now();
                 let candidate = Candidate {
                     id: job.iteration,
@@ -250,6 +281,7 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
         genomes,
         fatal: None,
         model_down: if other_outcome { None } else { model_down },
+        warnings,
     }
 }
 

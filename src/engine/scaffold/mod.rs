@@ -16,7 +16,7 @@ use futures::stream::FuturesUnordered;
 use rand::Rng as _;
 
 use crate::engine::archive::{Checkpoint, RunRecorder};
-use crate::engine::card::{Card, ValidCard};
+use crate::engine::card::{Card, Progress, ValidCard};
 use crate::engine::component::{BuildContext, RegistryError, RestoreError};
 use crate::engine::evaluator::{Candidate, Evaluator};
 use crate::engine::events::{
@@ -24,7 +24,8 @@ use crate::engine::events::{
 };
 use crate::engine::genome::{Genome, GenomeId, GenomeMeta, Timings};
 use crate::engine::memory::{Memory, MemoryQuery};
-use crate::engine::model::LanguageModel;
+use crate::engine::model::embeddings::{Embedder, embeddings_for};
+use crate::engine::model::{ConfigError, LanguageModel, load_user_settings};
 use crate::engine::population::{Population, Query, Structure};
 use crate::engine::prompt::PromptBuilder;
 use crate::engine::proposer::{Proposer, SharedMemory};
@@ -32,9 +33,13 @@ use crate::engine::rng::{SearchRng, seeded};
 use crate::engine::selection::SelectionPolicy;
 use crate::engine::task::Task;
 
+mod gate;
 mod iteration;
+mod shares;
 
+use gate::Gate;
 use iteration::{Job, Shared, ms, name_fitness, run_iteration};
+use shares::{ModelShares, SHARES_EVERY};
 
 /// Iterations in a row whose every attempt failed in the model call before
 /// the run stops (as `failed`, resumable) instead of burning its budget on an
@@ -67,6 +72,9 @@ pub enum ResumeError {
 pub enum BuildError {
     #[error("{0}")]
     Registry(#[from] RegistryError),
+    /// The novelty gate's embeddings model cannot be set up.
+    #[error("general.novelty: {0}")]
+    Novelty(#[from] ConfigError),
 }
 
 /// The six components plus the loop's own state.
@@ -87,6 +95,10 @@ pub struct Scaffold {
     /// Said in the run's log right after it starts (the task's layout, its
     /// mapped settings, warnings about its folder).
     notices: Vec<(LogLevel, String)>,
+    /// The novelty gate, handed to the iterations when the run starts.
+    gate: Option<Gate>,
+    /// Each model's calls and improvements, for the log.
+    shares: ModelShares,
 }
 
 /// The loop's mutable bookkeeping.
@@ -145,6 +157,21 @@ impl Scaffold {
         let memory = Arc::new(tokio::sync::RwLock::new(memory));
         let seed = card.card().seed;
         let card = card.card();
+        let gate = match &card.general.novelty {
+            None => None,
+            Some(settings) => {
+                let embedder: Option<Arc<dyn Embedder>> = match &settings.embeddings_model {
+                    None => None,
+                    Some(name) => {
+                        let user = load_user_settings()?;
+                        Some(Arc::new(embeddings_for(name, &user, &|var| {
+                            std::env::var(var).ok()
+                        })?))
+                    }
+                };
+                Some(Gate::new(settings.clone(), embedder))
+            }
+        };
         Ok(Self {
             card: card.clone(),
             task,
@@ -158,6 +185,8 @@ impl Scaffold {
             rng: seeded(seed),
             resume: None,
             notices: Vec::new(),
+            gate,
+            shares: ModelShares::default(),
         })
     }
 
@@ -207,7 +236,9 @@ impl Scaffold {
             });
         }
         for g in genomes {
-            self.population.add(Arc::new(g.for_selection()));
+            let g = Arc::new(g.for_selection());
+            self.tell_model(&g);
+            self.population.add(g);
         }
         self.policy
             .restore(&checkpoint.policy)
@@ -229,6 +260,7 @@ impl Scaffold {
     fn admit(&mut self, mut genome: Genome, id: GenomeId) -> Arc<Genome> {
         genome.id = id;
         let genome = Arc::new(genome);
+        self.tell_model(&genome);
         let seen = Arc::new(genome.for_selection());
         self.population.add(Arc::clone(&seen));
         self.policy.observe(&seen);
@@ -300,6 +332,16 @@ impl Scaffold {
             if let Some((_, event)) = held.pop_front() {
                 events.send(event).await;
             }
+        }
+    }
+
+    /// Tell the model what became of a child it made (before the child is
+    /// in the population, whose parent it is compared with), and count it.
+    fn tell_model(&mut self, child: &Genome) {
+        let parent = child.parent_id.and_then(|id| self.population.get(id));
+        if let Some(o) = shares::outcome(child, parent.as_deref()) {
+            self.model.observe(&o);
+            self.shares.record(&o);
         }
     }
 
@@ -449,7 +491,17 @@ impl Scaffold {
             proposer: Arc::clone(&self.proposer),
             evaluator: Arc::clone(&self.evaluator),
             memory: Arc::clone(&self.memory),
+            gate: self.gate.take(),
         });
+        let gate_pool = shared.gate.as_ref().map(|g| g.settings.pool as usize);
+        let mut rejected = 0u64;
+        if let Some(gate) = &shared.gate {
+            let msg = gate.describe();
+            if let Some(r) = recorder.as_mut() {
+                r.log(LogLevel::Info, &msg);
+            }
+            events.log(LogLevel::Info, msg).await;
+        }
 
         let mut paused = false;
         let mut commands_open = true;
@@ -582,6 +634,11 @@ impl Scaffold {
                     )));
                 }
             }
+            if st.stop.is_none()
+                && let Some(why) = general.stop.reason(&self.progress(&st, started))
+            {
+                st.stop = Some(RunStatus::EarlyStop(why));
+            }
 
             while commands_open {
                 match commands.try_recv() {
@@ -645,6 +702,10 @@ impl Scaffold {
                         0 => Vec::new(),
                         k => self.population.query(&Query::TopK(k)),
                     },
+                    compared: match gate_pool {
+                        None | Some(0) => Vec::new(),
+                        Some(k) => self.population.query(&Query::TopK(k)),
+                    },
                 };
                 in_flight.push(run_iteration(Arc::clone(&shared), job));
             }
@@ -675,6 +736,13 @@ impl Scaffold {
                 () = tokio::time::sleep(NOTICE_INTERVAL) => {}
                 Some(outcome) = in_flight.next() => {
                     st.summary.iterations += 1;
+                    for warning in &outcome.warnings {
+                        if let Some(r) = st.recorder.as_mut() {
+                            r.log(LogLevel::Warn, warning);
+                        }
+                        events.log(LogLevel::Warn, warning.clone()).await;
+                    }
+                    rejected += outcome.genomes.iter().filter(|g| g.rejected.is_some()).count() as u64;
                     if let Some(msg) = outcome.fatal {
                         st.stop = Some(RunStatus::Failed(msg));
                     }
@@ -692,6 +760,14 @@ impl Scaffold {
                     }
                     let (out, memory_changed) =
                         self.admit_iteration(outcome.genomes, &mut st, true).await;
+                    if st.summary.iterations.is_multiple_of(SHARES_EVERY)
+                        && let Some(line) = self.shares.line()
+                    {
+                        if let Some(r) = st.recorder.as_mut() {
+                            r.log(LogLevel::Info, &line);
+                        }
+                        events.log(LogLevel::Info, line).await;
+                    }
                     if memory_changed {
                         let notes = self.memory.read().await.read(&MemoryQuery::all()).notes;
                         events.send(RunEvent::MemoryUpdated { notes }).await;
@@ -702,6 +778,20 @@ impl Scaffold {
         }
         drop(in_flight);
         self.say_model_notices(&events, &mut st).await;
+        if let Some(line) = self.shares.line() {
+            if let Some(r) = st.recorder.as_mut() {
+                r.log(LogLevel::Info, &line);
+            }
+            events.log(LogLevel::Info, line).await;
+        }
+        if shared.gate.is_some() {
+            let msg =
+                format!("novelty gate: {rejected} children rejected before evaluation in this run");
+            if let Some(r) = st.recorder.as_mut() {
+                r.log(LogLevel::Info, &msg);
+            }
+            events.log(LogLevel::Info, msg).await;
+        }
         self.stage(&mut admitted, &mut st);
         let best = self.population.best();
 
@@ -726,6 +816,20 @@ impl Scaffold {
         Self::release(&mut st.held, None, &events, true).await;
         events.send(RunEvent::Finished(summary.clone())).await;
         summary
+    }
+
+    /// What `general.stop` is checked against: the iterations done, the best
+    /// fitness and the iteration that found it, the cost and the wall time.
+    fn progress(&self, st: &LoopState, started: Instant) -> Progress {
+        Progress {
+            iterations_done: st.summary.iterations,
+            best: self
+                .population
+                .best()
+                .and_then(|b| b.fitness().map(|f| (f, b.iteration))),
+            cost_usd: st.summary.usage.cost_usd,
+            wall_secs: started.elapsed().as_secs_f64(),
+        }
     }
 
     /// Log what the model reports about its calls (failed attempts it

@@ -466,6 +466,11 @@ pub fn status_from_label(label: &str) -> RunStatus {
         .and_then(|w| w.strip_suffix(')'))
     {
         RunStatus::BudgetReached(why.to_owned())
+    } else if let Some(why) = label
+        .strip_prefix("stopped early (")
+        .and_then(|w| w.strip_suffix(')'))
+    {
+        RunStatus::EarlyStop(why.to_owned())
     } else if let Some(why) = label.strip_prefix("failed: ") {
         RunStatus::Failed(why.to_owned())
     } else if label == "running" || label.is_empty() {
