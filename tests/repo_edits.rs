@@ -173,3 +173,117 @@ fn each_edit_form_changes_the_files_its_reply_names_and_a_refusal_is_told_on_ret
         assert!(prompt.contains(needle), "{needle} not in\n{prompt}");
     }
 }
+
+#[test]
+fn the_compiled_repository_task_is_built_and_benchmarked_for_each_candidate() {
+    let sieve = concat!(
+        "A sieve counts every number at once:\n\n",
+        "src/count.cpp\n```cpp\n<<<<<<< SEARCH\n",
+        "// One primality test per number.\n",
+        "std::uint64_t count_primes(std::uint64_t n) {\n",
+        "    std::uint64_t count = 0;\n",
+        "    for (std::uint64_t k = 2; k <= n; ++k) {\n",
+        "        if (is_prime(k)) {\n",
+        "            ++count;\n",
+        "        }\n",
+        "    }\n",
+        "    return count;\n",
+        "}\n",
+        "=======\n",
+        "#include <vector>\n\n",
+        "// Sieve of Eratosthenes.\n",
+        "std::uint64_t count_primes(std::uint64_t n) {\n",
+        "    if (n < 2) {\n",
+        "        return 0;\n",
+        "    }\n",
+        "    std::vector<char> composite(n + 1, 0);\n",
+        "    std::uint64_t count = 0;\n",
+        "    for (std::uint64_t k = 2; k <= n; ++k) {\n",
+        "        if (!composite[k]) {\n",
+        "            ++count;\n",
+        "            for (std::uint64_t m = k * k; m <= n; m += k) {\n",
+        "                composite[m] = 1;\n",
+        "            }\n",
+        "        }\n",
+        "    }\n",
+        "    return count;\n",
+        "}\n",
+        ">>>>>>> REPLACE\n```\n",
+    );
+    let broken = "*** Begin Patch\n*** Update File: src/primality.cpp\n@@\n-    return true;\n+    return true\n*** End Patch\n";
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    // A candidate whose library writes outside its folder when it loads.
+    let outside = out.path().join("escaped.txt");
+    let escape = format!(
+        "{}{}{}",
+        "src/count.cpp\n<<<<<<< SEARCH\n// One primality test per number.\n=======\n#include <cstdio>\n\n\
+         static const int escape_attempt = [] {\n    if (std::FILE* f = std::fopen(\"",
+        outside.display(),
+        "\", \"w\")) {\n        std::fputs(\"out\", f);\n        std::fclose(f);\n    }\n    return 0;\n}();\n\n\
+         // One primality test per number.\n>>>>>>> REPLACE\n"
+    );
+    let server = ScriptedServer::start(vec![sieve.to_owned(), escape, broken.to_owned()]);
+    let o = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .args([
+            "run",
+            "best_of_n",
+            "--task",
+            "prime_count_cpp",
+            "--iterations",
+            "3",
+            "--quiet",
+            "--api-base",
+            &format!("http://127.0.0.1:{}/v1", server.port),
+            "--model",
+            "scripted-coder",
+            "--api-key-env",
+            "GALAPAGOS_TEST_KEY",
+            "--out",
+        ])
+        .arg(out.path())
+        .env("GALAPAGOS_TEST_KEY", "sk-test-scripted")
+        .env("HOME", home.path())
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    let genomes = read_genomes(&run_folder(out.path()).join("genomes.jsonl")).unwrap();
+    let initial = &genomes[0];
+    assert!(initial.valid, "{:?} {:?}", initial.error, initial.artifacts);
+    let first = initial.scores["combined_score"];
+    let sieve = genomes.iter().find(|g| g.iteration == 1).unwrap();
+    assert!(sieve.valid, "{:?} {:?}", sieve.error, sieve.artifacts);
+    assert!(text(sieve, "src/count.cpp").contains("std::vector<char> composite"));
+    // Counted by CPU time, a sieve is many times faster than trial division
+    // whatever else the machine is doing.
+    let faster = sieve.scores["combined_score"];
+    assert!(faster > 5.0 * first, "sieve {faster} against {first}");
+    // Built and run in the sandbox: the candidate's folder is the only one
+    // it can write to.
+    let escape = genomes.iter().find(|g| g.iteration == 2).unwrap();
+    assert!(text(escape, "src/count.cpp").contains("escape_attempt"));
+    assert!(escape.valid, "{:?} {:?}", escape.error, escape.artifacts);
+    assert!(
+        !outside.exists(),
+        "the candidate wrote {}",
+        outside.display()
+    );
+    // A candidate that does not build is invalid, with the compiler's words.
+    let broken = genomes.iter().find(|g| g.iteration == 3).unwrap();
+    assert!(!broken.valid);
+    let error = broken.error.as_deref().unwrap_or_default();
+    assert!(error.contains("does not build"), "{error}");
+    assert!(
+        broken
+            .artifacts
+            .get("compiler_output")
+            .is_some_and(|c| c.contains("primality.cpp")),
+        "{:?}",
+        broken.artifacts
+    );
+}

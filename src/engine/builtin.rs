@@ -94,6 +94,19 @@ pub const TASKS: &[BuiltinTask] = &[
         "hash_rust",
         ["README.md", "evaluator.py", "initial_program.rs"]
     ),
+    task!(
+        "prime_count_cpp",
+        [
+            "README.md",
+            "config.yaml",
+            "evaluator.py",
+            "initial_program/README.md",
+            "initial_program/bench/main.cpp",
+            "initial_program/include/primes.hpp",
+            "initial_program/src/count.cpp",
+            "initial_program/src/primality.cpp",
+        ]
+    ),
 ];
 
 /// The bare name a command-line argument gives, when it is one: `best_of_n`
