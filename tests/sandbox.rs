@@ -606,6 +606,13 @@ fn read_paths_show_a_dir_of_the_home_read_only_and_never_the_whole_home() {
     let data = hostile.home.join("data");
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(data.join("table.txt"), "0.375\n").unwrap();
+    // Writable by anyone (the sandbox runs as nobody when this test runs as
+    // root): what refuses the write is the read-only mount.
+    std::fs::set_permissions(
+        data.join("table.txt"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o666),
+    )
+    .unwrap();
     let program = format!(
         "def run():\n\
          \x20   value = float(open({table:?}).read())\n\

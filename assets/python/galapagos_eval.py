@@ -105,10 +105,18 @@ class _NotData(Exception):
 # --------------------------------------------------------------- public API
 
 
-def run(program_path, entry, *args, timeout=DEFAULT_TIMEOUT, max_bytes=DEFAULT_MAX_BYTES, **kwargs):
+def run(program_path, entry, *args, timeout=DEFAULT_TIMEOUT, max_bytes=DEFAULT_MAX_BYTES, fresh=None, **kwargs):
     """Load the program at `program_path` in a process of its own, call its
     function `entry` with `args` and `kwargs`, and return what it returned
-    (plain data, see the module docs). Raises `CandidateError`."""
+    (plain data, see the module docs). Raises `CandidateError`.
+
+    `fresh` (default: when the task has hidden paths, see `hidden_paths`):
+    the process is a fresh interpreter rather than a fork of this one, so it
+    holds nothing of the evaluator's memory, and the task's hidden paths
+    cannot be read in it; `args` and `kwargs` must then be plain data."""
+    if _fresh(fresh):
+        target = {"entry": entry}
+        return _run_fresh(program_path, target, args, kwargs, f"{entry}()", timeout, max_bytes)
 
     def call(module):
         fn = getattr(module, entry, None)
@@ -119,16 +127,55 @@ def run(program_path, entry, *args, timeout=DEFAULT_TIMEOUT, max_bytes=DEFAULT_M
     return _run(program_path, call, f"{entry}()", timeout, max_bytes)
 
 
-def run_with(program_path, harness, *args, timeout=DEFAULT_TIMEOUT, max_bytes=DEFAULT_MAX_BYTES, what=None):
+def run_with(program_path, harness, *args, timeout=DEFAULT_TIMEOUT, max_bytes=DEFAULT_MAX_BYTES, what=None,
+             fresh=None):
     """Load the program at `program_path` in a process of its own and return
     what `harness(module, *args)` returns there (plain data). `harness` is
     the evaluator's own function (it may call several of the program's
     functions, feed them an objective, time them); it runs with the
     candidate, so nothing it computes is to be trusted: check its result
     here. `what` names it in error messages (default: its name with "()").
-    Raises `CandidateError`."""
+    Raises `CandidateError`.
+
+    `fresh` as for `run`: the harness must then be a function defined at the
+    top level of its module (the fresh interpreter imports that module from
+    its file, without the hidden paths, and calls it), and `args` plain data."""
     what = what or f"{getattr(harness, '__name__', 'the harness')}()"
+    if _fresh(fresh):
+        module = sys.modules.get(getattr(harness, "__module__", None) or "")
+        name = getattr(harness, "__qualname__", "")
+        source = getattr(module, "__file__", None)
+        if not source or not name or "." in name or getattr(module, name, None) is not harness:
+            raise ValueError(
+                f"run_with in a fresh interpreter needs a harness defined at the top level of a module file; "
+                f"{what} is not one"
+            )
+        target = {"harness": name, "module": os.path.abspath(source)}
+        return _run_fresh(program_path, target, args, {}, what, timeout, max_bytes)
     return _run(program_path, lambda module: harness(module, *args), what, timeout, max_bytes)
+
+
+HIDDEN_ENV = "GALAPAGOS_HIDDEN"
+
+
+def hidden_paths():
+    """The task's hidden paths (absolute), as the run hands them to the
+    evaluator (a task's `hidden/` folder and the `hidden:` globs of its
+    config.yaml): files the evaluator reads and candidates must not."""
+    text = os.environ.get(HIDDEN_ENV)
+    if not text:
+        return []
+    try:
+        paths = json.loads(text)
+    except ValueError:
+        raise RuntimeError(f"{HIDDEN_ENV} is not a JSON list of paths") from None
+    if not isinstance(paths, list) or not all(isinstance(p, str) and os.path.isabs(p) for p in paths):
+        raise RuntimeError(f"{HIDDEN_ENV} is not a JSON list of absolute paths")
+    return paths
+
+
+def _fresh(fresh):
+    return bool(hidden_paths()) if fresh is None else bool(fresh)
 
 
 class _Refused(Exception):
@@ -193,6 +240,68 @@ def _run(program_path, call, what, timeout, max_bytes):
     except OSError:
         pass
     try:
+        return _collect(pid, read_end, what, time.monotonic() + float(timeout), timeout, max_bytes)
+    finally:
+        os.close(read_end)
+        _end(pid)
+
+
+# What starts the candidate's fresh interpreter: this module, from its file
+# (`-I`: no environment variables, no user site, no current dir on the path).
+_FRESH_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); import galapagos_eval; "
+               "galapagos_eval._fresh_main(int(sys.argv[2]), int(sys.argv[3]))")
+
+# The fresh interpreter's whole environment (the evaluator's holds nothing
+# it needs), with the values this process has.
+_FRESH_ENV = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+
+
+def _run_fresh(program_path, target, args, kwargs, what, timeout, max_bytes):
+    if timeout is None or not timeout > 0:
+        raise ValueError("timeout must be a positive number of seconds")
+    try:
+        request = {
+            "program": os.path.abspath(os.fspath(program_path)),
+            "target": target,
+            "args": _encode(list(args), "an argument", 0),
+            "kwargs": _encode(dict(kwargs), "an argument", 0),
+            "hidden": hidden_paths(),
+            "what": what,
+        }
+    except _NotData as exc:
+        raise ValueError(f"a fresh interpreter takes plain data only: {what} was given {exc}") from None
+    lib = _lib()
+    if lib is not None:
+        lib.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    data = json.dumps(request).encode("utf-8")
+    request_r, request_w = os.pipe()
+    read_end, write_end = os.pipe()
+    env = {k: os.environ[k] for k in _FRESH_ENV if k in os.environ}
+    argv = [sys.executable, "-I", "-c", _FRESH_BOOT, os.path.dirname(HERE), str(os.getpid()), str(write_end)]
+    os.set_inheritable(write_end, True)
+    try:
+        pid = os.posix_spawn(sys.executable, argv, env, setpgroup=0,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, request_r, 0)])
+    except OSError as exc:
+        for fd in (request_r, request_w, read_end, write_end):
+            os.close(fd)
+        raise CandidateError(f"cannot start a fresh interpreter for {what}: {exc}") from exc
+    os.close(request_r)
+    os.close(write_end)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(request_w, view):]
+        except OSError:
+            pass  # it ended before reading: its result channel says how
+        finally:
+            os.close(request_w)
         return _collect(pid, read_end, what, time.monotonic() + float(timeout), timeout, max_bytes)
     finally:
         os.close(read_end)
@@ -427,6 +536,55 @@ def _child(parent, fd, program_path, call, what):
     except BaseException as exc:
         _send(fd, {"refused": f"the candidate's process could not be set apart: {exc}"})
         os._exit(0)
+    _call_and_send(fd, program_path, call, what)
+
+
+def _fresh_main(parent, fd):
+    """In the candidate's fresh interpreter: read the request on stdin, cut
+    the process off (as `_child` does, and with the hidden paths out of
+    reach), load the program, call it, send the result. Never returns."""
+    try:
+        lib = _lib()
+        if lib is not None:
+            lib.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(70)
+        chunks = []
+        while True:
+            chunk = os.read(0, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        request = json.loads(b"".join(chunks).decode("utf-8"))
+        fd = _only_descriptors(fd)
+        _own_landlock_domain(lib, hidden=request["hidden"])
+        args = _decode(request["args"], 0)
+        kwargs = _decode(request["kwargs"], 0)
+        target = request["target"]
+        what = request["what"]
+    except BaseException as exc:
+        _send(fd, {"refused": f"the candidate's process could not be set apart: {exc}"})
+        os._exit(0)
+    if "entry" in target:
+        entry = target["entry"]
+
+        def call(module):
+            fn = getattr(module, entry, None)
+            if not callable(fn):
+                raise _Refused(f"the program defines no {entry}() function")
+            return fn(*args, **kwargs)
+    else:
+        def call(module):
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("galapagos_harness", target["module"])
+            harness_module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(harness_module)
+            return getattr(harness_module, target["harness"])(module, *args, **kwargs)
+    _call_and_send(fd, request["program"], call, what)
+
+
+def _call_and_send(fd, program_path, call, what):
     try:
         module = _load(program_path)
         message = {"ok": _encode(call(module), "result", 0)}
@@ -509,11 +667,60 @@ def _unmap_shared(lib):
             raise OSError(ctypes.get_errno(), f"cannot unmap the shared mapping {line.strip()}")
 
 
-def _own_landlock_domain(lib):
+# Landlock's file access rights used to hide paths.
+_FS_EXECUTE = 1 << 0
+_FS_WRITE_FILE = 1 << 1
+_FS_READ_FILE = 1 << 2
+_FS_READ_DIR = 1 << 3
+_FS_TRUNCATE = 1 << 14
+
+
+# Making and removing entries (a dir, a file, a socket, a fifo, a link).
+_FS_CHANGE_DIR = (1 << 4) | (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 12)
+
+
+def _hiding(abi):
+    """The rights a domain that hides paths handles, and grants everywhere
+    else (on a dir, on a file)."""
+    on_file = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | (_FS_TRUNCATE if abi >= 3 else 0)
+    return on_file | _FS_READ_DIR | _FS_CHANGE_DIR, on_file
+
+
+def _visible(hidden):
+    """The fewest paths whose trees hold everything but `hidden` (absolute
+    paths, as they are and resolved): every path beside a hidden one, on the
+    way down from /."""
+    hidden = {os.path.normpath(h) for h in hidden} | {os.path.realpath(h) for h in hidden}
+    out = []
+
+    def cover(path):
+        if path in hidden:
+            return
+        prefix = path.rstrip("/") + "/"
+        if not any(h.startswith(prefix) for h in hidden):
+            out.append(path)
+            return
+        try:
+            names = os.listdir(path)
+        except OSError:
+            return
+        for name in names:
+            cover(os.path.join(path, name))
+
+    cover("/")
+    return out
+
+
+def _own_landlock_domain(lib, hidden=None):
     """A Landlock domain of the candidate's own, where the kernel has
     Landlock: it cannot ptrace (or read the memory of) any process outside
-    it, nor, from ABI 6, signal one or share its abstract unix sockets."""
+    it, nor, from ABI 6, signal one or share its abstract unix sockets. With
+    `hidden` (paths), those cannot be read, listed, run or written either
+    (the dirs above them cannot be listed), and without Landlock this
+    raises: hidden paths are never left readable."""
     if lib is None:
+        if hidden:
+            raise OSError("hidden paths need Landlock (Linux 5.13 or newer), which this system lacks")
         return
     import ctypes
 
@@ -522,12 +729,15 @@ def _own_landlock_domain(lib):
 
     abi = lib.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
     if abi < 1:
+        if hidden:
+            raise OSError("hidden paths need Landlock (Linux 5.13 or newer), which this kernel lacks")
         return
     # Handled: making device nodes (nobody needs to), and moving files
     # between directories, which a domain refuses unless a rule allows it
     # (allowed everywhere below); everything else stays as this process's
     # own domain, if any, allows it.
-    attr = Attr((1 << 6) | (1 << 11) | moving_files(abi), 0, 0)
+    on_dir, on_file = _hiding(abi)
+    attr = Attr((1 << 6) | (1 << 11) | moving_files(abi) | (on_dir if hidden else 0), 0, 0)
     size = 8
     if abi >= 4:
         size = 16
@@ -542,10 +752,39 @@ def _own_landlock_domain(lib):
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
     try:
         allow_moving_files(lib, ruleset, abi)
+        if hidden:
+            _allow_all_but(lib, ruleset, hidden, on_dir, on_file)
         if lib.syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
             raise OSError(ctypes.get_errno(), "landlock_restrict_self")
     finally:
         os.close(ruleset)
+
+
+def _allow_all_but(lib, ruleset, hidden, on_dir, on_file):
+    """Rules granting `on_dir` beneath every visible dir and `on_file` on
+    every visible file (see `_visible`)."""
+    import ctypes
+    import stat
+
+    class PathBeneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+    for path in _visible(hidden):
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                continue  # what it points at is granted (or not) where it lives
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue  # gone
+        try:
+            mode = os.fstat(fd).st_mode
+            rule = PathBeneath(on_dir if stat.S_ISDIR(mode) else on_file, fd)
+            if lib.syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH),
+                           ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+                raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}")
+        finally:
+            os.close(fd)
 
 
 def moving_files(abi):

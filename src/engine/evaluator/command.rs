@@ -126,6 +126,12 @@ pub struct CommandEvaluator {
     /// The private folder the candidates' folders go in (created at first
     /// use, removed with the evaluator).
     scratch: tokio::sync::OnceCell<Result<tempfile::TempDir, String>>,
+    /// As root: the task folder's copy the sandbox's user can read, if it
+    /// needs one (made at first use, in the scratch dir).
+    task_copy: tokio::sync::OnceCell<Result<Option<PathBuf>, String>>,
+    /// The task's hidden paths, handed to the command (`galapagos_eval`
+    /// keeps them from candidates).
+    hidden: Vec<PathBuf>,
     next: AtomicU64,
 }
 
@@ -205,6 +211,9 @@ impl Component for CommandEvaluator {
             shinka: ctx.task.kind == TaskKind::ShinkaEvolve,
             permits: Semaphore::new(ctx.parallel.max(1)),
             scratch: tokio::sync::OnceCell::new(),
+            task_copy: tokio::sync::OnceCell::new(),
+            hidden: crate::engine::task::hidden::hidden_paths(&ctx.task.dir, &ctx.task.config)
+                .unwrap_or_default(),
             next: AtomicU64::new(0),
             params,
         })
@@ -306,6 +315,23 @@ impl CommandEvaluator {
             .map_err(Clone::clone)
     }
 
+    /// As root, the task folder as `user` sees it ([`sandbox::stage_task`]),
+    /// decided once per evaluator; `helper_dir`'s parent is the private dir.
+    async fn task_copy(
+        &self,
+        user: sandbox::RunAs,
+        helper_dir: &Path,
+    ) -> Result<Option<PathBuf>, String> {
+        self.task_copy
+            .get_or_init(|| async {
+                let private = helper_dir.parent().unwrap_or(helper_dir);
+                let hidden = sandbox::hidden_dirs(&sandbox::private_dirs());
+                sandbox::stage_task(user, &self.task_dir, private, &hidden)
+            })
+            .await
+            .clone()
+    }
+
     /// `argv` with the placeholders replaced, its program resolved against
     /// the task folder when it is a relative path.
     fn command_line(&self, program: &Path, results: &Path) -> Vec<String> {
@@ -396,14 +422,38 @@ impl CommandEvaluator {
                         ))
                     };
                 }
+                let candidate_dir = program.parent().unwrap_or(results);
+                let run_as = sandbox::run_as(rustix::process::getuid().as_raw(), sandbox::NOBODY);
+                let task_copy = match run_as {
+                    Some(user) => {
+                        if let Err(e) = sandboxed::hand_over(candidate_dir, user) {
+                            return Evaluation::invalid(format!(
+                                "cannot give the candidate's folder {} to the sandbox's user: {e}",
+                                candidate_dir.display()
+                            ));
+                        }
+                        match self.task_copy(user, helper_dir).await {
+                            Ok(copy) => copy,
+                            Err(e) => {
+                                return Evaluation {
+                                    evaluator_failed: true,
+                                    ..Evaluation::invalid(e)
+                                };
+                            }
+                        }
+                    }
+                    None => None,
+                };
                 let cell = sandboxed::Cell {
                     network: self.params.isolation.network,
                     task_dir: &self.task_dir,
                     helper_dir,
-                    candidate_dir: program.parent().unwrap_or(results),
+                    candidate_dir,
                     python: &self.params.python,
                     program: exe,
                     read_paths: &self.params.isolation.read_paths,
+                    run_as,
+                    task_copy: task_copy.as_deref(),
                 };
                 sandboxed::command(
                     bwrap,
@@ -416,7 +466,8 @@ impl CommandEvaluator {
         };
         cmd.env_clear()
             .envs(std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(passed)))
-            .env("PYTHONPATH", helper_dir);
+            .env("PYTHONPATH", helper_dir)
+            .envs(super::worker::environment::hidden_var(&self.hidden));
         if self.jail.is_some() {
             let (home, tmp) = sandboxed::private_home_and_tmp();
             cmd.env("HOME", home).env("TMPDIR", tmp);
@@ -461,6 +512,7 @@ impl CommandEvaluator {
         let deadline =
             tokio::time::Instant::now() + Duration::from_secs_f64(self.params.timeout_secs);
         let mut status = None;
+        let mut cpu_secs = None;
         let mut timed_out = false;
         // Until it exits and both streams are closed: after the exit the
         // group is killed, which closes what a leftover still held; a
@@ -468,8 +520,9 @@ impl CommandEvaluator {
         let mut grace: Option<tokio::time::Instant> = None;
         while status.is_none() || out_open || err_open {
             tokio::select! {
-                s = child.wait(), if status.is_none() => {
+                (s, cpu) = sandboxed::wait_measured(&mut child), if status.is_none() => {
                     status = Some(s);
+                    cpu_secs = cpu;
                     if let Some(pid) = guard.0 {
                         kill_groups(&[i64::from(pid)]);
                     }
@@ -533,12 +586,14 @@ impl CommandEvaluator {
             let evidence = limits::Evidence {
                 ending: Some(limits::Ending {
                     status,
-                    cpu_secs: program.parent().and_then(sandboxed::cpu_used),
+                    cpu_secs,
                     sandboxed: true,
                 }),
                 stderr: &cap_err.text(),
                 error,
-                root: rustix::process::geteuid().is_root(),
+                // As root, the sandbox runs the command as an unprivileged
+                // user, whom the kernel holds to the process limit.
+                root: false,
             };
             if let Some((limit, line)) = limits::limit_hit(limits, &evidence) {
                 evaluation.error = Some(limits::name_limit(error, &limit, line.as_deref()));

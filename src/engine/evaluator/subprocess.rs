@@ -146,6 +146,9 @@ struct Config {
     params: SubprocessParams,
     /// Variables that hold model API keys: never passed, even when listed.
     key_vars: Vec<String>,
+    /// The task's hidden paths, handed to the evaluator (`galapagos_eval`
+    /// keeps them from candidates).
+    hidden: Vec<PathBuf>,
 }
 
 /// Staged evaluation (`cascade`, `cascade_thresholds`), as every backend
@@ -288,6 +291,8 @@ impl SubprocessEvaluator {
                 suffix: task.suffix.clone(),
                 params,
                 key_vars: environment::default_key_vars(),
+                hidden: crate::engine::task::hidden::hidden_paths(&task.dir, &task.config)
+                    .unwrap_or_default(),
             },
             setup: OnceCell::new(),
             interpreter: OnceCell::new(),
@@ -403,7 +408,11 @@ impl SubprocessEvaluator {
             })
             .cloned()
             .collect();
-        let env = environment::environment(&listed, &home, &tmp, &setup.code, std::env::vars_os());
+        let mut env =
+            environment::environment(&listed, &home, &tmp, &setup.code, std::env::vars_os());
+        if let Some(hidden) = environment::hidden_var(&self.config.hidden) {
+            env.push(hidden);
+        }
         let command: Vec<std::ffi::OsString> = vec![
             interpreter.executable.clone().into(),
             "-c".into(),
@@ -412,6 +421,22 @@ impl SubprocessEvaluator {
         ];
         let (program, args) = match &bwrap {
             Some(bwrap) => {
+                let uid = rustix::process::getuid().as_raw();
+                let run_as = sandbox::run_as(uid, sandbox::NOBODY);
+                let private = sandbox::private_dirs();
+                let task_copy = match run_as {
+                    Some(user) => {
+                        lanes.open_to_others().map_err(SpawnError::Other)?;
+                        sandbox::stage_task(
+                            user,
+                            &self.config.task_dir,
+                            setup.dir.path(),
+                            &sandbox::hidden_dirs(&private),
+                        )
+                        .map_err(SpawnError::Other)?
+                    }
+                    None => None,
+                };
                 let jail = sandbox::Jail {
                     network: params.isolation.network,
                     interpreter: &interpreter,
@@ -429,10 +454,13 @@ impl SubprocessEvaluator {
                         )
                         .collect(),
                     writable: Vec::new(),
-                    private: sandbox::private_dirs(),
-                    uid: rustix::process::getuid().as_raw(),
+                    private,
+                    uid,
                     gid: rustix::process::getgid().as_raw(),
+                    run_as,
+                    task_copy,
                 };
+                let command = sandbox::as_user(run_as, &command);
                 (bwrap.clone(), sandbox::bwrap_args(&jail, &command))
             }
             None => (interpreter.executable.clone(), command[1..].to_vec()),

@@ -22,6 +22,7 @@
 pub mod config;
 pub mod files;
 pub mod glob;
+pub mod hidden;
 pub mod run_evo;
 
 use std::path::{Path, PathBuf};
@@ -56,6 +57,10 @@ pub enum TaskError {
     },
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The task's hidden paths are declared wrong, or cover what the model
+    /// or the run must see.
+    #[error("task folder {dir}: hidden paths: {reason}")]
+    Hidden { dir: PathBuf, reason: String },
 }
 
 /// Which tool's layout a task folder follows (detected from its files).
@@ -336,6 +341,19 @@ impl Task {
             Some(name) => TaskConfig::load_named(&dir, name)?,
             None => TaskConfig::load(&dir)?,
         };
+        let hidden = hidden::hidden_paths(&dir, &config).map_err(|reason| TaskError::Hidden {
+            dir: dir.clone(),
+            reason,
+        })?;
+        if hidden::is_hidden(&hidden, &program_path) {
+            return Err(TaskError::Hidden {
+                dir: dir.clone(),
+                reason: format!(
+                    "the initial program {} is among them, but the model is shown it",
+                    program_path.display()
+                ),
+            });
+        }
         let (initial_program, program_files, markers, program_suffix) = if program_path.is_dir() {
             let (tree, files) = files::load(&program_path, &config)?;
             // the language of the editable files, when they share one
@@ -404,7 +422,8 @@ impl Task {
         if system_message.is_none() {
             for file in DESCRIPTION_FILES {
                 let p = dir.join(file);
-                if p.is_file() {
+                // A hidden file is never shown to the model.
+                if p.is_file() && !hidden::is_hidden(&hidden, &p) {
                     let text = read(&p)?;
                     if !text.trim().is_empty() {
                         description = text.trim().to_owned();

@@ -62,6 +62,10 @@ pub(super) struct Cell<'a> {
     pub python: &'a str,
     pub program: &'a str,
     pub read_paths: &'a [String],
+    /// Who the sandbox runs as when galapagos runs as root, and the task
+    /// folder's copy that user can read (see [`sandbox::stage_task`]).
+    pub run_as: Option<sandbox::RunAs>,
+    pub task_copy: Option<&'a Path>,
 }
 
 /// HOME and TMPDIR inside the sandbox (its private scratch tmpfs).
@@ -94,8 +98,27 @@ pub(super) fn bwrap_args(cell: &Cell<'_>, command: &[OsString]) -> Vec<OsString>
         private: sandbox::private_dirs(),
         uid: rustix::process::getuid().as_raw(),
         gid: rustix::process::getgid().as_raw(),
+        run_as: cell.run_as,
+        task_copy: cell.task_copy.map(Path::to_path_buf),
     };
-    sandbox::bwrap_args(&jail, command)
+    // The command's shell is the container's pid 1, so bubblewrap waits
+    // for it and the kernel adds its CPU time (and that of what it waited
+    // for: the command) to bubblewrap's own children's, which the run
+    // reads ([`wait_measured`]).
+    let mut args: Vec<OsString> = vec!["--as-pid-1".into()];
+    args.extend(sandbox::bwrap_args(&jail, command));
+    args
+}
+
+/// As root, give the candidate's folder (and what the run put in it) to the
+/// user the sandbox runs as, who writes its results there.
+pub(super) fn hand_over(candidate_dir: &Path, user: sandbox::RunAs) -> std::io::Result<()> {
+    let own = |p: &Path| std::os::unix::fs::lchown(p, Some(user.uid), Some(user.gid));
+    own(candidate_dir)?;
+    for entry in std::fs::read_dir(candidate_dir)? {
+        own(&entry?.path())?;
+    }
+    Ok(())
 }
 
 /// Whether the command `exe` (a path, or a name on PATH) exists, as a spawn
@@ -109,37 +132,61 @@ pub(super) fn exists(exe: &str) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(exe).is_file()))
 }
 
-/// The file in a candidate's folder where the sandbox's shell writes the
-/// CPU time the command used (`times`).
-const CPU_FILE: &str = ".galapagos-cpu-time";
+/// The script the container's pid 1 runs: the command (its arguments),
+/// then its status. A command killed by signal N is status 128 + N.
+const PID1_SHELL: &str = "\"$@\"; exit $?";
 
-/// The shell script that runs the command (its arguments) and then writes
-/// its CPU time to the file `$0` names; its status is the command's. The
-/// sandbox does not pass on the CPU time of what runs in it, so the shell
-/// counts it.
-const COUNTING_SHELL: &str = "\"$@\"; s=$?; times >\"$0\" 2>/dev/null; exit $s";
+/// Linux reports CPU times in `/proc` in units of `USER_HZ`, 100 a second
+/// on every architecture it runs on here.
+const USER_HZ: f64 = 100.0;
 
-/// The CPU time (user + system, seconds) the command run in
-/// `candidate_dir` and the processes it waited for used, as the sandbox's
-/// shell wrote it (None when it did not: killed at the timeout, say).
-pub(super) fn cpu_used(candidate_dir: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(candidate_dir.join(CPU_FILE)).ok()?;
-    // `times`: the shell's own user and system time, then its children's,
-    // each as `1m2.345s`.
-    let children = text.lines().nth(1)?;
-    let secs = |t: &str| -> Option<f64> {
-        let (m, s) = t.strip_suffix('s')?.split_once('m')?;
-        Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
+/// Wait for the sandbox `child` (bubblewrap) to exit and reap it, with the
+/// CPU time (user + system, seconds) its container used as the kernel
+/// counts it: read from `/proc/<pid>/stat` (its waited-for children's
+/// times) after it exited and before it is reaped, so nothing the
+/// candidate can write is read. None when it cannot be read.
+pub(super) async fn wait_measured(
+    child: &mut tokio::process::Child,
+) -> (std::io::Result<std::process::ExitStatus>, Option<f64>) {
+    let cpu = match child.id() {
+        Some(pid) => exited_children_cpu(pid).await,
+        None => None,
     };
-    let mut total = 0.0;
-    for t in children.split_whitespace() {
-        total += secs(t)?;
-    }
-    Some(total)
+    (child.wait().await, cpu)
+}
+
+/// Once the process `pid` (a child of this one, not yet reaped) has
+/// exited: the CPU time of the children it waited for.
+async fn exited_children_cpu(pid: u32) -> Option<f64> {
+    use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+    let raw = Pid::from_raw(i32::try_from(pid).ok()?)?;
+    // Waits for the exit without reaping: the process stays a zombie, its
+    // /proc entry readable, until `child.wait()` reaps it.
+    let exited = tokio::task::spawn_blocking(move || {
+        loop {
+            match waitid(
+                WaitId::Pid(raw),
+                WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+            ) {
+                Err(rustix::io::Errno::INTR) => {}
+                other => return other,
+            }
+        }
+    });
+    exited.await.ok()?.ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name (in parentheses, which may hold anything):
+    // state is field 3; cutime and cstime are fields 16 and 17.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    let (cutime, cstime) = (ticks(13)?, ticks(14)?);
+    #[expect(clippy::cast_precision_loss, reason = "CPU ticks far below 2^52")]
+    Some((cutime + cstime) as f64 / USER_HZ)
 }
 
 /// `argv` run through `prlimit` in the candidate's sandbox, under a shell
-/// that counts its CPU time ([`cpu_used`]).
+/// that is the container's pid 1 (its CPU time: [`wait_measured`]).
 pub(super) fn command(
     bwrap: &Path,
     prlimit: &Path,
@@ -147,14 +194,24 @@ pub(super) fn command(
     limits: Limits,
     argv: &[String],
 ) -> tokio::process::Command {
+    // As root, the shell stays root (it keeps bubblewrap's parent-death
+    // signal, which a change of user clears, and the command cannot touch
+    // it) and starts the command as the sandbox's user, in a user namespace
+    // of its own, so the kernel counts its processes apart from other
+    // candidates' (all run as that user).
+    let mut inner: Vec<OsString> = Vec::new();
+    if cell.run_as.is_some() {
+        inner.extend(["unshare".into(), "--user".into(), "--".into()]);
+    }
+    inner.extend(prlimit_args(prlimit, limits));
+    inner.extend(argv.iter().map(Into::into));
     let mut command: Vec<OsString> = vec![
         "/bin/sh".into(),
         "-c".into(),
-        COUNTING_SHELL.into(),
-        cell.candidate_dir.join(CPU_FILE).into(),
+        PID1_SHELL.into(),
+        "sh".into(),
     ];
-    command.extend(prlimit_args(prlimit, limits));
-    command.extend(argv.iter().map(Into::into));
+    command.extend(sandbox::as_user(cell.run_as, &inner));
     let mut cmd = tokio::process::Command::new(bwrap);
     cmd.args(bwrap_args(cell, &command));
     cmd

@@ -115,6 +115,10 @@ impl SlurmEvaluator {
                     private: private.clone(),
                     uid: rustix::process::getuid().as_raw(),
                     gid: rustix::process::getgid().as_raw(),
+                    // On the nodes the sandbox is the job's user's (root's
+                    // mapped to nobody in its user namespace).
+                    run_as: None,
+                    task_copy: None,
                 };
                 let options: Vec<String> = sandbox::bwrap_args(&jail, &[])
                     .into_iter()

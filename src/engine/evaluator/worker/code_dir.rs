@@ -163,7 +163,28 @@ pub(crate) fn write_code(code: &Path) -> Result<(), String> {
         tmp.persist(&path)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
+    open_to_all(code);
     Ok(())
+}
+
+/// Make the code (and its bytecode) readable by all, as installed code is:
+/// a sandbox that runs as another user (galapagos as root) reads it. The
+/// temporary files it is written through are the owner's only.
+fn open_to_all(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(meta) = entry.metadata() else { continue };
+        let (want, path) = (if meta.is_dir() { 0o755 } else { 0o644 }, entry.path());
+        if meta.permissions().mode() & 0o777 != want && (meta.is_dir() || meta.is_file()) {
+            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(want));
+        }
+        if meta.is_dir() {
+            open_to_all(&path);
+        }
+    }
 }
 
 #[cfg(test)]

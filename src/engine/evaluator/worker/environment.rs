@@ -99,6 +99,22 @@ pub(crate) fn check_env(
 /// from `lookup` when set, the card's `listed` names when set, a private
 /// `home` and `tmp`, `PYTHONPATH` with `code_dir` first (then the entries of
 /// a listed `PYTHONPATH`), and bytecode writing off. Nothing else.
+/// The variable that hands the task's hidden paths to the evaluator, as a
+/// JSON list (`galapagos_eval.hidden_paths` reads it); None without any.
+pub(crate) fn hidden_var(hidden: &[PathBuf]) -> Option<(OsString, OsString)> {
+    if hidden.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = hidden
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    Some((
+        "GALAPAGOS_HIDDEN".into(),
+        serde_json::Value::from(list).to_string().into(),
+    ))
+}
+
 pub(crate) fn environment(
     listed: &[String],
     home: &Path,

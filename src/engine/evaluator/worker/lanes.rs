@@ -55,6 +55,24 @@ pub(crate) fn bind_lanes(scratch: &Path) -> Result<Lanes, String> {
     })
 }
 
+impl Lanes {
+    /// Let a sandbox that runs as another user (galapagos as root) connect:
+    /// the socket open to all, its dir enterable. Whoever may connect is
+    /// still checked (`SO_PEERCRED`), and the private dir around it stays
+    /// the owner's.
+    pub(crate) fn open_to_others(&self) -> Result<(), String> {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &Path, mode: u32| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+                .map_err(|e| format!("cannot open {} to the sandbox's user: {e}", path.display()))
+        };
+        if let Some(dir) = self.path.parent() {
+            mode(dir, 0o711)?;
+        }
+        mode(&self.path, 0o777)
+    }
+}
+
 /// One evaluation child: `stream` carries requests in and results out;
 /// `stdout`/`stderr` are the read ends of the pipes that are its fds 1 and 2.
 pub(super) struct Lane {

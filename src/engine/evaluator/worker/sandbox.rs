@@ -355,6 +355,178 @@ pub(crate) struct Jail<'a> {
     /// The run's uid and gid (0 for root).
     pub uid: u32,
     pub gid: u32,
+    /// Who the sandbox runs as when galapagos runs as root ([`run_as`]):
+    /// bubblewrap then sets up the container with root's rights, keeping
+    /// only what `setpriv` needs to start the command as this user (see
+    /// [`as_user`]), so the kernel holds it to the process limit and to file
+    /// permissions.
+    pub run_as: Option<RunAs>,
+    /// A copy of the task folder this user can read, shown at the task
+    /// folder's path ([`stage_task`]).
+    pub task_copy: Option<PathBuf>,
+}
+
+/// An unprivileged user and group the sandbox runs as when galapagos runs
+/// as root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RunAs {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// `nobody` / `nogroup` (65534), the default [`RunAs`].
+pub(crate) const NOBODY: RunAs = RunAs {
+    uid: 65534,
+    gid: 65534,
+};
+
+/// Who a sandbox started by `uid` runs as: `user` when `uid` is root, no
+/// one else (a normal user's sandbox is that user's, mapped to itself).
+pub(crate) fn run_as(uid: u32, user: RunAs) -> Option<RunAs> {
+    (uid == 0).then_some(user)
+}
+
+/// The command that drops from root to `user` inside the sandbox (no
+/// supplementary groups, no new privileges), then runs what follows it.
+pub(crate) fn setpriv_prefix(user: RunAs) -> Vec<OsString> {
+    vec![
+        "setpriv".into(),
+        format!("--reuid={}", user.uid).into(),
+        format!("--regid={}", user.gid).into(),
+        "--clear-groups".into(),
+        "--no-new-privs".into(),
+        "--".into(),
+    ]
+}
+
+/// `command` run as `user` when there is one ([`setpriv_prefix`]), as is
+/// otherwise. The caller of [`bwrap_args`] with a [`Jail::run_as`] puts it
+/// where the drop from root belongs in its command.
+pub(crate) fn as_user(user: Option<RunAs>, command: &[OsString]) -> Vec<OsString> {
+    user.map(setpriv_prefix)
+        .unwrap_or_default()
+        .into_iter()
+        .chain(command.iter().cloned())
+        .collect()
+}
+
+/// Whether `user` can read the tree at `dir` (every dir listable and
+/// enterable, every file readable, by owner, group or others' bits), looked
+/// at through at most `budget` entries (more: no).
+fn readable_by(user: RunAs, dir: &Path, budget: &mut usize) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let may = |m: &std::fs::Metadata, bits: u32| {
+        let mode = m.mode();
+        if m.uid() == user.uid {
+            mode & (bits << 6) == bits << 6
+        } else if m.gid() == user.gid {
+            mode & (bits << 3) == bits << 3
+        } else {
+            mode & bits == bits
+        }
+    };
+    let Ok(meta) = std::fs::metadata(dir) else {
+        return false;
+    };
+    if !may(&meta, 0o5) {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    for entry in entries {
+        let Ok(entry) = entry else { return false };
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        let path = entry.path();
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue; // a dangling link: nothing to read
+        };
+        if meta.is_dir() {
+            if !readable_by(user, &path, budget) {
+                return false;
+            }
+        } else if !may(&meta, 0o4) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Copy the tree at `from` to `to` (dirs 0755, files 0644, links as they
+/// are), for a user who may not read the original.
+fn copy_readable(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(to)?;
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755))?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type()?;
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
+        } else if kind.is_dir() {
+            copy_readable(&src, &dst)?;
+        } else if kind.is_file() {
+            std::fs::copy(&src, &dst)?;
+            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o644))?;
+        }
+    }
+    Ok(())
+}
+
+/// As root, the task folder as the sandbox's `user` will see it: None when
+/// that user can read it where it is, else a readable copy made under
+/// `private` (the run's owner-only dir), shown at the task folder's path.
+/// An error when a dir above the task folder that no sandbox dir replaces
+/// keeps that user out.
+pub(crate) fn stage_task(
+    user: RunAs,
+    task_dir: &Path,
+    private: &Path,
+    hidden: &[PathBuf],
+) -> Result<Option<PathBuf>, String> {
+    use std::os::unix::fs::MetadataExt;
+    for dir in task_dir.ancestors().skip(1) {
+        if hidden.iter().any(|h| dir.starts_with(h)) {
+            break;
+        }
+        let enterable = std::fs::metadata(dir).is_ok_and(|m| {
+            let mode = m.mode();
+            mode & 0o1 != 0 || (m.uid() == user.uid && mode & 0o100 != 0)
+        });
+        if !enterable {
+            return Err(format!(
+                "galapagos runs as root, so the sandbox runs as the unprivileged user {}:{}, \
+                 which cannot enter {} to reach the task folder {}: let others enter it \
+                 (`chmod o+x {}`), or run galapagos as a normal user",
+                user.uid,
+                user.gid,
+                dir.display(),
+                task_dir.display(),
+                dir.display()
+            ));
+        }
+    }
+    let mut budget = 100_000;
+    if readable_by(user, task_dir, &mut budget) {
+        return Ok(None);
+    }
+    let copy = private.join("task");
+    let _ = std::fs::remove_dir_all(&copy);
+    copy_readable(task_dir, &copy).map_err(|e| {
+        format!(
+            "galapagos runs as root and the sandbox's user {}:{} cannot read the task folder {}; \
+             copying it to {} for that user failed: {e}",
+            user.uid,
+            user.gid,
+            task_dir.display(),
+            copy.display()
+        )
+    })?;
+    Ok(Some(copy))
 }
 
 /// Dirs every sandbox replaces by empty ones (writable only where noted in
@@ -394,8 +566,14 @@ fn gpu_devices() -> Vec<PathBuf> {
 pub(crate) fn bwrap_args(jail: &Jail<'_>, command: &[OsString]) -> Vec<OsString> {
     let mut a: Vec<OsString> = Vec::new();
     let mut push = |items: &[&OsStr]| a.extend(items.iter().map(|i| i.to_os_string()));
+    // As root, bubblewrap builds the container with root's rights and no
+    // user namespace of its own, and `setpriv` starts the command as the
+    // unprivileged user (a user namespace made by root would keep root's
+    // uid on the machine, which the kernel exempts from the process limit).
+    if jail.run_as.is_none() {
+        push(&["--unshare-user".as_ref()]);
+    }
     push(&[
-        "--unshare-user".as_ref(),
         "--unshare-ipc".as_ref(),
         "--unshare-pid".as_ref(),
         "--unshare-uts".as_ref(),
@@ -404,21 +582,36 @@ pub(crate) fn bwrap_args(jail: &Jail<'_>, command: &[OsString]) -> Vec<OsString>
     if !jail.network {
         push(&["--unshare-net".as_ref()]);
     }
-    // Inside, the worker is this user, or nobody when this is root: a
-    // candidate's own user namespace maps its uid to itself, which the
-    // kernel refuses for uid 0 without capabilities.
-    let uid = if jail.uid == 0 { 65534 } else { jail.uid };
-    let gid = if jail.gid == 0 { 65534 } else { jail.gid };
-    let (uid, gid) = (uid.to_string(), gid.to_string());
+    match jail.run_as {
+        None => {
+            // Inside, this user, or nobody for root (a Slurm node's sandbox):
+            // a candidate's own user namespace maps its uid to itself, which
+            // the kernel refuses for uid 0 without capabilities.
+            let uid = if jail.uid == 0 { NOBODY.uid } else { jail.uid };
+            let gid = if jail.gid == 0 { NOBODY.gid } else { jail.gid };
+            let (uid, gid) = (uid.to_string(), gid.to_string());
+            push(&[
+                "--uid".as_ref(),
+                uid.as_ref(),
+                "--gid".as_ref(),
+                gid.as_ref(),
+                "--cap-drop".as_ref(),
+                "ALL".as_ref(),
+            ]);
+        }
+        // Only what `setpriv` needs to become the user, who then has none.
+        Some(_) => push(&[
+            "--cap-drop".as_ref(),
+            "ALL".as_ref(),
+            "--cap-add".as_ref(),
+            "CAP_SETUID".as_ref(),
+            "--cap-add".as_ref(),
+            "CAP_SETGID".as_ref(),
+        ]),
+    }
     push(&[
-        "--uid".as_ref(),
-        uid.as_ref(),
-        "--gid".as_ref(),
-        gid.as_ref(),
         "--die-with-parent".as_ref(),
         "--new-session".as_ref(),
-        "--cap-drop".as_ref(),
-        "ALL".as_ref(),
         "--ro-bind".as_ref(),
         "/".as_ref(),
         "/".as_ref(),
@@ -482,8 +675,49 @@ pub(crate) fn bwrap_args(jail: &Jail<'_>, command: &[OsString]) -> Vec<OsString>
             kept.push(p);
         }
     }
+    if jail.run_as.is_some() {
+        // Bubblewrap makes the dirs leading to a mount point owner-only:
+        // the user the sandbox runs as must be able to pass them.
+        let dests: Vec<&Path> = kept
+            .iter()
+            .map(|p| p.as_path())
+            .chain(jail.writable.iter().map(PathBuf::as_path))
+            .chain(jail.task_copy.as_ref().map(|_| jail.task_dir))
+            .collect();
+        let tmpfs: Vec<&Path> = hidden
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(std::iter::once(Path::new("/dev/shm")))
+            .collect();
+        let mut passes: Vec<&Path> = dests
+            .iter()
+            .flat_map(|d| d.ancestors().skip(1))
+            .filter(|a| tmpfs.iter().any(|t| a.starts_with(t) && a != t))
+            .filter(|a| !dests.iter().any(|d| a.starts_with(d)))
+            .collect();
+        passes.sort();
+        passes.dedup();
+        for dir in passes {
+            push(&[
+                "--perms".as_ref(),
+                "0755".as_ref(),
+                "--dir".as_ref(),
+                dir.as_os_str(),
+            ]);
+        }
+    }
     for p in kept {
-        push(&["--ro-bind-try".as_ref(), p.as_os_str(), p.as_os_str()]);
+        if jail.task_copy.is_none() || p.as_path() != jail.task_dir {
+            push(&["--ro-bind-try".as_ref(), p.as_os_str(), p.as_os_str()]);
+        }
+    }
+    // The readable copy, over whatever shows the task folder.
+    if let Some(copy) = &jail.task_copy {
+        push(&[
+            "--ro-bind".as_ref(),
+            copy.as_os_str(),
+            jail.task_dir.as_os_str(),
+        ]);
     }
     for p in &jail.writable {
         push(&["--bind".as_ref(), p.as_os_str(), p.as_os_str()]);
@@ -530,8 +764,11 @@ mod tests {
                 .collect(),
             uid: 0,
             gid: 0,
+            run_as: run_as(0, NOBODY),
+            task_copy: Some(PathBuf::from("/dev/shm/galapagos-eval-x/task")),
         };
-        let args: Vec<String> = bwrap_args(&jail, &["python".into(), "-c".into()])
+        let command = as_user(jail.run_as, &["python".into(), "-c".into()]);
+        let args: Vec<String> = bwrap_args(&jail, &command)
             .into_iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
@@ -539,8 +776,14 @@ mod tests {
         let has = |s: &str| text.contains(s);
         assert!(has("--unshare-net") && has("--cap-drop ALL") && has("--die-with-parent"));
         assert!(
-            has("--uid 65534 --gid 65534"),
-            "root maps to nobody inside: {text}"
+            !has("--unshare-user")
+                && !has("--uid ")
+                && has("--cap-add CAP_SETUID --cap-add CAP_SETGID "),
+            "as root, no user namespace that would keep root's uid: {text}"
+        );
+        assert!(
+            has("--ro-bind /dev/shm/galapagos-eval-x/task /home/me/tasks/t "),
+            "the readable copy shown at the task folder's path: {text}"
         );
         for hidden in ["/tmp", "/var/tmp", "/run", "/home", "/root"] {
             assert!(
@@ -554,7 +797,6 @@ mod tests {
         }
         assert!(!has("--tmpfs /home/me "), "/home covers $HOME: {text}");
         for shown in [
-            "/home/me/tasks/t",
             "/home/me/.cache/galapagos/worker-1",
             "/dev/shm/galapagos-eval-x/w0",
             "/root/.pyenv/versions/9.9",
@@ -571,13 +813,18 @@ mod tests {
             "writable: {text}"
         );
         assert!(
-            text.ends_with("--chdir /home/me/tasks/t -- python -c"),
-            "{text}"
+            text.ends_with(
+                "--chdir /home/me/tasks/t -- setpriv --reuid=65534 --regid=65534 --clear-groups \
+                 --no-new-privs -- python -c"
+            ),
+            "root's sandbox runs its command as nobody: {text}"
         );
         let shared = Jail {
             network: true,
             uid: 1000,
             gid: 1000,
+            run_as: run_as(1000, NOBODY),
+            task_copy: None,
             ..jail
         };
         let text: Vec<String> = bwrap_args(&shared, &[])
@@ -586,6 +833,12 @@ mod tests {
             .collect();
         let text = text.join(" ");
         assert!(!text.contains("--unshare-net") && text.contains("--uid 1000 --gid 1000"));
+        assert!(
+            text.contains("--unshare-user")
+                && !text.contains("setpriv")
+                && !text.contains("CAP_SETUID"),
+            "a normal user's sandbox is that user's: {text}"
+        );
     }
 
     #[test]
