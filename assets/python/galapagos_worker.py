@@ -276,13 +276,23 @@ def _from_fork(exc):
     """Was `exc` raised while starting a process (os.fork, subprocess,
     multiprocessing)?"""
     tb = exc.__traceback__
+    last = None
     while tb is not None:
         code = tb.tb_frame.f_code
         name = os.path.basename(code.co_filename)
         if name in ("subprocess.py", "popen_fork.py", "popen_forkserver.py", "os.py"):
             return True
+        last = tb
         tb = tb.tb_next
-    return False
+    if last is None:
+        return False
+    # A call of os.fork() (a built-in: no frame of its own) or the like on
+    # the line that raised.
+    import linecache
+    import re
+
+    line = linecache.getline(last.tb_frame.f_code.co_filename, last.tb_lineno)
+    return re.search(r"\b(fork|forkpty|posix_spawnp?|spawnv\w*|start_new_thread)\s*\(", line) is not None
 
 
 def run_evaluation(module, program_path, cascade, thresholds):

@@ -1,0 +1,303 @@
+//! Hostile candidates against what the sandbox promises beyond isolation:
+//! a process limit that holds when galapagos runs as root (as in
+//! containers and CI, where these tests run), hidden reference data a
+//! candidate cannot find, and measurements the run takes itself rather than
+//! from files a candidate can write. Each goes through a real run (the CLI,
+//! a loopback model server proposing the attack as every child).
+
+#![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::hostile::{Hostile, ModelServer, Outcome};
+
+/// Forks 3,000 processes that wait, then reports how many it started.
+const FORK_3000: &str = r#"import os, time
+
+def run():
+    started = 0
+    for _ in range(3000):
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        started += 1
+    return float(started)
+"#;
+
+#[test]
+fn three_thousand_forks_stop_at_the_process_limit_even_as_root() {
+    let root = rustix::process::geteuid().is_root();
+    let hostile = Hostile::new();
+    let outcome = hostile.run(FORK_3000, "", 2);
+    assert!(outcome.success, "{}\n{}", outcome.stdout, outcome.stderr);
+    assert!(outcome.children().len() >= 2, "{}", outcome.stderr);
+    for child in outcome.children() {
+        let evidence = Outcome::evidence(child);
+        assert!(child["valid"] == false, "as root: {root}\n{evidence}");
+        assert!(
+            child["error"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("exceeded the 256-process limit"),
+            "as root: {root}\n{evidence}"
+        );
+    }
+    outcome.assert_no_secret();
+}
+
+/// A command-evaluator task whose `evaluate.py` runs the candidate (a
+/// Python script) in its own process; its metrics are what the candidate
+/// printed as JSON. Returns the run's genomes.
+fn command_run(
+    program: &str,
+    evaluator: &str,
+    iterations: u32,
+) -> (Vec<serde_json::Value>, String) {
+    let root = tempfile::tempdir().unwrap();
+    let (home, task, out) = (
+        root.path().join("home"),
+        root.path().join("task"),
+        root.path().join("runs"),
+    );
+    for dir in [&home, &task, &out] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::write(
+        task.join("initial_program.py"),
+        "# EVOLVE-BLOCK-START\nimport json\nprint(json.dumps({'combined_score': 0.5}))\n# EVOLVE-BLOCK-END\n",
+    )
+    .unwrap();
+    let server = ModelServer::start(&format!("```python\n{program}\n```"));
+    let card = root.path().join("card.yaml");
+    let base =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("cards/best_of_n.yaml"))
+            .unwrap();
+    let (start, end) = (
+        base.find("evaluator:").unwrap(),
+        base.find("memory:").unwrap(),
+    );
+    std::fs::write(
+        &card,
+        format!(
+            "{}evaluator: {{kind: command, argv: [python3, '{{program}}'], timeout_secs: 30.0{evaluator}}}\n{}",
+            &base[..start],
+            &base[end..]
+        ),
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .arg("run")
+        .arg(&card)
+        .arg("--task")
+        .arg(&task)
+        .args(["--iterations", &iterations.to_string(), "--quiet", "--out"])
+        .arg(&out)
+        .args([
+            "--api-base",
+            &format!("http://127.0.0.1:{}/v1", server.port),
+            "--model",
+            "hostile-coder",
+        ])
+        .env("OPENAI_API_KEY", common::hostile::SECRET)
+        .env("HOME", &home)
+        .current_dir(root.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        o.status.success(),
+        "{}\n{stderr}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let run_dir = std::fs::read_dir(&out)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let genomes = std::fs::read_to_string(run_dir.join("genomes.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (genomes, stderr)
+}
+
+#[test]
+fn three_thousand_forks_of_a_command_stop_at_the_process_limit_even_as_root() {
+    let program = "import json, os, time\n\
+                   started = 0\n\
+                   for _ in range(3000):\n\
+                   \x20   if os.fork() == 0:\n\
+                   \x20       time.sleep(60)\n\
+                   \x20       os._exit(0)\n\
+                   \x20   started += 1\n\
+                   print(json.dumps({'combined_score': float(started)}))\n";
+    let (genomes, stderr) = command_run(program, "", 2);
+    let children: Vec<_> = genomes.iter().filter(|g| g["iteration"] != 0).collect();
+    assert!(children.len() >= 2, "{stderr}");
+    for child in children {
+        let evidence = Outcome::evidence(child);
+        assert!(child["valid"] == false, "{evidence}");
+        assert!(
+            child["error"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("exceeded the 256-process limit"),
+            "{evidence}"
+        );
+    }
+}
+
+#[test]
+fn a_candidate_cannot_make_its_cpu_time_unreadable_to_the_run() {
+    // Before the run measured CPU time itself, a shell in the sandbox wrote
+    // it into the candidate's folder after the command, where the candidate
+    // could put a directory in its way: the CPU time limit went unnamed.
+    let program = "import os, sys\n\
+                   os.mkdir(os.path.join(os.path.dirname(os.path.abspath(sys.argv[0])), '.galapagos-cpu-time'))\n\
+                   while True:\n\
+                   \x20   pass\n";
+    let (genomes, stderr) = command_run(program, ", cpu_limit_secs: 1.0", 1);
+    let children: Vec<_> = genomes.iter().filter(|g| g["iteration"] != 0).collect();
+    assert!(!children.is_empty(), "{stderr}");
+    for child in children {
+        let evidence = Outcome::evidence(child);
+        assert!(child["valid"] == false, "{evidence}");
+        assert!(
+            child["error"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("exceeded the 1 s CPU time limit"),
+            "{evidence}"
+        );
+    }
+}
+
+/// Looks everywhere it can for an answer of the form `ANSWER-` and 32 hex
+/// digits: the task folder (every file under it), `/proc/self` (its
+/// environment, command line and all of its readable memory), its parent's
+/// memory and environment, and its own environment. Returns what it found.
+const SEARCH: &str = r#"import os, re
+
+PATTERN = re.compile(rb"ANSWER-[0-9a-f]{32}")
+
+def _scan(data, where, found):
+    for m in PATTERN.finditer(data):
+        found.append(f"{where}: {m.group().decode()}")
+
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+def _memory(pid, where, found):
+    try:
+        maps = open(f"/proc/{pid}/maps").read().splitlines()
+        mem = open(f"/proc/{pid}/mem", "rb", buffering=0)
+    except OSError:
+        return
+    with mem:
+        for line in maps:
+            span, perms = line.split()[:2]
+            if "r" not in perms:
+                continue
+            start, end = (int(x, 16) for x in span.split("-"))
+            try:
+                mem.seek(start)
+                _scan(mem.read(end - start), where, found)
+            except (OSError, ValueError, OverflowError):
+                pass
+
+def search(task_dir):
+    found = []
+    for top, dirs, files in os.walk(task_dir):
+        for name in files:
+            _scan(_read(os.path.join(top, name)), "task folder", found)
+    _scan(_read(os.path.join(task_dir, "hidden", "answer.txt")), "hidden file", found)
+    for name in ("environ", "cmdline"):
+        _scan(_read(f"/proc/self/{name}"), f"/proc/self/{name}", found)
+        _scan(_read(f"/proc/{os.getppid()}/{name}"), f"parent's {name}", found)
+    _scan("\n".join(f"{k}={v}" for k, v in os.environ.items()).encode(), "environment", found)
+    _memory("self", "own memory", found)
+    _memory(os.getppid(), "parent's memory", found)
+    return sorted(set(found))
+"#;
+
+/// Holds the answer in its memory from its import on, reads it again to
+/// score, and runs the candidate's search through `galapagos_eval`.
+const READS_THE_ANSWER: &str = r#"import os
+import galapagos_eval
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ANSWER = open(os.path.join(HERE, "hidden", "answer.txt")).read().strip()
+
+
+def evaluate(program_path):
+    answer = open(os.path.join(HERE, "hidden", "answer.txt")).read().strip()
+    found = galapagos_eval.run(program_path, "search", HERE, timeout=60)
+    print("found:", found)
+    leaked = [f for f in found if answer in f or ANSWER in f]
+    return {
+        "combined_score": 1.0 if not leaked else 0.0,
+        "leaks": float(len(leaked)),
+        "evaluator_read_it": 1.0 if answer == ANSWER and len(answer) == 39 else 0.0,
+    }
+"#;
+
+#[test]
+fn a_candidate_searching_everywhere_finds_no_hidden_answer_while_the_evaluator_reads_it() {
+    let hostile = Hostile::new();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let answer = format!(
+        "ANSWER-{:032x}",
+        (u128::from(std::process::id()) << 96) ^ nanos
+    );
+    std::fs::create_dir_all(hostile.task.join("hidden")).unwrap();
+    std::fs::write(
+        hostile.task.join("hidden/answer.txt"),
+        format!("{answer}\n"),
+    )
+    .unwrap();
+    // A task description that holds it too, hidden by a glob: never shown
+    // to the model.
+    std::fs::write(
+        hostile.task.join("task.md"),
+        format!("The answer is {answer}.\n"),
+    )
+    .unwrap();
+    std::fs::write(hostile.task.join("config.yaml"), "hidden: ['task.md']\n").unwrap();
+    std::fs::write(hostile.task.join("evaluator.py"), READS_THE_ANSWER).unwrap();
+    let initial =
+        format!("# EVOLVE-BLOCK-START\n{SEARCH}# the initial program\n# EVOLVE-BLOCK-END\n");
+    std::fs::write(hostile.task.join("initial_program.py"), &initial).unwrap();
+    let outcome = hostile.run(SEARCH, "", 2);
+    assert!(outcome.success, "{}\n{}", outcome.stdout, outcome.stderr);
+    assert!(outcome.genomes.len() >= 3, "{}", outcome.stderr);
+    for genome in &outcome.genomes {
+        let evidence = Outcome::evidence(genome);
+        assert!(genome["valid"] == true, "{evidence}");
+        assert_eq!(genome["scores"]["leaks"].as_f64(), Some(0.0), "{evidence}");
+        assert_eq!(
+            genome["scores"]["evaluator_read_it"].as_f64(),
+            Some(1.0),
+            "{evidence}"
+        );
+        assert!(!evidence.contains(&answer), "{evidence}");
+    }
+    for body in &outcome.requests {
+        assert!(
+            !body.contains(&answer),
+            "the hidden answer reached the model: {body}"
+        );
+    }
+    assert!(!outcome.requests.is_empty());
+}
