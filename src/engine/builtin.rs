@@ -66,7 +66,13 @@ pub const TASKS: &[BuiltinTask] = &[
     ),
     task!(
         "curve_fitting",
-        ["README.md", "evaluator.py", "initial_program.py"]
+        [
+            "README.md",
+            "config.yaml",
+            "evaluator.py",
+            "initial_program.py",
+            "targets.json"
+        ]
     ),
     task!(
         "exp_poly_shinka",

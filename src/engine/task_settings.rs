@@ -66,6 +66,9 @@ pub enum Target {
     /// A repository task's `evolve`, `context` and `exclude` globs (read by
     /// the task).
     ProgramFiles,
+    /// Files the evaluator reads and candidates must not (read by the
+    /// task: `task::hidden`).
+    Hidden,
     /// Models and endpoints: never taken from a task (keys and endpoints
     /// come from the environment, the settings file or the command line).
     Model,
@@ -124,6 +127,7 @@ pub const KEYS: &[(&str, Target)] = &[
     ("evolve", Target::ProgramFiles),
     ("context", Target::ProgramFiles),
     ("exclude", Target::ProgramFiles),
+    (crate::engine::task::hidden::KEY, Target::Hidden),
     ("diff_based_evolution", Target::DiffBased),
     ("prompt.num_top_programs", Target::Inspirations),
     ("prompt.num_diverse_programs", Target::Inspirations),
@@ -504,6 +508,11 @@ pub fn apply(
             Target::Language => m.line(key, &shown, "the program's language, as the prompt names it"),
             Target::FileSuffix => m.line(key, &shown, "the suffix of each candidate's file"),
             Target::ProgramFiles => m.line(key, &shown, "which of the program folder's files may change, are shown or left out"),
+            Target::Hidden => m.line(
+                key,
+                &shown,
+                "hidden from candidates (galapagos_eval runs them where these cannot be read) and from the model",
+            ),
         }
     }
     let ignored = ignored(config);

@@ -1,26 +1,30 @@
-"""Evaluator for curve fitting: the candidate's predict(x) is compared with a
-hidden smooth function sampled on [-3, 3] (deterministic pseudo-noise).
+"""Evaluator for curve fitting: the candidate's predict(x) is compared with 61
+samples of a smooth function on [-3, 3] (with a little deterministic noise)
+that candidates cannot see: they are in targets.json, which config.yaml
+declares hidden.
 
 predict() runs in a process of its own (galapagos_eval, which galapagos puts
-on the evaluator's path): only its predictions come back, and the error is
-computed here."""
+on the evaluator's path): because the task has hidden paths, that process is
+a fresh interpreter that cannot read targets.json and holds nothing of this
+one's memory; only its predictions come back, and the error is computed
+here."""
 
+import json
 import math
+import os
 
 import galapagos_eval
 
-
-def _hidden(x):
-    return 1.6 * math.sin(1.3 * x + 0.4) + 0.35 * x - 0.25 * math.exp(-((x - 1.0) ** 2))
+TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.json")
 
 
-def _noise(i):
-    # Deterministic, small, zero-mean-ish perturbation (no RNG state involved).
-    return 0.02 * math.sin(12.9898 * i + 78.233)
-
-
-XS = [-3.0 + 6.0 * i / 60 for i in range(61)]
-YS = [_hidden(x) + _noise(i) for i, x in enumerate(XS)]
+def _targets():
+    """The sample points and the values there (read when scoring, not at
+    import: the candidate's fresh interpreter imports this file to run
+    _predict_all, and cannot read targets.json)."""
+    with open(TARGETS) as f:
+        data = json.load(f)
+    return [float(x) for x in data["xs"]], [float(y) for y in data["ys"]]
 
 
 TIMEOUT = 60.0  # seconds for the predictions; the run's own time limit also applies
@@ -37,6 +41,7 @@ def _predict_all(module, xs):
 def evaluate(program_path):
     # A program that raises, crashes, overruns or returns something that is
     # not plain data raises galapagos_eval.CandidateError: invalid, saying why.
+    XS, YS = _targets()
     found = galapagos_eval.run_with(program_path, _predict_all, XS, timeout=TIMEOUT, what="predict()")
     if isinstance(found, dict) and isinstance(found.get("error"), str):
         return {"combined_score": 0.0, "error": found["error"]}

@@ -124,14 +124,25 @@ const MAX_RESULT_FILE: u64 = 16 << 20;
 /// The text of a result file: a plain file (not a link to a device or a
 /// pipe), at most [`MAX_RESULT_FILE`] bytes.
 pub(super) fn read_limited(path: &std::path::Path) -> Result<String, String> {
+    use rustix::fs::{Mode, OFlags};
     use std::io::Read as _;
-    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
-    if !meta.file_type().is_file() {
-        return Err("it is not a plain file".to_owned());
+    let not_plain = || "it is not a plain file".to_owned();
+    // Opened without following a link and without waiting for a writer
+    // (a fifo), then checked on what was opened: the candidate could have
+    // swapped the path between a look and an open.
+    let flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let file = match rustix::fs::open(path, flags, Mode::empty()) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(rustix::io::Errno::LOOP) => return Err(not_plain()),
+        Err(e) => return Err(std::io::Error::from(e).to_string()),
+    };
+    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
+        return Err(not_plain());
     }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_RESULT_FILE + 1).read_to_end(&mut bytes))
+    file.take(MAX_RESULT_FILE + 1)
+        .read_to_end(&mut bytes)
         .map_err(|e| e.to_string())?;
     if bytes.len() as u64 > MAX_RESULT_FILE {
         return Err(format!(
