@@ -110,13 +110,19 @@ pub(super) fn bwrap_args(cell: &Cell<'_>, command: &[OsString]) -> Vec<OsString>
     args
 }
 
-/// As root, give the candidate's folder (and what the run put in it) to the
-/// user the sandbox runs as, who writes its results there.
+/// As root, give the candidate's folder (and everything the run put in it:
+/// its program, a folder program's files, `results/`) to the user the
+/// sandbox runs as, who may change its own copy and writes its results
+/// there.
 pub(super) fn hand_over(candidate_dir: &Path, user: sandbox::RunAs) -> std::io::Result<()> {
-    let own = |p: &Path| std::os::unix::fs::lchown(p, Some(user.uid), Some(user.gid));
-    own(candidate_dir)?;
+    std::os::unix::fs::lchown(candidate_dir, Some(user.uid), Some(user.gid))?;
     for entry in std::fs::read_dir(candidate_dir)? {
-        own(&entry?.path())?;
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            hand_over(&entry.path(), user)?;
+        } else {
+            std::os::unix::fs::lchown(entry.path(), Some(user.uid), Some(user.gid))?;
+        }
     }
     Ok(())
 }
