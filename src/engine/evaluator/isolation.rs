@@ -31,8 +31,8 @@ pub struct Isolation {
     /// CPU time a candidate's process may use, in seconds; null: twice the
     /// evaluator's `timeout_secs` (at least 10 s).
     pub cpu_limit_secs: Option<f64>,
-    /// Processes a candidate may run at once (with the sandbox; not
-    /// enforced for root); null: no limit.
+    /// Processes a candidate may run at once (with the sandbox, which runs
+    /// candidates as nobody when galapagos runs as root); null: no limit.
     pub process_limit: Option<u64>,
     /// Largest file a candidate may write, in MiB; null: no limit.
     pub file_size_limit_mib: Option<u64>,
@@ -110,7 +110,8 @@ pub const SPECS: &[ParamSpec] = &[
     ParamSpec {
         key: "process_limit",
         doc: "Processes a candidate may run at once, itself included (1: it may start none; with the \
-              sandbox; the kernel does not enforce it when galapagos runs as root; null: no limit)",
+              sandbox, which runs candidates as nobody when galapagos runs as root; not on Slurm nodes \
+              whose jobs run as root; null: no limit)",
         ty: ParamType::OptionalInt {
             min: 1,
             max: 1 << 22,
