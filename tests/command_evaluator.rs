@@ -317,6 +317,65 @@ fn shinka_layout_run(card: &str, iterations: &str) {
     assert!(best >= genomes[0].fitness().unwrap());
 }
 
+/// A ShinkaEvolve task runs the card's `subprocess` evaluator as its
+/// `evaluate.py` command: the sandbox, network, read paths, limits, output
+/// limit and confirmation the card sets go with it; what the command
+/// evaluator has no setting for is named, not dropped without a word.
+#[test]
+fn a_shinka_layout_task_keeps_the_cards_sandbox_and_limits() {
+    use galapagos::engine::card::ValidCard;
+    use galapagos::engine::params::ParamValue;
+    use galapagos::engine::registry::Registry;
+
+    let base =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("cards/best_of_n.yaml"))
+            .unwrap();
+    let set = "  timeout_secs: 60.0\n  sandbox: none\n  network: true\n  read_paths: [/opt/data]\n  \
+               memory_limit_mib: 512\n  cpu_limit_secs: 30.0\n  process_limit: 8\n  file_size_limit_mib: 2\n  \
+               output_limit_kb: 7\n  confirm: 2\n  confirm_aggregate: min\n  confirm_tolerance: 0.5\n  \
+               import_timeout_secs: 9.0\n";
+    let text = base.replace("  timeout_secs: 60.0\n", set);
+    assert_ne!(text, base, "the card's evaluator block changed");
+    let registry = Registry::builtin();
+    let card = ValidCard::from_yaml(&text, "card.yaml", &registry).unwrap();
+    let task =
+        Task::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tasks/exp_poly_shinka"))
+            .unwrap();
+    assert_eq!(task.kind, TaskKind::ShinkaEvolve);
+    let (fitted, report) = galapagos::engine::task_settings::apply(card, &task, &registry).unwrap();
+    let evaluator = &fitted.card().evaluator;
+    assert_eq!(evaluator.kind, "command");
+    let list = |s: &str| ParamValue::List(vec![ParamValue::Str(s.to_owned())]);
+    for (key, want) in [
+        ("sandbox", ParamValue::Str("none".into())),
+        ("network", ParamValue::Bool(true)),
+        ("read_paths", list("/opt/data")),
+        ("memory_limit_mib", ParamValue::Int(512)),
+        ("cpu_limit_secs", ParamValue::Float(30.0)),
+        ("process_limit", ParamValue::Int(8)),
+        ("file_size_limit_mib", ParamValue::Int(2)),
+        ("output_limit_kb", ParamValue::Int(7)),
+        ("confirm", ParamValue::Int(2)),
+        ("confirm_aggregate", ParamValue::Str("min".into())),
+        ("confirm_tolerance", ParamValue::Float(0.5)),
+        ("timeout_secs", ParamValue::Float(60.0)),
+    ] {
+        assert_eq!(
+            evaluator.params.get(key),
+            Some(&want),
+            "{key}: {evaluator:?}"
+        );
+    }
+    assert!(
+        report
+            .changes
+            .iter()
+            .any(|c| c.ends_with("has no such setting: import_timeout_secs")),
+        "{:?}",
+        report.changes
+    );
+}
+
 /// A model's key in the run's environment never reaches the command.
 #[test]
 fn the_command_does_not_see_the_runs_secrets() {

@@ -24,6 +24,7 @@ use std::fmt::Write as _;
 
 use crate::engine::card::{Card, LlmSettings, ValidCard};
 use crate::engine::component::Slot;
+use crate::engine::evaluator;
 use crate::engine::params::ParamValue;
 use crate::engine::registry::Registry;
 use crate::engine::task::config::{TaskConfig, compact, param_value, show};
@@ -659,7 +660,8 @@ fn fit_system_message(m: &mut Mapper<'_>, task: &Task) {
 /// A ShinkaEvolve task's evaluator is its `evaluate.py`, run as a command:
 /// the card's `subprocess` evaluator (which imports an OpenEvolve
 /// `evaluator.py`) becomes the `command` evaluator with ShinkaEvolve's
-/// command line, keeping its time limit, interpreter and confirmation.
+/// command line, keeping its time limit, interpreter, sandbox and limits
+/// ([`evaluator::isolation`]) and confirmation.
 fn fit_evaluator(m: &mut Mapper<'_>, task: &Task) {
     if task.kind != TaskKind::ShinkaEvolve || m.card.evaluator.kind != "subprocess" {
         return;
@@ -669,30 +671,27 @@ fn fit_evaluator(m: &mut Mapper<'_>, task: &Task) {
     }
     let old = std::mem::take(&mut m.card.evaluator.params);
     let mut params = crate::engine::params::ParamMap::default();
-    let confirm = crate::engine::evaluator::confirm::SPECS
+    let shared = evaluator::isolation::SPECS
         .iter()
-        .map(|spec| spec.key);
-    for key in ["timeout_secs", "python"].into_iter().chain(confirm) {
+        .chain(evaluator::confirm::SPECS);
+    for key in ["timeout_secs", "python"]
+        .into_iter()
+        .chain(shared.map(|spec| spec.key))
+    {
         if let Some(v) = old.get(key) {
             params.set(key, v.clone());
         }
     }
-    params.set(
-        "argv",
-        ParamValue::List(
-            [
-                "{python}",
-                "evaluate.py",
-                "--program_path",
-                "{program}",
-                "--results_dir",
-                "{results_dir}",
-            ]
-            .iter()
-            .map(|s| ParamValue::Str((*s).to_owned()))
-            .collect(),
-        ),
-    );
+    let dropped: Vec<&str> = old
+        .0
+        .keys()
+        .filter(|k| params.get(k).is_none())
+        .map(String::as_str)
+        .collect();
+    let argv = evaluator::SHINKA_ARGV
+        .iter()
+        .map(|s| ParamValue::Str((*s).to_owned()));
+    params.set("argv", ParamValue::List(argv.collect()));
     m.card.evaluator.kind = "command".to_owned();
     m.card.evaluator.params = params;
     m.out.changes.push(
@@ -701,6 +700,12 @@ fn fit_evaluator(m: &mut Mapper<'_>, task: &Task) {
          and text_feedback reach the model, its private metrics do not; correct.json decides validity)"
             .to_owned(),
     );
+    if !dropped.is_empty() {
+        m.out.changes.push(format!(
+            "evaluator: not carried over, the command evaluator has no such setting: {}",
+            dropped.join(", ")
+        ));
+    }
 }
 
 #[cfg(test)]

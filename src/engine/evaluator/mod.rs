@@ -11,7 +11,7 @@ mod subprocess;
 pub(crate) mod worker;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
-pub use command::{CommandEvaluator, CommandParams};
+pub use command::{CommandEvaluator, CommandParams, SHINKA_ARGV};
 pub use confirm::{Aggregate, Confirm, confirm};
 pub use isolation::Isolation;
 pub use slurm::{SlurmEvaluator, SlurmParams};
