@@ -32,6 +32,7 @@ fn evaluator(task: &Task, params: CommandParams) -> CommandEvaluator {
         model: default_model(),
         parallel: 2,
         run_dir: None,
+        key_vars: &[],
     };
     CommandEvaluator::build(params, &ctx).unwrap()
 }

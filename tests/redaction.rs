@@ -169,3 +169,75 @@ fn credentials_in_the_api_base_and_a_key_a_model_echoes_are_redacted_everywhere(
             .any(|b| b.contains("[redacted: the api_base password]"))
     );
 }
+
+/// A run gathers its key variables once, with its secrets: the model's and
+/// every endpoint's in the user settings, handed to the evaluator when the
+/// run builds it. An `env` entry naming another endpoint's key variable is
+/// refused, and so is one holding that variable's value, though the run's
+/// model is the offline one.
+#[test]
+fn an_endpoint_key_variable_from_the_settings_never_reaches_the_evaluator() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".config/galapagos");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("settings.json"),
+        r#"{"endpoints":[{"name":"other","api_base":"http://127.0.0.1:9/v1","api_key_env":"GALAPAGOS_OTHER_KEY"}]}"#,
+    )
+    .unwrap();
+    let task = common::temp_task(home.path());
+    let base =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("cards/best_of_n.yaml"))
+            .unwrap();
+    let start = base.find("evaluator:").unwrap();
+    let end = base.find("memory:").unwrap();
+    let value = "another-endpoint-key-value";
+    for (listed, refused) in [
+        (
+            "GALAPAGOS_OTHER_KEY",
+            "`GALAPAGOS_OTHER_KEY` holds a model API key",
+        ),
+        (
+            "INNOCENT_LOOKING",
+            "`INNOCENT_LOOKING` holds the same value as the model API key variable `GALAPAGOS_OTHER_KEY`",
+        ),
+    ] {
+        let card = home.path().join("card.yaml");
+        std::fs::write(
+            &card,
+            format!(
+                "{}evaluator: {{kind: subprocess, timeout_secs: 20.0, env: [{listed}]}}\n{}",
+                &base[..start],
+                &base[end..]
+            ),
+        )
+        .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+            .arg("run")
+            .arg(&card)
+            .arg("--task")
+            .arg(&task)
+            .args(["--iterations", "1", "--out"])
+            .arg(home.path().join("runs"))
+            .env("GALAPAGOS_OTHER_KEY", value)
+            .env("INNOCENT_LOOKING", value)
+            .env("HOME", home.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{stdout}\n{stderr}");
+        assert!(
+            stderr.contains(refused) || stdout.contains(refused),
+            "{stdout}\n{stderr}"
+        );
+        assert!(
+            !stdout.contains(value) && !stderr.contains(value),
+            "the value was printed"
+        );
+    }
+}

@@ -154,6 +154,7 @@ async fn the_command_evaluator_gets_the_folder_as_program_path() {
         model: default_model(),
         parallel: 1,
         run_dir: None,
+        key_vars: &[],
     };
     let params = CommandParams {
         argv: vec![

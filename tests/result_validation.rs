@@ -186,6 +186,7 @@ async fn every_case_through_the_command_evaluator_on_stdout_and_in_metrics_json(
             model: default_model(),
             parallel: 1,
             run_dir: None,
+            key_vars: &[],
         };
         let ev = CommandEvaluator::build(params, &ctx).unwrap();
         for (id, (case, error)) in (1..).zip(CASES) {

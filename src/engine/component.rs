@@ -154,6 +154,10 @@ pub struct BuildContext<'a> {
     /// its resumption (an evaluator that leaves work outside this process,
     /// such as cluster jobs, names it after the run).
     pub run_dir: Option<&'a std::path::Path>,
+    /// Names of the variables that hold the run's model keys, gathered once
+    /// with its secrets ([`crate::engine::model::RunSecrets`]): an evaluator
+    /// never passes them, or a variable holding one's value, to candidates.
+    pub key_vars: &'a [String],
 }
 
 /// A slot trait object (`dyn Population`, `dyn Proposer`, ...): which slot it

@@ -110,17 +110,21 @@ fn sink_blocking(sink: &EventSink, event: RunEvent) {
 
 /// Load the task, build the scaffold and run it (on the current runtime).
 ///
-/// The run's secrets ([`run_secrets`]: the model's keys and endpoint
-/// credentials) are taken out at its three boundaries by one [`Redactor`]:
-/// every event `sink` reports, everything the run folder's recorder writes,
-/// and every prompt sent to `model`.
+/// The run's secrets are gathered once ([`run_secrets`]: the model's keys
+/// and endpoint credentials). Their values are taken out at its three
+/// boundaries by one [`Redactor`]: every event `sink` reports, everything
+/// the run folder's recorder writes, and every prompt sent to `model`; the
+/// names of the key variables go to the components through the build
+/// context (the evaluators never pass them to candidates).
 pub async fn run_plan(
     plan: RunPlan,
     model: Arc<dyn LanguageModel>,
     sink: EventSink,
     commands: tokio::sync::mpsc::Receiver<RunCommand>,
 ) -> RunSummary {
-    let redactor = Arc::new(Redactor::new(run_secrets(model.as_ref())));
+    let secrets = run_secrets(model.as_ref());
+    let redactor = Arc::new(Redactor::new(secrets.values));
+    let key_vars = secrets.key_vars;
     let sink = sink.with_redactor(Arc::clone(&redactor));
     let model = RedactedModel::wrap(model, Arc::clone(&redactor));
     let fail = |msg: String| async {
@@ -140,9 +144,10 @@ pub async fn run_plan(
     // async workers.
     let card = plan.valid_card().clone();
     let dir = run_dir.clone();
-    let built =
-        tokio::task::spawn_blocking(move || Scaffold::build(&card, task, model, dir.as_deref()))
-            .await;
+    let built = tokio::task::spawn_blocking(move || {
+        Scaffold::build(&card, task, model, dir.as_deref(), &key_vars)
+    })
+    .await;
     let mut scaffold = match built {
         Ok(Ok(s)) => s.with_notices(notices),
         Ok(Err(e)) => return fail(format!("card {name}: {e}")).await,

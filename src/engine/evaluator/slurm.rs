@@ -170,17 +170,11 @@ impl Component for SlurmEvaluator {
     }
 
     /// Refuses an `env` entry that names (or holds the value of) one of the
-    /// model's key variables, or one of the user settings' endpoints.
+    /// run's key variables (the model's, the user settings' endpoints').
     /// Bubblewrap is needed on the nodes, not here: the runner says so
     /// there.
     fn build(params: SlurmParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        let mut keys = environment::default_key_vars();
-        keys.extend(ctx.model.key_env_vars());
-        if let Ok(settings) = crate::engine::model::load_user_settings() {
-            keys.extend(settings.endpoints.into_iter().map(|e| e.api_key_env));
-        }
-        keys.sort();
-        keys.dedup();
+        let keys = environment::key_vars(ctx);
         environment::check_env(&params.env, &keys, &|name| std::env::var_os(name))?;
         let mut evaluator = Self::new(ctx.task, params, ctx.parallel, ctx.run_dir);
         evaluator.key_vars = keys;

@@ -237,16 +237,10 @@ impl Component for SubprocessEvaluator {
 
     /// Uses the task's evaluator path, folder and program suffix, and sizes
     /// the pool by `ctx.parallel`. Refuses an `env` entry that names (or
-    /// holds the value of) one of the model's key variables, or one of the
-    /// user settings' endpoints.
+    /// holds the value of) one of the run's key variables (the model's, the
+    /// user settings' endpoints').
     fn build(params: SubprocessParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
-        let mut keys = environment::default_key_vars();
-        keys.extend(ctx.model.key_env_vars());
-        if let Ok(settings) = crate::engine::model::load_user_settings() {
-            keys.extend(settings.endpoints.into_iter().map(|e| e.api_key_env));
-        }
-        keys.sort();
-        keys.dedup();
+        let keys = environment::key_vars(ctx);
         environment::check_env(&params.env, &keys, &|name| std::env::var_os(name))?;
         if params.isolation.sandbox == Sandbox::Bwrap {
             sandbox::find_bwrap().map_err(|reason| ParamError {

@@ -202,23 +202,51 @@ pub fn env_secrets(vars: &[String]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Every secret a run with `model` must never write, report or send: the
-/// model's own ([`LanguageModel::secrets`]), the value of `OPENAI_API_KEY`
-/// (set for other tools, it is there whatever the model), and the key
-/// variables and URL credentials of every endpoint in the user settings.
-pub fn run_secrets(model: &dyn LanguageModel) -> Vec<(String, String)> {
-    let mut out = model.secrets();
-    let mut vars = vec![openai::DEFAULT_API_KEY_ENV.to_owned()];
+/// A run's secrets, gathered once when it starts (the user settings read
+/// once): the names of the variables that hold model keys, which the
+/// evaluators refuse to pass to candidates (through
+/// [`crate::engine::component::BuildContext::key_vars`]), and the values the
+/// run's redactor takes out of everything it writes, reports or sends.
+#[derive(Clone, Default)]
+pub struct RunSecrets {
+    /// `OPENAI_API_KEY` (set for other tools, it is there whatever the
+    /// model), the model's key variables and those of every endpoint in the
+    /// user settings; sorted, without repeats.
+    pub key_vars: Vec<String>,
+    /// `(where, value)`: the model's own secrets
+    /// ([`LanguageModel::secrets`]), the value of every key variable that
+    /// is set, and the URL credentials of every endpoint in the settings.
+    pub values: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for RunSecrets {
+    /// The names only, never a value.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunSecrets")
+            .field("key_vars", &self.key_vars)
+            .field("values", &self.values.len())
+            .finish()
+    }
+}
+
+/// Every secret a run with `model` must never write, report, send or hand
+/// to a candidate ([`RunSecrets`]).
+pub fn run_secrets(model: &dyn LanguageModel) -> RunSecrets {
+    let mut values = model.secrets();
+    let mut key_vars = vec![openai::DEFAULT_API_KEY_ENV.to_owned()];
+    key_vars.extend(model.key_env_vars());
     // An unreadable settings file was reported when the model was chosen;
     // its endpoints cannot be known here.
     if let Ok(settings) = load_user_settings() {
         for endpoint in settings.endpoints {
-            out.extend(url::url_secrets(&endpoint.api_base));
-            vars.push(endpoint.api_key_env);
+            values.extend(url::url_secrets(&endpoint.api_base));
+            key_vars.push(endpoint.api_key_env);
         }
     }
-    out.extend(env_secrets(&vars));
-    out
+    key_vars.sort();
+    key_vars.dedup();
+    values.extend(env_secrets(&key_vars));
+    RunSecrets { key_vars, values }
 }
 
 /// The model used when nothing is configured: the built-in offline model.

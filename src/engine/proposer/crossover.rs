@@ -504,6 +504,7 @@ mod tests {
             model: ScriptedModel::texts(&[]),
             parallel: 1,
             run_dir: None,
+            key_vars: &[],
         };
         let entry = Entry::of::<CrossoverProposer>();
         assert!(entry.check(&ParamMap::default()).is_ok());

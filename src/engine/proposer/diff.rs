@@ -239,6 +239,7 @@ mod tests {
             model: ScriptedModel::replies(vec![]),
             parallel: 1,
             run_dir: None,
+            key_vars: &[],
         };
         let mut params = ParamMap::default();
         params.set("max_code_length", ParamValue::Int(500));

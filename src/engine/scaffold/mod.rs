@@ -135,18 +135,21 @@ async fn written(durable: &mut Option<tokio::sync::watch::Receiver<u64>>) {
 
 impl Scaffold {
     /// Build every slot from the checked card.
-    /// `run_dir` is the run's folder when it is recorded.
+    /// `run_dir` is the run's folder when it is recorded; `key_vars` the
+    /// run's key variables ([`crate::engine::model::RunSecrets::key_vars`]).
     pub fn build(
         card: &ValidCard,
         task: Task,
         model: Arc<dyn LanguageModel>,
         run_dir: Option<&std::path::Path>,
+        key_vars: &[String],
     ) -> Result<Self, BuildError> {
         let ctx = BuildContext {
             task: &task,
             model: Arc::clone(&model),
             parallel: card.card().general.parallel.max(1) as usize,
             run_dir,
+            key_vars,
         };
         let population = card.build(&ctx)?;
         let policy = card.build(&ctx)?;

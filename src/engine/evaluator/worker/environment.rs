@@ -5,6 +5,7 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
+use crate::engine::component::BuildContext;
 use crate::engine::params::ParamError;
 
 /// Variables passed from the run's environment when set: the search path,
@@ -76,6 +77,17 @@ pub(crate) fn refuse_listed(
 /// The key variable every run may use (`OPENAI_API_KEY`).
 pub(crate) fn default_key_vars() -> Vec<String> {
     vec![crate::engine::model::openai::DEFAULT_API_KEY_ENV.to_owned()]
+}
+
+/// The run's key variables ([`BuildContext::key_vars`]), with the default
+/// one and the model's even when the context was made without them.
+pub(crate) fn key_vars(ctx: &BuildContext<'_>) -> Vec<String> {
+    let mut keys = default_key_vars();
+    keys.extend(ctx.model.key_env_vars());
+    keys.extend(ctx.key_vars.iter().cloned());
+    keys.sort();
+    keys.dedup();
+    keys
 }
 
 /// The first `env` entry refused by [`refuse_listed`].
