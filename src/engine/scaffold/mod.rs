@@ -680,6 +680,7 @@ impl Scaffold {
                 };
                 st.last_iteration += 1;
                 let iteration = st.last_iteration;
+                self.policy.dispatched(iteration);
                 let grandparent = parent.parent_id.and_then(|id| self.population.get(id));
                 events
                     .send(RunEvent::IterationStarted {

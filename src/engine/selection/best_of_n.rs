@@ -63,6 +63,14 @@ pub(crate) struct ReuseState {
     pub(crate) num_inspirations: usize,
     pub(crate) current_parent_id: Option<GenomeId>,
     pub(crate) uses: usize,
+    /// The iteration that began the current cycle (the first dispatched
+    /// after the last commit): a child of an earlier iteration belongs to
+    /// an earlier cycle, even when that cycle committed to the same parent.
+    /// 0 after a restore: nothing dispatched before it is still in flight.
+    cycle_start: u64,
+    /// A commit was made by the last `select` and awaits its iteration
+    /// number ([`ReuseState::dispatched`]).
+    committed: bool,
 }
 
 impl ReuseState {
@@ -86,6 +94,8 @@ impl ReuseState {
             .and_then(serde_json::Value::as_u64)
             .ok_or_else(|| RestoreError::field("uses", "missing or not a count"))?
             as usize;
+        self.cycle_start = 0;
+        self.committed = false;
         Ok(())
     }
 
@@ -95,7 +105,24 @@ impl ReuseState {
             num_inspirations: usize::try_from(params.num_inspirations).unwrap_or(usize::MAX),
             current_parent_id: None,
             uses: 0,
+            cycle_start: 0,
+            committed: false,
         }
+    }
+
+    /// The selection just made was dispatched as `iteration`: when it
+    /// committed to a parent, the new cycle begins there.
+    pub(crate) fn dispatched(&mut self, iteration: u64) {
+        if std::mem::take(&mut self.committed) {
+            self.cycle_start = iteration;
+        }
+    }
+
+    /// Whether `child` was dispatched in the current cycle from its parent.
+    pub(crate) fn of_this_cycle(&self, child: &Genome) -> bool {
+        child.parent_id.is_some()
+            && child.parent_id == self.current_parent_id
+            && child.iteration >= self.cycle_start
     }
 
     /// Reuse the current parent, or commit to the global best (ties: the
@@ -115,6 +142,7 @@ impl ReuseState {
             _ => {
                 self.current_parent_id = Some(best.id);
                 self.uses = 0;
+                self.committed = true;
                 Ok(best)
             }
         }
@@ -242,15 +270,17 @@ impl SelectionPolicy for BestOfNPolicy {
         self.state.select(population, rng)
     }
 
-    /// Only a valid child *of the current parent* spends its budget: with
-    /// several iterations in flight, a child of an earlier parent that lands
-    /// after the switch does not count for the new one (and the initial
-    /// program, which has no parent, never counts).
+    fn dispatched(&mut self, iteration: u64) {
+        self.state.dispatched(iteration);
+    }
+
+    /// Only a valid child *of the current cycle* spends its budget: with
+    /// several iterations in flight, a child selected before the last
+    /// commit that lands after it does not count for the new cycle, whether
+    /// the commit moved to another parent or re-committed to the same one
+    /// (and the initial program, which has no parent, never counts).
     fn observe(&mut self, genome: &Genome) {
-        if genome.valid
-            && genome.parent_id.is_some()
-            && genome.parent_id == self.state.current_parent_id
-        {
+        if genome.valid && self.state.of_this_cycle(genome) {
             self.state.uses = self.state.uses.saturating_add(1);
         }
     }

@@ -72,6 +72,12 @@ pub trait SelectionPolicy: Send + Sync {
         rng: &mut SearchRng,
     ) -> Result<Selection, SelectionError>;
 
+    /// The selection `select` just returned was dispatched as iteration
+    /// `iteration`, the number its genomes carry (`Genome::iteration`).
+    /// With several iterations in flight, a policy whose state changes at a
+    /// selection (a new cycle) tells by it which children came before.
+    fn dispatched(&mut self, _iteration: u64) {}
+
     /// Update internal state after a child (valid or not) was admitted.
     fn observe(&mut self, _genome: &Genome) {}
 
