@@ -642,3 +642,67 @@ fn a_dead_embeddings_endpoint_falls_back_to_token_similarity() {
     }));
     assert!(genomes.len() > 3);
 }
+
+/// The pareto card on the two-objective quadrature task: the prompt shows
+/// the trade-offs, every parent was on the front when it was chosen (uniform
+/// mode), and the run's hypervolume never falls. Without objectives the
+/// pareto policy refuses to start, saying what to set.
+#[test]
+fn the_pareto_card_searches_the_front_and_shows_its_trade_offs() {
+    use galapagos::engine::leaderboard::hypervolume;
+    let registry = registry();
+    let task = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tasks/quadrature");
+    let mut c = card("pareto.yaml", &registry);
+    c.general.max_iterations = 12;
+    c.selection_policy.params.set(
+        "mode",
+        galapagos::engine::params::ParamValue::Str("uniform".into()),
+    );
+    let objectives = c.general.objectives();
+    let (genomes, s) = run_collect(c.clone(), &task, default_model(), Arc::clone(&registry));
+    assert_eq!(s.status, RunStatus::Completed);
+    let child = genomes.iter().find(|g| g.id > 0).unwrap();
+    let prompt = &child.prompt.as_ref().unwrap().user;
+    assert!(prompt.contains("# Trade-offs"), "{prompt}");
+    assert!(
+        prompt.contains("| program | combined_score ↑ | evaluations ↓ |"),
+        "{prompt}"
+    );
+    for g in genomes.iter().filter(|g| g.id > 0) {
+        // The parent was non-dominated among the genomes admitted before g's
+        // iteration started (parallel 1: every genome with a lower id).
+        let parent = genomes.iter().find(|p| Some(p.id) == g.parent_id).unwrap();
+        let point = |x: &galapagos::engine::genome::Genome| -> Vec<f64> {
+            objectives
+                .iter()
+                .map(|o| o.signed(x).unwrap_or(f64::NEG_INFINITY))
+                .collect()
+        };
+        let earlier = genomes
+            .iter()
+            .filter(|e| e.iteration < g.iteration && e.valid);
+        assert!(
+            earlier
+                .clone()
+                .all(|e| !galapagos::engine::genome::dominates(&point(e), &point(parent))),
+            "#{} had the dominated parent #{}",
+            g.id,
+            parent.id
+        );
+    }
+    let owned: Vec<_> = genomes.iter().map(|g| (**g).clone()).collect();
+    let reference = hypervolume::reference_point(&objectives, owned.first()).unwrap();
+    let curve = hypervolume::curve(&owned, &objectives, &reference, 12);
+    assert!(curve.windows(2).all(|w| w[1] >= w[0]), "{curve:?}");
+    assert!(curve[0] > 0.0 && curve[12] >= curve[0]);
+
+    let mut single = c;
+    single.general.objectives.clear();
+    single.general.reference_point.clear();
+    let (_, s) = run_collect(single, &task, default_model(), registry);
+    assert!(
+        matches!(&s.status, RunStatus::Failed(m) if m.contains("needs two or more objectives: set general.objectives")),
+        "{:?}",
+        s.status
+    );
+}

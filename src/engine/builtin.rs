@@ -54,6 +54,7 @@ pub const CARDS: &[BuiltinCard] = &[
     card!("model_bandit"),
     card!("novelty_gate"),
     card!("openevolve"),
+    card!("pareto"),
     card!("shinka"),
     card!("topk"),
 ];
@@ -112,6 +113,10 @@ pub const TASKS: &[BuiltinTask] = &[
             "initial_program/src/count.cpp",
             "initial_program/src/primality.cpp",
         ]
+    ),
+    task!(
+        "quadrature",
+        ["README.md", "evaluator.py", "initial_program.py"]
     ),
 ];
 

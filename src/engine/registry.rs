@@ -19,7 +19,7 @@ use crate::engine::prompt::DefaultPromptBuilder;
 use crate::engine::proposer::{AgentProposer, CrossoverProposer, DiffProposer};
 use crate::engine::selection::{
     BeamSelectionPolicy, BestOfNAttemptsPolicy, BestOfNPolicy, ExploreExploitPolicy,
-    IdentityPolicy, TopKPolicy, UCBBanditPolicy, WeightedParentPolicy,
+    IdentityPolicy, ParetoPolicy, TopKPolicy, UCBBanditPolicy, WeightedParentPolicy,
 };
 
 /// A component's decoded `Params`, type-erased so one table holds every kind.
@@ -266,6 +266,7 @@ impl Registry {
                 Entry::of::<UCBBanditPolicy>(),
                 Entry::of::<IdentityPolicy>(),
                 Entry::of::<WeightedParentPolicy>(),
+                Entry::of::<ParetoPolicy>(),
                 Entry::of::<DefaultPromptBuilder>(),
                 Entry::of::<DiffProposer>(),
                 Entry::of::<CrossoverProposer>(),

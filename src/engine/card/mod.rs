@@ -17,6 +17,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::component::{BuildContext, RegistryError, Slot, SlotTrait};
+use crate::engine::genome::{Direction, Objective};
 pub use crate::engine::model::{LlmSettings, ModelSpec};
 use crate::engine::params::ParamMap;
 use crate::engine::registry::{Configured, Registry};
@@ -70,6 +71,29 @@ pub struct General {
     /// The novelty gate: reject near-duplicate children before evaluation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub novelty: Option<NoveltySettings>,
+    /// Several objectives with their directions (`{combined_score: max,
+    /// evaluations: min}`): a multi-objective search.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub objectives: BTreeMap<String, Direction>,
+    /// The reference point's value per objective, for hypervolume (an
+    /// objective left out: the initial program's value).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub reference_point: BTreeMap<String, f64>,
+}
+
+impl General {
+    /// The objectives with their directions and reference values, in
+    /// metric order (empty: one fitness).
+    pub fn objectives(&self) -> Vec<Objective> {
+        self.objectives
+            .iter()
+            .map(|(metric, direction)| Objective {
+                metric: metric.clone(),
+                direction: *direction,
+                reference: self.reference_point.get(metric).copied(),
+            })
+            .collect()
+    }
 }
 
 /// Stored bytes of a raw model reply unless a card says otherwise (256 KiB).
@@ -93,6 +117,8 @@ impl Default for General {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             stop: StopRules::default(),
             novelty: None,
+            objectives: BTreeMap::new(),
+            reference_point: BTreeMap::new(),
         }
     }
 }
@@ -359,6 +385,25 @@ impl Card {
             ));
         }
         out.extend(g.stop.problems());
+        if g.objectives.len() == 1 {
+            out.push(Problem::new(
+                "general.objectives",
+                "name two or more objectives (one is the fitness: leave it out)",
+            ));
+        }
+        for (metric, value) in &g.reference_point {
+            if !g.objectives.contains_key(metric) {
+                out.push(Problem::new(
+                    &format!("general.reference_point.{metric}"),
+                    "not one of general.objectives",
+                ));
+            } else if !value.is_finite() {
+                out.push(Problem::new(
+                    &format!("general.reference_point.{metric}"),
+                    "must be a finite number",
+                ));
+            }
+        }
         if let Some(novelty) = &g.novelty {
             out.extend(novelty.problems());
         }

@@ -10,6 +10,7 @@
 //! thread of its own and reports [`worker::BatchEvent`]s over a bounded
 //! channel, which the command line and the studio both read.
 
+pub mod hypervolume;
 pub mod plot;
 pub mod report;
 pub mod stats;
@@ -355,9 +356,27 @@ impl Batch {
         if !run.dir.join("archive.sqlite").is_file() {
             return Ok(None);
         }
-        report::read_run(&run.dir, run.seed, self.spec.iterations, target)
-            .map(Some)
-            .map_err(|e| format!("{} seed {}: {e}", run.card, run.seed))
+        report::read_run(
+            &run.dir,
+            run.seed,
+            self.spec.iterations,
+            target,
+            &self.objectives(),
+        )
+        .map(Some)
+        .map_err(|e| format!("{} seed {}: {e}", run.card, run.seed))
+    }
+
+    /// The objectives the batch is measured on: those of the first card that
+    /// names any (`general.objectives`); every run, of any card, gets its
+    /// hypervolume over them. Empty: a single-objective batch.
+    pub fn objectives(&self) -> Vec<crate::engine::genome::Objective> {
+        self.spec
+            .cards
+            .iter()
+            .map(|c| c.card().general.objectives())
+            .find(|o| !o.is_empty())
+            .unwrap_or_default()
     }
 
     /// The leaderboard of `results` (one per run, in the order of
@@ -399,6 +418,7 @@ impl Batch {
                 .iter()
                 .filter_map(|r| r.startup_secs)
                 .reduce(f64::max),
+            objectives: self.objectives(),
             cards,
         })
     }

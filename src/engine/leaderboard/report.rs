@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::hypervolume;
 use super::stats::{self, Comparison};
 use crate::engine::archive::Archive;
+use crate::engine::genome::Objective;
 
 /// The seed of every bootstrap draw of a leaderboard (one fixed seed, so the
 /// same runs give the same intervals).
@@ -46,6 +48,11 @@ pub struct RunResult {
     /// is carried to the budget.
     #[serde(default)]
     pub stopped_early: bool,
+    /// The hypervolume of the run's valid genomes of iterations 0..=i over
+    /// the batch's objectives, for i in 0..=budget (empty for a
+    /// single-objective batch or without a reference point).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hypervolume_so_far: Vec<f64>,
 }
 
 /// A mean with its 95 % bootstrap interval.
@@ -87,6 +94,12 @@ pub struct CardResult {
     pub stopped_early: u64,
     #[serde(default)]
     pub mean_iterations_run: Option<f64>,
+    /// Hypervolume at the budget (mean with CI over runs) and its mean per
+    /// iteration, for a multi-objective batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hypervolume: Option<Estimate>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hypervolume_curve: Vec<Option<f64>>,
     /// Against the baseline; `None` for the baseline itself.
     pub vs_baseline: Option<Comparison>,
 }
@@ -107,6 +120,9 @@ pub struct Leaderboard {
     /// start-up seen in it (first iteration reached).
     pub batch_wall_secs: f64,
     pub max_startup_secs: Option<f64>,
+    /// The objectives hypervolume is measured over (empty: one fitness).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objectives: Vec<Objective>,
     pub cards: Vec<CardResult>,
 }
 
@@ -116,6 +132,7 @@ pub fn read_run(
     seed: u64,
     budget: u64,
     target: Option<f64>,
+    objectives: &[Objective],
 ) -> Result<RunResult, String> {
     let archive = Archive::open(dir).map_err(|e| e.to_string())?;
     let meta = archive.meta().map_err(|e| e.to_string())?;
@@ -149,6 +166,14 @@ pub fn read_run(
     let summary: Option<serde_json::Value> = std::fs::read_to_string(dir.join("summary.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
+    let hypervolume_so_far = if objectives.len() >= 2 {
+        let initial = genomes.iter().find(|g| g.id == 0);
+        hypervolume::reference_point(objectives, initial).map_or_else(Vec::new, |reference| {
+            hypervolume::curve(&genomes, objectives, &reference, budget)
+        })
+    } else {
+        Vec::new()
+    };
     let usage = checkpoint.as_ref().map(|c| c.usage).unwrap_or_default();
     let iterations_done = checkpoint.as_ref().map_or(0, |c| c.iterations_done);
     Ok(RunResult {
@@ -156,6 +181,7 @@ pub fn read_run(
         dir: dir.to_path_buf(),
         capped: meta.status.starts_with("budget reached") && iterations_done < budget,
         stopped_early: meta.status.starts_with("stopped early") && iterations_done < budget,
+        hypervolume_so_far,
         status: meta.status,
         iterations_done,
         best,
@@ -224,6 +250,27 @@ pub fn card_result(card: &str, runs: Vec<RunResult>, budget: u64) -> CardResult 
         wall_secs: runs.iter().filter_map(|r| r.wall_secs).sum(),
         capped: runs.iter().any(|r| r.capped),
         stopped_early: runs.iter().filter(|r| r.stopped_early).count() as u64,
+        hypervolume: estimate(
+            &runs
+                .iter()
+                .filter_map(|r| r.hypervolume_so_far.get(budget as usize).copied())
+                .collect::<Vec<_>>(),
+            BOOTSTRAP_SEED,
+        ),
+        hypervolume_curve: if runs.iter().any(|r| !r.hypervolume_so_far.is_empty()) {
+            (0..=budget as usize)
+                .map(|i| {
+                    stats::mean(
+                        &runs
+                            .iter()
+                            .filter_map(|r| r.hypervolume_so_far.get(i).copied())
+                            .collect::<Vec<_>>(),
+                    )
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
         mean_iterations_run: stats::mean(
             &runs
                 .iter()
@@ -283,6 +330,7 @@ pub fn markdown(lb: &Leaderboard) -> String {
     );
     let target_col = lb.target.is_some();
     let early_col = lb.cards.iter().any(|c| c.stopped_early > 0);
+    let hv_col = lb.cards.iter().any(|c| c.hypervolume.is_some());
     let _ = write!(
         s,
         "| card | best (mean) | 95 % CI | median | @{} | @{} | @{} |",
@@ -296,12 +344,24 @@ pub fn markdown(lb: &Leaderboard) -> String {
     if early_col {
         s.push_str(" stopped early | iterations run |");
     }
+    if hv_col {
+        let _ = write!(
+            s,
+            " hypervolume @{q} | @{h} | @{n} |",
+            q = lb.iterations / 4,
+            h = lb.iterations / 2,
+            n = lb.iterations
+        );
+    }
     s.push_str(" valid % | tokens | cost | wall s | vs baseline |\n|---|---|---|---|---|---|---|");
     if target_col {
         s.push_str("---|---|");
     }
     if early_col {
         s.push_str("---|---|");
+    }
+    if hv_col {
+        s.push_str("---|---|---|");
     }
     s.push_str("---|---|---|---|---|\n");
     for c in &lb.cards {
@@ -343,6 +403,22 @@ pub fn markdown(lb: &Leaderboard) -> String {
                     .map_or_else(|| "–".to_owned(), |v| format!("{v:.1}"))
             );
         }
+        if hv_col {
+            let at = |i: u64| {
+                c.hypervolume_curve
+                    .get(i as usize)
+                    .copied()
+                    .flatten()
+                    .map_or_else(|| "–".to_owned(), |v| format!("{v:.4}"))
+            };
+            let _ = write!(
+                s,
+                " {} | {} | {} |",
+                at(lb.iterations / 4),
+                at(lb.iterations / 2),
+                at(lb.iterations)
+            );
+        }
         let vs = match &c.vs_baseline {
             None if c.card == lb.baseline => "baseline".to_owned(),
             None => "–".to_owned(),
@@ -381,6 +457,15 @@ pub fn markdown(lb: &Leaderboard) -> String {
                 cmp.u, cmp.p_value, cmp.method
             );
         }
+    }
+    if hv_col {
+        let objectives: Vec<String> = lb.objectives.iter().map(Objective::label).collect();
+        let _ = writeln!(
+            s,
+            "\nhypervolume: the region of ({}) the run's valid programs dominate, bounded by the reference point \
+             (each objective's `general.reference_point`, else the initial program's value); the mean over seeds.",
+            objectives.join(", ")
+        );
     }
     if early_col {
         s.push_str(

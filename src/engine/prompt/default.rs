@@ -283,6 +283,7 @@ impl PromptBuilder for DefaultPromptBuilder {
             );
         }
         user.push('\n');
+        user.push_str(&tradeoffs(ctx));
 
         if p.include_artifacts && !ctx.parent.artifacts.is_empty() {
             let _ = writeln!(user, "# Evaluator Feedback");
@@ -415,6 +416,53 @@ Reply with the complete new program in one ```{lang} code block. {rule}"
         };
         Prompt { system, user }
     }
+}
+
+/// A multi-objective task's trade-offs: the objectives with their
+/// directions, and the current program's and the inspirations' values (the
+/// non-dominated front, with the pareto policy). Empty with one fitness.
+fn tradeoffs(ctx: &PromptContext<'_>) -> String {
+    let objectives = &ctx.task.objectives;
+    if objectives.len() < 2 {
+        return String::new();
+    }
+    let mut out = String::from(
+        "# Trade-offs
+",
+    );
+    let names: Vec<String> = objectives
+        .iter()
+        .map(|o| match o.direction {
+            crate::engine::genome::Direction::Max => format!("{} (higher is better)", o.metric),
+            crate::engine::genome::Direction::Min => format!("{} (lower is better)", o.metric),
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "This task has several objectives: {}. No program is best on all of them: improve one without \
+         giving up the others, or find a new balance between them.\n",
+        names.join(", ")
+    );
+    let header: Vec<String> = objectives.iter().map(|o| o.label()).collect();
+    let _ = writeln!(out, "| program | {} |", header.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(objectives.len()));
+    let row = |label: String, g: &Genome| {
+        let values: Vec<String> = objectives
+            .iter()
+            .map(|o| {
+                g.scores
+                    .get(&o.metric)
+                    .map_or_else(|| "–".to_owned(), |v| fmt_score(*v))
+            })
+            .collect();
+        format!("| {label} | {} |\n", values.join(" | "))
+    };
+    out.push_str(&row(format!("current (id {})", ctx.parent.id), ctx.parent));
+    for g in ctx.inspirations {
+        out.push_str(&row(format!("id {}", g.id), g));
+    }
+    out.push('\n');
+    out
 }
 
 #[cfg(test)]

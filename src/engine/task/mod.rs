@@ -179,6 +179,9 @@ pub struct TaskBrief {
     /// A repository task's files: which may change and which are context
     /// (`None` for a single-file task).
     pub files: Option<files::ProgramFiles>,
+    /// The objectives of a multi-objective search (the card's
+    /// `general.objectives`); empty for a single fitness.
+    pub objectives: Vec<crate::engine::genome::Objective>,
 }
 
 impl Default for TaskBrief {
@@ -193,6 +196,7 @@ impl Default for TaskBrief {
             fitness: crate::engine::genome::FITNESS_KEY.to_owned(),
             markers: Markers::Regions(1),
             files: None,
+            objectives: Vec::new(),
         }
     }
 }
@@ -239,6 +243,10 @@ pub struct Task {
     /// A repository task's files: which may change and which the model is
     /// shown (`None` for a single-file task).
     pub files: Option<files::ProgramFiles>,
+    /// The objectives of a multi-objective search, with their directions and
+    /// reference point: the card's `general.objectives`, set when a run is
+    /// built (empty: one fitness).
+    pub objectives: Vec<crate::engine::genome::Objective>,
 }
 
 /// File names read as the task description, in order.
@@ -441,6 +449,7 @@ impl Task {
             markers,
             initial_program,
             files: program_files,
+            objectives: Vec::new(),
             language,
             kind,
             evaluator_path: dir.join(evaluator_file),
@@ -577,6 +586,7 @@ impl Task {
                 .unwrap_or_else(|| crate::engine::genome::FITNESS_KEY.to_owned()),
             markers: self.markers.clone(),
             files: self.files.clone(),
+            objectives: self.objectives.clone(),
         }
     }
 }

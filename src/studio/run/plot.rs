@@ -1,5 +1,6 @@
 //! Fitness over time: every genome a point (iteration vs the chosen metric),
-//! invalid genomes as red crosses in a band below the valid ones, the
+//! invalid genomes as red crosses in a band below the valid ones (children
+//! the novelty gate rejected unevaluated as violet diamonds there), the
 //! best-so-far as a step line drawn on top. Point vectors are cached
 //! (extended incrementally as genomes arrive) and what is drawn is binned per
 //! pixel column (min and max kept) once the visible count is large. Density
@@ -21,6 +22,8 @@ pub const DECIMATE_ABOVE: usize = 4000;
 const VALID_COLOR: Color32 = Color32::from_rgb(90, 160, 230);
 /// Colour of invalid genomes.
 const INVALID_COLOR: Color32 = Color32::from_rgb(225, 80, 70);
+/// Colour of children rejected before evaluation (the novelty gate).
+const REJECTED_COLOR: Color32 = Color32::from_rgb(200, 140, 230);
 /// Colour of the best-so-far line.
 const BEST_COLOR: Color32 = Color32::from_rgb(240, 180, 60);
 /// Colour of the selection ring.
@@ -55,6 +58,7 @@ pub const RECENT_CHOICES: [usize; 5] = [0, 100, 1000, 10_000, 100_000];
 
 const VALID_NAME: &str = "valid";
 const INVALID_NAME: &str = "invalid";
+const REJECTED_NAME: &str = "rejected (near-duplicate)";
 const BEST_NAME: &str = "best so far";
 
 /// One cached point.
@@ -72,6 +76,8 @@ struct Drawn {
     valid_ids: Vec<GenomeId>,
     invalid: Vec<PlotPoint>,
     invalid_ids: Vec<GenomeId>,
+    rejected: Vec<PlotPoint>,
+    rejected_ids: Vec<GenomeId>,
     best: Vec<PlotPoint>,
 }
 
@@ -105,6 +111,9 @@ pub struct FitnessPlot {
     data_version: u64,
     valid: Vec<Pt>,
     invalid: Vec<Pt>,
+    /// Children the novelty gate rejected unevaluated (drawn in the invalid
+    /// band, apart from the invalid ones).
+    rejected: Vec<Pt>,
     /// Step-line vertices (x monotone).
     best: Vec<Pt>,
     running_best: Option<f64>,
@@ -133,6 +142,7 @@ impl Default for FitnessPlot {
             data_version: 0,
             valid: Vec::new(),
             invalid: Vec::new(),
+            rejected: Vec::new(),
             best: Vec::new(),
             running_best: None,
             max_x: 0.0,
@@ -166,6 +176,7 @@ impl FitnessPlot {
         if restart {
             self.valid.clear();
             self.invalid.clear();
+            self.rejected.clear();
             self.best.clear();
             self.running_best = None;
             self.processed = 0;
@@ -218,6 +229,11 @@ impl FitnessPlot {
                         self.running_best = Some(y);
                     }
                 }
+                None if g.rejected.is_some() => self.rejected.push(Pt {
+                    x,
+                    y: 0.0,
+                    id: g.id,
+                }),
                 None => self.invalid.push(Pt {
                     x,
                     y: 0.0,
@@ -240,12 +256,12 @@ impl FitnessPlot {
 
     /// Number of cached points (valid + invalid).
     pub fn point_count(&self) -> usize {
-        self.valid.len() + self.invalid.len()
+        self.valid.len() + self.invalid.len() + self.rejected.len()
     }
 
     /// Number of points drawn in the last frame.
     pub fn drawn_count(&self) -> usize {
-        self.drawn.valid.len() + self.drawn.invalid.len()
+        self.drawn.valid.len() + self.drawn.invalid.len() + self.drawn.rejected.len()
     }
 
     fn rebuild_drawn(&mut self, x_range: Option<(f64, f64)>, columns: u32, total: usize) {
@@ -271,6 +287,7 @@ impl FitnessPlot {
             .valid
             .iter()
             .chain(&self.invalid)
+            .chain(&self.rejected)
             .filter(|p| p.id >= first_id)
             .map(|p| p.x)
             .fold(f64::INFINITY, f64::min);
@@ -334,6 +351,18 @@ impl FitnessPlot {
                 }
             }
         }
+        // Rejected children: few by nature (one per near-duplicate), each
+        // drawn, or one per column when there are many.
+        let mut seen = vec![false; cols];
+        let many = self.rejected.len() > DECIMATE_ABOVE;
+        for p in self.rejected.iter().filter(|p| visible(p)) {
+            let c = col_of(p.x);
+            if !many || !seen[c] {
+                seen[c] = true;
+                drawn.rejected.push(PlotPoint::new(p.x, band));
+                drawn.rejected_ids.push(p.id);
+            }
+        }
         // The step line: keep the first and last vertex of each column, plus
         // one vertex on each side of the visible range.
         if self.recent > 0 && window_x0.is_finite() {
@@ -388,6 +417,13 @@ impl FitnessPlot {
                 INVALID_COLOR,
                 format!("{INVALID_NAME} ({})", self.invalid.len()),
             );
+            if !self.rejected.is_empty() {
+                swatch(
+                    ui,
+                    REJECTED_COLOR,
+                    format!("{REJECTED_NAME} ({})", self.rejected.len()),
+                );
+            }
             swatch(ui, BEST_COLOR, BEST_NAME.to_owned());
             ui.separator();
             let label = ui.label("x:");
@@ -454,6 +490,7 @@ impl GenomeView for FitnessPlot {
                     .valid
                     .iter()
                     .chain(&self.invalid)
+                    .chain(&self.rejected)
                     .find(|p| p.id == g.id)
                     .map_or(0.0, |p| p.x),
             };
@@ -477,6 +514,13 @@ impl GenomeView for FitnessPlot {
                     let (ids, valid) = match *plot_name {
                         VALID_NAME => (&drawn.valid_ids, true),
                         INVALID_NAME => (&drawn.invalid_ids, false),
+                        REJECTED_NAME => {
+                            let id = drawn.rejected_ids.get(*index)?;
+                            return Some(format!(
+                                "genome #{id} (rejected before evaluation: a near-duplicate)\n{x_label} {}",
+                                position.x
+                            ));
+                        }
                         _ => return Some(format!("best so far\n{:.6}", position.y)),
                     };
                     let id = ids.get(*index)?;
@@ -504,6 +548,14 @@ impl GenomeView for FitnessPlot {
                         .color(INVALID_COLOR)
                         .shape(MarkerShape::Cross)
                         .radius(5.0),
+                );
+            }
+            if !drawn.rejected.is_empty() {
+                plot_ui.points(
+                    Points::new(REJECTED_NAME, PlotPoints::Borrowed(&drawn.rejected))
+                        .color(REJECTED_COLOR)
+                        .shape(MarkerShape::Diamond)
+                        .radius(4.0),
                 );
             }
             // The best so far on top of the points.
@@ -544,7 +596,8 @@ impl GenomeView for FitnessPlot {
             .valid
             .iter()
             .zip(&drawn.valid_ids)
-            .chain(drawn.invalid.iter().zip(&drawn.invalid_ids));
+            .chain(drawn.invalid.iter().zip(&drawn.invalid_ids))
+            .chain(drawn.rejected.iter().zip(&drawn.rejected_ids));
         for (p, id) in candidates {
             let d = transform.position_from_point(p).distance(pointer);
             if best.is_none_or(|(bd, _)| d < bd) {

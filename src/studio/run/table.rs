@@ -450,6 +450,12 @@ impl GenomeView for ArchiveTable {
                                 );
                         } else if g.valid {
                             ui.label("yes");
+                        } else if let Some(r) = &g.rejected {
+                            ui.colored_label(Color32::from_rgb(200, 140, 230), "rejected")
+                                .on_hover_text(format!(
+                                    "not evaluated: a near-duplicate, {}",
+                                    r.summary()
+                                ));
                         } else {
                             ui.colored_label(Color32::from_rgb(225, 80, 70), "no");
                         }
