@@ -166,6 +166,22 @@ fn a_broken_task_folder_is_a_clear_error() {
     assert!(e.to_string().contains("no evaluator"), "{e}");
 }
 
+/// Every evaluator that runs the task's own evaluator.py is refused on a
+/// folder without one, before anything starts: the cluster's as well as the
+/// local one (what the block provides decides, not its kind).
+#[test]
+fn a_cluster_evaluator_also_needs_the_task_evaluator_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("initial_program.py"), PROGRAM).unwrap();
+    let registry = registry();
+    let c = card("best_of_n_slurm.yaml", &registry)
+        .check(&registry)
+        .unwrap_or_else(|p| panic!("{p:?}"));
+    let task = galapagos::engine::task::Task::load(dir.path()).unwrap();
+    let e = galapagos::engine::launch::RunPlan::new(c, task, None, &registry).unwrap_err();
+    assert!(e.to_string().contains("no evaluator"), "{e}");
+}
+
 #[test]
 fn stop_ends_the_run_within_one_iteration_even_while_evaluating() {
     let registry = registry();

@@ -105,3 +105,91 @@ fn the_engine_modules_form_no_cycle() {
         }
     }
 }
+
+/// Card kinds are named only where their blocks live: the registry's table
+/// and the component files of the slot folders. Anywhere else a kind string
+/// compared with a block's kind (`kind == "beam"`, a `match` on a kind with
+/// `"islands" =>` arms, `registry.entry(slot, "command")`) would need an edit
+/// there for every new block; such a place asks the registry what the block
+/// provides instead (`Component::PROVIDES`). Counted outside comments and
+/// test modules.
+#[test]
+fn card_kinds_are_compared_only_in_the_registry_and_component_files() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let slot_folders = [
+        "population",
+        "selection",
+        "prompt",
+        "proposer",
+        "evaluator",
+        "memory",
+    ];
+    let component_file = |path: &Path| {
+        let rel = path.strip_prefix(&root).expect("under src");
+        let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy());
+        parts.next().is_some_and(|p| p == "engine")
+            && parts
+                .next()
+                .is_some_and(|p| slot_folders.contains(&p.as_ref()))
+    };
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    // every kind, as its component declares it (`kind: "beam",`)
+    let mut kinds = std::collections::BTreeSet::new();
+    for path in files.iter().filter(|p| component_file(p)) {
+        let text = std::fs::read_to_string(path).expect("readable");
+        for line in text.lines() {
+            if let Some(rest) = line.trim().strip_prefix("kind: \"")
+                && let Some(kind) = rest.strip_suffix("\",")
+            {
+                kinds.insert(kind.to_owned());
+            }
+        }
+    }
+    assert!(
+        kinds.len() > 15,
+        "found only {} kinds: {kinds:?}",
+        kinds.len()
+    );
+    let registry = root.join("engine/registry.rs");
+    let mut found = Vec::new();
+    for path in files
+        .iter()
+        .filter(|p| !component_file(p) && **p != registry)
+    {
+        let text = std::fs::read_to_string(path).expect("readable");
+        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+        // the scrutinee of the innermost `match` met so far, for its arms
+        let mut matching_kind = false;
+        for (n, line) in code.lines().enumerate() {
+            let line = line.trim();
+            if line.starts_with("//") {
+                continue;
+            }
+            if line.starts_with("match ") || line.contains(" match ") {
+                matching_kind = line.contains("kind");
+            }
+            let names_kind = kinds.iter().any(|k| line.contains(&format!("\"{k}\"")));
+            if !names_kind {
+                continue;
+            }
+            let compared = (line.contains("kind")
+                && (line.contains("==") || line.contains("!=") || line.contains("matches!")))
+                || (matching_kind && line.contains("=>"))
+                || line.contains(".entry(");
+            if compared {
+                found.push(format!(
+                    "{}:{}: {line}",
+                    path.strip_prefix(&root).expect("under src").display(),
+                    n + 1
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "card kinds compared outside the registry and the component files (ask the registry \
+         what the block provides instead):\n{}",
+        found.join("\n")
+    );
+}

@@ -349,3 +349,26 @@ fn an_island_population_shows_its_grids_and_a_beam_its_membership_over_time() {
     assert_eq!(h.state().search_view(), SearchView::Plot);
     assert!(h.query_by_label("Islands").is_none());
 }
+
+/// The islands view replays the card's population block as the run built
+/// it: checked against its parameter table first, so a block the run would
+/// refuse is named with the reason instead of drawn from other values.
+#[test]
+fn the_replayed_population_is_checked_like_the_run_checks_it() {
+    let spec: SlotSpec = serde_yaml::from_str(
+        "kind: islands
+num_islands: 0
+feature_bins: 4
+",
+    )
+    .unwrap();
+    let mut view = RunView::default();
+    view.load_history(island_history(20));
+    view.set_population(&spec);
+    view.set_search_view(SearchView::Islands);
+    let mut h = harness(view);
+    h.run_steps(3);
+    assert_eq!(h.state().search_view(), SearchView::Islands);
+    assert!(h.state().structure().islands().is_none());
+    h.get_by_label_contains("population.islands: num_islands");
+}

@@ -101,14 +101,28 @@ pub struct ComponentInfo {
     pub params: &'static [ParamSpec],
 }
 
-/// A structure a block keeps that blocks of other slots may rely on (a
-/// population's beam or islands).
+/// What a block keeps or does that the rest of the program may rely on: a
+/// population's beam or islands (which other blocks need and the studio
+/// draws), what an evaluator runs (which the task folder is checked and
+/// fitted against). Code outside the registry and the component files asks
+/// the registry whether a block provides a feature
+/// ([`crate::engine::registry::Registry::provides`]); it never compares a
+/// card kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Feature {
     /// A fixed-width beam of members (`Structure::Beam`).
     Beam,
     /// Islands with their own members and elites (`Structure::Islands`).
     Islands,
+    /// Runs the task folder's own evaluator file (an OpenEvolve task's
+    /// `evaluator.py`): a folder without one cannot be run.
+    TaskEvaluatorFile,
+    /// Runs a command line the card gives (`argv`), such as a ShinkaEvolve
+    /// task's `evaluate.py`.
+    CommandLine,
+    /// Scores candidates on a cluster's nodes rather than in processes of
+    /// this machine.
+    Cluster,
 }
 
 impl Feature {
@@ -117,6 +131,9 @@ impl Feature {
         match self {
             Self::Beam => "a beam",
             Self::Islands => "an island",
+            Self::TaskEvaluatorFile => "a task-evaluator-file",
+            Self::CommandLine => "a command-line",
+            Self::Cluster => "a cluster",
         }
     }
 }
@@ -203,6 +220,16 @@ pub trait Component: Sized + 'static {
 
     /// Build the component from checked parameters.
     fn build(params: Self::Params, ctx: &BuildContext<'_>) -> Result<Self, ParamError>;
+
+    /// Build the component from checked parameters alone, without a run
+    /// around it, for a block that needs nothing of the task, the model or
+    /// the run folder. The studio replays a card's population this way to
+    /// draw its islands or beam (a population is a pure function of the
+    /// genomes added to it), so every population provides it (the registry
+    /// test checks). `None`: the block needs a run.
+    fn detached(_params: Self::Params) -> Option<Self> {
+        None
+    }
 }
 
 /// The parameters of a component that takes none.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::engine::archive::{Archive, ArchiveError, RunLock, RunMeta};
 use crate::engine::card::{Card, CardErrors, ValidCard};
-use crate::engine::component::Slot;
+use crate::engine::component::{Feature, Slot};
 use crate::engine::registry::Registry;
 use crate::engine::task::{Task, TaskError};
 use crate::engine::task_settings::{SettingsError, TaskSettings};
@@ -80,15 +80,16 @@ pub struct RunPlan {
 }
 
 /// The card fitted to the task: its config's settings mapped onto it, and a
-/// task with no evaluator file refused when the card's evaluator is the one
-/// that runs the task's own `evaluator.py`.
+/// task with no evaluator file refused when the card's evaluator runs the
+/// task's own (`Feature::TaskEvaluatorFile`).
 fn fit(
     card: ValidCard,
     task: &Task,
     registry: &Registry,
 ) -> Result<(ValidCard, TaskSettings), LaunchError> {
     let (card, settings) = crate::engine::task_settings::apply(card, task, registry)?;
-    if card.card().slot(Slot::Evaluator).kind == "subprocess" {
+    let evaluator = &card.card().slot(Slot::Evaluator).kind;
+    if registry.provides(Slot::Evaluator, evaluator, Feature::TaskEvaluatorFile) {
         task.require_evaluator_file()?;
     }
     check_limits(&card, task, registry)?;

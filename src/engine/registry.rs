@@ -29,6 +29,9 @@ type TypedParams = Arc<dyn Any + Send + Sync>;
 type BuildFn =
     fn(&(dyn Any + Send + Sync), &BuildContext<'_>) -> Result<Box<dyn Any + Send>, ParamError>;
 type CheckFn = fn(&ParamMap) -> Result<TypedParams, Vec<ParamError>>;
+/// Checked parameters → the component built without a run
+/// ([`Component::detached`]), boxed like [`BuildFn`]'s.
+type DetachedFn = fn(&(dyn Any + Send + Sync)) -> Option<Box<dyn Any + Send>>;
 type EffectiveFn = fn(&ParamMap) -> Result<ParamMap, ParamError>;
 
 /// One registered implementation.
@@ -45,6 +48,7 @@ pub struct Entry {
     check: CheckFn,
     effective: EffectiveFn,
     build: BuildFn,
+    detached: DetachedFn,
 }
 
 impl Entry {
@@ -62,6 +66,7 @@ impl Entry {
             check: check_params::<T>,
             effective: effective_params::<T::Params>,
             build: build_component::<T>,
+            detached: detached_component::<T>,
         }
     }
 
@@ -96,6 +101,7 @@ impl Entry {
             kind: self.info.kind,
             params: (self.check)(params)?,
             build: self.build,
+            detached: self.detached,
         })
     }
 }
@@ -158,6 +164,15 @@ where
     Ok(Box::new(built))
 }
 
+fn detached_component<T>(params: &(dyn Any + Send + Sync)) -> Option<Box<dyn Any + Send>>
+where
+    T: Component + Fills<T::Slot>,
+{
+    let params = params.downcast_ref::<T::Params>()?.clone();
+    let built: Box<T::Slot> = T::detached(params)?.boxed();
+    Some(Box::new(built))
+}
+
 /// One slot's implementation with its parameters checked and decoded: what a
 /// run builds the component from.
 #[derive(Clone)]
@@ -166,6 +181,7 @@ pub struct Configured {
     pub kind: &'static str,
     params: TypedParams,
     build: BuildFn,
+    detached: DetachedFn,
 }
 
 impl std::fmt::Debug for Configured {
@@ -197,6 +213,15 @@ impl Configured {
                     reason: format!("`{}` does not fill the {} slot", self.kind, S::SLOT),
                 },
             })
+    }
+    /// Build the component without a run around it
+    /// ([`Component::detached`]); `None` for a block that needs a run (or
+    /// when `S` is not its slot's trait object).
+    pub fn detached<S: ?Sized + SlotTrait>(&self) -> Option<Box<S>> {
+        (self.detached)(&*self.params)?
+            .downcast::<Box<S>>()
+            .ok()
+            .map(|b| *b)
     }
 }
 
@@ -355,8 +380,16 @@ impl Registry {
         out
     }
 
+    /// Whether the block `kind` of `slot` provides `feature` (false for an
+    /// unknown kind): how code outside the components learns what a block
+    /// does without comparing its kind.
+    pub fn provides(&self, slot: Slot, kind: &str, feature: Feature) -> bool {
+        self.entry(slot, kind)
+            .is_ok_and(|e| e.provides.contains(&feature))
+    }
+
     /// The first kind of `slot` that provides `feature`, with its type name.
-    fn provider(&self, slot: Slot, feature: Feature) -> Option<(&'static str, &'static str)> {
+    pub fn provider(&self, slot: Slot, feature: Feature) -> Option<(&'static str, &'static str)> {
         self.entries(slot)
             .find(|e| e.provides.contains(&feature))
             .map(|e| (e.info.kind, e.info.type_name))
@@ -460,8 +493,8 @@ mod tests {
     }
 
     /// The whole table: for every entry, its keys, defaults and ranges agree
-    /// with its typed parameters; kinds are unique per slot; and every kind
-    /// round-trips through a card.
+    /// with its typed parameters; kinds are unique per slot; every kind
+    /// round-trips through a card; and every population builds detached.
     #[test]
     fn every_entry_agrees_with_its_params_and_round_trips_through_a_card() {
         let registry = Registry::builtin();
@@ -553,6 +586,20 @@ mod tests {
                 Card::from_yaml(&back.to_yaml(), "again", &registry),
                 Ok(card)
             );
+
+            // a population is built from its parameters alone, so the
+            // studio can replay it from a card
+            if entry.slot == Slot::Population {
+                let checked = entry
+                    .check(&entry.defaults)
+                    .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+                assert!(
+                    checked
+                        .detached::<dyn crate::engine::population::Population>()
+                        .is_some(),
+                    "{name}: a population must build detached (Component::detached)"
+                );
+            }
         }
         for slot in Slot::ALL {
             assert!(

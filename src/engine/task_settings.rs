@@ -23,7 +23,7 @@
 use std::fmt::Write as _;
 
 use crate::engine::card::{Card, LlmSettings, ValidCard};
-use crate::engine::component::Slot;
+use crate::engine::component::{Feature, Slot};
 use crate::engine::evaluator;
 use crate::engine::params::ParamValue;
 use crate::engine::registry::Registry;
@@ -658,17 +658,24 @@ fn fit_system_message(m: &mut Mapper<'_>, task: &Task) {
 }
 
 /// A ShinkaEvolve task's evaluator is its `evaluate.py`, run as a command:
-/// the card's `subprocess` evaluator (which imports an OpenEvolve
-/// `evaluator.py`) becomes the `command` evaluator with ShinkaEvolve's
-/// command line, keeping its time limit, interpreter, sandbox and limits
-/// ([`evaluator::isolation`]) and confirmation.
+/// a card's evaluator that runs the task's own evaluator file on this
+/// machine (an OpenEvolve `evaluator.py`: `Feature::TaskEvaluatorFile`, not
+/// `Feature::Cluster`) becomes the evaluator that runs a command line
+/// (`Feature::CommandLine`) with ShinkaEvolve's, keeping its time limit,
+/// interpreter, sandbox and limits ([`evaluator::isolation`]) and
+/// confirmation.
 fn fit_evaluator(m: &mut Mapper<'_>, task: &Task) {
-    if task.kind != TaskKind::ShinkaEvolve || m.card.evaluator.kind != "subprocess" {
+    let from = m.card.evaluator.kind.clone();
+    let local_file = |f| m.registry.provides(Slot::Evaluator, &from, f);
+    if task.kind != TaskKind::ShinkaEvolve
+        || !local_file(Feature::TaskEvaluatorFile)
+        || local_file(Feature::Cluster)
+    {
         return;
     }
-    if m.registry.entry(Slot::Evaluator, "command").is_err() {
+    let Some((to, _)) = m.registry.provider(Slot::Evaluator, Feature::CommandLine) else {
         return;
-    }
+    };
     let old = std::mem::take(&mut m.card.evaluator.params);
     let mut params = crate::engine::params::ParamMap::default();
     let shared = evaluator::isolation::SPECS
@@ -692,17 +699,16 @@ fn fit_evaluator(m: &mut Mapper<'_>, task: &Task) {
         .iter()
         .map(|s| ParamValue::Str((*s).to_owned()));
     params.set("argv", ParamValue::List(argv.collect()));
-    m.card.evaluator.kind = "command".to_owned();
+    m.card.evaluator.kind = to.to_owned();
     m.card.evaluator.params = params;
-    m.out.changes.push(
-        "evaluator: the card's `subprocess` evaluator runs this task's evaluate.py as ShinkaEvolve does \
-         (kind `command`: python evaluate.py --program_path P --results_dir D; metrics.json's public metrics \
+    m.out.changes.push(format!(
+        "evaluator: the card's `{from}` evaluator runs this task's evaluate.py as ShinkaEvolve does \
+         (kind `{to}`: python evaluate.py --program_path P --results_dir D; metrics.json's public metrics \
          and text_feedback reach the model, its private metrics do not; correct.json decides validity)"
-            .to_owned(),
-    );
+    ));
     if !dropped.is_empty() {
         m.out.changes.push(format!(
-            "evaluator: not carried over, the command evaluator has no such setting: {}",
+            "evaluator: not carried over, the `{to}` evaluator has no such setting: {}",
             dropped.join(", ")
         ));
     }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use egui::Ui;
 
 use crate::engine::card::{Card, CardErrors};
-use crate::engine::component::Slot;
+use crate::engine::component::{Feature, Slot};
 use crate::engine::model::{LanguageModel, ModelSettings};
 use crate::engine::registry::Registry;
 use crate::studio::command::{CommandGroup, Commands, UiCommand, apply_card_edit};
@@ -160,7 +160,7 @@ impl App {
             doc: Document::new(Card::new_default("untitled"), None),
             selected: Slot::SelectionPolicy,
             path_field: String::new(),
-            run_view: RunView::default(),
+            run_view: RunView::with_registry(Arc::clone(&registry)),
             runs,
             leaderboard: LeaderboardPanel::default(),
             lb_model: None,
@@ -298,8 +298,11 @@ impl App {
         if let Some(p) = &self.task_check.problem {
             return Some(p.clone());
         }
-        if self.doc.card.evaluator.kind == "subprocess"
-            && let Some(p) = &self.task_check.no_evaluator
+        if self.registry.provides(
+            Slot::Evaluator,
+            &self.doc.card.evaluator.kind,
+            Feature::TaskEvaluatorFile,
+        ) && let Some(p) = &self.task_check.no_evaluator
         {
             return Some(p.clone());
         }

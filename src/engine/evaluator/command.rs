@@ -62,7 +62,7 @@ use super::worker::code_dir::EVAL_HELPER;
 use super::worker::process::kill_groups;
 use super::worker::sandbox::{self, Sandbox};
 use super::{Candidate, Evaluation, Evaluator, Metric, Observed};
-use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::params::{ParamError, ParamSpec, ParamType, param_table};
 use crate::engine::task::TaskKind;
 
@@ -177,6 +177,7 @@ impl Component for CommandEvaluator {
                   or JSON on stdout, validity from correct.json (ShinkaEvolve's evaluate.py unchanged)",
         params: param_table!(OWN_SPECS, isolation::SPECS, confirm::SPECS),
     };
+    const PROVIDES: &'static [Feature] = &[Feature::CommandLine];
 
     /// A command must be named; `read_paths` may not show a whole home.
     fn check(params: &CommandParams) -> Result<(), ParamError> {

@@ -56,7 +56,7 @@ use super::worker::environment;
 use super::worker::sandbox::Sandbox;
 use super::{Candidate, Evaluation, Evaluator};
 use super::{isolation, subprocess};
-use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::genome::Placement;
 use crate::engine::params::{ParamError, param_table};
 use crate::engine::task::Task;
@@ -142,6 +142,7 @@ impl Component for SlurmEvaluator {
             confirm::SPECS
         ),
     };
+    const PROVIDES: &'static [Feature] = &[Feature::TaskEvaluatorFile, Feature::Cluster];
 
     fn check(params: &SlurmParams) -> Result<(), ParamError> {
         let refuse = |key: &str, reason: &str| {

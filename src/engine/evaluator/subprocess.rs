@@ -41,7 +41,7 @@ use super::worker::sandbox::Interpreter;
 use super::worker::sandbox::Sandbox;
 use super::worker::{LAUNCH, Launch, RunError, SpawnError, Worker, bind_lanes, lock, sandbox};
 use super::{Candidate, Evaluation, Evaluator};
-use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::params::{ParamError, ParamSpec, ParamType, param_table};
 use crate::engine::task::Task;
 
@@ -220,6 +220,7 @@ impl Component for SubprocessEvaluator {
         summary: "Runs the task's evaluator.py in a warm Python worker, one killable forked child per candidate",
         params: param_table!(OWN_SPECS, CASCADE_SPECS, isolation::SPECS, confirm::SPECS),
     };
+    const PROVIDES: &'static [Feature] = &[Feature::TaskEvaluatorFile];
 
     /// Ranges are the table's; an interpreter must be named; `env` names
     /// variables, none of them `OPENAI_API_KEY` (the default key variable).

@@ -135,6 +135,10 @@ impl Component for BeamPopulation {
     fn build(params: BeamParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
         Ok(Self::new(params))
     }
+
+    fn detached(params: BeamParams) -> Option<Self> {
+        Some(Self::new(params))
+    }
 }
 
 impl BeamPopulation {

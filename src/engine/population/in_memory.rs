@@ -48,6 +48,10 @@ impl Component for InMemoryPopulation {
     fn build(params: InMemoryParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
         Ok(Self::new(params))
     }
+
+    fn detached(params: InMemoryParams) -> Option<Self> {
+        Some(Self::new(params))
+    }
 }
 
 impl InMemoryPopulation {

@@ -268,6 +268,10 @@ impl Component for IslandPopulation {
     fn build(params: IslandParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
         Ok(Self::new(params))
     }
+
+    fn detached(params: IslandParams) -> Option<Self> {
+        Some(Self::new(params))
+    }
 }
 
 impl IslandPopulation {
@@ -326,11 +330,6 @@ impl IslandPopulation {
             .collect()
     }
 
-    /// The MAP-Elites cell coordinates of a placed genome.
-    pub fn cell_of(&self, id: GenomeId) -> Option<&[usize]> {
-        self.coords.get(&id).map(Vec::as_slice)
-    }
-
     /// The raw feature values of a placed genome, one per dimension.
     pub fn features(&self, id: GenomeId) -> Option<&[f64]> {
         self.raw.get(&id).map(Vec::as_slice)
@@ -348,11 +347,6 @@ impl IslandPopulation {
             .take(self.archive_size)
             .map(|(_, id)| *id)
             .collect()
-    }
-
-    /// Migrations performed so far.
-    pub fn migrations(&self) -> u64 {
-        self.migrations
     }
 
     /// Times the grids were rebuilt after a feature range grew.
@@ -629,6 +623,16 @@ impl Population for IslandPopulation {
                 .collect(),
             other => query_store(&self.store, other),
         }
+    }
+
+    /// Migrations performed so far.
+    fn migrations(&self) -> u64 {
+        self.migrations
+    }
+
+    /// The MAP-Elites cell coordinates of a placed genome.
+    fn cell_of(&self, id: GenomeId) -> Option<&[usize]> {
+        self.coords.get(&id).map(Vec::as_slice)
     }
 
     fn structure(&self) -> Structure {

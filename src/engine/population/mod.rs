@@ -225,6 +225,19 @@ pub trait Population: Send + Sync {
         Structure::Flat
     }
 
+    /// Migrations between the population's parts so far (an island ring's);
+    /// 0 for a population without parts. An observer replaying the
+    /// population (the studio) notices a migration by this count.
+    fn migrations(&self) -> u64 {
+        0
+    }
+
+    /// The MAP-Elites cell a member occupies, for a population with a
+    /// feature grid (`None` for one without, or a genome not placed).
+    fn cell_of(&self, _id: GenomeId) -> Option<&[usize]> {
+        None
+    }
+
     /// Search-tree depth of a member, where the population tracks it.
     fn depth(&self, id: GenomeId) -> Option<u32> {
         self.store().get(id).map(|g| g.metadata.depth)

@@ -47,6 +47,7 @@ use crate::engine::events::{RunCommand, RunEvent, RunStatus, RunSummary};
 use crate::engine::genome::{GenomeId, TokenUsage};
 use crate::engine::launch::RunPlan;
 use crate::engine::model::LanguageModel;
+use crate::engine::registry::Registry;
 use crate::engine::run_thread::{RunHandle, start};
 use crate::studio::command::Commands;
 use crate::studio::panel::{GenomeView, TabCtx, TabPanel};
@@ -100,6 +101,8 @@ pub struct RunView {
     tree: GenealogyView,
     /// The population's islands or beam, replayed from the genomes.
     structure: structure::StructureMirror,
+    /// The blocks a card's population is replayed with.
+    blocks: Blocks,
     handle: Option<RunHandle>,
     last_error: Option<String>,
     history: RunHistory,
@@ -122,6 +125,17 @@ pub struct RunView {
     last_drained: usize,
     /// The run folder shown read-only, when the history came from an archive.
     viewing: Option<PathBuf>,
+}
+
+/// The registry a run view builds a card's population with to replay it:
+/// the built-in one unless the studio gives its own
+/// ([`RunView::with_registry`]).
+struct Blocks(Arc<Registry>);
+
+impl Default for Blocks {
+    fn default() -> Self {
+        Self(Arc::new(Registry::builtin()))
+    }
 }
 
 /// A recorded run read from its folder: the history to show and the task
@@ -172,6 +186,16 @@ fn language_of(task_dir: &Path) -> String {
 }
 
 impl RunView {
+    /// A run view that replays populations with `registry`'s blocks (the
+    /// studio's own, so a block registered beside the built-in ones is
+    /// drawn too).
+    pub fn with_registry(registry: Arc<Registry>) -> Self {
+        Self {
+            blocks: Blocks(registry),
+            ..Self::default()
+        }
+    }
+
     /// Start a run; an error (e.g. thread spawn failure) is shown in the panel.
     /// A run already in progress is stopped; the previous history is
     /// replaced by the new run's.
@@ -196,7 +220,7 @@ impl RunView {
     /// Show a recorded run read-only (any live run is stopped).
     pub fn show_archived(&mut self, run: ArchivedRun) {
         self.load_history(run.history);
-        self.structure = structure::StructureMirror::for_card_yaml(&run.card_yaml);
+        self.structure = structure::StructureMirror::for_card_yaml(&run.card_yaml, &self.blocks.0);
         self.language = language_of(&run.task_dir);
         self.viewing = Some(run.dir);
     }
@@ -353,7 +377,7 @@ impl RunView {
     /// Replay this population block (a card's) for the islands and beam
     /// views; a flat population shows neither.
     pub fn set_population(&mut self, population: &crate::engine::card::SlotSpec) {
-        self.structure = structure::StructureMirror::for_population(population);
+        self.structure = structure::StructureMirror::for_population(population, &self.blocks.0);
     }
 
     /// The replayed population structure.

@@ -1,10 +1,12 @@
 //! The population's own structure, replayed in the studio: a population is a
 //! pure function of the genomes added to it, in order, so the studio builds
-//! its own copy of an island or beam population from the card's population
-//! block and feeds it the run's genomes (a few milliseconds' worth per frame,
-//! never blocking). From it come the island / MAP-Elites grid view (cells
-//! coloured by their elite's score, per island, migrants marked, the ring's
-//! migrations counted) and the beam's membership over time.
+//! its own copy of the card's population block (checked and built through the
+//! registry, without a run: `Component::detached`) when the block keeps
+//! islands or a beam (`Feature::Islands`, `Feature::Beam`), and feeds it the
+//! run's genomes (a few milliseconds' worth per frame, never blocking). From
+//! it come the island / MAP-Elites grid view (cells coloured by their elite's
+//! score, per island, migrants marked, the migrations counted) and the beam's
+//! membership over time.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,10 +15,10 @@ use std::time::{Duration, Instant};
 use egui::{Color32, Rect, RichText, Sense, Stroke, Vec2, pos2, vec2};
 
 use crate::engine::card::SlotSpec;
+use crate::engine::component::{Feature, Slot};
 use crate::engine::genome::{Genome, GenomeId};
-use crate::engine::population::{
-    BeamParams, BeamPopulation, IslandParams, IslandPopulation, IslandsView, Population, Structure,
-};
+use crate::engine::population::{IslandsView, Population, Structure};
+use crate::engine::registry::{Configured, Registry};
 use crate::studio::panel::GenomeView;
 use crate::studio::run::history::RunHistory;
 use crate::studio::run::tree::{ISLAND_COLORS, score_color};
@@ -28,10 +30,17 @@ pub const VIEW_SECS: f64 = 0.5;
 /// Beam snapshots kept (oldest dropped first).
 pub const MAX_SNAPSHOTS: usize = 5000;
 
-/// The structured population being replayed, if the card has one.
-enum Copy {
-    Islands(Box<IslandPopulation>),
-    Beam(Box<BeamPopulation>),
+/// The population being replayed: the card's block, built from its checked
+/// parameters alone ([`Component::detached`](crate::engine::component::Component::detached)).
+struct Copy {
+    /// The block's checked parameters (a new copy is built from them when
+    /// the history changes).
+    checked: Configured,
+    population: Box<dyn Population>,
+    /// It keeps islands with MAP-Elites grids.
+    islands: bool,
+    /// It keeps a beam.
+    beam: bool,
 }
 
 /// The beam after a change: the iteration and its members, best first.
@@ -44,9 +53,12 @@ pub struct BeamSnapshot {
 /// A replayed island or beam population and what the views read from it.
 #[derive(Default)]
 pub struct StructureMirror {
-    /// The card's population block.
-    spec: Option<SlotSpec>,
     copy: Option<Copy>,
+    /// The card's block keeps islands (the islands view is offered, with
+    /// the reason when it cannot be replayed).
+    keeps_islands: bool,
+    /// The card's block keeps a beam.
+    keeps_beam: bool,
     /// Why the card's population block could not be replayed, if so.
     problem: Option<String>,
     /// Genomes of the history fed so far.
@@ -64,49 +76,59 @@ pub struct StructureMirror {
 }
 
 impl StructureMirror {
-    /// A mirror of `population` (a card's population block); a flat
-    /// population has nothing to mirror.
-    pub fn for_population(population: &SlotSpec) -> Self {
-        let params = || serde_json::to_value(&population.params).map_err(|e| e.to_string());
-        let copy = match population.kind.as_str() {
-            "islands" => params()
-                .and_then(|v| serde_json::from_value::<IslandParams>(v).map_err(|e| e.to_string()))
-                .map(|p| Some(Copy::Islands(Box::new(IslandPopulation::new(p))))),
-            "beam" => params()
-                .and_then(|v| serde_json::from_value::<BeamParams>(v).map_err(|e| e.to_string()))
-                .map(|p| Some(Copy::Beam(Box::new(BeamPopulation::new(p))))),
-            _ => Ok(None),
+    /// A mirror of `population` (a card's population block), checked and
+    /// built through `registry`; a population that keeps neither islands nor
+    /// a beam has nothing to mirror.
+    pub fn for_population(population: &SlotSpec, registry: &Registry) -> Self {
+        let Ok(entry) = registry.entry(Slot::Population, &population.kind) else {
+            return Self::default();
         };
-        match copy {
-            Ok(copy) => Self {
-                spec: Some(population.clone()),
-                copy,
-                ..Self::default()
-            },
-            Err(e) => Self {
-                problem: Some(format!("population.{}: {e}", population.kind)),
-                ..Self::default()
-            },
+        let islands = entry.provides.contains(&Feature::Islands);
+        let beam = entry.provides.contains(&Feature::Beam);
+        if !islands && !beam {
+            return Self::default();
+        }
+        let problem = |why: String| Self {
+            problem: Some(format!("population.{}: {why}", population.kind)),
+            keeps_islands: islands,
+            keeps_beam: beam,
+            ..Self::default()
+        };
+        let checked = match entry.check(&population.params) {
+            Ok(c) => c,
+            Err(errors) => {
+                let why: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                return problem(why.join("; "));
+            }
+        };
+        let Some(copy) = Copy::new(checked, islands, beam) else {
+            return problem("this population cannot be built outside a run".to_owned());
+        };
+        Self {
+            copy: Some(copy),
+            keeps_islands: islands,
+            keeps_beam: beam,
+            ..Self::default()
         }
     }
 
     /// The population block of a card's YAML (as an archive records it).
-    pub fn for_card_yaml(yaml: &str) -> Self {
+    pub fn for_card_yaml(yaml: &str, registry: &Registry) -> Self {
         let block = serde_yaml::from_str::<serde_yaml::Value>(yaml)
             .ok()
             .and_then(|v| v.get("population").cloned())
             .and_then(|p| serde_yaml::from_value::<SlotSpec>(p).ok());
-        block.map_or_else(Self::default, |b| Self::for_population(&b))
+        block.map_or_else(Self::default, |b| Self::for_population(&b, registry))
     }
 
     /// True for an island population.
     pub fn has_islands(&self) -> bool {
-        matches!(self.copy, Some(Copy::Islands(_)))
+        self.keeps_islands
     }
 
     /// True for a beam population.
     pub fn has_beam(&self) -> bool {
-        matches!(self.copy, Some(Copy::Beam(_)))
+        self.keeps_beam
     }
 
     /// Genomes replayed so far.
@@ -122,19 +144,21 @@ impl StructureMirror {
     /// Feed the copy the history's new genomes within `budget`. Returns true
     /// while genomes are left (ask for another frame).
     pub fn sync(&mut self, history: &RunHistory, budget: Duration) -> bool {
-        if self.copy.is_none() {
-            return false;
-        }
-        if history.genomes.len() < self.fed {
-            // A different history: start over.
-            if let Some(spec) = self.spec.clone() {
-                *self = Self::for_population(&spec);
-            }
-            return self.sync(history, budget);
-        }
         let Some(copy) = self.copy.as_mut() else {
             return false;
         };
+        if history.genomes.len() < self.fed {
+            // A different history: start over.
+            let restarted = Copy::new(copy.checked.clone(), copy.islands, copy.beam);
+            *self = Self {
+                copy: restarted,
+                keeps_islands: self.keeps_islands,
+                keeps_beam: self.keeps_beam,
+                ..Self::default()
+            };
+            return self.sync(history, budget);
+        }
+        let p = &mut copy.population;
         let start = Instant::now();
         while self.fed < history.genomes.len() {
             let g = &history.genomes[self.fed];
@@ -143,35 +167,29 @@ impl StructureMirror {
             } else {
                 Arc::clone(g)
             };
-            match copy {
-                Copy::Islands(p) => {
-                    let before = p.migrations();
-                    p.add(seen);
-                    if p.migrations() > before {
-                        self.migrations.push(g.iteration);
-                    }
+            let before = p.migrations();
+            p.add(seen);
+            if p.migrations() > before {
+                self.migrations.push(g.iteration);
+            }
+            if copy.beam
+                && let Structure::Beam(b) = p.structure()
+                && self.beam.last().is_none_or(|s| s.members != b.members)
+            {
+                if self.beam.len() >= MAX_SNAPSHOTS {
+                    self.beam.drain(..MAX_SNAPSHOTS / 4);
                 }
-                Copy::Beam(p) => {
-                    p.add(seen);
-                    if let Structure::Beam(b) = p.structure()
-                        && self.beam.last().is_none_or(|s| s.members != b.members)
-                    {
-                        if self.beam.len() >= MAX_SNAPSHOTS {
-                            self.beam.drain(..MAX_SNAPSHOTS / 4);
-                        }
-                        self.beam.push(BeamSnapshot {
-                            iteration: g.iteration,
-                            members: b.members,
-                        });
-                    }
-                }
+                self.beam.push(BeamSnapshot {
+                    iteration: g.iteration,
+                    members: b.members,
+                });
             }
             self.fed += 1;
             if start.elapsed() >= budget {
                 break;
             }
         }
-        if let Copy::Islands(p) = copy {
+        if copy.islands {
             let due = self.fed == history.genomes.len()
                 || self
                     .islands_at
@@ -546,5 +564,19 @@ impl GenomeView for BeamHistory<'_> {
         selected: Option<GenomeId>,
     ) -> Option<GenomeId> {
         self.0.beam_ui(ui, history, selected)
+    }
+}
+
+impl Copy {
+    /// A fresh copy of the checked block; `None` when it cannot be built
+    /// outside a run.
+    fn new(checked: Configured, islands: bool, beam: bool) -> Option<Self> {
+        let population = checked.detached::<dyn Population>()?;
+        Some(Self {
+            checked,
+            population,
+            islands,
+            beam,
+        })
     }
 }
