@@ -393,6 +393,46 @@ fn a_repository_run_is_recorded_once_per_file_and_read_back_everywhere() {
 }
 
 #[test]
+fn a_leaderboard_runs_on_a_repository_task() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let cards = Path::new(env!("CARGO_MANIFEST_DIR")).join("cards");
+    let task = galapagos::engine::builtin::install_task(
+        galapagos::engine::builtin::task("fit_package").unwrap(),
+        cwd.path(),
+    )
+    .unwrap();
+    let out = galapagos(home.path(), cwd.path())
+        .arg("leaderboard")
+        .arg(cards.join("best_of_n.yaml"))
+        .arg(cards.join("topk.yaml"))
+        .arg("--task")
+        .arg(&task)
+        .args([
+            "--iterations",
+            "2",
+            "--seeds",
+            "1",
+            "--quiet",
+            "--out",
+            "lb",
+        ])
+        .output()
+        .unwrap();
+    ok(&out);
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(cwd.path().join("lb/leaderboard.json")).unwrap(),
+    )
+    .unwrap();
+    let text = json.to_string();
+    assert!(
+        text.contains("best_of_n") && text.contains("topk"),
+        "{text}"
+    );
+    assert!(cwd.path().join("lb/leaderboard.md").is_file());
+}
+
+#[test]
 fn a_version_1_archive_still_loads() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();

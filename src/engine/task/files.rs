@@ -216,6 +216,67 @@ pub struct ProgramFiles {
     pub markers: Markers,
 }
 
+impl ProgramFiles {
+    /// What the run's output and the studio's task panel say about the
+    /// program folder: its files, the globs and what they match.
+    pub fn describe(&self, folder: &str, tree: &Tree) -> Vec<String> {
+        let list = |paths: &[String]| -> String {
+            const SHOWN: usize = 8;
+            let mut text = paths
+                .iter()
+                .take(SHOWN)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if paths.len() > SHOWN {
+                text.push_str(&format!(" and {} more", paths.len() - SHOWN));
+            }
+            if text.is_empty() {
+                "none".to_owned()
+            } else {
+                text
+            }
+        };
+        let rule = |globs: &[String], default: &str| -> String {
+            if globs.is_empty() {
+                default.to_owned()
+            } else {
+                globs.join(", ")
+            }
+        };
+        let mut out = vec![format!(
+            "program folder {folder}/: {} files, {} bytes{}",
+            tree.len(),
+            tree.bytes(),
+            if self.binary.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", {} binary (carried unchanged, never shown)",
+                    self.binary.len()
+                )
+            }
+        )];
+        out.push(format!(
+            "editable ({}): {}",
+            rule(&self.evolve_globs, "files with EVOLVE-BLOCK markers"),
+            list(&self.editable)
+        ));
+        out.push(format!(
+            "context, shown read-only ({}): {}",
+            rule(&self.context_globs, "no context globs"),
+            list(&self.context)
+        ));
+        if !self.exclude_globs.is_empty() {
+            out.push(format!(
+                "left out (exclude): {}",
+                self.exclude_globs.join(", ")
+            ));
+        }
+        out
+    }
+}
+
 fn globs(
     config: &super::TaskConfig,
     key: &str,
@@ -620,6 +681,22 @@ mod tests {
         let e = r.check("data/x.csv", EditOp::Add).unwrap_err();
         assert!(e.contains("exclude"), "{e}");
         assert!(r.check_count(MAX_FILES + 1).is_err());
+        let said = files.describe("initial_program", &tree).join("\n");
+        assert!(
+            said.contains("program folder initial_program/: 4 files"),
+            "{said}"
+        );
+        assert!(
+            said.contains("editable (src/**/*.py): src/a.py, src/sub/b.py"),
+            "{said}"
+        );
+        assert!(
+            said.contains(
+                "context, shown read-only (README.md, tests/*.py): README.md, tests/t.py"
+            ),
+            "{said}"
+        );
+        assert!(said.contains("left out (exclude): data"), "{said}");
 
         let e = load(dir.path(), &config("evolve: [\"lib/*.py\"]\n"))
             .unwrap_err()

@@ -543,17 +543,24 @@ impl Task {
                 DESCRIPTION_FILES.join(", ")
             )),
         }
+        if let Some(files) = &self.files {
+            out.extend(files.describe(&self.program_file, &self.initial_program));
+        }
         out
     }
 
     /// Warnings about the task folder (markers, a config left unread), one
     /// line each.
     pub fn warnings(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .markers
-            .warning(&self.program_file)
-            .into_iter()
-            .collect();
+        // a repository task's markers are checked per file when it loads
+        let mut out: Vec<String> = if self.files.is_some() {
+            Vec::new()
+        } else {
+            self.markers
+                .warning(&self.program_file)
+                .into_iter()
+                .collect()
+        };
         if !self.config.candidates().is_empty() {
             out.push(format!(
                 "several config files ({}): none is read; name one with --config FILE",

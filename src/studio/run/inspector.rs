@@ -69,6 +69,8 @@ pub struct Inspector {
     pub lineage_open: bool,
     /// Metrics where lower is better (Δ colours flip for them).
     pub lower_better: BTreeSet<String>,
+    /// The file of a folder genome shown (`None`: the whole tree).
+    pub file: super::files_view::FileChoice,
 }
 
 /// Ancestors shown at the end of a collapsed lineage.
@@ -323,7 +325,19 @@ impl Inspector {
                         ui.selectable_value(&mut self.diff_mode, DiffMode::SideBySide, "side by side");
                     });
                     ui.separator();
-                    match picked.filter(|_| self.against_pick) {
+                    let base = picked.filter(|_| self.against_pick).or(parent);
+                    match base.filter(|b| !b.content.is_single() || !genome.content.is_single()) {
+                        Some(base) => {
+                            ui.label(RichText::new(format!("from #{} to #{}", base.id, genome.id)).strong());
+                            super::files_view::diff_ui(
+                                ui,
+                                &genome.content,
+                                &base.content,
+                                &mut self.file,
+                                self.diff_mode,
+                            );
+                        }
+                        None => match picked.filter(|_| self.against_pick) {
                         Some(other) => {
                             ui.label(
                                 RichText::new(format!("from #{} to #{}", other.id, genome.id)).strong(),
@@ -337,7 +351,17 @@ impl Inspector {
                             }
                             _ => diff_ui(ui, genome, parent.map(|p| &**p)),
                         },
+                    },
                     }
+                }
+                InspectorTab::Program if !genome.content.is_single() => {
+                    super::files_view::program_ui(
+                        ui,
+                        &genome.content,
+                        parent.map(|p| &p.content),
+                        &mut self.file,
+                        language,
+                    );
                 }
                 InspectorTab::Program => {
                     let theme = egui_extras::syntax_highlighting::CodeTheme::from_memory(

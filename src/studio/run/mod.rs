@@ -21,6 +21,7 @@
 
 mod bars;
 pub mod diff_view;
+pub mod files_view;
 pub mod history;
 pub mod inspector;
 pub mod plot;
