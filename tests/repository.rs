@@ -325,13 +325,37 @@ fn a_single_file_run_is_applied_and_exported_as_a_git_history() {
 fn a_repository_run_is_recorded_once_per_file_and_read_back_everywhere() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
-    let run = offline_run(home.path(), cwd.path(), "fit_package", "4");
+    let run = offline_run(home.path(), cwd.path(), "fit_package", "8");
     let genomes = Archive::open(&run).unwrap().genomes().unwrap();
-    assert_eq!(genomes.last().map(|g| g.iteration), Some(4));
+    assert_eq!(genomes.last().map(|g| g.iteration), Some(8));
     let initial = &genomes[0];
     assert!(initial.valid, "{:?}", initial.error);
     assert!(!initial.content.is_single());
     assert!(initial.content.text_of("fitpkg/model.py").is_some());
+    // the offline model's children change the package's files, one or both
+    let mut most = 0;
+    for child in genomes.iter().filter(|g| g.valid && g.parent_id.is_some()) {
+        let parent = &genomes[child.parent_id.unwrap() as usize];
+        let changed: Vec<String> = child
+            .content
+            .changes_from(&parent.content)
+            .into_iter()
+            .map(|c| c.path)
+            .collect();
+        assert!(!changed.is_empty(), "#{} changes no file", child.id);
+        assert!(
+            changed.iter().all(|p| p.starts_with("fitpkg/")),
+            "{changed:?}"
+        );
+        assert!(
+            child
+                .diff
+                .as_deref()
+                .is_some_and(|d| d.contains("+++ b/fitpkg/"))
+        );
+        most = most.max(changed.len());
+    }
+    assert_eq!(most, 2, "some child edits both modules");
     // genomes.jsonl holds references, read back through the archive
     let lines = read_genomes(&run.join("genomes.jsonl")).unwrap();
     assert_eq!(lines.len(), genomes.len());
@@ -363,12 +387,37 @@ fn a_repository_run_is_recorded_once_per_file_and_read_back_everywhere() {
     ok(&galapagos(home.path(), cwd.path())
         .arg("resume")
         .arg(&run)
-        .args(["--iterations", "6", "--quiet"])
+        .args(["--iterations", "10", "--quiet"])
         .output()
         .unwrap());
     let after = Archive::open(&run).unwrap().genomes().unwrap();
-    assert_eq!(after.last().map(|g| g.iteration), Some(6));
+    assert_eq!(after.last().map(|g| g.iteration), Some(10));
     assert_eq!(after[0].content, initial.content);
+    let best = after
+        .iter()
+        .filter(|g| g.selection_fitness().is_some())
+        .max_by(|a, b| {
+            a.selection_fitness()
+                .unwrap()
+                .total_cmp(&b.selection_fitness().unwrap())
+        })
+        .unwrap();
+    assert!(
+        best.id > 0 && best.fitness() > initial.fitness(),
+        "the run improved"
+    );
+    let unittest = |dir: &Path| {
+        let test = Command::new("python3")
+            .args(["-m", "unittest", "-q"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            test.status.success(),
+            "{}",
+            String::from_utf8_lossy(&test.stderr)
+        );
+    };
 
     // apply writes a folder a user can test
     let target = cwd.path().join("take");
@@ -379,17 +428,47 @@ fn a_repository_run_is_recorded_once_per_file_and_read_back_everywhere() {
         .arg(&target)
         .output()
         .unwrap());
-    assert!(target.join("fitpkg/features.py").is_file());
-    let test = Command::new("python3")
-        .args(["-m", "unittest", "-q"])
-        .current_dir(&target)
+    for (path, blob) in best.content.files() {
+        assert_eq!(
+            std::fs::read(target.join(path)).unwrap(),
+            blob.bytes(),
+            "{path}"
+        );
+    }
+    unittest(&target);
+
+    // and a git history of the best genome's lineage, whose tip tests too
+    let repo = cwd.path().join("history");
+    ok(&galapagos(home.path(), cwd.path())
+        .arg("export-run")
+        .arg(&run)
+        .arg("--git")
+        .arg(&repo)
+        .output()
+        .unwrap());
+    let log = Command::new("git")
+        .args(["log", "--format=%s"])
+        .current_dir(&repo)
         .output()
         .unwrap();
-    assert!(
-        test.status.success(),
-        "{}",
-        String::from_utf8_lossy(&test.stderr)
+    let subjects = String::from_utf8_lossy(&log.stdout).into_owned();
+    assert_eq!(
+        subjects.lines().count() as u32,
+        best.metadata.generation + 1,
+        "{subjects}"
     );
+    assert!(subjects.starts_with(&format!(
+        "generation {}: genome #{}",
+        best.metadata.generation, best.id
+    )));
+    for (path, blob) in best.content.files() {
+        assert_eq!(
+            std::fs::read(repo.join(path)).unwrap(),
+            blob.bytes(),
+            "{path}"
+        );
+    }
+    unittest(&repo);
 }
 
 #[test]

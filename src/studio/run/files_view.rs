@@ -194,7 +194,8 @@ mod tests {
         texts.insert("new.py".into(), "n\n".into());
         let child = parent.with_texts(texts);
         let rows = file_rows(&child, Some(&parent));
-        let summary: Vec<(&str, Option<(ChangeKind, usize, usize)>)> = rows
+        type Counted = Option<(ChangeKind, usize, usize)>;
+        let summary: Vec<(&str, Counted)> = rows
             .iter()
             .map(|r| {
                 (
