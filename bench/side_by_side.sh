@@ -27,6 +27,8 @@
 #   GAL_ONLY_NS="10000"  GAL_ONLY_PS="1 4"  GAL_ONLY_LS="0"   galapagos alone (empty to skip)
 #   CHECK_P8="8:200:400"     galapagos alone at P:L:N, reported as % of the ideal P/L (empty to skip)
 #   MODES="galapagos galapagos-reuse"   which galapagos modes run   REUSE=100
+#                            (galapagos-before: the default mode with the binary
+#                            GALAPAGOS_BEFORE, to compare two builds in one invocation)
 #   REPEATS=1                every paired cell runs this many times (the tools take
 #                            turns); the tables and ratios use each cell's median
 #   CARD=cards/best_of_n.yaml   GALAPAGOS=<release binary>   (built with cargo build --release if missing)
@@ -121,7 +123,11 @@ open(out, "w", encoding="utf-8").write("\n".join(lines) + "\n")
 EOF
 }
 for mode in $MODES; do
-  case "$mode" in galapagos|galapagos-reuse) ;; *) die "unknown mode $mode (galapagos, galapagos-reuse)";; esac
+  case "$mode" in
+    galapagos|galapagos-reuse) ;;
+    galapagos-before) [ -x "${GALAPAGOS_BEFORE:-}" ] || die "mode galapagos-before needs GALAPAGOS_BEFORE=<binary>" ;;
+    *) die "unknown mode $mode (galapagos, galapagos-reuse, galapagos-before)";;
+  esac
   write_card "$mode" "$BENCH_DIR/card-$mode.yaml"
 done
 
@@ -201,7 +207,9 @@ run_one() { # TOOL N P L
   local t0 t1 pid
   t0=$(date +%s.%N)
   if [ "$tool" != openevolve ]; then
-    XDG_CONFIG_HOME="$d/xdg" timeout -k 5 "$RUN_TIMEOUT" "$GALAPAGOS" run "$BENCH_DIR/card-$tool.yaml" --task "$TASK" \
+    local bin=$GALAPAGOS
+    [ "$tool" = galapagos-before ] && bin=$GALAPAGOS_BEFORE
+    XDG_CONFIG_HOME="$d/xdg" timeout -k 5 "$RUN_TIMEOUT" "$bin" run "$BENCH_DIR/card-$tool.yaml" --task "$TASK" \
         --iterations "$n" --parallel "$p" --seed "$SEED" \
         --api-base "http://127.0.0.1:$PORT/v1" --model fake --api-key-env GALAPAGOS_BENCH_NO_KEY \
         --quiet --out "$d/runs" > "$d/run.log" 2>&1 &

@@ -301,3 +301,89 @@ fn a_candidate_searching_everywhere_finds_no_hidden_answer_while_the_evaluator_r
     }
     assert!(!outcome.requests.is_empty());
 }
+
+/// Writes 1 GiB into each of its program's folder, HOME, TMPDIR and
+/// /dev/shm (4 GiB in all), in 8 MiB blocks.
+const FILL_4_GIB: &str = r#"import os, tempfile
+
+def run():
+    places = [os.path.dirname(os.path.abspath(__file__)), os.path.expanduser("~"),
+              tempfile.gettempdir(), "/dev/shm"]
+    block = b"x" * (8 << 20)
+    written = 0
+    for i, place in enumerate(places):
+        with open(os.path.join(place, f"fill-{i}"), "wb") as f:
+            for _ in range(128):
+                f.write(block)
+                f.flush()
+                written += len(block)
+    return float(written)
+"#;
+
+/// The machine's memory held by in-memory file systems (tmpfs, /dev/shm:
+/// `Shmem` in /proc/meminfo), in MiB: what candidates' scratch takes from
+/// the host outside their processes' memory, whatever else the machine
+/// runs meanwhile (builds, other tests).
+fn shmem_mib() -> u64 {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let line = text.lines().find(|l| l.starts_with("Shmem:")).unwrap();
+    line.split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        / 1024
+}
+
+#[test]
+fn four_gib_written_everywhere_a_candidate_can_stops_at_the_quota_and_four_at_once_hold_the_host() {
+    let hostile = Hostile::new();
+    let before = shmem_mib();
+    let highest = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(before));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let (highest, done) = (
+            std::sync::Arc::clone(&highest),
+            std::sync::Arc::clone(&done),
+        );
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                highest.fetch_max(shmem_mib(), std::sync::atomic::Ordering::SeqCst);
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        })
+    };
+    // Four candidates at once, each filling what it can write.
+    let outcome = hostile.run_with_env(FILL_4_GIB, "", 8, &[]);
+    let outcome4 = {
+        let card_parallel = "kind: subprocess, timeout_secs: 60.0";
+        hostile.run_evaluator_parallel(FILL_4_GIB, card_parallel, 8, 4)
+    };
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    sampler.join().unwrap();
+    for o in [&outcome, &outcome4] {
+        assert!(o.success, "{}\n{}", o.stdout, o.stderr);
+        assert!(o.children().len() >= 8, "{}", o.stderr);
+        for child in o.children() {
+            let evidence = Outcome::evidence(child);
+            assert!(child["valid"] == false, "{evidence}");
+            assert!(
+                child["error"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("exceeded the 512 MiB writable-space quota"),
+                "{evidence}"
+            );
+        }
+    }
+    // At most 4 x 512 MiB of scratch at once, and some slack for what else
+    // runs on the machine (the tests beside this one).
+    let rise = highest
+        .load(std::sync::atomic::Ordering::SeqCst)
+        .saturating_sub(before);
+    assert!(
+        rise < 4 * 512 + 512,
+        "in-memory file systems grew by {rise} MiB (from {before} MiB)"
+    );
+    println!("in-memory file systems grew by at most {rise} MiB, from {before} MiB");
+}

@@ -374,6 +374,10 @@ def _collect(pid, fd, what, deadline, timeout, max_bytes):
         import errno
 
         raise error from OSError(errno.EFBIG, f"{what} wrote a file over the size limit")
+    if limit == "space":
+        import errno
+
+        raise error from OSError(errno.ENOSPC, f"{what} filled its writable space")
     raise error
 
 
@@ -853,8 +857,8 @@ def _describe(exc):
 
 
 def _limit(exc):
-    """"memory" or "file_size" when the exception comes from hitting that
-    limit, else None."""
+    """"memory", "file_size" or "space" (the writable-space quota) when the
+    exception comes from hitting that limit, else None."""
     import errno
 
     seen = set()
@@ -864,6 +868,8 @@ def _limit(exc):
             return "memory"
         if isinstance(exc, OSError) and exc.errno in (errno.EFBIG, errno.ENOMEM):
             return "file_size" if exc.errno == errno.EFBIG else "memory"
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return "space"
         exc = exc.__cause__ or exc.__context__
     return None
 

@@ -135,7 +135,7 @@ class Normalised:
         self.artifacts = {}
         self.error = None
         self.raised = False  # the evaluator raised: the worker, not the evaluator, judged it
-        self.limit = None  # "memory", "file_size", "processes": the limit an exception points to
+        self.limit = None  # "memory", "file_size", "processes", "space": the limit an exception points to
 
     def merge(self, other):
         """A later cascade stage's result: its metrics and artifacts win."""
@@ -255,7 +255,7 @@ def call_stage(fn, program_path):
 
 def limit_hit(exc):
     """Which limit an exception from a candidate's evaluation points to:
-    "memory", "file_size", "processes", or None."""
+    "memory", "file_size", "processes", "space" (the writable-space quota), or None."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
@@ -264,6 +264,8 @@ def limit_hit(exc):
         if isinstance(exc, OSError):
             if exc.errno == errno.EFBIG:
                 return "file_size"
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                return "space"
             if exc.errno == errno.EAGAIN and _from_fork(exc):
                 return "processes"
             if exc.errno == errno.ENOMEM:

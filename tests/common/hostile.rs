@@ -226,6 +226,28 @@ impl Hostile {
         iterations: u32,
         env: &[(&str, &str)],
     ) -> Outcome {
+        self.run_evaluator_at(program, evaluator, iterations, env, None)
+    }
+
+    /// [`Hostile::run_evaluator`] with `parallel` iterations in flight.
+    pub fn run_evaluator_parallel(
+        &self,
+        program: &str,
+        evaluator: &str,
+        iterations: u32,
+        parallel: u32,
+    ) -> Outcome {
+        self.run_evaluator_at(program, evaluator, iterations, &[], Some(parallel))
+    }
+
+    fn run_evaluator_at(
+        &self,
+        program: &str,
+        evaluator: &str,
+        iterations: u32,
+        env: &[(&str, &str)],
+        parallel: Option<u32>,
+    ) -> Outcome {
         let n = self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let out = self.root.path().join(format!("runs{n}"));
         let server = ModelServer::start(&format!("```python\n{program}\n```"));
@@ -248,6 +270,12 @@ impl Hostile {
             .arg("--task")
             .arg(&self.task)
             .args(["--iterations", &iterations.to_string(), "--quiet"])
+            .args(
+                parallel
+                    .map(|p| ["--parallel".to_owned(), p.to_string()])
+                    .into_iter()
+                    .flatten(),
+            )
             .args([
                 "--api-base",
                 &format!("http://127.0.0.1:{}/v1", server.port),

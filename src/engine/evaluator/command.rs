@@ -455,6 +455,7 @@ impl CommandEvaluator {
                     read_paths: &self.params.isolation.read_paths,
                     run_as,
                     task_copy: task_copy.as_deref(),
+                    quota_mib: self.params.isolation.write_quota_mib,
                 };
                 sandboxed::command(
                     bwrap,

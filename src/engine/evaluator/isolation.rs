@@ -36,6 +36,10 @@ pub struct Isolation {
     pub process_limit: Option<u64>,
     /// Largest file a candidate may write, in MiB; null: no limit.
     pub file_size_limit_mib: Option<u64>,
+    /// Space a candidate may fill in what it can write (its scratch dir:
+    /// HOME, TMPDIR, `/dev/shm`, its program's folder), in MiB, in memory or
+    /// not; a write past it fails with "no space".
+    pub write_quota_mib: u64,
     /// Bytes of each of a candidate's stdout and stderr kept (its first and
     /// last halves), in KB.
     pub output_limit_kb: u64,
@@ -52,6 +56,7 @@ impl Default for Isolation {
             process_limit: Some(256),
             file_size_limit_mib: Some(1024),
             output_limit_kb: 20,
+            write_quota_mib: 512,
         }
     }
 }
@@ -126,6 +131,16 @@ pub const SPECS: &[ParamSpec] = &[
         },
     },
     ParamSpec {
+        key: "write_quota_mib",
+        doc: "Space a candidate may fill in everything it can write (HOME, TMPDIR, /dev/shm, its \
+              program's folder), in MiB, held in memory or not; a write past it fails with no space \
+              left, named on the genome (with the sandbox)",
+        ty: ParamType::Int {
+            min: 1,
+            max: 1 << 30,
+        },
+    },
+    ParamSpec {
         key: "output_limit_kb",
         doc: "KB of each of a candidate's stdout and stderr kept (the first and last halves; the rest \
               is counted)",
@@ -147,6 +162,7 @@ impl Isolation {
                 .unwrap_or((2.0 * timeout_secs).max(10.0)),
             file_size_mib: self.file_size_limit_mib,
             processes: self.process_limit,
+            write_quota_mib: Some(self.write_quota_mib),
         }
     }
 

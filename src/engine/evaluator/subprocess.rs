@@ -377,7 +377,7 @@ impl SubprocessEvaluator {
         let isolate = bwrap.as_ref().map(|_| {
             sandbox::isolation(
                 params.isolation.network,
-                params.isolation.memory_limit_mib,
+                params.isolation.write_quota_mib,
                 &lanes_dir,
             )
         });
@@ -454,6 +454,7 @@ impl SubprocessEvaluator {
                     gid: rustix::process::getgid().as_raw(),
                     run_as,
                     task_copy,
+                    quota_mib: Some(params.isolation.write_quota_mib),
                 };
                 let command = sandbox::as_user(run_as, &command);
                 (bwrap.clone(), sandbox::bwrap_args(&jail, &command))

@@ -24,6 +24,9 @@
 //!   `OutOfMemoryError`. The limit caps each process's data segment, so an
 //!   allocation past it fails; the kernel's OOM killer (a SIGKILL with no
 //!   such message) is not this limit and is not named.
+//! - **Writable space**: its stderr shows a write refused for want of
+//!   space ("No space left on device", `ENOSPC`): the sandbox's scratch
+//!   file systems are capped at the writable-space quota.
 //! - **Processes**: its stderr shows `EAGAIN` ("Resource temporarily
 //!   unavailable") from starting a process or thread (the same stderr
 //!   mentions fork, spawn, Popen, a subprocess or `pthread_create`), or
@@ -152,6 +155,10 @@ fn cut(s: &str, max: usize) -> &str {
 /// The limit `evidence` shows was hit, as the error's prefix says it ("the
 /// 256 MiB memory limit"), with the stderr line that shows it (None when
 /// the ending says it). None when no limit is shown.
+/// A write refused for want of space: the writable-space quota, whose
+/// file systems are the only place a sandboxed command can fill.
+const NO_SPACE: [&str; 3] = ["No space left on device", "ENOSPC", "Disk quota exceeded"];
+
 pub(super) fn limit_hit(
     limits: Limits,
     evidence: &Evidence<'_>,
@@ -196,6 +203,14 @@ pub(super) fn limit_hit(
     {
         return Some((format!("the {m} MiB memory limit"), Some(line.to_owned())));
     }
+    if let Some(q) = limits.write_quota_mib
+        && let Some(line) = found(&NO_SPACE)
+    {
+        return Some((
+            format!("the {q} MiB writable-space quota"),
+            Some(line.to_owned()),
+        ));
+    }
     if let Some(n) = limits.processes
         && !evidence.root
     {
@@ -232,6 +247,7 @@ mod tests {
         cpu_secs: 2.0,
         file_size_mib: Some(1),
         processes: Some(16),
+        write_quota_mib: Some(8),
     };
 
     fn hit(code: i32, cpu: f64, stderr: &str, root: bool) -> Option<String> {

@@ -66,6 +66,8 @@ pub(super) struct Cell<'a> {
     /// folder's copy that user can read (see [`sandbox::stage_task`]).
     pub run_as: Option<sandbox::RunAs>,
     pub task_copy: Option<&'a Path>,
+    /// The writable-space quota (each scratch file system's size).
+    pub quota_mib: u64,
 }
 
 /// HOME and TMPDIR inside the sandbox (its private scratch tmpfs).
@@ -100,6 +102,7 @@ pub(super) fn bwrap_args(cell: &Cell<'_>, command: &[OsString]) -> Vec<OsString>
         gid: rustix::process::getgid().as_raw(),
         run_as: cell.run_as,
         task_copy: cell.task_copy.map(Path::to_path_buf),
+        quota_mib: Some(cell.quota_mib),
     };
     // The command's shell is the container's pid 1, so bubblewrap waits
     // for it and the kernel adds its CPU time (and that of what it waited

@@ -119,6 +119,7 @@ impl SlurmEvaluator {
                     // mapped to nobody in its user namespace).
                     run_as: None,
                     task_copy: None,
+                    quota_mib: Some(p.isolation.write_quota_mib),
                 };
                 let options: Vec<String> = sandbox::bwrap_args(&jail, &[])
                     .into_iter()

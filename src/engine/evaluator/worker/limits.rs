@@ -12,6 +12,9 @@ pub(crate) struct Limits {
     pub cpu_secs: f64,
     pub file_size_mib: Option<u64>,
     pub processes: Option<u64>,
+    /// The writable-space quota over the candidate's scratch (with the
+    /// sandbox, which makes it one size-capped file system).
+    pub write_quota_mib: Option<u64>,
 }
 
 impl Limits {
@@ -37,6 +40,7 @@ impl Limits {
         };
         let memory = |m: u64| format!("the {m} MiB memory limit");
         let file = |m: u64| format!("the {m} MiB file size limit");
+        let quota = |m: u64| format!("the {m} MiB writable-space quota");
         let out_of_cpu = error.contains("SIGXCPU")
             || (error.contains("SIGKILL")
                 && reply
@@ -46,6 +50,7 @@ impl Limits {
             Some("memory") => self.memory_mib.map(memory),
             Some("file_size") => self.file_size_mib.map(file),
             Some("processes") => self.processes.map(|n| format!("the {n}-process limit")),
+            Some("space") => self.write_quota_mib.map(quota),
             _ if out_of_cpu => Some(format!("the {} s CPU time limit", self.cpu_secs)),
             _ if error.contains("SIGXFSZ") => self.file_size_mib.map(file),
             _ => None,
@@ -76,6 +81,7 @@ mod tests {
             cpu_secs: 10.0,
             file_size_mib: Some(1024),
             processes: Some(256),
+            write_quota_mib: Some(512),
         };
         let said = |mut r: Reply| {
             limits.explain(&mut r);
@@ -89,6 +95,14 @@ mod tests {
             said(reply("x", Some("file_size"), None)).starts_with("exceeded the 1024 MiB file")
         );
         assert!(said(reply("x", Some("processes"), None)).starts_with("exceeded the 256-process"));
+        assert_eq!(
+            said(reply(
+                "evaluator raised OSError: [Errno 28] No space left on device",
+                Some("space"),
+                None
+            )),
+            "exceeded the 512 MiB writable-space quota (evaluator raised OSError: [Errno 28] No space left on device)"
+        );
         let killed = "candidate crashed: killed by SIGKILL (signal 9)";
         assert!(said(reply(killed, None, Some(10.2))).starts_with("exceeded the 10 s CPU time"));
         assert_eq!(

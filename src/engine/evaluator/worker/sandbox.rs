@@ -126,15 +126,14 @@ pub(crate) fn scratch_dirs(
 
 /// The worker configuration's `isolate` entry: what each candidate's
 /// namespaces get (see `assets/python/galapagos_sandbox.py`).
-pub(crate) fn isolation(
-    network: bool,
-    memory_mib: Option<u64>,
-    lanes_dir: &Path,
-) -> serde_json::Value {
+/// Each candidate's scratch dir is one tmpfs of `quota_mib` (its
+/// writable-space quota): HOME, TMPDIR, `/dev/shm` and its program's
+/// folder, which nothing else it can write adds to.
+pub(crate) fn isolation(network: bool, quota_mib: u64, lanes_dir: &Path) -> serde_json::Value {
     serde_json::json!({
         "network": network,
         "root": SCRATCH_ROOT,
-        "tmp_mib": memory_mib,
+        "tmp_mib": quota_mib,
         "hide": [lanes_dir],
     })
 }
@@ -364,6 +363,9 @@ pub(crate) struct Jail<'a> {
     /// A copy of the task folder this user can read, shown at the task
     /// folder's path ([`stage_task`]).
     pub task_copy: Option<PathBuf>,
+    /// The writable-space quota: the size of each file system the sandbox
+    /// makes writable (its scratch dir, `/dev/shm`).
+    pub quota_mib: Option<u64>,
 }
 
 /// An unprivileged user and group the sandbox runs as when galapagos runs
@@ -627,6 +629,18 @@ pub(crate) fn bwrap_args(jail: &Jail<'_>, command: &[OsString]) -> Vec<OsString>
     }
     // /proc/sys and friends read-only: as root outside, the worker's uid is
     // root's, and a writable /proc/sys would let it change the machine.
+    // The writable file systems the sandbox makes, each capped at the
+    // writable-space quota.
+    let size = jail
+        .quota_mib
+        .map(|q| q.saturating_mul(1 << 20).to_string());
+    let sized = |a: &mut Vec<OsString>| {
+        if let Some(bytes) = &size {
+            a.extend(["--size".into(), bytes.into()]);
+        }
+    };
+    sized(&mut a);
+    let mut push = |items: &[&OsStr]| a.extend(items.iter().map(|i| i.to_os_string()));
     push(&[
         "--tmpfs".as_ref(),
         "/dev/shm".as_ref(),
@@ -641,6 +655,8 @@ pub(crate) fn bwrap_args(jail: &Jail<'_>, command: &[OsString]) -> Vec<OsString>
         push(&["--tmpfs".as_ref(), dir.as_os_str()]);
     }
     let scratch = Path::new(SCRATCH_ROOT);
+    sized(&mut a);
+    let mut push = |items: &[&OsStr]| a.extend(items.iter().map(|i| i.to_os_string()));
     push(&[
         "--tmpfs".as_ref(),
         scratch.as_os_str(),
@@ -766,6 +782,7 @@ mod tests {
             gid: 0,
             run_as: run_as(0, NOBODY),
             task_copy: Some(PathBuf::from("/dev/shm/galapagos-eval-x/task")),
+            quota_mib: Some(512),
         };
         let command = as_user(jail.run_as, &["python".into(), "-c".into()]);
         let args: Vec<String> = bwrap_args(&jail, &command)
@@ -780,6 +797,11 @@ mod tests {
                 && !has("--uid ")
                 && has("--cap-add CAP_SETUID --cap-add CAP_SETGID "),
             "as root, no user namespace that would keep root's uid: {text}"
+        );
+        assert!(
+            has("--size 536870912 --tmpfs /dev/shm ")
+                && has("--size 536870912 --tmpfs /tmp/galapagos "),
+            "the scratch file systems capped at the quota: {text}"
         );
         assert!(
             has("--ro-bind /dev/shm/galapagos-eval-x/task /home/me/tasks/t "),
@@ -825,6 +847,7 @@ mod tests {
             gid: 1000,
             run_as: run_as(1000, NOBODY),
             task_copy: None,
+            quota_mib: None,
             ..jail
         };
         let text: Vec<String> = bwrap_args(&shared, &[])
