@@ -81,14 +81,17 @@ fn looks_like_path(s: &str) -> bool {
 }
 
 /// `line` without the decoration a model puts around a file name: heading
-/// `#`s, list bullets, `>` quotes, `File:` / `Path:` labels, a trailing `:`,
-/// bold, italics, backticks and quotes.
+/// `#`s (or a comment's `#` / `//`), list bullets, `>` quotes, `File:` /
+/// `Path:` labels, a trailing `:`, bold, italics, backticks and quotes.
 fn strip_decoration(line: &str) -> &str {
     let mut t = line.trim();
     loop {
         let before = t;
         t = t.trim_start_matches('#').trim_start();
         t = t.trim_start_matches('>').trim_start();
+        if let Some(rest) = t.strip_prefix("// ") {
+            t = rest.trim_start();
+        }
         for bullet in ["- ", "* ", "+ "] {
             if let Some(rest) = t.strip_prefix(bullet) {
                 t = rest.trim_start();
@@ -211,6 +214,7 @@ mod tests {
             "**src/score.py**",
             "**`src/score.py`**:",
             "### src/score.py",
+            "// src/score.py",
             "## File: `src/score.py`",
             "File: src/score.py",
             "- `src/score.py`:",
