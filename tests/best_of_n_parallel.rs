@@ -140,9 +140,13 @@ fn a_recommit_to_the_same_parent_counts_only_children_dispatched_after_it() {
     // N = 2. Iteration 5 still belongs to cycle 1; iteration 6 re-commits to
     // genome 0 (still the global best) and starts cycle 2.
     gate.answer(&child("0.0"));
-    until(&mut handle, &mut seen, "iteration 5", |s| s.parents.len() == 5);
+    until(&mut handle, &mut seen, "iteration 5", |s| {
+        s.parents.len() == 5
+    });
     gate.answer(&child("0.0"));
-    until(&mut handle, &mut seen, "iteration 6", |s| s.parents.len() == 6);
+    until(&mut handle, &mut seen, "iteration 6", |s| {
+        s.parents.len() == 6
+    });
     until(&mut handle, &mut seen, "four model calls", calls(4));
     assert_eq!(seen.parents[&5], 0);
     assert_eq!(seen.parents[&6], 0, "the re-commit goes to the global best");
@@ -151,16 +155,25 @@ fn a_recommit_to_the_same_parent_counts_only_children_dispatched_after_it() {
     // beats genome 0. Neither counts toward cycle 2's N, which has had no
     // child of its own: iteration 8 keeps genome 0 as its parent.
     gate.answer(&child("2.0"));
-    until(&mut handle, &mut seen, "iteration 7", |s| s.parents.len() == 7);
+    until(&mut handle, &mut seen, "iteration 7", |s| {
+        s.parents.len() == 7
+    });
     gate.answer(&child("0.0"));
-    until(&mut handle, &mut seen, "iteration 8", |s| s.parents.len() == 8);
+    until(&mut handle, &mut seen, "iteration 8", |s| {
+        s.parents.len() == 8
+    });
     let better: Vec<GenomeId> = seen
         .scores
         .iter()
         .filter(|(_, s)| s.is_some_and(|s| s > initial))
         .map(|(&id, _)| id)
         .collect();
-    assert_eq!(better.len(), 1, "one child beat genome 0: {:?}", seen.scores);
+    assert_eq!(
+        better.len(),
+        1,
+        "one child beat genome 0: {:?}",
+        seen.scores
+    );
     assert_eq!(
         (seen.parents[&7], seen.parents[&8]),
         (0, 0),
@@ -171,7 +184,9 @@ fn a_recommit_to_the_same_parent_counts_only_children_dispatched_after_it() {
 
     // The rest land; the run ends at its budget.
     for _ in 0..4 {
-        until(&mut handle, &mut seen, "a model call", |_| gate.waiting() > 0);
+        until(&mut handle, &mut seen, "a model call", |_| {
+            gate.waiting() > 0
+        });
         gate.answer(&child("0.0"));
     }
     until(&mut handle, &mut seen, "the end of the run", |s| {

@@ -273,6 +273,37 @@ fn the_compiled_repository_task_is_built_and_benchmarked_for_each_candidate() {
         "the candidate wrote {}",
         outside.display()
     );
+    // The sieve taken home: `apply` writes its files into a folder, where
+    // the README's build command builds it and the benchmark counts right.
+    let run = run_folder(out.path());
+    let home_dir = out.path().join("primes");
+    let applied = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .arg("apply")
+        .arg(&run)
+        .args(["--genome", &sieve.id.to_string(), "--to"])
+        .arg(&home_dir)
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let built = Command::new("sh")
+        .args([
+            "-c",
+            "g++ -O2 -std=c++17 -Iinclude src/*.cpp bench/main.cpp -o bench_primes && ./bench_primes 1000000",
+        ])
+        .current_dir(&home_dir)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&built.stdout), "1000000 78498\n");
     // A candidate that does not build is invalid, with the compiler's words.
     let broken = genomes.iter().find(|g| g.iteration == 3).unwrap();
     assert!(!broken.valid);
