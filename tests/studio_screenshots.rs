@@ -163,3 +163,102 @@ fn screenshots_of_the_leaderboard() {
         first = false;
     }
 }
+
+/// A run of `card` on `task` with `model`, recorded into `dir`.
+fn record_with(
+    card: galapagos::engine::card::Card,
+    task: &str,
+    model: Arc<dyn galapagos::engine::model::LanguageModel>,
+    dir: &Path,
+    registry: &Arc<Registry>,
+) {
+    let task = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("assets/tasks")
+        .join(task);
+    let handle = common::spawn_with(
+        common::plan_in(card, &task, Some(dir.to_path_buf()), registry),
+        model,
+    );
+    let (_, summary) = common::collect(handle, |_, _| {});
+    eprintln!("{}: {:?}", dir.display(), summary.status);
+}
+
+/// The views of the cost levers: the pareto card's objectives scatter with
+/// its front on the quadrature task, the shares of an adaptive ensemble (the
+/// offline model and one that never proposes an edit), and the plot with the
+/// children a novelty gate rejected.
+#[test]
+#[ignore = "writes the README's screenshots"]
+fn screenshots_of_the_objectives_models_and_rejected_views() {
+    use galapagos::engine::model::{
+        BanditSettings, EnsembleMember, EnsembleModel, LanguageModel, OfflineModel,
+    };
+    let registry = common::registry();
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let pareto = runs.join("pareto-quadrature");
+    let mut c = common::card("pareto.yaml", &registry);
+    c.general.max_iterations = 150;
+    record_with(
+        c,
+        "quadrature",
+        galapagos::engine::model::default_model(),
+        &pareto,
+        &registry,
+    );
+
+    let bandit = runs.join("model_bandit-quadrature");
+    let mut c = common::card("best_of_n.yaml", &registry);
+    c.general.max_iterations = 150;
+    let members = vec![
+        EnsembleMember {
+            name: "offline".into(),
+            weight: 1.0,
+            model: Arc::new(OfflineModel::new()),
+        },
+        EnsembleMember {
+            name: "no-edit".into(),
+            weight: 1.0,
+            model: Arc::new(common::ScriptedModel::new(vec![Ok(
+                "I would leave the program as it is.".into(),
+            )])) as Arc<dyn LanguageModel>,
+        },
+    ];
+    let ensemble = EnsembleModel::new(members)
+        .unwrap()
+        .adaptive(BanditSettings::default());
+    record_with(c, "quadrature", Arc::new(ensemble), &bandit, &registry);
+
+    let gated = runs.join("novelty_gate-quadrature");
+    let mut c = common::card("novelty_gate.yaml", &registry);
+    c.general.max_iterations = 150;
+    if let Some(n) = c.general.novelty.as_mut() {
+        n.threshold = 0.9;
+    }
+    record_with(
+        c,
+        "quadrature",
+        galapagos::engine::model::default_model(),
+        &gated,
+        &registry,
+    );
+
+    for size in [egui::vec2(1024.0, 640.0), egui::vec2(1920.0, 1080.0)] {
+        let mut h = harness(&runs, size, Arc::clone(&registry));
+        h.run_steps(2);
+        for (dir, view, name) in [
+            (&pareto, SearchView::Objectives, "objectives"),
+            (&bandit, SearchView::Models, "models"),
+            (&gated, SearchView::Plot, "rejected"),
+        ] {
+            let run = read_archive(dir).unwrap();
+            let best = run.history.best_id;
+            h.state_mut().run_view.show_archived(run);
+            h.state_mut().state.tab = Tab::Run;
+            h.state_mut().run_view.set_search_view(view);
+            h.state_mut().run_view.select(best);
+            h.run_steps(4);
+            save(&mut h, name, size);
+        }
+    }
+}

@@ -24,6 +24,8 @@ pub mod diff_view;
 pub mod files_view;
 pub mod history;
 pub mod inspector;
+pub mod models;
+pub mod objectives;
 pub mod plot;
 pub mod structure;
 pub mod table;
@@ -68,6 +70,11 @@ pub enum SearchView {
     Islands,
     /// The beam's membership over time (beam populations).
     Beam,
+    /// Two objectives against each other with the front (two or more
+    /// metrics).
+    Objectives,
+    /// Each model's share of the calls over time (two or more models).
+    Models,
 }
 
 impl SearchView {
@@ -78,6 +85,8 @@ impl SearchView {
             Self::Tree => "Tree",
             Self::Islands => "Islands",
             Self::Beam => "Beam",
+            Self::Objectives => "Objectives",
+            Self::Models => "Models",
         }
     }
 
@@ -90,6 +99,12 @@ impl SearchView {
                 "Each island's MAP-Elites grid, cells coloured by their elite's score; migrants marked"
             }
             Self::Beam => "Which genomes were in the beam, rank by rank, after every change",
+            Self::Objectives => {
+                "Any two metrics against each other, the non-dominated front drawn through its members"
+            }
+            Self::Models => {
+                "Each model's share of the calls over the run, and how often its children improved"
+            }
         }
     }
 }
@@ -111,6 +126,8 @@ pub struct RunView {
     /// A second genome picked to diff the selected one against.
     picked: Option<GenomeId>,
     plot: FitnessPlot,
+    objectives: objectives::ObjectivesView,
+    models: models::ModelSharesView,
     table: ArchiveTable,
     inspector: Inspector,
     /// File extension of the task's program (`py`), for highlighting.
@@ -207,6 +224,8 @@ impl RunView {
         self.language = language_of(plan.task_dir());
         self.load_history(RunHistory::new());
         self.set_population(&plan.card().population);
+        self.objectives
+            .set_objectives(plan.card().general.objectives());
         let waker_ctx = ctx.clone();
         match start(
             plan,
@@ -222,6 +241,11 @@ impl RunView {
     pub fn show_archived(&mut self, run: ArchivedRun) {
         self.load_history(run.history);
         self.structure = structure::StructureMirror::for_card_yaml(&run.card_yaml, &self.blocks.0);
+        let objectives =
+            crate::engine::card::Card::from_yaml(&run.card_yaml, "archive", &self.blocks.0)
+                .map(|c| c.general.objectives())
+                .unwrap_or_default();
+        self.objectives.set_objectives(objectives);
         self.language = language_of(&run.task_dir);
         self.viewing = Some(run.dir);
     }
@@ -241,6 +265,8 @@ impl RunView {
         history.reopen_for_resume();
         self.load_history(history);
         self.set_population(&plan.card().population);
+        self.objectives
+            .set_objectives(plan.card().general.objectives());
         let waker_ctx = ctx.clone();
         match start(
             plan,
@@ -278,6 +304,8 @@ impl RunView {
         self.selected = None;
         self.picked = None;
         self.plot.reset();
+        self.objectives.reset();
+        self.models.reset();
         self.tree.reset();
         self.structure = structure::StructureMirror::default();
         self.table.reset();
@@ -532,8 +560,12 @@ impl RunView {
             .show(ui, |ui| {
                 let islands = self.structure.has_islands();
                 let beam = self.structure.has_beam();
+                let objectives = history.metric_names.len() >= 2;
+                let models = models::ModelSharesView::model_count(history) >= 2;
                 if (self.view == SearchView::Islands && !islands)
                     || (self.view == SearchView::Beam && !beam)
+                    || (self.view == SearchView::Objectives && !objectives)
+                    || (self.view == SearchView::Models && !models)
                 {
                     self.view = SearchView::Plot;
                 }
@@ -543,10 +575,14 @@ impl RunView {
                         SearchView::Tree,
                         SearchView::Islands,
                         SearchView::Beam,
+                        SearchView::Objectives,
+                        SearchView::Models,
                     ] {
                         let shown = match v {
                             SearchView::Islands => islands,
                             SearchView::Beam => beam,
+                            SearchView::Objectives => objectives,
+                            SearchView::Models => models,
                             _ => true,
                         };
                         if shown {
@@ -567,6 +603,8 @@ impl RunView {
                     SearchView::Tree => &mut self.tree,
                     SearchView::Islands => &mut islands,
                     SearchView::Beam => &mut beam,
+                    SearchView::Objectives => &mut self.objectives,
+                    SearchView::Models => &mut self.models,
                 };
                 if let Some(id) = view.ui(ui, history, selected) {
                     clicked = Some(id);
