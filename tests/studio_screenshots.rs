@@ -233,7 +233,7 @@ fn screenshots_of_the_objectives_models_and_rejected_views() {
     let mut c = common::card("novelty_gate.yaml", &registry);
     c.general.max_iterations = 150;
     if let Some(n) = c.general.novelty.as_mut() {
-        n.threshold = 0.9;
+        n.threshold = 0.985;
     }
     record_with(
         c,

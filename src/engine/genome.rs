@@ -432,9 +432,13 @@ impl Objective {
         })
     }
 
-    /// "combined_score ↑".
+    /// "combined_score (max)" (plain text: the studio's font has no arrows).
     pub fn label(&self) -> String {
-        format!("{} {}", self.metric, self.direction.arrow())
+        let direction = match self.direction {
+            Direction::Max => "max",
+            Direction::Min => "min",
+        };
+        format!("{} ({direction})", self.metric)
     }
 }
 

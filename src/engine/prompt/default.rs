@@ -443,7 +443,10 @@ fn tradeoffs(ctx: &PromptContext<'_>) -> String {
          giving up the others, or find a new balance between them.\n",
         names.join(", ")
     );
-    let header: Vec<String> = objectives.iter().map(|o| o.label()).collect();
+    let header: Vec<String> = objectives
+        .iter()
+        .map(|o| format!("{} {}", o.metric, o.direction.arrow()))
+        .collect();
     let _ = writeln!(out, "| program | {} |", header.join(" | "));
     let _ = writeln!(out, "|---|{}", "---|".repeat(objectives.len()));
     let row = |label: String, g: &Genome| {
