@@ -25,10 +25,23 @@ use galapagos::studio::run::{SearchView, read_archive};
 use galapagos::studio::state::{State, Tab};
 
 fn record(card: &str, iterations: u64, seed: u64, dir: &Path, registry: &Arc<Registry>) {
+    record_on("circle_packing", card, iterations, seed, dir, registry);
+}
+
+fn record_on(
+    task: &str,
+    card: &str,
+    iterations: u64,
+    seed: u64,
+    dir: &Path,
+    registry: &Arc<Registry>,
+) {
     let mut c = common::card(card, registry);
     c.general.max_iterations = iterations;
     c.seed = seed;
-    let task = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tasks/circle_packing");
+    let task = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("assets/tasks")
+        .join(task);
     let handle = common::spawn(common::plan_in(c, &task, Some(dir.to_path_buf()), registry));
     let (_, summary) = common::collect(handle, |_, _| {});
     eprintln!("{card}: {:?}", summary.status);
@@ -260,5 +273,42 @@ fn screenshots_of_the_objectives_models_and_rejected_views() {
             h.run_steps(4);
             save(&mut h, name, size);
         }
+    }
+}
+
+#[test]
+#[ignore = "writes the README's screenshots"]
+fn screenshots_of_the_inspector_on_a_repository_genome() {
+    let registry = common::registry();
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let run_dir = runs.join("best_of_n-fit_package");
+    record_on("fit_package", "best_of_n.yaml", 12, 0, &run_dir, &registry);
+    for size in [egui::vec2(1024.0, 640.0), egui::vec2(1920.0, 1080.0)] {
+        let mut h = harness(&runs, size, Arc::clone(&registry));
+        h.run_steps(2);
+        let run = read_archive(&run_dir).unwrap();
+        // the best genome that changed both modules from its parent
+        let shown = run
+            .history
+            .genomes
+            .iter()
+            .filter(|g| g.valid)
+            .filter(|g| {
+                g.parent_id
+                    .and_then(|p| run.history.get(p))
+                    .is_some_and(|p| g.content.changes_from(&p.content).len() == 2)
+            })
+            .max_by(|a, b| a.fitness_or_min().total_cmp(&b.fitness_or_min()))
+            .map(|g| g.id)
+            .expect("a child that edits both modules");
+        h.state_mut().run_view.show_archived(run);
+        h.state_mut().state.tab = Tab::Run;
+        h.state_mut().run_view.select(Some(shown));
+        h.state_mut()
+            .run_view
+            .set_inspector_tab(galapagos::studio::run::InspectorTab::Diff);
+        h.run_steps(4);
+        save(&mut h, "repository", size);
     }
 }

@@ -44,12 +44,13 @@ pub fn file_rows(tree: &Tree, base: Option<&Tree>) -> Vec<FileRow> {
 }
 
 /// The file list; a click chooses a file (the first row chooses the whole
-/// tree). `diffing`: the list is for a diff (changed files first in mind).
+/// tree). `diffing`: the list is for a diff, and lists the changed files
+/// only (every file is in the Program tab's list).
 fn list_ui(ui: &mut egui::Ui, rows: &[FileRow], choice: &mut FileChoice, diffing: bool) {
     let changed = rows.iter().filter(|r| r.change.is_some()).count();
     egui::ScrollArea::vertical()
         .id_salt("genome-files")
-        .max_height(150.0)
+        .max_height(120.0)
         .auto_shrink([false, true])
         .show(ui, |ui| {
             let whole = if diffing {
@@ -60,7 +61,7 @@ fn list_ui(ui: &mut egui::Ui, rows: &[FileRow], choice: &mut FileChoice, diffing
             if ui.selectable_label(choice.is_none(), whole).clicked() {
                 *choice = None;
             }
-            for row in rows {
+            for row in rows.iter().filter(|r| !diffing || r.change.is_some()) {
                 ui.horizontal(|ui| {
                     let mark = match row.change.as_ref().map(|c| c.kind) {
                         Some(ChangeKind::Added) => RichText::new("A").color(ADDED).monospace(),
