@@ -57,6 +57,7 @@ fn genome(id: u64) -> Genome {
             prompt_tokens: 900,
             completion_tokens: 30,
             cost_usd: None,
+            ..TokenUsage::default()
         }),
         ..Genome::default()
     }

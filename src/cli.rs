@@ -9,6 +9,7 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 
 pub mod leaderboard;
+pub mod models;
 
 use crate::engine::card::{Card, ValidCard};
 use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
@@ -108,6 +109,11 @@ pub enum Command {
     },
     /// Compare cards on a task: every card × seed with one model and budget, then leaderboard.md/.json.
     Leaderboard(leaderboard::LeaderboardArgs),
+    /// Model endpoints: `galapagos models check` asks each a tiny question.
+    Models {
+        #[command(subcommand)]
+        command: models::ModelsCommand,
+    },
     /// Open the studio (the default with no subcommand).
     Studio {
         /// Card to open.
@@ -159,7 +165,12 @@ pub struct RunArgs {
 /// built-in offline model is used.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ModelArgs {
-    /// OpenAI-compatible endpoint base URL (e.g. http://127.0.0.1:8000/v1).
+    /// A provider preset: openai, openai-responses, azure, anthropic, gemini, openrouter, deepseek,
+    /// mistral, groq, together, ollama, vllm, llamacpp, lmstudio (its URL, protocol, headers and key
+    /// variable; --api-base and --api-key-env change them).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Endpoint base URL (e.g. http://127.0.0.1:8000/v1).
     #[arg(long, value_name = "URL")]
     pub api_base: Option<String>,
     /// Model name sent to the endpoint (replaces the card's model list).
@@ -177,6 +188,7 @@ pub fn resolve_model(
 ) -> Result<(Arc<dyn LanguageModel>, String), ConfigError> {
     let settings = crate::engine::model::load_user_settings()?;
     let overrides = crate::engine::model::ModelOverrides {
+        provider: args.provider.clone(),
         api_base: args.api_base.clone(),
         model: args.model.clone(),
         api_key_env: args.api_key_env.clone(),

@@ -36,6 +36,7 @@ fn main() {
             force,
         }) => galapagos::cli::apply(&run_dir, genome, &to, force),
         Some(Command::Leaderboard(args)) => galapagos::cli::leaderboard::leaderboard(&args),
+        Some(Command::Models { command }) => galapagos::cli::models::models(&command),
         Some(Command::Studio { card, task }) => studio(card, task),
         None => studio(None, None),
     };

@@ -144,6 +144,7 @@ fn a_password_in_the_url_is_sent_as_basic_auth_and_shown_nowhere() {
         api_base: Some(base.clone()),
         model: Some("m".into()),
         api_key_env: Some(KEY_VAR.into()),
+        ..ModelOverrides::default()
     };
     let (model, desc) = build_model_with_env(
         None,

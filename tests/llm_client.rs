@@ -314,7 +314,8 @@ async fn success_returns_the_diff_usage_and_sends_the_request_right() {
             Some(TokenUsage {
                 prompt_tokens: 120,
                 completion_tokens: 30,
-                cost_usd: None
+                cost_usd: None,
+                ..TokenUsage::default()
             })
         );
         let seen = server.seen();

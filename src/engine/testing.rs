@@ -144,6 +144,7 @@ impl ScriptedModel {
                         prompt_tokens: 10,
                         completion_tokens: 5,
                         cost_usd: Some(0.001),
+                        ..TokenUsage::default()
                     }),
                 }),
                 Err(m) if m.starts_with("FATAL") => Err(ModelError::Fatal { message: m }),
@@ -187,6 +188,7 @@ impl ScriptedModel {
                 prompt_tokens: 10,
                 completion_tokens: 5,
                 cost_usd: None,
+                ..TokenUsage::default()
             }),
         })
     }

@@ -256,19 +256,25 @@ pub fn default_model() -> std::sync::Arc<dyn LanguageModel> {
 
 // Real language models (OpenAI-compatible client, ensembles, settings, prices).
 pub mod bandit;
+pub mod check;
 pub mod embeddings;
 pub mod ensemble;
 pub mod openai;
+pub mod presets;
 pub mod pricing;
+pub mod quirks;
 pub mod redacted;
 pub mod resolve;
 pub mod settings;
 pub mod url;
+pub mod wire;
 pub use bandit::{BanditSettings, ModelOutcome, Weights};
 pub use ensemble::{EnsembleMember, EnsembleModel};
 pub use openai::{EndpointHandle, OpenAiConfig, OpenAiModel};
+pub use presets::{PRESETS, Preset};
 pub use pricing::{Price, PriceTable};
 pub use redacted::RedactedModel;
 pub use resolve::{ModelOverrides, build_model};
 pub use settings::{EndpointSettings, ModelSettings, load_user_settings, save_user_settings};
 pub use url::{ApiBase, redact_url};
+pub use wire::Protocol;

@@ -91,6 +91,7 @@ impl LanguageModel for OfflineModel {
             prompt_tokens: (prompt_chars / 4) as u64,
             completion_tokens: (text.chars().count() / 4) as u64,
             cost_usd: None,
+            ..TokenUsage::default()
         };
         Ok(ModelReply {
             text,

@@ -1,6 +1,12 @@
-//! `OpenAiModel`: a client for OpenAI-compatible chat completions
-//! (`POST {api_base}/chat/completions`) — OpenAI, OpenRouter, vLLM, Ollama,
-//! llama.cpp server, LiteLLM.
+//! `OpenAiModel`: the HTTP client for a model at an endpoint, in any of the
+//! wire protocols of [`super::wire`] (OpenAI Chat Completions, the OpenAI
+//! Responses API, the Anthropic Messages API), streamed or not.
+//!
+//! What a model does not take is handled, not reported as a failure: the
+//! capability table of [`super::quirks`] shapes each request, and a 400 that
+//! names a parameter that was sent is answered by sending the request again
+//! without it; the model remembers that for the rest of the run and says so
+//! once, as a warning.
 //!
 //! Failures are handled like a production client: 429, 5xx, connect errors
 //! and timeouts are retried with exponential backoff and jitter (honouring
@@ -23,15 +29,16 @@ use std::sync::{Arc, Once};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rand::RngExt as _;
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::pricing::Price;
+use super::quirks::{self, Capabilities, Param};
 use super::url::{ApiBase, redact_url};
+use super::wire::{self, ApiError, Protocol, ReplyError, Sampling, WireRequest};
 use super::{ConfigError, LanguageModel, ModelError, ModelReply, ModelRequest};
-use crate::engine::genome::TokenUsage;
 use crate::engine::rng::seeded;
 
 /// Environment variable holding the API key when none is named.
@@ -43,8 +50,76 @@ pub const DEFAULT_API_BASE: &str = "https://api.openai.com/v1";
 
 /// Largest response body accepted (bytes); larger bodies are a failed call.
 const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
-/// Characters of a body quoted in an error message (the full body is in `raw`).
-const EXCERPT_CHARS: usize = 300;
+/// How the key is sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyHeader {
+    /// `Authorization: Bearer KEY` (OpenAI and most servers).
+    #[default]
+    Bearer,
+    /// `api-key: KEY` (Azure OpenAI).
+    ApiKey,
+    /// `x-api-key: KEY` (Anthropic).
+    XApiKey,
+}
+
+impl KeyHeader {
+    /// The header's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyHeader::Bearer => "authorization",
+            KeyHeader::ApiKey => "api-key",
+            KeyHeader::XApiKey => "x-api-key",
+        }
+    }
+
+    /// The usual one for `protocol`.
+    pub fn for_protocol(protocol: Protocol) -> Self {
+        match protocol {
+            Protocol::AnthropicMessages => KeyHeader::XApiKey,
+            _ => KeyHeader::Bearer,
+        }
+    }
+}
+
+/// Header names that carry credentials: a key goes in an environment
+/// variable named by `api_key_env`, never in an extra header's value.
+const CREDENTIAL_HEADERS: &[&str] = &[
+    "authorization",
+    "proxy-authorization",
+    "api-key",
+    "x-api-key",
+    "cookie",
+    "x-goog-api-key",
+];
+
+/// Reasoning efforts a request may ask for.
+pub const REASONING_EFFORTS: &[&str] = &["minimal", "low", "medium", "high"];
+
+/// Checks extra headers: valid HTTP names and values, none that carries a
+/// credential (its value is not echoed).
+pub fn validate_headers(headers: &[(String, String)]) -> Result<(), ConfigError> {
+    for (name, value) in headers {
+        let lower = name.trim().to_ascii_lowercase();
+        if reqwest::header::HeaderName::from_bytes(lower.as_bytes()).is_err() {
+            return Err(ConfigError::invalid(format!(
+                "header name `{name}` is not a valid HTTP header name"
+            )));
+        }
+        if CREDENTIAL_HEADERS.contains(&lower.as_str()) {
+            return Err(ConfigError::invalid(format!(
+                "header `{name}` carries a credential: keys are never stored; name the \
+                 environment variable that holds the key in api_key_env instead"
+            )));
+        }
+        if HeaderValue::from_str(value).is_err() {
+            return Err(ConfigError::invalid(format!(
+                "header `{name}` has a value that is not a valid HTTP header value"
+            )));
+        }
+    }
+    Ok(())
+}
 
 /// Installs rustls' `ring` crypto provider as the process default, once.
 /// A provider installed earlier by someone else is kept.
@@ -96,6 +171,20 @@ pub struct OpenAiConfig {
     pub retry_after_cap: Duration,
     /// Price of this model, giving `usage.cost_usd`.
     pub price: Option<Price>,
+    /// The wire protocol.
+    pub protocol: Protocol,
+    /// Ask for the reply as a stream of events.
+    pub stream: bool,
+    /// How the key is sent.
+    pub key_header: KeyHeader,
+    /// Headers sent with every request (never credentials).
+    pub headers: Vec<(String, String)>,
+    /// The `api-version` query parameter (Azure OpenAI).
+    pub api_version: Option<String>,
+    /// Mark the prompt's stable prefix for the provider's cache.
+    pub prompt_cache: bool,
+    /// `reasoning_effort` for reasoning models.
+    pub reasoning_effort: Option<String>,
 }
 
 impl OpenAiConfig {
@@ -121,6 +210,13 @@ impl OpenAiConfig {
             backoff_max: Duration::from_secs(30),
             retry_after_cap: Duration::from_secs(60),
             price: None,
+            protocol: Protocol::ChatCompletions,
+            stream: false,
+            key_header: KeyHeader::Bearer,
+            headers: Vec::new(),
+            api_version: None,
+            prompt_cache: true,
+            reasoning_effort: None,
         }
     }
 
@@ -130,13 +226,55 @@ impl OpenAiConfig {
         self.api_base.completions_url()
     }
 
+    /// The URL requests go to: the protocol's path after the base, the
+    /// model's name as the deployment where the base has a `{deployment}`
+    /// slot, and the `api-version` query when set.
+    pub fn request_url(&self) -> Result<Url, ConfigError> {
+        self.api_base.request_url(
+            self.protocol.path(),
+            Some(&self.model),
+            self.api_version.as_deref(),
+        )
+    }
+
+    /// The URL listing the server's models (`{base}/models`), when the base
+    /// has one (an Azure deployment URL does not).
+    pub fn models_url(&self) -> Option<Url> {
+        if self.api_base.has_deployment_slot() {
+            return None;
+        }
+        self.api_base
+            .request_url("/models", None, self.api_version.as_deref())
+            .ok()
+    }
+
+    /// The sampling settings as configured, before the model's quirks.
+    pub fn sampling(&self) -> Sampling {
+        Sampling {
+            temperature: self.temperature,
+            top_p: self.top_p,
+            max_tokens: self.max_tokens,
+            token_limit_key: wire::TokenLimitKey::MaxTokens,
+            reasoning_effort: self.reasoning_effort.clone(),
+        }
+    }
+
     /// Checks the settings, so a bad value is reported before a run starts.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.model.trim().is_empty() {
             return Err(ConfigError::invalid("model name is empty"));
         }
-        self.completions_url()?;
+        self.request_url()?;
         validate_env_name(&self.api_key_env)?;
+        validate_headers(&self.headers)?;
+        if let Some(e) = &self.reasoning_effort
+            && !REASONING_EFFORTS.contains(&e.as_str())
+        {
+            return Err(ConfigError::invalid(format!(
+                "reasoning_effort must be one of {}, got `{e}`",
+                REASONING_EFFORTS.join(", ")
+            )));
+        }
         if let Some(t) = self.temperature
             && !(t.is_finite() && (0.0..=2.0).contains(&t))
         {
@@ -281,6 +419,10 @@ pub struct OpenAiModel {
     config: OpenAiConfig,
     url: Url,
     endpoint: EndpointHandle,
+    /// What the model takes, from the capability table.
+    caps: Capabilities,
+    /// Parameters the server refused earlier in the run: never sent again.
+    refused: std::sync::Mutex<std::collections::BTreeSet<Param>>,
     /// Failed attempts that were retried, not yet taken by the run (see
     /// [`LanguageModel::take_notices`]); at most [`MAX_NOTICES`].
     notices: std::sync::Mutex<std::collections::VecDeque<String>>,
@@ -292,6 +434,12 @@ const MAX_NOTICES: usize = 256;
 /// Outcome of one HTTP attempt.
 enum Attempt {
     Done(ModelReply),
+    /// A 400 refusing a parameter that was sent: sent again without it.
+    Refused {
+        param: Param,
+        message: String,
+        raw: Option<String>,
+    },
     /// Worth another attempt (429, 5xx, connect error, timeout).
     Retry {
         message: String,
@@ -322,11 +470,14 @@ impl OpenAiModel {
         config
             .validate()
             .map_err(|e| e.within(format!("model `{}` at {}", config.model, config.api_base)))?;
-        let url = config.completions_url()?;
+        let url = config.request_url()?;
+        let caps = quirks::capabilities(&config.model, config.protocol);
         Ok(Self {
             config,
             url,
             endpoint,
+            caps,
+            refused: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             notices: std::sync::Mutex::new(std::collections::VecDeque::new()),
         })
     }
@@ -368,25 +519,108 @@ impl OpenAiModel {
         }
     }
 
-    fn request_body(&self, request: &ModelRequest) -> Value {
-        let mut messages = Vec::with_capacity(2);
-        if !request.system.is_empty() {
-            messages.push(json!({"role": "system", "content": request.system}));
+    /// What goes on the wire now: the configured sampling, shaped by the
+    /// capability table, less what the server refused earlier.
+    pub fn current_sampling(&self) -> Sampling {
+        let refused = self.refused.lock().map(|r| r.clone()).unwrap_or_default();
+        quirks::sampling(&self.config.sampling(), self.caps, &refused)
+    }
+
+    /// Parameters the server refused so far in this run.
+    pub fn refused_params(&self) -> Vec<Param> {
+        self.refused
+            .lock()
+            .map(|r| r.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    fn request_body(&self, request: &ModelRequest, sampling: &Sampling) -> Value {
+        self.config.protocol.body(&WireRequest {
+            model: &self.config.model,
+            system: &request.system,
+            user: &request.user,
+            sampling,
+            stream: self.config.stream,
+            cache: self.config.prompt_cache,
+        })
+    }
+
+    /// Remembers that the server refuses `param`; true the first time (the
+    /// one time it is said, as a warning).
+    fn refuse(&self, param: Param, message: &str) -> bool {
+        let new = self
+            .refused
+            .lock()
+            .map(|mut r| r.insert(param))
+            .unwrap_or(false);
+        if new && let Ok(mut notices) = self.notices.lock() {
+            if notices.len() >= MAX_NOTICES {
+                notices.pop_front();
+            }
+            notices.push_back(format!(
+                "{} at {} does not take `{}` ({}); {} for the rest of the run",
+                self.config.model,
+                self.config.api_base,
+                param.name(),
+                excerpt(message),
+                param.remedy()
+            ));
         }
-        messages.push(json!({"role": "user", "content": request.user}));
-        let mut body = json!({"model": self.config.model, "messages": messages});
-        if let Value::Object(map) = &mut body {
-            if let Some(t) = self.config.temperature {
-                map.insert("temperature".into(), json!(t));
-            }
-            if let Some(p) = self.config.top_p {
-                map.insert("top_p".into(), json!(p));
-            }
-            if let Some(m) = self.config.max_tokens {
-                map.insert("max_tokens".into(), json!(m));
+        new
+    }
+
+    /// The headers of every request: the key as the endpoint wants it, the
+    /// protocol's own (`anthropic-version`) and the configured extra ones.
+    pub(crate) fn headers(&self, key: Option<&str>) -> Result<HeaderMap, ModelError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = key {
+            let value = match self.config.key_header {
+                KeyHeader::Bearer => format!("Bearer {key}"),
+                _ => key.to_owned(),
+            };
+            match HeaderValue::from_str(&value) {
+                Ok(mut v) => {
+                    v.set_sensitive(true);
+                    headers.insert(self.config.key_header.name(), v);
+                }
+                Err(_) => {
+                    return Err(ModelError::Fatal {
+                        message: format!(
+                            "environment variable {} holds a value that is not a valid HTTP header \
+                             (stray newline or non-ASCII character?)",
+                            self.config.api_key_env
+                        ),
+                    });
+                }
             }
         }
-        body
+        if self.config.protocol == Protocol::AnthropicMessages {
+            headers.insert(
+                "anthropic-version",
+                HeaderValue::from_static(wire::anthropic::VERSION),
+            );
+        }
+        for (name, value) in &self.config.headers {
+            if let (Ok(n), Ok(v)) = (
+                reqwest::header::HeaderName::from_bytes(
+                    name.trim().to_ascii_lowercase().as_bytes(),
+                ),
+                HeaderValue::from_str(value),
+            ) {
+                headers.insert(n, v);
+            }
+        }
+        Ok(headers)
+    }
+
+    /// The HTTP client and the request URL (for `models check`).
+    pub(crate) fn transport(&self) -> (&reqwest::Client, &Url) {
+        (&self.endpoint.client, &self.url)
+    }
+
+    /// The key from its variable, as a request would send it.
+    pub(crate) fn key(&self) -> Result<Option<String>, ModelError> {
+        self.api_key()
     }
 
     /// Backoff before attempt `attempt + 1` (after `attempt` failures):
@@ -405,25 +639,11 @@ impl OpenAiModel {
         base.mul_f64(0.5 + 0.5 * rng.random::<f64>())
     }
 
-    async fn attempt(&self, body: &Value, key: Option<&str>) -> Attempt {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = key {
-            match HeaderValue::from_str(&format!("Bearer {key}")) {
-                Ok(mut v) => {
-                    v.set_sensitive(true);
-                    headers.insert(AUTHORIZATION, v);
-                }
-                Err(_) => {
-                    return Attempt::Stop(ModelError::Fatal {
-                        message: format!(
-                            "environment variable {} holds a value that is not a valid HTTP header \
-                             (stray newline or non-ASCII character?)",
-                            self.config.api_key_env
-                        ),
-                    });
-                }
-            }
-        }
+    async fn attempt(&self, body: &Value, key: Option<&str>, sent: &Sampling) -> Attempt {
+        let headers = match self.headers(key) {
+            Ok(h) => h,
+            Err(e) => return Attempt::Stop(e),
+        };
         let send = self
             .endpoint
             .client
@@ -500,10 +720,16 @@ impl OpenAiModel {
             }
         }
         let text = String::from_utf8_lossy(&bytes).into_owned();
-        self.classify(status, text, retry_after)
+        self.classify(status, text, retry_after, sent)
     }
 
-    fn classify(&self, status: StatusCode, text: String, retry_after: Option<Duration>) -> Attempt {
+    fn classify(
+        &self,
+        status: StatusCode,
+        text: String,
+        retry_after: Option<Duration>,
+        sent: &Sampling,
+    ) -> Attempt {
         let cfg = &self.config;
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
             // The body is not quoted: some servers echo part of the key.
@@ -537,14 +763,26 @@ impl OpenAiModel {
             };
         }
         if status == StatusCode::NOT_FOUND {
+            let why = super::check::not_found(cfg, &text);
             return Attempt::Stop(ModelError::Fatal {
                 message: format!(
-                    "HTTP 404 from {} for model `{}`: wrong api_base or unknown model name ({})",
+                    "HTTP 404 from {} for model `{}`: {} ({})",
                     redact_url(self.url.as_str()),
                     cfg.model,
+                    why.message(cfg),
                     excerpt(&text)
                 ),
             });
+        }
+        if status == StatusCode::BAD_REQUEST
+            && let Some(error) = ApiError::parse(&text)
+            && let Some(param) = quirks::refused_param(&error, sent)
+        {
+            return Attempt::Refused {
+                param,
+                message: error.describe(),
+                raw: Some(text),
+            };
         }
         if !status.is_success() {
             return Attempt::Stop(ModelError::Failed {
@@ -552,18 +790,24 @@ impl OpenAiModel {
                 raw: Some(text),
             });
         }
-        match parse_completion(&text) {
-            Ok((content, usage)) => {
-                let usage = usage.map(|(p, c)| TokenUsage {
-                    prompt_tokens: p,
-                    completion_tokens: c,
-                    cost_usd: cfg.price.map(|price| price.cost(p, c)),
+        match cfg.protocol.read(&text, cfg.stream) {
+            Ok(parsed) => {
+                let usage = parsed.usage.map(|mut u| {
+                    u.cost_usd = cfg.price.map(|price| price.cost_of(&u));
+                    u
                 });
                 Attempt::Done(ModelReply {
-                    text: content,
+                    text: parsed.text,
                     model: cfg.model.clone(),
                     usage,
                 })
+            }
+            Err(e @ (ReplyError::Truncated(_) | ReplyError::Server { retry: true, .. })) => {
+                Attempt::Retry {
+                    message: e.to_string(),
+                    raw: Some(text),
+                    retry_after,
+                }
             }
             Err(e) => Attempt::Stop(ModelError::Failed {
                 message: e.to_string(),
@@ -577,10 +821,14 @@ impl OpenAiModel {
 impl LanguageModel for OpenAiModel {
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         let key = self.api_key()?;
-        let body = self.request_body(request);
         let max = self.config.max_attempts.max(1);
         let mut attempt = 0u32;
+        // Parameters dropped for this request; each once, so a server that
+        // refuses everything cannot loop.
+        let mut dropped = 0usize;
         loop {
+            let sampling = self.current_sampling();
+            let body = self.request_body(request, &sampling);
             attempt += 1;
             let outcome = {
                 let permit =
@@ -596,7 +844,7 @@ impl LanguageModel for OpenAiModel {
                         })?;
                 let out = match tokio::time::timeout(
                     self.config.request_timeout,
-                    self.attempt(&body, key.as_deref()),
+                    self.attempt(&body, key.as_deref(), &sampling),
                 )
                 .await
                 {
@@ -616,6 +864,23 @@ impl LanguageModel for OpenAiModel {
             match outcome {
                 Attempt::Done(reply) => return Ok(reply),
                 Attempt::Stop(err) => return Err(redact(err, key.as_deref())),
+                Attempt::Refused {
+                    param,
+                    message,
+                    raw,
+                } => {
+                    self.refuse(param, &message);
+                    dropped += 1;
+                    if dropped > 5 {
+                        let err = ModelError::Failed {
+                            message: format!("HTTP 400: {message}"),
+                            raw,
+                        };
+                        return Err(redact(err, key.as_deref()));
+                    }
+                    // Not a failed attempt: the same request, without it.
+                    attempt -= 1;
+                }
                 Attempt::Retry {
                     message,
                     raw,
@@ -646,7 +911,17 @@ impl LanguageModel for OpenAiModel {
     }
 
     fn describe(&self) -> String {
-        format!("{} @ {}", self.config.model, self.config.api_base)
+        match self.config.protocol {
+            Protocol::ChatCompletions => {
+                format!("{} @ {}", self.config.model, self.config.api_base)
+            }
+            p => format!(
+                "{} @ {} ({})",
+                self.config.model,
+                self.config.api_base,
+                p.label()
+            ),
+        }
     }
 
     fn key_env_vars(&self) -> Vec<String> {
@@ -667,73 +942,14 @@ impl LanguageModel for OpenAiModel {
     }
 }
 
-/// What is wrong with a chat completions body.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ReplyError {
-    #[error("reply is not valid JSON ({error}): {excerpt}")]
-    NotJson { error: String, excerpt: String },
-    #[error("server returned an error: {0}")]
-    Server(String),
-    #[error("reply has no `choices` array")]
-    NoChoices,
-    #[error("reply has empty `choices`")]
-    EmptyChoices,
-    #[error("reply has empty content (finish_reason: {finish_reason})")]
-    EmptyContent { finish_reason: String },
-}
-
 /// Extracts the reply text and `(prompt_tokens, completion_tokens)` from a
 /// chat completions body.
 pub fn parse_completion(body: &str) -> Result<(String, Option<(u64, u64)>), ReplyError> {
-    let v: Value = serde_json::from_str(body).map_err(|e| ReplyError::NotJson {
-        error: e.to_string(),
-        excerpt: excerpt(body),
-    })?;
-    if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-        let msg = err
-            .get("message")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| err.to_string());
-        return Err(ReplyError::Server(excerpt(&msg)));
-    }
-    let choices = v
-        .get("choices")
-        .and_then(Value::as_array)
-        .ok_or(ReplyError::NoChoices)?;
-    let first = choices.first().ok_or(ReplyError::EmptyChoices)?;
-    let content = first
-        .get("message")
-        .and_then(|m| m.get("content"))
-        .or_else(|| first.get("text"));
-    let text = match content {
-        Some(Value::String(s)) => s.clone(),
-        // Content given as parts: [{"type": "text", "text": "..."}].
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    };
-    if text.trim().is_empty() {
-        let reason = first
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .unwrap_or("none");
-        return Err(ReplyError::EmptyContent {
-            finish_reason: reason.to_owned(),
-        });
-    }
-    let usage = v.get("usage").and_then(|u| {
-        let p = u.get("prompt_tokens").and_then(Value::as_u64)?;
-        let c = u
-            .get("completion_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
-        Some((p, c))
-    });
-    Ok((text, usage))
+    let p = wire::chat::parse(body)?;
+    Ok((
+        p.text,
+        p.usage.map(|u| (u.prompt_tokens, u.completion_tokens)),
+    ))
 }
 
 /// The delay a response asks for: `retry-after-ms` (OpenAI), else
@@ -831,15 +1047,7 @@ fn lossy(bytes: &[u8]) -> Option<String> {
 }
 
 fn excerpt(text: &str) -> String {
-    let t = text.trim();
-    if t.is_empty() {
-        return "(empty body)".to_owned();
-    }
-    let mut out: String = t.chars().take(EXCERPT_CHARS).collect();
-    if t.chars().count() > EXCERPT_CHARS {
-        out.push('…');
-    }
-    out.replace(['\n', '\r'], " ")
+    wire::excerpt(text)
 }
 
 /// Removes the key from an error, in case a server echoed it back.

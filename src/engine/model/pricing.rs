@@ -14,8 +14,18 @@ use crate::engine::genome::TokenUsage;
 pub struct Price {
     /// USD per 1M prompt (input) tokens.
     pub prompt_per_million: f64,
-    /// USD per 1M completion (output) tokens.
+    /// USD per 1M completion (output) tokens; reasoning tokens are output
+    /// tokens and cost this too.
     pub completion_per_million: f64,
+    /// USD per 1M input tokens read from the provider's prompt cache
+    /// (unset: the prompt price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_per_million: Option<f64>,
+    /// USD per 1M input tokens written to the prompt cache (Anthropic
+    /// charges 1.25 times the input price for a 5-minute entry; unset: the
+    /// prompt price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_per_million: Option<f64>,
 }
 
 impl Price {
@@ -24,7 +34,35 @@ impl Price {
         Self {
             prompt_per_million,
             completion_per_million,
+            cached_per_million: None,
+            cache_write_per_million: None,
         }
+    }
+
+    /// This price with the prompt cache's read and write rates.
+    #[must_use]
+    pub fn with_cache(mut self, read_per_million: f64, write_per_million: f64) -> Self {
+        self.cached_per_million = Some(read_per_million);
+        self.cache_write_per_million = Some(write_per_million);
+        self
+    }
+
+    /// Cost in USD of one reply's `usage`: uncached input at the prompt
+    /// price, cache reads and writes at theirs, output (reasoning included)
+    /// at the completion price.
+    pub fn cost_of(&self, usage: &TokenUsage) -> f64 {
+        let read = usage.cached_tokens.min(usage.prompt_tokens);
+        let write = usage.cache_write_tokens.min(usage.prompt_tokens - read);
+        let plain = usage.prompt_tokens - read - write;
+        // Token counts stay far below 2^53, so the conversions are exact.
+        (plain as f64 * self.prompt_per_million
+            + read as f64 * self.cached_per_million.unwrap_or(self.prompt_per_million)
+            + write as f64
+                * self
+                    .cache_write_per_million
+                    .unwrap_or(self.prompt_per_million)
+            + usage.completion_tokens as f64 * self.completion_per_million)
+            / 1_000_000.0
     }
 
     /// Cost in USD of `prompt_tokens` + `completion_tokens`.
@@ -40,6 +78,14 @@ impl Price {
         for (what, v) in [
             ("prompt_per_million", self.prompt_per_million),
             ("completion_per_million", self.completion_per_million),
+            (
+                "cached_per_million",
+                self.cached_per_million.unwrap_or_default(),
+            ),
+            (
+                "cache_write_per_million",
+                self.cache_write_per_million.unwrap_or_default(),
+            ),
         ] {
             if !v.is_finite() || v < 0.0 {
                 return Err(ConfigError::invalid(format!(
@@ -93,6 +139,7 @@ impl PriceTable {
             cost_usd: self
                 .lookup(model)
                 .map(|p| p.cost(prompt_tokens, completion_tokens)),
+            ..TokenUsage::default()
         }
     }
 
@@ -120,6 +167,34 @@ mod tests {
         let c = p.cost(1_000_000, 500_000);
         assert!((c - 7.5).abs() < 1e-12, "{c}");
         assert_eq!(p.cost(0, 0), 0.0);
+    }
+
+    #[test]
+    fn cache_reads_writes_and_reasoning_are_priced() {
+        // Anthropic's shape: $3 input, $0.30 cache read, $3.75 cache write, $15 output.
+        let p = Price::new(3.0, 15.0).with_cache(0.3, 3.75);
+        let u = TokenUsage {
+            prompt_tokens: 1_000_000,
+            completion_tokens: 100_000,
+            cached_tokens: 600_000,
+            cache_write_tokens: 300_000,
+            reasoning_tokens: 40_000,
+            ..TokenUsage::default()
+        };
+        // 100k plain * 3 + 600k * 0.3 + 300k * 3.75 + 100k * 15, per million.
+        let c = p.cost_of(&u);
+        assert!((c - (0.3 + 0.18 + 1.125 + 1.5)).abs() < 1e-12, "{c}");
+        // Without cache rates, cached tokens cost the prompt price.
+        let plain = Price::new(3.0, 15.0);
+        assert!((plain.cost_of(&u) - plain.cost(1_000_000, 100_000)).abs() < 1e-12);
+        // Inconsistent counts never go negative.
+        let odd = TokenUsage {
+            prompt_tokens: 10,
+            cached_tokens: 50,
+            cache_write_tokens: 50,
+            ..TokenUsage::default()
+        };
+        assert!((p.cost_of(&odd) - 10.0 * 0.3 / 1e6).abs() < 1e-15);
     }
 
     #[test]

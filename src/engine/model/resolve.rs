@@ -5,19 +5,22 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::ensemble::{EnsembleMember, EnsembleModel};
 use super::openai::{
-    BASE_URL_ENV, DEFAULT_API_BASE, EndpointHandle, OpenAiConfig, OpenAiModel, is_local_base,
-    validate_env_name,
+    BASE_URL_ENV, DEFAULT_API_BASE, EndpointHandle, OpenAiConfig, OpenAiModel, validate_env_name,
 };
+use super::presets::{self, Preset};
 use super::settings::{EndpointSettings, ModelSettings, normalize_base};
 use super::{ConfigError, LanguageModel, LlmSettings, ModelSpec};
 
-/// Model choices from the command line (`--api-base`, `--model`, `--api-key-env`).
+/// Model choices from the command line (`--provider`, `--api-base`,
+/// `--model`, `--api-key-env`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ModelOverrides {
+    /// A provider preset: its base (unless `api_base` is given), protocol,
+    /// headers and key variable (unless `api_key_env` is given).
+    pub provider: Option<String>,
     /// Endpoint base URL for every model of the run.
     pub api_base: Option<String>,
     /// The one model to use (replaces the card's list).
@@ -29,7 +32,10 @@ pub struct ModelOverrides {
 impl ModelOverrides {
     /// True when no flag was given.
     pub fn is_empty(&self) -> bool {
-        self.api_base.is_none() && self.model.is_none() && self.api_key_env.is_none()
+        self.provider.is_none()
+            && self.api_base.is_none()
+            && self.model.is_none()
+            && self.api_key_env.is_none()
     }
 }
 
@@ -65,6 +71,15 @@ pub fn build_model_with_env(
     if let Some(var) = &overrides.api_key_env {
         validate_env_name(var).map_err(|e| e.within("--api-key-env"))?;
     }
+    let preset: Option<&Preset> = match overrides.provider.as_deref() {
+        None => None,
+        Some(name) => Some(presets::preset(name).ok_or_else(|| {
+            ConfigError::invalid(format!(
+                "--provider: unknown provider `{name}` (known: {})",
+                presets::names()
+            ))
+        })?),
+    };
     let env_base = env(BASE_URL_ENV).filter(|b| !b.trim().is_empty());
     let card_models: &[ModelSpec] = card_llm.map(|l| l.models.as_slice()).unwrap_or(&[]);
 
@@ -96,6 +111,8 @@ pub fn build_model_with_env(
         .or_else(|| settings.endpoints.iter().find_map(|e| e.model.clone()))
     {
         (vec![plain_spec(&name)], "user settings")
+    } else if let Some(p) = preset {
+        (vec![plain_spec(p.model)], "--provider")
     } else if overrides.api_base.is_some() {
         return Err(ConfigError::invalid(
             "--api-base is given but no model is named: pass --model NAME, list models in the \
@@ -117,7 +134,13 @@ pub fn build_model_with_env(
     // 2. The endpoint of each model.
     let mut resolved: Vec<(ModelSpec, EndpointSettings, &str)> = Vec::new();
     for spec in specs {
-        let (mut endpoint, source) = if let Some(base) = &overrides.api_base {
+        let (mut endpoint, source) = if let Some(p) = preset {
+            let mut ep = p.endpoint();
+            if let Some(base) = &overrides.api_base {
+                base.trim().clone_into(&mut ep.api_base);
+            }
+            (ep, "--provider")
+        } else if let Some(base) = &overrides.api_base {
             let ep = settings
                 .endpoint_with_base(base)
                 .cloned()
@@ -233,22 +256,16 @@ fn plain_spec(name: &str) -> ModelSpec {
     }
 }
 
-fn secs(v: f64) -> Result<Duration, ConfigError> {
-    Duration::try_from_secs_f64(v)
-        .map_err(|e| ConfigError::invalid(format!("bad duration {v}: {e}")))
-}
-
-/// The client settings of one model: sampling from the card's model entry,
-/// then the card's `llm` defaults, then the endpoint's defaults.
+/// The client settings of one model: the endpoint's (protocol, headers,
+/// timeouts), with sampling from the card's model entry, then the card's
+/// `llm` defaults, then the endpoint's defaults.
 fn openai_config(
     spec: &ModelSpec,
     card_llm: Option<&LlmSettings>,
     ep: &EndpointSettings,
     settings: &ModelSettings,
 ) -> Result<OpenAiConfig, ConfigError> {
-    let mut c = OpenAiConfig::new(&spec.name, &ep.api_base);
-    c.api_key_env = ep.api_key_env.clone();
-    c.key_required = ep.key_required.unwrap_or(!is_local_base(&ep.api_base));
+    let mut c = ep.clone().with_preset()?.client_config(&spec.name)?;
     c.temperature = spec
         .temperature
         .or(card_llm.and_then(|l| l.temperature))
@@ -258,10 +275,6 @@ fn openai_config(
         .max_tokens
         .or(card_llm.and_then(|l| l.max_tokens))
         .or(ep.max_tokens);
-    c.request_timeout = secs(ep.timeout_secs)?;
-    c.stall_timeout = secs(ep.stall_timeout_secs)?;
-    c.first_byte_timeout = secs(ep.first_byte_timeout_secs)?;
-    c.max_attempts = ep.max_attempts;
     c.price = settings.prices.lookup(&spec.name);
     c.validate()
         .map_err(|e| e.within(format!("model `{}` at {}", spec.name, c.api_base)))?;
@@ -361,7 +374,7 @@ mod tests {
         let o = ModelOverrides {
             api_base: Some("http://127.0.0.1:9/v1".into()),
             model: Some("llama3".into()),
-            api_key_env: None,
+            ..ModelOverrides::default()
         };
         let mut s = ModelSettings::default();
         s.endpoints.push(EndpointSettings {
@@ -421,6 +434,7 @@ mod tests {
             api_base: None,
             model: Some("gpt-4o".into()),
             api_key_env: Some("MY_LLM_KEY".into()),
+            ..ModelOverrides::default()
         };
         let r = build(None, &o, &ModelSettings::default(), &no_env);
         let err = r.err().map(|e| e.to_string()).unwrap_or_default();

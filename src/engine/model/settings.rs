@@ -7,26 +7,57 @@
 //!
 //! [`super::resolve::build_model`] chooses a run's model from them.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
-use super::openai::{DEFAULT_API_KEY_ENV, OpenAiConfig, validate_env_name};
+use super::openai::{DEFAULT_API_KEY_ENV, KeyHeader, OpenAiConfig, validate_env_name};
+use super::presets;
 use super::pricing::PriceTable;
+use super::wire::Protocol;
 
 /// Longest timeout accepted in settings (one day), so durations stay sane.
 const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 
-/// One OpenAI-compatible endpoint.
+/// One endpoint: where, in which protocol, with which key variable.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EndpointSettings {
     /// A label for the studio ("openai", "local vLLM"); optional.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
-    /// Base URL, e.g. `https://api.openai.com/v1`, `http://localhost:11434/v1`.
+    /// The provider preset it was made from (`anthropic`, `azure`, `ollama`,
+    /// …, see `presets.rs`): what it leaves unset comes from the preset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Base URL, e.g. `https://api.openai.com/v1`, `http://localhost:11434/v1`;
+    /// Azure OpenAI's has a `{deployment}` slot for the model's name.
     pub api_base: String,
+    /// The wire protocol (unset: OpenAI Chat Completions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
+    /// How the key is sent (unset: the protocol's usual header).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_header: Option<KeyHeader>,
+    /// Extra headers sent with every request (never a key).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// The `api-version` query parameter (Azure OpenAI).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// Ask for replies as streams of events (the stall limit then guards
+    /// every chunk of a long reply).
+    #[serde(skip_serializing_if = "is_false")]
+    pub stream: bool,
+    /// Mark the prompt's stable prefix for the provider's prompt cache.
+    #[serde(skip_serializing_if = "is_true")]
+    pub prompt_cache: bool,
+    /// `reasoning_effort` for reasoning models (`minimal`, `low`, `medium`,
+    /// `high`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
     /// Name of the environment variable holding the key (never the key).
     pub api_key_env: String,
     /// Whether a key is required; unset = required unless the host is local.
@@ -66,7 +97,15 @@ impl Default for EndpointSettings {
     fn default() -> Self {
         Self {
             name: String::new(),
+            provider: None,
             api_base: String::new(),
+            protocol: None,
+            key_header: None,
+            headers: BTreeMap::new(),
+            api_version: None,
+            stream: false,
+            prompt_cache: true,
+            reasoning_effort: None,
             api_key_env: DEFAULT_API_KEY_ENV.to_owned(),
             key_required: None,
             model: None,
@@ -92,6 +131,61 @@ impl EndpointSettings {
         }
     }
 
+    /// This endpoint with what it leaves unset filled from its provider
+    /// preset, if it names one.
+    pub fn with_preset(self) -> Result<Self, ConfigError> {
+        match self.provider.as_deref() {
+            None => Ok(self),
+            Some(name) => match presets::preset(name) {
+                Some(p) => Ok(p.fill(self)),
+                None => Err(ConfigError::invalid(format!(
+                    "unknown provider `{name}` (known: {})",
+                    presets::names()
+                ))),
+            },
+        }
+    }
+
+    /// The protocol requests are written in.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol.unwrap_or_default()
+    }
+
+    /// The client settings of `model` at this endpoint (timeouts, attempts,
+    /// protocol, headers; sampling from the endpoint's defaults).
+    pub fn client_config(&self, model: &str) -> Result<OpenAiConfig, ConfigError> {
+        let secs = |v: f64| {
+            std::time::Duration::try_from_secs_f64(v)
+                .map_err(|e| ConfigError::invalid(format!("bad duration {v}: {e}")))
+        };
+        let mut c = OpenAiConfig::new(model, &self.api_base);
+        c.api_key_env = self.api_key_env.clone();
+        c.key_required = self
+            .key_required
+            .unwrap_or(!super::openai::is_local_base(&self.api_base));
+        c.temperature = self.temperature;
+        c.top_p = self.top_p;
+        c.max_tokens = self.max_tokens;
+        c.request_timeout = secs(self.timeout_secs)?;
+        c.stall_timeout = secs(self.stall_timeout_secs)?;
+        c.first_byte_timeout = secs(self.first_byte_timeout_secs)?;
+        c.max_attempts = self.max_attempts;
+        c.protocol = self.protocol();
+        c.key_header = self
+            .key_header
+            .unwrap_or_else(|| KeyHeader::for_protocol(c.protocol));
+        c.headers = self
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        c.api_version = self.api_version.clone();
+        c.stream = self.stream;
+        c.prompt_cache = self.prompt_cache;
+        c.reasoning_effort = self.reasoning_effort.clone();
+        Ok(c)
+    }
+
     /// Checks every field.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let what = if self.name.is_empty() {
@@ -99,9 +193,14 @@ impl EndpointSettings {
         } else {
             format!("endpoint `{}`", self.name)
         };
-        let probe = OpenAiConfig::new("probe", &self.api_base);
+        let this = self
+            .clone()
+            .with_preset()
+            .map_err(|e| e.within(what.clone()))?;
+        let probe = OpenAiConfig::new("probe", &this.api_base);
         probe
-            .completions_url()
+            .api_base
+            .request_url(this.protocol().path(), None, this.api_version.as_deref())
             .map_err(|e| e.within(what.clone()))?;
         validate_env_name(&self.api_key_env).map_err(|e| e.within(what.clone()))?;
         for (field, v) in [
@@ -132,10 +231,14 @@ impl EndpointSettings {
         {
             return Err(ConfigError::invalid(format!("{what}: empty model name")));
         }
-        let mut probe = probe;
-        probe.temperature = self.temperature;
-        probe.top_p = self.top_p;
-        probe.max_tokens = self.max_tokens;
+        let model = this
+            .model
+            .clone()
+            .or_else(|| this.models.first().cloned())
+            .unwrap_or_else(|| "probe".to_owned());
+        let probe = this
+            .client_config(&model)
+            .map_err(|e| e.within(what.clone()))?;
         probe.validate().map_err(|e| e.within(what))
     }
 
@@ -219,10 +322,17 @@ pub fn load_settings_from(path: &Path) -> Result<ModelSettings, ConfigError> {
             });
         }
     };
-    let settings: ModelSettings = serde_json::from_str(&text).map_err(|e| ConfigError::Parse {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
+    let mut settings: ModelSettings =
+        serde_json::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+    settings.endpoints = settings
+        .endpoints
+        .into_iter()
+        .map(EndpointSettings::with_preset)
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.within(path.display().to_string()))?;
     settings
         .validate()
         .map_err(|e| e.within(path.display().to_string()))?;
@@ -245,6 +355,14 @@ pub fn save_settings_to(path: &Path, settings: &ModelSettings) -> Result<(), Con
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, json + "\n").map_err(write_err(&tmp))?;
     std::fs::rename(&tmp, path).map_err(write_err(path))
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 pub(super) fn normalize_base(base: &str) -> String {

@@ -41,10 +41,45 @@ impl ApiBase {
     /// The chat completions URL: `/chat/completions` appended to the path
     /// (unless the path already ends in it), the query kept as a query.
     pub fn completions_url(&self) -> Result<Url, ConfigError> {
+        self.request_url(COMPLETIONS, None, None)
+    }
+
+    /// The URL of one of the API's operations: `suffix` (`/chat/completions`,
+    /// `/responses`, `/messages`, `/models`) appended to the path unless the
+    /// path already ends in it; `{deployment}` in the base (Azure OpenAI's
+    /// `…/openai/deployments/{deployment}`) replaced by `deployment`; an
+    /// `api-version` query parameter added when given; the base's own query
+    /// kept as a query.
+    pub fn request_url(
+        &self,
+        suffix: &str,
+        deployment: Option<&str>,
+        api_version: Option<&str>,
+    ) -> Result<Url, ConfigError> {
         let shown = redact_url(&self.0);
         let invalid =
             |why: String| ConfigError::invalid(format!("invalid api_base `{shown}`: {why}"));
-        let mut url = Url::parse(&self.0).map_err(|e| invalid(e.to_string()))?;
+        let raw = if self.0.contains(DEPLOYMENT) {
+            match deployment {
+                Some(d)
+                    if !d.is_empty()
+                        && d.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) =>
+                {
+                    self.0.replace(DEPLOYMENT, d)
+                }
+                Some(d) => {
+                    return Err(invalid(format!(
+                        "deployment name `{d}` may hold only letters, digits, `-`, `_` and `.`"
+                    )));
+                }
+                // Checking the base alone: any valid name will do.
+                None => self.0.replace(DEPLOYMENT, "deployment"),
+            }
+        } else {
+            self.0.clone()
+        };
+        let mut url = Url::parse(&raw).map_err(|e| invalid(e.to_string()))?;
         match url.scheme() {
             "http" | "https" => {}
             other => {
@@ -57,15 +92,29 @@ impl ApiBase {
             return Err(invalid("no host".to_owned()));
         }
         let path = url.path().trim_end_matches('/').to_owned();
-        if path.ends_with(COMPLETIONS) {
-            url.set_path(&path);
-        } else {
-            url.set_path(&format!("{path}{COMPLETIONS}"));
-        }
+        let path = [COMPLETIONS, "/responses", "/messages", "/models"]
+            .iter()
+            .find_map(|s| path.strip_suffix(s))
+            .unwrap_or(&path)
+            .to_owned();
+        url.set_path(&format!("{path}{suffix}"));
         url.set_fragment(None);
+        if let Some(v) = api_version.map(str::trim).filter(|v| !v.is_empty())
+            && !url.query_pairs().any(|(k, _)| k == "api-version")
+        {
+            url.query_pairs_mut().append_pair("api-version", v);
+        }
         Ok(url)
     }
+
+    /// True when the base has a `{deployment}` slot for the model's name.
+    pub fn has_deployment_slot(&self) -> bool {
+        self.0.contains(DEPLOYMENT)
+    }
 }
+
+/// Where a deployment's name goes in an Azure OpenAI base URL.
+pub const DEPLOYMENT: &str = "{deployment}";
 
 impl fmt::Display for ApiBase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

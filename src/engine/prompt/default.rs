@@ -236,9 +236,6 @@ impl PromptBuilder for DefaultPromptBuilder {
         let mut user = String::new();
 
         let fitness = ctx.task.fitness.as_str();
-        if !ctx.task.description.trim().is_empty() {
-            let _ = writeln!(user, "# Task\n{}\n", ctx.task.description.trim());
-        }
 
         let _ = writeln!(user, "# Current Program Metrics");
         user.push_str(&metrics_lines(ctx.parent, ctx.grandparent));
@@ -409,11 +406,17 @@ Reply with the complete new program in one ```{lang} code block. {rule}"
             );
         }
 
-        let system = if p.system_message.trim().is_empty() {
+        // The system message is the stable prefix of every prompt of the run
+        // (the instructions, then the task), so a provider's prompt cache
+        // serves it after the first request; what changes goes in `user`.
+        let mut system = if p.system_message.trim().is_empty() {
             DEFAULT_SYSTEM.replace("{fitness}", fitness)
         } else {
             p.system_message.clone()
         };
+        if !ctx.task.description.trim().is_empty() {
+            let _ = write!(system, "\n\n# Task\n{}\n", ctx.task.description.trim());
+        }
         Prompt { system, user }
     }
 }
@@ -521,7 +524,6 @@ mod tests {
         let b = DefaultPromptBuilder::default();
         let p = b.build(&ctx, &mut crate::engine::rng::seeded(0));
         let order = [
-            "# Task",
             "# Current Program Metrics",
             "# Evaluator Feedback",
             "# What We Have Learned So Far",
@@ -545,6 +547,8 @@ mod tests {
         let cur = p.user.find("# Current Program\n").unwrap();
         assert!(p.user[cur..].starts_with("# Current Program\n```python\nx = 1\n```"));
         assert!(!p.system.is_empty());
+        // The task is part of the stable prefix, not of what changes.
+        assert!(p.system.contains("# Task\n") && !p.user.contains("# Task"));
     }
 
     #[test]

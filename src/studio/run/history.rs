@@ -526,6 +526,7 @@ mod tests {
             prompt_tokens: 10,
             completion_tokens: 5,
             cost_usd: None,
+            ..TokenUsage::default()
         });
         Arc::new(g)
     }
