@@ -72,6 +72,7 @@ pub fn genome(i: u64) -> Genome {
             prompt_tokens: 800,
             completion_tokens: 120,
             cost_usd: None,
+            ..TokenUsage::default()
         }),
         ..Genome::default()
     }

@@ -202,7 +202,7 @@ pub fn check_settings(settings: &ModelSettings) -> Vec<Result<Report, String>> {
 /// The name an endpoint is shown by.
 pub fn endpoint_label(e: &EndpointSettings) -> String {
     if e.name.trim().is_empty() {
-        super::url::redact_url(&e.api_base)
+        "endpoint".to_owned()
     } else {
         format!("endpoint `{}`", e.name.trim())
     }
@@ -354,20 +354,7 @@ fn unreachable(cfg: &OpenAiConfig, e: reqwest::Error) -> Problem {
             cfg.request_timeout.as_secs_f64()
         )
     } else {
-        let e = e.without_url();
-        let mut s = String::new();
-        let mut src: Option<&dyn std::error::Error> = Some(&e);
-        while let Some(err) = src {
-            let t = err.to_string();
-            if !s.contains(&t) {
-                if !s.is_empty() {
-                    s.push_str(": ");
-                }
-                s.push_str(&t);
-            }
-            src = err.source();
-        }
-        s
+        root_cause(&e.without_url())
     };
     Problem {
         mistake: if timed_out {
@@ -380,6 +367,18 @@ fn unreachable(cfg: &OpenAiConfig, e: reqwest::Error) -> Problem {
               running, and on this port?)"
             .to_owned(),
     }
+}
+
+/// The innermost error of a chain ("Connection refused (os error 111)",
+/// "failed to lookup address information: …"): what the user can act on.
+fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut last = e.to_string();
+    let mut src = e.source();
+    while let Some(err) = src {
+        last = err.to_string();
+        src = err.source();
+    }
+    last
 }
 
 /// Names the mistake behind an error status.
@@ -414,11 +413,21 @@ pub fn diagnose(
         _ => String::new(),
     };
     match status {
+        // The server's message is not quoted: some echo part of the key.
         401 | 403 => Problem {
             mistake: Mistake::WrongKey,
             message: format!(
-                "HTTP {status}: {host} refused the key in {} ({said})",
-                cfg.api_key_env
+                "HTTP {status}: {host} refused the key in {}{}",
+                cfg.api_key_env,
+                error
+                    .as_ref()
+                    .map(|e| [&e.code, &e.kind]
+                        .into_iter()
+                        .find(|t| !t.is_empty())
+                        .cloned())
+                    .unwrap_or_default()
+                    .map(|t| format!(" ({t})"))
+                    .unwrap_or_default()
             ),
             fix: format!(
                 "put a valid key for {host} in {} (export {}=<key>), or name the variable that \
@@ -520,7 +529,7 @@ async fn list_models(
         .timeout(Duration::from_secs(20))
         .send()
         .await
-        .map_err(|e| format!("not available ({})", e.without_url()))?;
+        .map_err(|e| format!("not available ({})", root_cause(&e.without_url())))?;
     let status = response.status();
     let text = response.text().await.unwrap_or_default();
     if !status.is_success() {

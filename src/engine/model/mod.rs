@@ -209,9 +209,10 @@ pub fn env_secrets(vars: &[String]) -> Vec<(String, String)> {
 /// run's redactor takes out of everything it writes, reports or sends.
 #[derive(Clone, Default)]
 pub struct RunSecrets {
-    /// `OPENAI_API_KEY` (set for other tools, it is there whatever the
-    /// model), the model's key variables and those of every endpoint in the
-    /// user settings; sorted, without repeats.
+    /// `OPENAI_API_KEY` and every provider preset's key variable (set for
+    /// other tools, they are there whatever the model), the model's key
+    /// variables and those of every endpoint in the user settings; sorted,
+    /// without repeats.
     pub key_vars: Vec<String>,
     /// `(where, value)`: the model's own secrets
     /// ([`LanguageModel::secrets`]), the value of every key variable that
@@ -234,6 +235,8 @@ impl std::fmt::Debug for RunSecrets {
 pub fn run_secrets(model: &dyn LanguageModel) -> RunSecrets {
     let mut values = model.secrets();
     let mut key_vars = vec![openai::DEFAULT_API_KEY_ENV.to_owned()];
+    // Keys of other providers may be set for other tools, whatever the model.
+    key_vars.extend(PRESETS.iter().map(|p| p.api_key_env.to_owned()));
     key_vars.extend(model.key_env_vars());
     // An unreadable settings file was reported when the model was chosen;
     // its endpoints cannot be known here.

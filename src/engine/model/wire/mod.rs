@@ -229,10 +229,11 @@ impl ApiError {
 
     /// One line: the message with the type or code it came with.
     pub fn describe(&self) -> String {
-        let tag = [&self.kind, &self.code]
-            .into_iter()
-            .find(|t| !t.is_empty())
-            .cloned();
+        // A code that is a word (`model_not_found`) says more than the type;
+        // a numeric one (`404`) less.
+        let word_code = (!self.code.is_empty() && !self.code.chars().all(|c| c.is_ascii_digit()))
+            .then(|| self.code.clone());
+        let tag = word_code.or_else(|| (!self.kind.is_empty()).then(|| self.kind.clone()));
         match tag {
             Some(t) if !self.message.is_empty() => format!("{} ({t})", excerpt(&self.message)),
             Some(t) => t,
