@@ -1,5 +1,7 @@
-//! The Model dialog: edits the per-user model settings (endpoints and the
-//! price table) and shows which model a run of the current card will use.
+//! The Model dialog: edits the per-user model settings (endpoints, each
+//! from a provider preset or by hand, and the price table), tests an
+//! endpoint's connection on a worker thread, and shows which model a run of
+//! the current card will use.
 //!
 //! Endpoints hold the NAME of the environment variable with the key, never a
 //! key: the field is validated as a variable name, and a value that is not
@@ -10,57 +12,23 @@ use std::sync::Arc;
 
 use egui::{RichText, Ui};
 
+mod connection;
+mod endpoint;
+
+use endpoint::EndpointDraft;
+
 use crate::engine::card::LlmSettings;
-use crate::engine::model::openai::validate_env_name;
 use crate::engine::model::{
-    EndpointSettings, LanguageModel, ModelOverrides, ModelSettings, Price, build_model,
+    EndpointSettings, LanguageModel, ModelOverrides, ModelSettings, PRESETS, Price, build_model,
 };
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::theme;
 
 /// Size of a text field in the dialog (grids shrink fields otherwise).
-const FIELD: [f32; 2] = [210.0, 20.0];
+pub(super) const FIELD: [f32; 2] = [210.0, 20.0];
 
 /// Base URL a new endpoint starts with (a local Ollama server).
 pub const NEW_ENDPOINT_BASE: &str = "http://localhost:11434/v1";
-
-/// One endpoint being edited (text fields for the optional lists).
-#[derive(Clone, Debug, PartialEq)]
-struct EndpointDraft {
-    settings: EndpointSettings,
-    /// `settings.model` as text (empty = none).
-    model: String,
-    /// `settings.models`, comma separated.
-    models: String,
-}
-
-impl EndpointDraft {
-    fn of(e: &EndpointSettings) -> Self {
-        Self {
-            settings: e.clone(),
-            model: e.model.clone().unwrap_or_default(),
-            models: e.models.join(", "),
-        }
-    }
-
-    fn to_settings(&self) -> EndpointSettings {
-        let model = self.model.trim();
-        EndpointSettings {
-            name: self.settings.name.trim().to_owned(),
-            api_base: self.settings.api_base.trim().to_owned(),
-            api_key_env: self.settings.api_key_env.trim().to_owned(),
-            model: (!model.is_empty()).then(|| model.to_owned()),
-            models: self
-                .models
-                .split(',')
-                .map(str::trim)
-                .filter(|m| !m.is_empty())
-                .map(str::to_owned)
-                .collect(),
-            ..self.settings.clone()
-        }
-    }
-}
 
 /// One row of the price table being edited.
 #[derive(Clone, Debug, PartialEq)]
@@ -68,6 +36,19 @@ struct PriceRow {
     model: String,
     prompt: f64,
     completion: f64,
+    /// Cache reads and writes; unset: the prompt price.
+    cached: Option<f64>,
+    cache_write: Option<f64>,
+}
+
+impl PriceRow {
+    fn price(&self) -> Price {
+        Price {
+            cached_per_million: self.cached,
+            cache_write_per_million: self.cache_write,
+            ..Price::new(self.prompt, self.completion)
+        }
+    }
 }
 
 /// The dialog's state: a draft of the settings, applied only on Save.
@@ -108,6 +89,8 @@ impl ModelDialog {
                 model: m.clone(),
                 prompt: p.prompt_per_million,
                 completion: p.completion_per_million,
+                cached: p.cached_per_million,
+                cache_write: p.cache_write_per_million,
             })
             .collect();
         self.version += 1;
@@ -125,8 +108,7 @@ impl ModelDialog {
             ..ModelSettings::default()
         };
         for row in &self.prices {
-            s.prices
-                .insert(row.model.trim(), Price::new(row.prompt, row.completion));
+            s.prices.insert(row.model.trim(), row.price());
         }
         s
     }
@@ -178,8 +160,8 @@ impl ModelDialog {
             ui.heading("Model settings");
             ui.label(
                 RichText::new(
-                    "Endpoints for OpenAI-compatible servers. Keys are never stored: give the NAME of \
-                     the environment variable that holds each key.",
+                    "Endpoints: a provider's API or a local server. Keys are never stored: give the \
+                     NAME of the environment variable that holds each key.",
                 )
                 .weak(),
             );
@@ -243,91 +225,48 @@ impl ModelDialog {
         let mut remove: Option<usize> = None;
         let mut changed = false;
         for (i, ep) in self.endpoints.iter_mut().enumerate() {
-            egui::Frame::group(ui.style()).show(ui, |ui| {
-                ui.push_id(("endpoint", i), |ui| {
-                    egui::Grid::new("endpoint-grid")
-                        .num_columns(4)
-                        .min_col_width(90.0)
-                        .spacing([10.0, 6.0])
-                        .show(ui, |ui| {
-                            changed |= text_row(ui, "Name", &mut ep.settings.name, "label, e.g. local vLLM");
-                            changed |= text_row(ui, "API base", &mut ep.settings.api_base, "https://api.openai.com/v1");
-                            ui.end_row();
-                            changed |= text_row(ui, "Model", &mut ep.model, "default model name");
-                            changed |= text_row(ui, "Serves models", &mut ep.models, "a, b (empty = any)");
-                            ui.end_row();
-                            let bad_env = validate_env_name(ep.settings.api_key_env.trim()).err();
-                            let label = ui.label("Key variable");
-                            let edit = egui::TextEdit::singleline(&mut ep.settings.api_key_env)
-                                .hint_text("OPENAI_API_KEY")
-                                // Not a variable name: perhaps a pasted key; never show it.
-                                .password(bad_env.is_some());
-                            changed |= ui
-                                .add_sized(FIELD, edit)
-                                .labelled_by(label.id)
-                                .on_hover_text("Name of the environment variable holding the key (not the key)")
-                                .changed();
-                            let label = ui.label("Timeout (s)");
-                            changed |= ui
-                                .add(
-                                    egui::DragValue::new(&mut ep.settings.timeout_secs)
-                                        .range(1.0..=86_400.0)
-                                        .speed(1.0),
-                                )
-                                .labelled_by(label.id)
-                                .changed();
-                            ui.end_row();
-                            let label = ui.label("First byte (s)");
-                            changed |= ui
-                                .add(
-                                    egui::DragValue::new(&mut ep.settings.first_byte_timeout_secs)
-                                        .range(1.0..=86_400.0)
-                                        .speed(1.0),
-                                )
-                                .labelled_by(label.id)
-                                .on_hover_text(
-                                    "Longest wait for the reply's header; most servers send it only with the whole reply",
-                                )
-                                .changed();
-                            let label = ui.label("Max attempts");
-                            changed |= ui
-                                .add(egui::DragValue::new(&mut ep.settings.max_attempts).range(1..=100))
-                                .labelled_by(label.id)
-                                .changed();
-                            ui.end_row();
-                            let label = ui.label("Concurrency");
-                            changed |= ui
-                                .add(egui::DragValue::new(&mut ep.settings.concurrency).range(1..=4096))
-                                .labelled_by(label.id)
-                                .changed();
-                            ui.end_row();
-                        });
-                    ui.horizontal(|ui| {
-                        if ui.button("Remove endpoint").clicked() {
-                            remove = Some(i);
-                        }
-                        if let Err(e) = ep.to_settings().validate() {
-                            ui.colored_label(ui.visuals().error_fg_color, e.to_string());
-                        }
-                    });
-                });
+            ui.push_id(("endpoint", i), |ui| {
+                let edit = ep.ui(ui);
+                changed |= edit.changed;
+                if edit.remove {
+                    remove = Some(i);
+                }
             });
         }
         if let Some(i) = remove {
             self.endpoints.remove(i);
             changed = true;
         }
-        if ui
-            .button("Add endpoint")
-            .on_hover_text("Add an OpenAI-compatible endpoint")
-            .clicked()
-        {
-            self.endpoints
-                .push(EndpointDraft::of(&EndpointSettings::for_base(
-                    NEW_ENDPOINT_BASE,
-                )));
-            changed = true;
-        }
+        ui.horizontal(|ui| {
+            if ui
+                .button("Add endpoint")
+                .on_hover_text(
+                    "Add an endpoint (a local Ollama server to start with; pick a provider in it)",
+                )
+                .clicked()
+            {
+                self.endpoints
+                    .push(EndpointDraft::of(&EndpointSettings::for_base(
+                        NEW_ENDPOINT_BASE,
+                    )));
+                changed = true;
+            }
+            let mut picked = None;
+            ui.menu_button("Add a provider…", |ui| {
+                for p in PRESETS {
+                    if ui.button(p.label).on_hover_text(p.note).clicked() {
+                        picked = Some(p);
+                        ui.close();
+                    }
+                }
+            })
+            .response
+            .on_hover_text("An endpoint with a provider's URL, protocol, key variable and headers");
+            if let Some(p) = picked {
+                self.endpoints.push(EndpointDraft::of(&p.endpoint()));
+                changed = true;
+            }
+        });
         if changed {
             self.version += 1;
         }
@@ -339,10 +278,10 @@ impl ModelDialog {
         let mut changed = false;
         if !self.prices.is_empty() {
             egui::Grid::new("prices-grid")
-                .num_columns(4)
+                .num_columns(6)
                 .spacing([10.0, 6.0])
                 .show(ui, |ui| {
-                    for h in ["model", "prompt", "completion", ""] {
+                    for h in ["model", "prompt", "completion", "cache read", "cache write", ""] {
                         ui.label(RichText::new(h).weak());
                     }
                     ui.end_row();
@@ -372,6 +311,22 @@ impl ModelDialog {
                                     .prefix("$"),
                             )
                             .changed();
+                        for slot in [&mut row.cached, &mut row.cache_write] {
+                            let mut v = slot.unwrap_or(row.prompt);
+                            if ui
+                                .add(
+                                    egui::DragValue::new(&mut v)
+                                        .range(0.0..=10_000.0)
+                                        .speed(0.01)
+                                        .prefix("$"),
+                                )
+                                .on_hover_text("Per 1M input tokens read from / written to the provider's prompt cache")
+                                .changed()
+                            {
+                                *slot = Some(v);
+                                changed = true;
+                            }
+                        }
                         if ui.button("Remove price").clicked() {
                             remove = Some(i);
                         }
@@ -388,6 +343,8 @@ impl ModelDialog {
                 model: String::new(),
                 prompt: 0.0,
                 completion: 0.0,
+                cached: None,
+                cache_write: None,
             });
             changed = true;
         }
@@ -395,14 +352,6 @@ impl ModelDialog {
             self.version += 1;
         }
     }
-}
-
-/// A labelled single-line text field in a grid; true when edited.
-fn text_row(ui: &mut Ui, label: &str, text: &mut String, hint: &str) -> bool {
-    let l = ui.label(label);
-    ui.add_sized(FIELD, egui::TextEdit::singleline(text).hint_text(hint))
-        .labelled_by(l.id)
-        .changed()
 }
 
 #[cfg(test)]
@@ -418,7 +367,8 @@ mod tests {
             models: vec!["a".into(), "b".into()],
             ..EndpointSettings::for_base("http://localhost:8000/v1")
         });
-        s.prices.insert("qwen", Price::new(0.5, 1.5));
+        s.prices
+            .insert("qwen", Price::new(0.5, 1.5).with_cache(0.05, 0.625));
         let mut d = ModelDialog::default();
         d.open_with(&s);
         assert!(d.open);
@@ -438,6 +388,8 @@ mod tests {
             model: "qwen".into(),
             prompt: 1.0,
             completion: 1.0,
+            cached: None,
+            cache_write: None,
         });
         assert!(
             d.save_blocker(Some(path))
