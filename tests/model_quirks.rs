@@ -77,6 +77,7 @@ fn a_refused_temperature_is_dropped_once_with_one_warning_and_the_run_goes_on() 
         temperature: Some(0.7),
         top_p: None,
         max_tokens: Some(2000),
+        ..LlmSettings::default()
     };
     card.llm = Some(llm.clone());
     let mut settings = ModelSettings::default();

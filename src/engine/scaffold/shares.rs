@@ -85,6 +85,7 @@ mod tests {
                 prompt_tokens: 10,
                 completion_tokens: 5,
                 cost_usd: Some(0.01),
+                ..TokenUsage::default()
             }),
             ..Genome::default()
         };
