@@ -326,9 +326,19 @@ fn print_summary(s: &RunSummary, run_dir: &Path, model: &str, fitness: &FitnessL
         .usage
         .cost_usd
         .map_or_else(String::new, |c| format!(", ${c:.4}"));
+    let of = |n: u64, what: &str| {
+        if n == 0 {
+            String::new()
+        } else {
+            format!(" ({n} {what})")
+        }
+    };
     println!(
-        "tokens:      {} prompt + {} completion{cost}",
-        s.usage.prompt_tokens, s.usage.completion_tokens
+        "tokens:      {} prompt{} + {} completion{}{cost}",
+        s.usage.prompt_tokens,
+        of(s.usage.cached_tokens, "from the prompt cache"),
+        s.usage.completion_tokens,
+        of(s.usage.reasoning_tokens, "reasoning")
     );
     // The description says it all once: the model, and for the offline
     // model why it is in use and how to name a real one.

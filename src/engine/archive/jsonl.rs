@@ -50,8 +50,18 @@ struct SummaryJson {
     initial_score: Option<f64>,
     prompt_tokens: u64,
     completion_tokens: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    cached_tokens: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    cache_write_tokens: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    reasoning_tokens: u64,
     cost_usd: Option<f64>,
     wall_secs: f64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl RunRecorder for JsonlRecorder {
@@ -110,6 +120,9 @@ impl RunRecorder for JsonlRecorder {
             initial_score: s.initial_score,
             prompt_tokens: s.usage.prompt_tokens,
             completion_tokens: s.usage.completion_tokens,
+            cached_tokens: s.usage.cached_tokens,
+            cache_write_tokens: s.usage.cache_write_tokens,
+            reasoning_tokens: s.usage.reasoning_tokens,
             cost_usd: s.usage.cost_usd,
             wall_secs: s.wall_secs,
         })
