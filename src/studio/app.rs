@@ -8,7 +8,7 @@
 //! what it does (`files.rs`, `hub.rs`, `run.rs`, `model.rs`,
 //! `leaderboard.rs`); and the tabs themselves are [`TabPanel`]s
 //! (`editor/tabs.rs`, `run/`, `runs.rs`, `leaderboard/`), drawn through one
-//! dispatch in [`App::show`].
+//! dispatch (`App::tab_ui`).
 
 mod files;
 mod hub;
