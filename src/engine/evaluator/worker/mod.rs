@@ -49,6 +49,7 @@ mod lanes;
 pub(crate) mod limits;
 pub(crate) mod process;
 pub(crate) mod protocol;
+pub(crate) mod run_as;
 pub(crate) mod sandbox;
 
 use lanes::{LanePool, accept_lanes};
