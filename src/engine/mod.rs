@@ -28,6 +28,7 @@ pub mod selection;
 pub mod takeout;
 pub mod task;
 pub mod task_settings;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod text;
 pub mod tree;
