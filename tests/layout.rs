@@ -13,6 +13,37 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// One module layout: a module with files of its own is a folder whose
+/// `mod.rs` declares them (a slot folder, `evaluator/command/`), never a
+/// `foo.rs` beside a folder `foo/`.
+#[test]
+fn a_module_with_files_of_its_own_is_a_folder_with_mod_rs() {
+    fn folders(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("src is readable").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                out.push(path.clone());
+                folders(&path, out);
+            }
+        }
+    }
+    let mut dirs = Vec::new();
+    folders(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut dirs,
+    );
+    assert!(dirs.len() > 10, "found only {} folders", dirs.len());
+    let beside: Vec<String> = dirs
+        .iter()
+        .filter(|d| d.with_extension("rs").is_file() || !d.join("mod.rs").is_file())
+        .map(|d| d.display().to_string())
+        .collect();
+    assert!(
+        beside.is_empty(),
+        "folders without a mod.rs, or with a .rs file of their name beside them: {beside:?}"
+    );
+}
+
 /// A file in `src/` longer than 800 lines says at its top why (in its first
 /// 20 lines, with the words "Over 800 lines").
 #[test]
