@@ -103,7 +103,7 @@ fn bad_cards_exit_nonzero_with_one_located_message() {
                     "kind: beam\n",
                 )
             }),
-            "CARD:28:3: selection_policy.kind: BeamSelectionPolicy (selection_policy `beam`) needs a beam \
+            "CARD:28:3: selection_policy.kind: BeamPolicy (selection_policy `beam`) needs a beam \
              population, but population is `in_memory` (InMemoryPopulation); switch population to `beam` \
              (BeamPopulation), or pick another selection policy",
         ),

@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
-//! Behaviour of the island blocks of the palette: `IslandPopulation`
+//! Behaviour of the island blocks of the palette: `IslandsPopulation`
 //! (MAP-Elites grids, elite archive, ring migration) and the `topk`,
 //! `explore_exploit`, `ucb_islands` and `identity` selection policies, driven
 //! directly with hand-made genomes; plus offline CLI runs of the `topk`,
@@ -17,13 +17,13 @@ use galapagos::engine::events::RunStatus;
 use galapagos::engine::genome::{FITNESS_KEY, Genome, GenomeId, GenomeMeta};
 use galapagos::engine::params::ParamValue;
 use galapagos::engine::population::{
-    InMemoryParams, InMemoryPopulation, IslandParams, IslandPopulation, Population, Query,
+    InMemoryParams, InMemoryPopulation, IslandsParams, IslandsPopulation, Population, Query,
     Structure,
 };
 use galapagos::engine::rng::{SearchRng, seeded};
 use galapagos::engine::selection::{
     ExploreExploitParams, ExploreExploitPolicy, IdentityPolicy, SampleMode, Selection,
-    SelectionPolicy, TopKParams, TopKPolicy, UCBBanditPolicy, UcbBanditParams,
+    SelectionPolicy, TopKParams, TopKPolicy, UcbIslandsParams, UcbIslandsPolicy,
 };
 
 /// A genome on `island` (None = let the population route it).
@@ -51,11 +51,11 @@ fn genome(
     Arc::new(g)
 }
 
-fn islands(params: IslandParams) -> IslandPopulation {
-    IslandPopulation::new(params)
+fn islands(params: IslandsParams) -> IslandsPopulation {
+    IslandsPopulation::new(params)
 }
 
-fn members(pop: &IslandPopulation) -> Vec<BTreeSet<GenomeId>> {
+fn members(pop: &IslandsPopulation) -> Vec<BTreeSet<GenomeId>> {
     (0..pop.num_islands())
         .map(|i| pop.island_members(i).into_iter().collect())
         .collect()
@@ -63,9 +63,9 @@ fn members(pop: &IslandPopulation) -> Vec<BTreeSet<GenomeId>> {
 
 #[test]
 fn a_root_seeds_every_island_and_children_follow_their_island() {
-    let mut pop = islands(IslandParams {
+    let mut pop = islands(IslandsParams {
         num_islands: 3,
-        ..IslandParams::default()
+        ..IslandsParams::default()
     });
     pop.add(genome(0, None, None, Some(0.5), "root"));
     assert_eq!(pop.islands_of(0), vec![0, 1, 2]);
@@ -102,12 +102,12 @@ fn a_root_seeds_every_island_and_children_follow_their_island() {
 
 #[test]
 fn migration_copies_the_top_share_ring_wise_without_duplicates() {
-    let mut pop = islands(IslandParams {
+    let mut pop = islands(IslandsParams {
         num_islands: 3,
         feature_dimensions: Vec::new(),
         migration_interval: 4,
         migration_rate: 0.5,
-        ..IslandParams::default()
+        ..IslandsParams::default()
     });
     pop.add(genome(0, None, None, Some(0.0), "root"));
     pop.add(genome(1, Some(0), Some(1), Some(0.5), "a"));
@@ -159,11 +159,11 @@ fn migration_copies_the_top_share_ring_wise_without_duplicates() {
 
 #[test]
 fn a_map_elites_cell_keeps_the_better_genome() {
-    let mut pop = islands(IslandParams {
+    let mut pop = islands(IslandsParams {
         num_islands: 1,
         feature_dimensions: vec!["x".to_owned()],
         feature_bins: 2,
-        ..IslandParams::default()
+        ..IslandsParams::default()
     });
     let with_x = |id, score: f64, x: f64| {
         let mut g = (*genome(id, (id > 0).then_some(0), Some(0), Some(score), "p")).clone();
@@ -239,11 +239,11 @@ fn drive(
     out
 }
 
-fn seeded_islands(n: u64) -> IslandPopulation {
-    let mut pop = islands(IslandParams {
+fn seeded_islands(n: u64) -> IslandsPopulation {
+    let mut pop = islands(IslandsParams {
         num_islands: n,
         migration_interval: 5,
-        ..IslandParams::default()
+        ..IslandsParams::default()
     });
     pop.add(genome(0, None, None, Some(1.0), "def f():\n    return 0\n"));
     pop
@@ -298,7 +298,7 @@ fn explore_exploit_ratios_hold_over_ten_thousand_seeded_draws() {
 #[test]
 fn ucb_visits_every_island_before_exploiting_and_prefers_the_improving_one() {
     let mut pop = seeded_islands(4);
-    let mut policy = UCBBanditPolicy::default();
+    let mut policy = UcbIslandsPolicy::default();
     policy.observe(&pop.get(0).unwrap());
     let mut rng = seeded(11);
     let mut first_round = BTreeSet::new();
@@ -351,10 +351,10 @@ fn ucb_exploits_the_island_best_when_intensity_is_zero() {
     let mut warm = ExploreExploitPolicy::default();
     let mut rng = seeded(3);
     drive(&mut pop, &mut warm, &mut rng, 1, 30);
-    let mut policy = UCBBanditPolicy::new(UcbBanditParams {
+    let mut policy = UcbIslandsPolicy::new(UcbIslandsParams {
         intensity_min: 0.0,
         intensity_max: 0.0,
-        ..UcbBanditParams::default()
+        ..UcbIslandsParams::default()
     });
     let Structure::Islands(view) = pop.structure() else {
         panic!("islands");
@@ -388,10 +388,10 @@ fn continues_identically(make: &MakePolicy, flat: bool) {
     let mut pop_b: Box<dyn Population> = if flat {
         Box::new(InMemoryPopulation::new(InMemoryParams::default()))
     } else {
-        Box::new(islands(IslandParams {
+        Box::new(islands(IslandsParams {
             num_islands: 3,
             migration_interval: 5,
-            ..IslandParams::default()
+            ..IslandsParams::default()
         }))
     };
     for g in pop_a.query(&Query::All) {
@@ -420,7 +420,7 @@ fn checkpoint_then_restore_continues_identically_for_every_policy() {
         ),
         (
             "ucb_islands",
-            Box::new(|| Box::new(UCBBanditPolicy::default())),
+            Box::new(|| Box::new(UcbIslandsPolicy::default())),
         ),
         ("identity", Box::new(|| Box::new(IdentityPolicy::default()))),
     ];
@@ -431,7 +431,7 @@ fn checkpoint_then_restore_continues_identically_for_every_policy() {
         }
     }
     // a bad checkpoint is an error, not a panic
-    let mut p = UCBBanditPolicy::default();
+    let mut p = UcbIslandsPolicy::default();
     assert!(p.restore(&serde_json::json!({"visits": "no"})).is_err());
     let mut e = ExploreExploitPolicy::default();
     assert!(e.restore(&serde_json::json!([1, 2])).is_err());
@@ -439,12 +439,12 @@ fn checkpoint_then_restore_continues_identically_for_every_policy() {
 
 #[test]
 fn the_population_rebuilt_from_its_add_sequence_equals_the_original() {
-    let mut pop = islands(IslandParams {
+    let mut pop = islands(IslandsParams {
         num_islands: 3,
         migration_interval: 4,
         migration_rate: 0.2,
         feature_bins: 5,
-        ..IslandParams::default()
+        ..IslandsParams::default()
     });
     pop.add(genome(0, None, None, Some(1.0), "def f():\n    return 0\n"));
     let mut policy = ExploreExploitPolicy::default();
@@ -454,12 +454,12 @@ fn the_population_rebuilt_from_its_add_sequence_equals_the_original() {
     assert!(pop.rebuilds() > 0);
     // range growth is geometric: few rebuilds for 200 adds
     assert!(pop.rebuilds() < 40, "{} rebuilds", pop.rebuilds());
-    let mut again = islands(IslandParams {
+    let mut again = islands(IslandsParams {
         num_islands: 3,
         migration_interval: 4,
         migration_rate: 0.2,
         feature_bins: 5,
-        ..IslandParams::default()
+        ..IslandsParams::default()
     });
     for g in pop.query(&Query::All) {
         again.add(g);
@@ -472,7 +472,7 @@ fn the_population_rebuilt_from_its_add_sequence_equals_the_original() {
         assert_eq!(pop.features(g.id), again.features(g.id));
         assert_eq!(pop.islands_of(g.id), again.islands_of(g.id));
     }
-    let ids = |p: &IslandPopulation| -> Vec<GenomeId> {
+    let ids = |p: &IslandsPopulation| -> Vec<GenomeId> {
         p.query(&Query::Active).iter().map(|g| g.id).collect()
     };
     assert_eq!(ids(&pop), ids(&again));

@@ -16,9 +16,8 @@ use galapagos::engine::population::{
 };
 use galapagos::engine::rng::{SearchRng, seeded};
 use galapagos::engine::selection::{
-    BeamSelectionParams, BeamSelectionPolicy, BeamStrategy, BestOfNAttemptsParams,
-    BestOfNAttemptsPolicy, BestOfNParams, BestOfNPolicy, Selection, SelectionError,
-    SelectionPolicy,
+    BeamPolicy, BeamSelectionParams, BeamStrategy, BestOfNAttemptsParams, BestOfNAttemptsPolicy,
+    BestOfNParams, BestOfNPolicy, Selection, SelectionError, SelectionPolicy,
 };
 use rand::RngExt as _;
 
@@ -71,8 +70,8 @@ fn beam_pop(width: u64, w: f64, penalty: f64) -> BeamPopulation {
     })
 }
 
-fn beam_policy(strategy: BeamStrategy, temperature: f64, k: u64) -> BeamSelectionPolicy {
-    BeamSelectionPolicy::new(BeamSelectionParams {
+fn beam_policy(strategy: BeamStrategy, temperature: f64, k: u64) -> BeamPolicy {
+    BeamPolicy::new(BeamSelectionParams {
         beam_selection_strategy: strategy,
         beam_temperature: temperature,
         num_inspirations: k,

@@ -57,17 +57,17 @@ fn an_incompatible_beam_pick_is_flagged_blocks_start_with_the_reason_and_is_fixe
     h.get_by_label("Does not fit: needs a beam population");
     h.get_by_role_and_label(
         Role::Button,
-        "BeamSelectionPolicy: also switch Population to BeamPopulation",
+        "BeamPolicy: also switch Population to BeamPopulation",
     );
 
     // the natural first edit: the beam policy alone
-    h.get_by_label("BeamSelectionPolicy").click_accesskit();
+    h.get_by_label("BeamPolicy").click_accesskit();
     h.run();
     assert_eq!(kind(&h, Slot::SelectionPolicy), "beam");
     assert_eq!(kind(&h, Slot::Population), "in_memory");
     let blocker = h.state().run_blocker().unwrap();
     assert!(
-        blocker.contains("selection_policy.kind: BeamSelectionPolicy")
+        blocker.contains("selection_policy.kind: BeamPolicy")
             && blocker.contains("needs a beam population")
             && blocker.contains("switch population to `beam` (BeamPopulation)"),
         "{blocker}"
@@ -97,9 +97,9 @@ fn an_incompatible_beam_pick_is_flagged_blocks_start_with_the_reason_and_is_fixe
     // the other way round: a flat population under the beam policy is flagged too
     h.get_by_label("Population  (3)").click_accesskit();
     h.run();
-    // (InMemoryPopulation and IslandPopulation)
+    // (InMemoryPopulation and IslandsPopulation)
     assert_eq!(
-        h.get_all_by_label("Does not fit: BeamSelectionPolicy needs a beam population")
+        h.get_all_by_label("Does not fit: BeamPolicy needs a beam population")
             .count(),
         2
     );
@@ -113,7 +113,7 @@ fn an_incompatible_beam_pick_is_flagged_blocks_start_with_the_reason_and_is_fixe
     // the palette's pair puts both in at once
     h.get_by_role_and_label(
         Role::Button,
-        "BeamSelectionPolicy: also switch Population to BeamPopulation",
+        "BeamPolicy: also switch Population to BeamPopulation",
     )
     .click_accesskit();
     h.run();
@@ -236,7 +236,7 @@ fn at_1024_by_640_everything_fits_and_the_keyboard_starts_and_stops_a_run() {
     }
     // every block's inspector draws (its texts have glyphs) inside the window,
     // beside the canvas, also with the widest parameter rows (the beam policy)
-    h.get_by_label("BeamSelectionPolicy").click_accesskit();
+    h.get_by_label("BeamPolicy").click_accesskit();
     h.run();
     let canvas = h.get_by_label("Block canvas").rect();
     let r = h.get_by_label("Implementation").rect();
@@ -338,7 +338,7 @@ fn screenshots() {
             .build_ui_state(|ui, app: &mut App| app.show(ui), app);
         h.run();
         // the natural first edit, flagged, with its fix on offer
-        h.get_by_label("BeamSelectionPolicy").click_accesskit();
+        h.get_by_label("BeamPolicy").click_accesskit();
         h.run_steps(3);
         h.render()
             .unwrap()

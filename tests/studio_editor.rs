@@ -12,7 +12,7 @@ use galapagos::engine::card::{Card, SlotSpec};
 use galapagos::engine::component::{BuildContext, Component, ComponentInfo, NoParams};
 use galapagos::engine::evaluator::SubprocessEvaluator;
 use galapagos::engine::genome::Genome;
-use galapagos::engine::memory::NullMemory;
+use galapagos::engine::memory::NoneMemory;
 use galapagos::engine::params::{ParamError, ParamSpec, ParamType, ParamValue};
 use galapagos::engine::population::{GenomeStore, Population};
 use galapagos::engine::prompt::DefaultPromptBuilder;
@@ -151,7 +151,7 @@ fn registry() -> Registry {
         Entry::of::<DefaultPromptBuilder>(),
         Entry::of::<DiffProposer>(),
         Entry::of::<SubprocessEvaluator>(),
-        Entry::of::<NullMemory>(),
+        Entry::of::<NoneMemory>(),
     ] {
         r.register(entry).unwrap();
     }

@@ -12,14 +12,14 @@ use crate::engine::component::{
     BuildContext, Component, ComponentInfo, Feature, Fills, Need, RegistryError, Slot, SlotTrait,
 };
 use crate::engine::evaluator::{CommandEvaluator, SlurmEvaluator, SubprocessEvaluator};
-use crate::engine::memory::{NullMemory, ScratchpadMemory};
+use crate::engine::memory::{NoneMemory, ScratchpadMemory};
 use crate::engine::params::{ParamError, ParamMap, ParamValue};
-use crate::engine::population::{BeamPopulation, InMemoryPopulation, IslandPopulation};
+use crate::engine::population::{BeamPopulation, InMemoryPopulation, IslandsPopulation};
 use crate::engine::prompt::DefaultPromptBuilder;
 use crate::engine::proposer::{AgentProposer, CrossoverProposer, DiffProposer};
 use crate::engine::selection::{
-    BeamSelectionPolicy, BestOfNAttemptsPolicy, BestOfNPolicy, ExploreExploitPolicy,
-    IdentityPolicy, ParetoPolicy, TopKPolicy, UCBBanditPolicy, WeightedParentPolicy,
+    BeamPolicy, BestOfNAttemptsPolicy, BestOfNPolicy, ExploreExploitPolicy, IdentityPolicy,
+    ParetoPolicy, TopKPolicy, UcbIslandsPolicy, WeightedPolicy,
 };
 
 /// A component's decoded `Params`, type-erased so one table holds every kind.
@@ -49,6 +49,10 @@ pub struct Entry {
     effective: EffectiveFn,
     build: BuildFn,
     detached: DetachedFn,
+    /// The Rust paths of the component's type and of its parameters' type,
+    /// for the naming rule's test.
+    #[cfg(test)]
+    rust_names: [&'static str; 2],
 }
 
 impl Entry {
@@ -67,6 +71,11 @@ impl Entry {
             effective: effective_params::<T::Params>,
             build: build_component::<T>,
             detached: detached_component::<T>,
+            #[cfg(test)]
+            rust_names: [
+                std::any::type_name::<T>(),
+                std::any::type_name::<T::Params>(),
+            ],
         }
     }
 
@@ -282,15 +291,15 @@ impl Registry {
             entries: vec![
                 Entry::of::<InMemoryPopulation>(),
                 Entry::of::<BeamPopulation>(),
-                Entry::of::<IslandPopulation>(),
+                Entry::of::<IslandsPopulation>(),
                 Entry::of::<BestOfNPolicy>(),
                 Entry::of::<BestOfNAttemptsPolicy>(),
-                Entry::of::<BeamSelectionPolicy>(),
+                Entry::of::<BeamPolicy>(),
                 Entry::of::<TopKPolicy>(),
                 Entry::of::<ExploreExploitPolicy>(),
-                Entry::of::<UCBBanditPolicy>(),
+                Entry::of::<UcbIslandsPolicy>(),
                 Entry::of::<IdentityPolicy>(),
-                Entry::of::<WeightedParentPolicy>(),
+                Entry::of::<WeightedPolicy>(),
                 Entry::of::<ParetoPolicy>(),
                 Entry::of::<DefaultPromptBuilder>(),
                 Entry::of::<DiffProposer>(),
@@ -299,7 +308,7 @@ impl Registry {
                 Entry::of::<SubprocessEvaluator>(),
                 Entry::of::<CommandEvaluator>(),
                 Entry::of::<SlurmEvaluator>(),
-                Entry::of::<NullMemory>(),
+                Entry::of::<NoneMemory>(),
                 Entry::of::<ScratchpadMemory>(),
             ],
         }
@@ -633,6 +642,35 @@ mod tests {
         }
     }
 
+    /// Names follow the card kind: a component's type is its kind in
+    /// CamelCase followed by its slot's word (`ucb_islands` →
+    /// `UcbIslandsPolicy`, `none` → `NoneMemory`), the name the studio's
+    /// palette shows beside the kind; its parameters' type starts with the
+    /// kind (`UcbIslandsParams`), unless it takes none (`NoParams`).
+    #[test]
+    fn type_names_follow_the_kind() {
+        let last = |path: &'static str| path.rsplit("::").next().unwrap_or(path);
+        for entry in Registry::builtin().all() {
+            // The slot's word: SelectionPolicy's is Policy.
+            let word = entry.slot.title().trim_start_matches("Selection");
+            let (kind, name) = (entry.info.kind, entry.info.type_name);
+            let joined = kind.replace('_', "");
+            assert!(
+                name.starts_with(|c: char| c.is_ascii_uppercase())
+                    && name.chars().all(|c| c.is_ascii_alphanumeric())
+                    && name.to_lowercase() == format!("{joined}{}", word.to_lowercase()),
+                "kind `{kind}` is named {name}, not its kind in CamelCase followed by {word}"
+            );
+            let [rust, params] = entry.rust_names.map(last);
+            assert_eq!(rust, name, "kind `{kind}`");
+            assert!(
+                params == "NoParams"
+                    || (params.to_lowercase().starts_with(&joined) && params.ends_with("Params")),
+                "kind `{kind}` takes {params}, which does not start with its kind"
+            );
+        }
+    }
+
     /// The kind of each slot in `Card::new_default`.
     fn default_kind(slot: Slot) -> &'static str {
         match slot {
@@ -664,7 +702,7 @@ mod tests {
         assert_eq!(conflicts.len(), 1);
         assert_eq!(
             conflicts[0].to_string(),
-            "BeamSelectionPolicy (selection_policy `beam`) needs a beam population, but population \
+            "BeamPolicy (selection_policy `beam`) needs a beam population, but population \
              is `in_memory` (InMemoryPopulation); switch population to `beam` (BeamPopulation), or \
              pick another selection policy"
         );
@@ -678,7 +716,7 @@ mod tests {
         );
         let islands = registry.conflicts(kinds(&[(Slot::SelectionPolicy, "ucb_islands")]));
         assert_eq!(islands.len(), 1);
-        assert_eq!(islands[0].fix, Some(("islands", "IslandPopulation")));
+        assert_eq!(islands[0].fix, Some(("islands", "IslandsPopulation")));
         // an unknown kind is its own error, not a conflict
         assert!(
             registry
@@ -727,7 +765,7 @@ mod tests {
             .unwrap_or_default();
         assert!(
             errors.starts_with("t.yaml:")
-                && errors.contains(": selection_policy.kind: BeamSelectionPolicy")
+                && errors.contains(": selection_policy.kind: BeamPolicy")
                 && errors.contains("switch population to `beam`"),
             "{errors}"
         );

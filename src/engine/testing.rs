@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::evaluator::{Candidate, Evaluation, Evaluator};
 use crate::engine::genome::{FITNESS_KEY, TokenUsage};
-use crate::engine::memory::{Memory, NullMemory};
+use crate::engine::memory::{Memory, NoneMemory};
 use crate::engine::model::{LanguageModel, ModelError, ModelReply, ModelRequest};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::proposer::ProposerEnv;
@@ -261,7 +261,7 @@ impl LanguageModel for SlowOffline {
 
 /// A proposer environment over a [`TrivialEvaluator`] and an empty memory.
 pub fn proposer_env() -> ProposerEnv {
-    let memory: Box<dyn Memory> = Box::new(NullMemory);
+    let memory: Box<dyn Memory> = Box::new(NoneMemory);
     ProposerEnv::new(
         Arc::new(TrivialEvaluator::default()),
         Arc::new(tokio::sync::RwLock::new(memory)),

@@ -6,7 +6,7 @@ mod scratchpad;
 
 use std::sync::Arc;
 
-pub use none::NullMemory;
+pub use none::NoneMemory;
 pub use scratchpad::{ScratchpadMemory, ScratchpadParams};
 
 use crate::engine::component::{Fills, RestoreError, Slot, SlotTrait};

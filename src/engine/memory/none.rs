@@ -1,4 +1,4 @@
-//! `NullMemory`: keeps nothing (the default; plain evolutionary loops).
+//! `NoneMemory`: keeps nothing (the default; plain evolutionary loops).
 
 use super::{Knowledge, Memory, MemoryQuery};
 use crate::engine::component::{BuildContext, Component, ComponentInfo, NoParams};
@@ -6,15 +6,15 @@ use crate::engine::params::ParamError;
 
 /// Keeps no cross-candidate knowledge.
 #[derive(Debug, Default)]
-pub struct NullMemory;
+pub struct NoneMemory;
 
-impl Component for NullMemory {
+impl Component for NoneMemory {
     type Slot = dyn Memory;
     type Params = NoParams;
 
     const INFO: ComponentInfo = ComponentInfo {
         kind: "none",
-        type_name: "NullMemory",
+        type_name: "NoneMemory",
         summary: "Keeps no cross-candidate knowledge (plain evolutionary loop)",
         params: &[],
     };
@@ -25,7 +25,7 @@ impl Component for NullMemory {
 }
 
 #[async_trait::async_trait]
-impl Memory for NullMemory {
+impl Memory for NoneMemory {
     fn read(&self, _query: &MemoryQuery) -> Knowledge {
         Knowledge::default()
     }

@@ -1,4 +1,4 @@
-//! `IslandPopulation`: islands, each with a MAP-Elites grid over feature
+//! `IslandsPopulation`: islands, each with a MAP-Elites grid over feature
 //! dimensions, plus a global elite archive and ring migration (the semantics
 //! of OpenEvolve's program database).
 //!
@@ -43,10 +43,10 @@ use crate::engine::params::{ParamError, ParamSpec, ParamType};
 
 type RankKey = (Reverse<OrdF64>, GenomeId);
 
-/// Parameters of [`IslandPopulation`].
+/// Parameters of [`IslandsPopulation`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct IslandParams {
+pub struct IslandsParams {
     /// Number of islands.
     pub num_islands: u64,
     /// MAP-Elites feature dimensions (`complexity`, `diversity` or a metric name).
@@ -63,7 +63,7 @@ pub struct IslandParams {
     pub diversity_reference_size: u64,
 }
 
-impl Default for IslandParams {
+impl Default for IslandsParams {
     fn default() -> Self {
         Self {
             num_islands: 5,
@@ -168,7 +168,7 @@ struct Island {
 
 /// Islands × MAP-Elites grids + global elite archive + ring migration.
 #[derive(Clone)]
-pub struct IslandPopulation {
+pub struct IslandsPopulation {
     store: GenomeStore,
     dims: Vec<Dim>,
     bins: usize,
@@ -194,9 +194,9 @@ pub struct IslandPopulation {
     rebuilds: u64,
 }
 
-impl Default for IslandPopulation {
+impl Default for IslandsPopulation {
     fn default() -> Self {
-        Self::new(IslandParams::default())
+        Self::new(IslandsParams::default())
     }
 }
 
@@ -208,13 +208,13 @@ fn to_usize(v: u64) -> usize {
     usize::try_from(v).unwrap_or(usize::MAX)
 }
 
-impl Component for IslandPopulation {
+impl Component for IslandsPopulation {
     type Slot = dyn Population;
-    type Params = IslandParams;
+    type Params = IslandsParams;
 
     const INFO: ComponentInfo = ComponentInfo {
         kind: "islands",
-        type_name: "IslandPopulation",
+        type_name: "IslandsPopulation",
         summary: "Islands with a MAP-Elites grid each, a global elite archive and ring migration",
         params: &[
             ParamSpec {
@@ -265,19 +265,19 @@ impl Component for IslandPopulation {
     };
     const PROVIDES: &'static [Feature] = &[Feature::Islands];
 
-    fn build(params: IslandParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+    fn build(params: IslandsParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
         Ok(Self::new(params))
     }
 
-    fn detached(params: IslandParams) -> Option<Self> {
+    fn detached(params: IslandsParams) -> Option<Self> {
         Some(Self::new(params))
     }
 }
 
-impl IslandPopulation {
+impl IslandsPopulation {
     /// A population with the given parameters (counts are at least 1, the
     /// migration rate is clamped to 0..=1).
-    pub fn new(params: IslandParams) -> Self {
+    pub fn new(params: IslandsParams) -> Self {
         let n = to_usize(params.num_islands.max(1));
         let dims: Vec<Dim> = params
             .feature_dimensions
@@ -559,7 +559,7 @@ impl IslandPopulation {
     }
 }
 
-impl Population for IslandPopulation {
+impl Population for IslandsPopulation {
     fn add(&mut self, genome: Arc<Genome>) {
         let id = genome.id;
         if self.store.contains(id) {
@@ -717,10 +717,10 @@ mod tests {
 
     #[test]
     fn diversity_is_measured_against_the_archive() {
-        let mut pop = IslandPopulation::new(IslandParams {
+        let mut pop = IslandsPopulation::new(IslandsParams {
             num_islands: 1,
             feature_dimensions: vec!["diversity".to_owned(), "complexity".to_owned()],
-            ..IslandParams::default()
+            ..IslandsParams::default()
         });
         let mk = |id: GenomeId, content: &str| genome(id, None, 1.0, content);
         pop.add(mk(0, "abcdef"));
@@ -735,10 +735,10 @@ mod tests {
 
     #[test]
     fn island_and_cell_queries_answer_from_the_islands() {
-        let mut pop = IslandPopulation::new(IslandParams {
+        let mut pop = IslandsPopulation::new(IslandsParams {
             num_islands: 2,
             feature_dimensions: vec!["complexity".to_owned()],
-            ..IslandParams::default()
+            ..IslandsParams::default()
         });
         let mk = genome;
         pop.add(mk(0, None, 0.1, "root"));

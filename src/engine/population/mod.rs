@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 pub use beam::{BeamParams, BeamPopulation, BeamStats, beam_score};
 pub use in_memory::{InMemoryParams, InMemoryPopulation};
-pub use islands::{IslandParams, IslandPopulation};
+pub use islands::{IslandsParams, IslandsPopulation};
 pub use store::GenomeStore;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};

@@ -1,4 +1,4 @@
-//! `BeamSelectionPolicy`: draws one parent per step from the active beam of a
+//! `BeamPolicy`: draws one parent per step from the active beam of a
 //! [`BeamPopulation`](crate::engine::population::BeamPopulation)
 //! by one of four strategies — `best`, `stochastic` (softmax over the beam
 //! score), `round_robin` (cycle the beam in score order) or
@@ -55,7 +55,7 @@ impl BeamStrategy {
     }
 }
 
-/// Parameters of [`BeamSelectionPolicy`].
+/// Parameters of [`BeamPolicy`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BeamSelectionParams {
@@ -79,7 +79,7 @@ impl Default for BeamSelectionParams {
 
 /// Picks one parent per step from a beam population's active beam.
 #[derive(Clone, Debug)]
-pub struct BeamSelectionPolicy {
+pub struct BeamPolicy {
     strategy: BeamStrategy,
     temperature: f64,
     num_inspirations: usize,
@@ -91,7 +91,7 @@ pub struct BeamSelectionPolicy {
     grams: HashMap<GenomeId, Arc<NgramSet>>,
 }
 
-impl Default for BeamSelectionPolicy {
+impl Default for BeamPolicy {
     fn default() -> Self {
         Self::new(BeamSelectionParams::default())
     }
@@ -148,13 +148,13 @@ fn softmax_pick(values: &[f64], temperature: f64, rng: &mut SearchRng) -> usize 
     last_positive
 }
 
-impl Component for BeamSelectionPolicy {
+impl Component for BeamPolicy {
     type Slot = dyn SelectionPolicy;
     type Params = BeamSelectionParams;
 
     const INFO: ComponentInfo = ComponentInfo {
         kind: "beam",
-        type_name: "BeamSelectionPolicy",
+        type_name: "BeamPolicy",
         summary: "Pick the parent from the beam: best, stochastic, round_robin or diversity_weighted",
         params: &[
             ParamSpec {
@@ -192,7 +192,7 @@ impl Component for BeamSelectionPolicy {
     }
 }
 
-impl BeamSelectionPolicy {
+impl BeamPolicy {
     /// A policy with the given parameters.
     pub fn new(params: BeamSelectionParams) -> Self {
         Self {
@@ -268,7 +268,7 @@ impl BeamSelectionPolicy {
     }
 }
 
-impl SelectionPolicy for BeamSelectionPolicy {
+impl SelectionPolicy for BeamPolicy {
     fn checkpoint(&self) -> serde_json::Value {
         serde_json::json!({
             "rr_index": self.rr_index,
@@ -424,13 +424,13 @@ mod tests {
         for name in ["best", "stochastic", "round_robin", "diversity_weighted"] {
             let mut m = ParamMap::default();
             m.set("beam_selection_strategy", ParamValue::Str(name.into()));
-            assert!(m.validate(BeamSelectionPolicy::INFO.params).is_empty());
+            assert!(m.validate(BeamPolicy::INFO.params).is_empty());
             let p: BeamSelectionParams = m.decode().unwrap();
             assert_eq!(p.beam_selection_strategy.name(), name);
         }
         let mut bad = ParamMap::default();
         bad.set("beam_selection_strategy", ParamValue::Str("greedy".into()));
-        assert_eq!(bad.validate(BeamSelectionPolicy::INFO.params).len(), 1);
+        assert_eq!(bad.validate(BeamPolicy::INFO.params).len(), 1);
         assert!(bad.decode::<BeamSelectionParams>().is_err());
     }
 
@@ -454,7 +454,7 @@ mod tests {
 
     #[test]
     fn needs_a_beam_population_and_a_valid_genome() {
-        let mut policy = BeamSelectionPolicy::default();
+        let mut policy = BeamPolicy::default();
         let mut rng = seeded(0);
         let mut flat = InMemoryPopulation::new(InMemoryParams::default());
         assert_eq!(
@@ -477,7 +477,7 @@ mod tests {
     fn status_and_expansion_memory() {
         let mut pop = BeamPopulation::new(BeamParams::default());
         pop.add(g(0, 0.5, "abcdef"));
-        let mut policy = BeamSelectionPolicy::new(BeamSelectionParams {
+        let mut policy = BeamPolicy::new(BeamSelectionParams {
             beam_selection_strategy: BeamStrategy::Best,
             beam_temperature: 1.0,
             num_inspirations: 4,

@@ -13,15 +13,15 @@ mod weighted;
 
 use std::sync::Arc;
 
-pub use beam::{BeamSelectionParams, BeamSelectionPolicy, BeamStrategy};
+pub use beam::{BeamPolicy, BeamSelectionParams, BeamStrategy};
 pub use best_of_n::{BestOfNParams, BestOfNPolicy};
 pub use best_of_n_attempts::{BestOfNAttemptsParams, BestOfNAttemptsPolicy};
 pub use explore_exploit::{ExploreExploitParams, ExploreExploitPolicy, SampleMode};
 pub use identity::{IdentityParams, IdentityPolicy};
 pub use pareto::{ParetoMode, ParetoParams, ParetoPolicy};
 pub use topk::{TopKParams, TopKPolicy};
-pub use ucb_islands::{UCBBanditPolicy, UcbBanditParams};
-pub use weighted::{WeightedParams, WeightedParentPolicy};
+pub use ucb_islands::{UcbIslandsParams, UcbIslandsPolicy};
+pub use weighted::{WeightedParams, WeightedPolicy};
 
 use crate::engine::component::{Fills, RestoreError, Slot, SlotTrait};
 use crate::engine::genome::Genome;

@@ -1,4 +1,4 @@
-//! `UCBBanditPolicy`: AdaEvolve's adaptive island routing.
+//! `UcbIslandsPolicy`: AdaEvolve's adaptive island routing.
 //!
 //! * Island choice is UCB1: while any island is unvisited, a random
 //!   unvisited island; afterwards `argmax R_k / V_k + C·sqrt(ln(N+1) / n_k)`
@@ -44,10 +44,10 @@ pub const MAX_ISLANDS: usize = 1000;
 /// Small constant guarding divisions and square roots.
 pub const EPSILON: f64 = 1e-8;
 
-/// Parameters of [`UCBBanditPolicy`].
+/// Parameters of [`UcbIslandsPolicy`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct UcbBanditParams {
+pub struct UcbIslandsParams {
     /// UCB exploration constant C.
     pub exploration_constant: f64,
     /// Decay ρ of rewards, visits and the improvement signal.
@@ -62,7 +62,7 @@ pub struct UcbBanditParams {
     pub local_context_ratio: f64,
 }
 
-impl Default for UcbBanditParams {
+impl Default for UcbIslandsParams {
     fn default() -> Self {
         Self {
             exploration_constant: 1.41,
@@ -104,7 +104,7 @@ impl UcbState {
 /// AdaEvolve: UCB over islands with decayed, globally normalised rewards and
 /// an explore↔exploit intensity driven by recent improvement.
 #[derive(Clone, Debug)]
-pub struct UCBBanditPolicy {
+pub struct UcbIslandsPolicy {
     c: f64,
     decay: f64,
     intensity_min: f64,
@@ -114,9 +114,9 @@ pub struct UCBBanditPolicy {
     state: UcbState,
 }
 
-impl Default for UCBBanditPolicy {
+impl Default for UcbIslandsPolicy {
     fn default() -> Self {
-        Self::new(UcbBanditParams::default())
+        Self::new(UcbIslandsParams::default())
     }
 }
 
@@ -124,13 +124,13 @@ fn finite_or(v: f64, fallback: f64) -> f64 {
     if v.is_finite() { v } else { fallback }
 }
 
-impl Component for UCBBanditPolicy {
+impl Component for UcbIslandsPolicy {
     type Slot = dyn SelectionPolicy;
-    type Params = UcbBanditParams;
+    type Params = UcbIslandsParams;
 
     const INFO: ComponentInfo = ComponentInfo {
         kind: "ucb_islands",
-        type_name: "UCBBanditPolicy",
+        type_name: "UcbIslandsPolicy",
         summary: "AdaEvolve: UCB over islands, intensity-driven explore/exploit inside the island",
         params: &[
             ParamSpec {
@@ -175,16 +175,16 @@ impl Component for UCBBanditPolicy {
         feature: Feature::Islands,
     }];
 
-    fn build(params: UcbBanditParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+    fn build(params: UcbIslandsParams, _ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
         Ok(Self::new(params))
     }
 }
 
-impl UCBBanditPolicy {
+impl UcbIslandsPolicy {
     /// A policy with the given parameters (non-finite values fall back to
     /// the defaults; probabilities are clamped to 0..=1).
-    pub fn new(params: UcbBanditParams) -> Self {
-        let d = UcbBanditParams::default();
+    pub fn new(params: UcbIslandsParams) -> Self {
+        let d = UcbIslandsParams::default();
         Self {
             c: finite_or(params.exploration_constant, d.exploration_constant).max(0.0),
             decay: finite_or(params.decay, d.decay).clamp(0.0, 1.0),
@@ -251,7 +251,7 @@ impl UCBBanditPolicy {
     }
 }
 
-impl SelectionPolicy for UCBBanditPolicy {
+impl SelectionPolicy for UcbIslandsPolicy {
     fn select(
         &mut self,
         population: &dyn Population,
@@ -422,7 +422,7 @@ mod tests {
 
     #[test]
     fn intensity_falls_with_improvement() {
-        let mut p = UCBBanditPolicy::default();
+        let mut p = UcbIslandsPolicy::default();
         p.state.ensure(2);
         assert!((p.intensity(0) - (0.15 + 0.35 / (1.0 + EPSILON.sqrt()))).abs() < 1e-9);
         p.state.island_best = vec![Some(1.0), Some(1.0)];

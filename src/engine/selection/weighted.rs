@@ -1,4 +1,4 @@
-//! `WeightedParentPolicy`: ShinkaEvolve's default parent selection. Every
+//! `WeightedPolicy`: ShinkaEvolve's default parent selection. Every
 //! valid genome may be the parent, drawn with weight
 //!
 //! ```text
@@ -26,7 +26,7 @@ use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::population::{Population, Query};
 use crate::engine::rng::SearchRng;
 
-/// Parameters of [`WeightedParentPolicy`].
+/// Parameters of [`WeightedPolicy`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WeightedParams {
@@ -83,7 +83,7 @@ fn sigmoid(x: f64) -> f64 {
 
 /// Samples parents by sigmoid-of-MAD-normalised score, penalised by children.
 #[derive(Clone, Debug, Default)]
-pub struct WeightedParentPolicy {
+pub struct WeightedPolicy {
     params: WeightedParams,
     /// Children admitted per parent id.
     children: BTreeMap<GenomeId, u64>,
@@ -92,13 +92,13 @@ pub struct WeightedParentPolicy {
     candidates: usize,
 }
 
-impl Component for WeightedParentPolicy {
+impl Component for WeightedPolicy {
     type Slot = dyn SelectionPolicy;
     type Params = WeightedParams;
 
     const INFO: ComponentInfo = ComponentInfo {
         kind: "weighted",
-        type_name: "WeightedParentPolicy",
+        type_name: "WeightedPolicy",
         summary: "ShinkaEvolve parents: sigmoid(λ·(score − median)/MAD) × 1/(1+children); top \
                   genomes as inspirations",
         params: &SPECS,
@@ -109,7 +109,7 @@ impl Component for WeightedParentPolicy {
     }
 }
 
-impl WeightedParentPolicy {
+impl WeightedPolicy {
     /// A policy with the given parameters.
     pub fn new(params: WeightedParams) -> Self {
         Self {
@@ -149,7 +149,7 @@ impl WeightedParentPolicy {
     }
 }
 
-impl SelectionPolicy for WeightedParentPolicy {
+impl SelectionPolicy for WeightedPolicy {
     fn select(
         &mut self,
         population: &dyn Population,
@@ -270,7 +270,7 @@ mod tests {
         p
     }
 
-    fn counts(policy: &mut WeightedParentPolicy, pop: &InMemoryPopulation, n: usize) -> Vec<usize> {
+    fn counts(policy: &mut WeightedPolicy, pop: &InMemoryPopulation, n: usize) -> Vec<usize> {
         let mut rng = seeded(3);
         let mut c = vec![0; pop.len()];
         for _ in 0..n {
@@ -284,7 +284,7 @@ mod tests {
     fn weights_follow_the_formula() {
         // scores 0.1 0.2 0.3 0.4 0.5: median 0.3, MAD 0.1
         let pop = population(&[Some(0.1), Some(0.2), Some(0.3), Some(0.4), Some(0.5), None]);
-        let mut policy = WeightedParentPolicy::new(WeightedParams {
+        let mut policy = WeightedPolicy::new(WeightedParams {
             lambda: 1.0,
             num_inspirations: 2,
         });
@@ -307,7 +307,7 @@ mod tests {
         // median 0.45, MAD 0.15: with λ = 2 the expected shares are about
         // 49% (0.9), 33% (0.5), 17% (0.4), 2% (0.2)
         let pop = population(&[Some(0.2), Some(0.5), Some(0.9), Some(0.4)]);
-        let mut policy = WeightedParentPolicy::new(WeightedParams {
+        let mut policy = WeightedPolicy::new(WeightedParams {
             lambda: 2.0,
             num_inspirations: 2,
         });
@@ -326,7 +326,7 @@ mod tests {
     #[test]
     fn inspirations_are_the_top_without_the_parent() {
         let pop = population(&[Some(0.9), Some(0.1), Some(0.8), Some(0.7)]);
-        let mut policy = WeightedParentPolicy::new(WeightedParams::default());
+        let mut policy = WeightedPolicy::new(WeightedParams::default());
         let mut rng = seeded(1);
         for _ in 0..50 {
             let s = policy.select(&pop, &mut rng).unwrap();
@@ -350,7 +350,7 @@ mod tests {
 
     #[test]
     fn empty_population_is_an_error_and_a_single_genome_is_chosen() {
-        let mut policy = WeightedParentPolicy::new(WeightedParams::default());
+        let mut policy = WeightedPolicy::new(WeightedParams::default());
         let mut rng = seeded(1);
         let empty = InMemoryPopulation::new(InMemoryParams::default());
         assert_eq!(
@@ -365,14 +365,14 @@ mod tests {
 
     #[test]
     fn children_counts_survive_checkpoint_and_restore() {
-        let mut policy = WeightedParentPolicy::new(WeightedParams::default());
+        let mut policy = WeightedPolicy::new(WeightedParams::default());
         for i in 0..3 {
             policy.observe(&genome(10 + i, Some(4), None));
         }
         policy.observe(&genome(20, Some(0), Some(1.0)));
         policy.observe(&genome(0, None, Some(1.0)));
         let state = policy.checkpoint();
-        let mut fresh = WeightedParentPolicy::new(WeightedParams::default());
+        let mut fresh = WeightedPolicy::new(WeightedParams::default());
         fresh.restore(&state).unwrap();
         assert_eq!(
             (fresh.children(4), fresh.children(0), fresh.children(7)),
