@@ -137,7 +137,8 @@ impl Library {
         }
     }
 
-    /// The library panel: built-in cards, then recent ones. Clicking opens.
+    /// The library panel: the cards of the library folder and the recent ones
+    /// (what a person comes back to), then the built-in cards. Clicking opens.
     pub fn ui(
         &self,
         ui: &mut egui::Ui,
@@ -157,19 +158,6 @@ impl Library {
                 }
             });
         });
-        ui.label(egui::RichText::new("Built-in").small().strong());
-        for entry in &self.builtin {
-            let response = ui
-                .selectable_label(false, entry.title.as_str())
-                .on_hover_text(format!(
-                    "built-in card {} (opens as a new card: Save asks where)\n{}",
-                    entry.name, entry.summary
-                ));
-            if response.clicked() {
-                commands.push(UiCommand::OpenBuiltin(entry.name.to_owned()));
-            }
-            summary_ui(ui, &entry.summary, entry.ok);
-        }
         if !self.files.is_empty() {
             ui.add_space(crate::studio::theme::SECTION_GAP);
             ui.label(
@@ -197,6 +185,22 @@ impl Library {
                     commands.push(UiCommand::OpenCard(path.clone()));
                 }
             }
+        }
+        if !self.files.is_empty() || !recent.is_empty() {
+            ui.add_space(crate::studio::theme::SECTION_GAP);
+        }
+        ui.label(egui::RichText::new("Built-in").small().strong());
+        for entry in &self.builtin {
+            let response = ui
+                .selectable_label(false, entry.title.as_str())
+                .on_hover_text(format!(
+                    "built-in card {} (opens as a new card: Save asks where)\n{}",
+                    entry.name, entry.summary
+                ));
+            if response.clicked() {
+                commands.push(UiCommand::OpenBuiltin(entry.name.to_owned()));
+            }
+            summary_ui(ui, &entry.summary, entry.ok);
         }
     }
 }

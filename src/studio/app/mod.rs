@@ -541,12 +541,21 @@ impl App {
                         .id_salt("left-scroll")
                         .show(ui, |ui| {
                             ui.add_space(4.0);
-                            self.library.ui(
-                                ui,
-                                &self.state.recent_cards,
-                                self.doc.path.as_deref(),
-                                &mut self.commands,
-                            );
+                            // The library scrolls on its own within about
+                            // two fifths of the panel, so the palette below
+                            // stays in view however many cards there are.
+                            let library_height = (ui.available_height() * 0.4).max(160.0);
+                            egui::ScrollArea::vertical()
+                                .id_salt("library-scroll")
+                                .max_height(library_height)
+                                .show(ui, |ui| {
+                                    self.library.ui(
+                                        ui,
+                                        &self.state.recent_cards,
+                                        self.doc.path.as_deref(),
+                                        &mut self.commands,
+                                    );
+                                });
                             ui.add_space(theme::SECTION_GAP);
                             ui.separator();
                             let ectx = editor_ctx!(self, palette);
