@@ -55,6 +55,7 @@ pub const CARDS: &[BuiltinCard] = &[
     card!("novelty_gate"),
     card!("openevolve"),
     card!("pareto"),
+    card!("repository"),
     card!("shinka"),
     card!("topk"),
 ];
