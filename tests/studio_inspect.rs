@@ -240,7 +240,15 @@ fn compared_runs_keep_their_curves_and_colours_across_a_refresh() {
         h.get_by_label(header);
     }
     h.get_by_label("7");
-    h.get_by_label("- name: best_of_n");
+    // The card diff is drawn once both runs' cards are read (in the
+    // background, like the curves): wait for it rather than for a number of
+    // frames, which a loaded machine can outlast.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.query_by_label("- name: best_of_n").is_none() {
+        assert!(Instant::now() < deadline, "the card diff never appeared");
+        h.step();
+        std::thread::sleep(Duration::from_millis(5));
+    }
     h.get_by_label("+ name: second_card");
     h.get_by_label("+ seed: 7");
 
