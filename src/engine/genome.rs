@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::engine::agent_run::AgentRun;
 pub use crate::engine::tree::Tree;
 
 /// Identifier of a genome inside one run. Assigned densely in admission order
@@ -226,6 +227,10 @@ pub struct Genome {
     /// invalid and was never evaluated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejected: Option<Rejection>,
+    /// What a coding agent did when one proposed it (the `agent_command`
+    /// proposer): its relayed model calls, its process and what was dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Box<AgentRun>>,
 }
 
 /// Why the novelty gate (`general.novelty`) refused a child before its
@@ -330,6 +335,7 @@ impl Genome {
             prompt: None,
             response: None,
             private: BTreeMap::new(),
+            agent: None,
             ..self.clone()
         }
     }

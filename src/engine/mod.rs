@@ -3,6 +3,7 @@
 //!
 //! This module never depends on the studio (egui).
 
+pub mod agent_run;
 pub mod archive;
 pub mod builtin;
 pub mod card;
