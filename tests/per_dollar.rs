@@ -696,10 +696,18 @@ fn the_pareto_card_searches_the_front_and_shows_its_trade_offs() {
     assert!(curve.windows(2).all(|w| w[1] >= w[0]), "{curve:?}");
     assert!(curve[0] > 0.0 && curve[12] >= curve[0]);
 
+    // The same program without the task's config (which names the
+    // objectives) and a card without them: one objective.
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("quadrature");
+    std::fs::create_dir_all(&bare).unwrap();
+    for file in ["initial_program.py", "evaluator.py"] {
+        std::fs::copy(task.join(file), bare.join(file)).unwrap();
+    }
     let mut single = c;
     single.general.objectives.clear();
     single.general.reference_point.clear();
-    let (_, s) = run_collect(single, &task, default_model(), registry);
+    let (_, s) = run_collect(single, &bare, default_model(), registry);
     assert!(
         matches!(&s.status, RunStatus::Failed(m) if m.contains("needs two or more objectives: set general.objectives")),
         "{:?}",

@@ -117,7 +117,12 @@ pub const TASKS: &[BuiltinTask] = &[
     ),
     task!(
         "quadrature",
-        ["README.md", "evaluator.py", "initial_program.py"]
+        [
+            "README.md",
+            "config.yaml",
+            "evaluator.py",
+            "initial_program.py"
+        ]
     ),
 ];
 

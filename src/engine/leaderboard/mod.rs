@@ -367,16 +367,27 @@ impl Batch {
         .map_err(|e| format!("{} seed {}: {e}", run.card, run.seed))
     }
 
-    /// The objectives the batch is measured on: those of the first card that
-    /// names any (`general.objectives`); every run, of any card, gets its
-    /// hypervolume over them. Empty: a single-objective batch.
+    /// The objectives the batch is measured on: those the task's config
+    /// names (`objectives`, `reference_point`: they replace a card's, as in
+    /// a run), else those of the first card that names any
+    /// (`general.objectives`); every run, of any card, gets its hypervolume
+    /// over them. Empty: a single-objective batch.
     pub fn objectives(&self) -> Vec<crate::engine::genome::Objective> {
-        self.spec
+        let mut general = self
+            .spec
             .cards
             .iter()
-            .map(|c| c.card().general.objectives())
-            .find(|o| !o.is_empty())
-            .unwrap_or_default()
+            .map(|c| &c.card().general)
+            .find(|g| !g.objectives.is_empty())
+            .cloned()
+            .unwrap_or_default();
+        // A config that cannot be read fails every run with its error.
+        if let Ok(task) =
+            crate::engine::task_settings::TaskObjectives::read(&self.spec.task.config, "")
+        {
+            task.apply(&mut general);
+        }
+        general.objectives()
     }
 
     /// The leaderboard of `results` (one per run, in the order of

@@ -463,7 +463,7 @@ pub fn markdown(lb: &Leaderboard) -> String {
         let _ = writeln!(
             s,
             "\nhypervolume: the region of ({}) the run's valid programs dominate, bounded by the reference point \
-             (each objective's `general.reference_point`, else the initial program's value); the mean over seeds.",
+             (each objective's value in the task's `reference_point` or the card's `general.reference_point`, else the initial program's value); the mean over seeds.",
             objectives.join(", ")
         );
     }

@@ -43,6 +43,12 @@ pub enum Target {
     /// Files the evaluator reads and candidates must not (read by the
     /// task: `task::hidden`).
     Hidden,
+    /// `objectives.<metric>: max | min`: the task's objectives (a task
+    /// setting: they replace the card's `general.objectives`).
+    Objective,
+    /// `reference_point.<metric>: value`: the reference point hypervolume is
+    /// measured against (a task setting, per metric).
+    ReferencePoint,
     /// Models and endpoints: never taken from a task (keys and endpoints
     /// come from the environment, the settings file or the command line).
     Model,
@@ -191,11 +197,29 @@ const MODEL_PREFIXES: &[&str] = &[
     "llm.system_message",
 ];
 
+/// Sections whose keys are the task's metrics (`objectives.score`,
+/// `reference_point.score`), the section alone when it is not a mapping.
+pub const METRIC_SECTIONS: &[(&str, Target)] = &[
+    ("objectives", Target::Objective),
+    ("reference_point", Target::ReferencePoint),
+];
+
 /// The meaning of `key`.
 pub fn target_of(key: &str) -> Option<Target> {
     KEYS.iter()
         .find(|(k, _)| *k == key)
         .map(|(_, t)| *t)
+        .or_else(|| {
+            METRIC_SECTIONS
+                .iter()
+                .find(|(section, _)| {
+                    key == *section
+                        || key
+                            .strip_prefix(section)
+                            .is_some_and(|rest| rest.starts_with('.'))
+                })
+                .map(|(_, t)| *t)
+        })
         .or_else(|| {
             MODEL_PREFIXES
                 .iter()

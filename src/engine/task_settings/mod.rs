@@ -6,9 +6,10 @@
 //!    flags), already applied to the card;
 //! 2. **task settings** of the config: what describes the task itself — its
 //!    system message, the evaluator's time limit and cascade, the largest
-//!    program it accepts, the fitness metric, the language. The task's
-//!    author knows these, and a card is written for any task, so they
-//!    replace the card's values;
+//!    program it accepts, the fitness metric, the language, its objectives
+//!    and reference point (`objectives.rs`). The task's author knows these,
+//!    and a card is written for any task, so they replace the card's
+//!    values;
 //! 3. the card, for **search-method settings** (number of inspirations,
 //!    diff or full rewrite, sampling temperature, population structure,
 //!    seed, budget, parallelism): the card is the method the user chose;
@@ -31,8 +32,10 @@ use crate::engine::task::config::{TaskConfig, compact, param_value, show};
 use crate::engine::task::{Task, TaskKind};
 
 mod keys;
+mod objectives;
 
-pub use keys::{KEYS, LlmKey, Target, target_of};
+pub use keys::{KEYS, LlmKey, METRIC_SECTIONS, Target, target_of};
+pub use objectives::TaskObjectives;
 
 /// The keys of `config` with no meaning here (and not model keys), in
 /// file order.
@@ -202,6 +205,9 @@ pub fn apply(
         let Some(target) = target_of(key) else {
             continue;
         };
+        if matches!(target, Target::Objective | Target::ReferencePoint) {
+            continue; // read as a whole below
+        }
         let shown = show(value);
         if value.is_null() {
             if target != Target::Model {
@@ -220,7 +226,7 @@ pub fn apply(
             continue;
         };
         match target {
-            Target::Model => {}
+            Target::Model | Target::Objective | Target::ReferencePoint => {}
             Target::SystemMessage => {
                 m.param(key, &shown, pv, Slot::PromptBuilder, "system_message", true);
             }
@@ -318,6 +324,20 @@ pub fn apply(
                 "hidden from candidates (galapagos_eval runs them where these cannot be read) and from the model",
             ),
         }
+    }
+    let objectives = TaskObjectives::read(config, &file)?;
+    for (key, shown, outcome) in objectives.apply(&mut m.card.general) {
+        m.line(&key, &shown, &outcome);
+    }
+    if !objectives.directions.is_empty() {
+        m.origins
+            .push(("general.objectives".to_owned(), "objectives".to_owned()));
+    }
+    for metric in objectives.reference.keys() {
+        m.origins.push((
+            format!("general.reference_point.{metric}"),
+            format!("reference_point.{metric}"),
+        ));
     }
     let ignored = ignored(config);
     let models = model_keys(config);
