@@ -72,7 +72,7 @@ fn bad_cards_exit_nonzero_with_one_located_message() {
         (
             "negative_iterations",
             Box::new(|t: String| t.replace("max_iterations: 100", "max_iterations: -1")),
-            "CARD:41:19: general.max_iterations: invalid type: integer `-1`, expected u64",
+            "CARD:41:19: general.max_iterations: must be a whole number ≥ 0, got -1",
         ),
         (
             "huge_iterations",
@@ -110,7 +110,7 @@ fn bad_cards_exit_nonzero_with_one_located_message() {
         (
             "not_yaml",
             Box::new(|_| "population: [\n".to_owned()),
-            "CARD:1:13: population: invalid type: sequence",
+            "CARD:1:13: population: must be a mapping (`key: value` lines), got a list",
         ),
     ];
     for (name, edit, expect) in cases {
@@ -123,6 +123,37 @@ fn bad_cards_exit_nonzero_with_one_located_message() {
             "{name}: expected {expect:?} in {stderr:?}"
         );
     }
+}
+
+/// A card with four errors of three kinds (a negative count, two unknown
+/// keys, a word for a number) reports all four in one pass, each at its
+/// `file:line:col` and field, in words a user knows.
+#[test]
+fn a_card_with_four_errors_reports_all_four_in_plain_words() {
+    let (code, stderr) = bad_card("four_errors", |t| {
+        t.replace("max_iterations: 100", "max_iterations: -3\n  paralel: 2")
+            .replace("best_of_n: 5", "best_of_n: five")
+            .replace("seed: 0", "seed: 0\nsede: 1")
+    });
+    assert_eq!(code, 2, "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .collect();
+    assert_eq!(lines.len(), 4, "every error, one per line: {stderr}");
+    let expect = [
+        "CARD:29:3: selection_policy.best_of_n: expected an integer, got five",
+        "CARD:41:19: general.max_iterations: must be a whole number ≥ 0, got -3",
+        "CARD:42:3: general.paralel: unknown field `paralel`, expected one of",
+        "CARD:46:1: sede: unknown field `sede`, expected one of `name`",
+    ];
+    for (line, expect) in lines.iter().zip(expect) {
+        assert!(
+            line.starts_with(expect),
+            "expected {expect:?}, got {line:?}"
+        );
+    }
+    assert!(!stderr.contains("expected u64"), "{stderr}");
 }
 
 #[test]

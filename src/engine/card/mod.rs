@@ -6,6 +6,7 @@
 //! the reason. serde_yaml is used only here and in `task.rs` (to read an
 //! OpenEvolve `config.yaml`).
 
+mod errors;
 mod novelty;
 mod spans;
 mod stop;
@@ -453,27 +454,6 @@ pub struct ValidCard {
     slots: BTreeMap<Slot, Configured>,
 }
 
-/// serde's words for an integer outside every integer type it was asked
-/// for ("invalid type: integer `1e23` as u128, expected u64", or "expected
-/// any value" for a parameter), said as a range error.
-fn too_large_integer(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("invalid type: integer `")?;
-    let (digits, rest) = rest.split_once('`')?;
-    if !(rest.starts_with(" as u128") || rest.starts_with(" as i128")) {
-        return None;
-    }
-    let (word, limit) = if digits.starts_with('-') {
-        ("small", i64::MIN.to_string())
-    } else if rest.ends_with("expected u64") {
-        ("large", u64::MAX.to_string())
-    } else if rest.ends_with("expected u32") {
-        ("large", u32::MAX.to_string())
-    } else {
-        ("large", i64::MAX.to_string())
-    };
-    Some(format!("{digits} is too {word}: the limit is {limit}"))
-}
-
 impl ValidCard {
     /// Parse and check YAML text; `origin` names the file in errors.
     pub fn from_yaml(text: &str, origin: &str, registry: &Registry) -> Result<Self, CardErrors> {
@@ -484,49 +464,38 @@ impl ValidCard {
             Err(e) => {
                 let path = e.path().to_string();
                 let inner = e.into_inner();
-                let (line, col) = inner
-                    .location()
-                    .map(|l| (l.line(), l.column()))
-                    .or_else(|| spans.find(&path))
-                    .unwrap_or((1, 1));
-                let mut message = inner.to_string();
-                // serde_yaml appends " at line L column C"; we print it in front.
-                if let Some(i) = message.find(" at line ") {
-                    message.truncate(i);
-                }
-                let mut field = if path == "." { String::new() } else { path };
-                // serde_yaml may already prefix the path; print it once.
-                if !field.is_empty()
-                    && let Some(rest) = message.strip_prefix(&format!("{field}: "))
-                {
-                    message = rest.to_owned();
-                }
-                if let Some(missing) = message
-                    .strip_prefix("missing field `")
-                    .and_then(|m| m.split('`').next())
-                {
-                    field = if field.is_empty() {
-                        missing.to_owned()
-                    } else {
-                        format!("{field}.{missing}")
-                    };
-                    message = "missing (this key is required)".to_owned();
-                }
-                if let Some(big) = too_large_integer(&message) {
-                    message = big;
-                }
-                if field.ends_with("api_key") || message.contains("`api_key`") {
-                    message.push_str(
-                        " (keys never go in cards: put the key in an environment variable and name the variable in your settings)",
-                    );
-                }
-                return Err(CardErrors(vec![CardError {
+                let location = inner.location().map(|l| (l.line(), l.column()));
+                let first = errors::shape_error(path.clone(), inner.to_string());
+                let at = |field: &str| spans.find(field).unwrap_or((1, 1));
+                let (line, col) = location.unwrap_or_else(|| at(&path));
+                let error = |line, col, e: errors::ShapeError| CardError {
                     origin: origin.to_owned(),
                     line,
                     col,
-                    field,
-                    message,
-                }]));
+                    field: e.field,
+                    message: e.message,
+                };
+                let mut all = vec![error(line, col, first)];
+                // every further error in the same pass: the keys in error
+                // taken out, the rest read and checked
+                let (further, rest) = errors::further_shape_errors(text, &path);
+                for e in further {
+                    let (line, col) = at(&e.field);
+                    all.push(error(line, col, e));
+                }
+                if let Some(rest) = rest
+                    && let Err(problems) = rest.check(registry)
+                {
+                    all.extend(problems.into_iter().map(|p| CardError {
+                        origin: origin.to_owned(),
+                        line: at(&p.field).0,
+                        col: at(&p.field).1,
+                        field: p.field,
+                        message: p.message,
+                    }));
+                }
+                all.sort_by_key(|e| (e.line, e.col));
+                return Err(CardErrors(all));
             }
         };
         card.check(registry).map_err(|problems| {
