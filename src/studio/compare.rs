@@ -212,13 +212,15 @@ impl RunCompare {
             .collect()
     }
 
-    /// The compare section: summary table, curves and card diff.
+    /// The compare section: summary table, curves and card diff; `shown`
+    /// is the height of the scrolled tab it is in, on screen.
     pub fn ui(
         &mut self,
         ui: &mut Ui,
         checked: &[PathBuf],
         labels: &BTreeMap<PathBuf, String>,
         error: Color32,
+        shown: f32,
     ) {
         for dir in checked {
             if let Some(Err(e)) = self.curves.get(dir) {
@@ -235,21 +237,19 @@ impl RunCompare {
         let loaded = self.loaded(checked);
         self.summary_ui(ui, &loaded, labels);
         ui.add_space(theme::SECTION_GAP);
-        let wide = ui.available_width() >= 900.0 && ui.available_height() >= 260.0;
-        if wide {
-            let height = ui.available_height();
+        // the curves and the card diff take most of what is on screen (the
+        // tab scrolls to them), never less than a usable height
+        let height = (shown * 0.8).max(320.0);
+        if ui.available_width() >= 900.0 {
             ui.columns(2, |cols| {
                 self.plot_ui(&mut cols[0], &loaded, labels, height);
                 card_diff_ui(&mut cols[1], &mut pair, &loaded, labels, height);
             });
         } else {
-            // Narrow or short: one under the other, scrolled.
-            egui::ScrollArea::vertical()
-                .id_salt("compare-scroll")
-                .show(ui, |ui| {
-                    self.plot_ui(ui, &loaded, labels, 260.0);
-                    card_diff_ui(ui, &mut pair, &loaded, labels, 260.0);
-                });
+            // narrow: one under the other
+            self.plot_ui(ui, &loaded, labels, height);
+            ui.add_space(theme::SECTION_GAP);
+            card_diff_ui(ui, &mut pair, &loaded, labels, height);
         }
         self.pair = pair;
     }
@@ -361,6 +361,10 @@ impl RunCompare {
                             .allow_band(false),
                     );
                 }
+            })
+            .response
+            .widget_info(|| {
+                egui::WidgetInfo::labeled(egui::Role::Canvas, true, "compared runs' best fitness")
             });
     }
 }

@@ -285,15 +285,23 @@ impl RunsPanel {
             );
             return;
         }
-        let table_height = (ui.available_height() * 0.45).clamp(120.0, 360.0);
+        // the tab scrolls as a whole: in a short window the curves and the
+        // card diff keep a usable height below the table and are scrolled to
+        let shown = ui.available_height();
+        let table_height = (shown * 0.45).clamp(120.0, 360.0);
         egui::ScrollArea::vertical()
-            .id_salt("runs-table")
-            .max_height(table_height)
-            .show(ui, |ui| self.table_ui(ui, ctx, commands));
-        ui.separator();
-        self.selected_ui(ui, ctx, commands);
-        ui.separator();
-        self.compare_ui(ui, ctx);
+            .id_salt("runs-tab")
+            .auto_shrink([false, false])
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical()
+                    .id_salt("runs-table")
+                    .max_height(table_height)
+                    .show(ui, |ui| self.table_ui(ui, ctx, commands));
+                ui.separator();
+                self.selected_ui(ui, ctx, commands);
+                ui.separator();
+                self.compare_ui(ui, ctx, shown);
+            });
     }
 
     fn table_ui(&mut self, ui: &mut Ui, ctx: &RunsCtx<'_>, commands: &mut Commands) {
@@ -433,7 +441,8 @@ impl RunsPanel {
         });
     }
 
-    fn compare_ui(&mut self, ui: &mut Ui, ctx: &RunsCtx<'_>) {
+    /// The compare section; `shown` is the height the tab has on screen.
+    fn compare_ui(&mut self, ui: &mut Ui, ctx: &RunsCtx<'_>, shown: f32) {
         ui.label(RichText::new("Compare").strong());
         if self.checked.len() < 2 {
             ui.label(
@@ -443,7 +452,8 @@ impl RunsPanel {
             return;
         }
         let labels = self.legend_labels();
-        self.compare.ui(ui, &self.checked, &labels, ctx.error);
+        self.compare
+            .ui(ui, &self.checked, &labels, ctx.error, shown);
     }
 }
 

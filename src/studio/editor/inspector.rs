@@ -7,7 +7,9 @@ use crate::engine::params::ParamValue;
 
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::editor::params_ui::{PARAM_COLUMNS, param_row_ui};
-use crate::studio::editor::{EditorCtx, also_switch_text, companions, field_error_ui, plain};
+use crate::studio::editor::{
+    EditorCtx, also_switch_text, companions, field_error_ui, misfit, plain,
+};
 
 /// Draw the inspector of `ctx.selected`.
 pub fn inspector_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
@@ -38,12 +40,23 @@ pub fn inspector_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
             .truncate()
             .show_ui(ui, |ui| {
                 for i in &infos {
+                    // a choice that does not go with the other blocks says
+                    // so, as the palette does
+                    let unfit = (i.kind != spec.kind)
+                        .then(|| misfit(ctx, slot, i.kind))
+                        .flatten();
+                    let name = format!("{} · {}", i.type_name, i.kind);
+                    let (text, hover) = match &unfit {
+                        Some((_, conflict)) => (
+                            RichText::new(format!("{name} (does not fit)"))
+                                .color(ui.visuals().warn_fg_color),
+                            format!("{}\n{conflict}", plain(i.summary)),
+                        ),
+                        None => (RichText::new(name), plain(i.summary).into_owned()),
+                    };
                     if ui
-                        .selectable_label(
-                            i.kind == spec.kind,
-                            format!("{} · {}", i.type_name, i.kind),
-                        )
-                        .on_hover_text(plain(i.summary))
+                        .selectable_label(i.kind == spec.kind, text)
+                        .on_hover_text(hover)
                         .clicked()
                     {
                         picked = Some(i.kind.to_owned());

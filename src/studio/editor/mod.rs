@@ -109,6 +109,30 @@ pub fn companions(ctx: &EditorCtx<'_>, slot: Slot, kind: &str) -> Vec<(Slot, Str
         .collect()
 }
 
+/// Why `kind` in `slot` would not go with the card's other blocks ("Does
+/// not fit: needs a beam population"), and the whole conflict for a hover;
+/// `None` when it fits. The palette and the Implementation dropdown say it
+/// the same way.
+pub fn misfit(ctx: &EditorCtx<'_>, slot: Slot, kind: &str) -> Option<(String, String)> {
+    let conflict = ctx
+        .registry
+        .conflicts(|s| {
+            if s == slot {
+                kind
+            } else {
+                ctx.card.slot(s).kind.as_str()
+            }
+        })
+        .into_iter()
+        .find(|c| c.slot == slot || c.need.slot == slot)?;
+    let why = if conflict.slot == slot {
+        format!("Does not fit: {}", conflict.need)
+    } else {
+        format!("Does not fit: {} {}", conflict.type_name, conflict.need)
+    };
+    Some((why, conflict.to_string()))
+}
+
 /// "also switch Population to BeamPopulation" for a list of companions.
 pub fn also_switch_text(companions: &[(Slot, String, String)]) -> String {
     let parts: Vec<String> = companions

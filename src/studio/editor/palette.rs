@@ -5,7 +5,7 @@ use egui::{RichText, Sense, Ui};
 
 use crate::engine::component::Slot;
 use crate::studio::command::{Commands, UiCommand};
-use crate::studio::editor::{DragKind, EditorCtx, also_switch_text, companions, plain};
+use crate::studio::editor::{DragKind, EditorCtx, also_switch_text, companions, misfit, plain};
 
 /// Draw the palette of all six slots.
 pub fn palette_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
@@ -52,23 +52,7 @@ pub fn palette_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
                     // a block that does not go with the card's other blocks:
                     // say what it needs and offer to switch those too
                     let companions = companions(ctx, slot, info.kind);
-                    if let Some(conflict) = ctx
-                        .registry
-                        .conflicts(|s| {
-                            if s == slot {
-                                info.kind
-                            } else {
-                                ctx.card.slot(s).kind.as_str()
-                            }
-                        })
-                        .into_iter()
-                        .find(|c| c.slot == slot || c.need.slot == slot)
-                    {
-                        let why = if conflict.slot == slot {
-                            format!("Does not fit: {}", conflict.need)
-                        } else {
-                            format!("Does not fit: {} {}", conflict.type_name, conflict.need)
-                        };
+                    if let Some((why, conflict)) = misfit(ctx, slot, info.kind) {
                         ui.add(
                             egui::Label::new(RichText::new(why).color(ui.visuals().warn_fg_color))
                                 .wrap(),
@@ -76,11 +60,7 @@ pub fn palette_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
                         if !companions.is_empty() {
                             let text =
                                 format!("{}: {}", info.type_name, also_switch_text(&companions));
-                            if ui
-                                .small_button(text)
-                                .on_hover_text(conflict.to_string())
-                                .clicked()
-                            {
+                            if ui.small_button(text).on_hover_text(conflict).clicked() {
                                 let mut kinds = vec![(slot, info.kind.to_owned())];
                                 kinds.extend(companions.into_iter().map(|(s, k, _)| (s, k)));
                                 commands.push(UiCommand::SetKinds(kinds));

@@ -58,12 +58,9 @@ impl RunView {
                 Some(_) => ui.visuals().weak_text_color(),
                 None => ui.visuals().strong_text_color(),
             };
-            if self.handle.is_some() || self.history.started_at.is_some() {
-                ui.label(RichText::new(first_line(&state)).color(color).strong());
-            }
             // what follows shares the room the plot controls on the right
-            // leave; each text truncates (whole on hover) instead of running
-            // under them
+            // leave; each text truncates (whole on hover, and a failure's
+            // whole reason in the log) instead of running under them
             let room = (ui.available_width() - 340.0).max(40.0);
             let mut texts = ui.new_child(
                 egui::UiBuilder::new()
@@ -75,6 +72,11 @@ impl RunView {
             );
             let ui_full = &mut *ui;
             let ui = &mut texts;
+            if self.handle.is_some() || self.history.started_at.is_some() {
+                let shown = RichText::new(first_line(&state)).color(color).strong();
+                ui.add(egui::Label::new(shown).truncate())
+                    .on_hover_text(&state);
+            }
             if let Some(info) = &self.history.info {
                 let text = format!("{} on {}", info.card_name, info.task_name);
                 ui.add(egui::Label::new(&text).truncate()).on_hover_text(text);
@@ -173,7 +175,14 @@ impl RunView {
             return;
         }
         let state = h.state_label();
-        ui.label(RichText::new(first_line(&state)).strong());
+        // a long reason (a failure's) truncates, whole on hover and in the
+        // log, so the run's figures and the card's status stay in view
+        let width = (ui.available_width() * 0.3).clamp(60.0, 280.0);
+        ui.scope(|ui| {
+            ui.set_max_width(width);
+            ui.add(egui::Label::new(RichText::new(first_line(&state)).strong()).truncate())
+                .on_hover_text(&state);
+        });
         ui.separator();
         let total = h.max_iterations().map_or("?".to_owned(), |n| n.to_string());
         ui.label(format!("iteration {}/{total}", h.iterations_done));

@@ -372,6 +372,9 @@ impl GenomeView for ArchiveTable {
                 .position(|&p| history.genomes.get(p as usize).is_some_and(|g| g.id == id))
         });
         let row_height = ui.spacing().interact_size.y;
+        // a cell's text is not selectable: a click anywhere on a row selects
+        // its genome (selectable text would take the click)
+        ui.style_mut().interaction.selectable_labels = false;
         let mut builder = TableBuilder::new(ui)
             .id_salt("archive_table")
             .striped(true)

@@ -1,0 +1,315 @@
+//! What a newcomer meets in the studio's first hour, each checked the way a
+//! person meets it (egui_kittest, no GPU): clicks by label, and layout
+//! checks from the widgets' rects at 1024×640, with a 300-character error
+//! where a long message is what breaks the layout.
+#![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::{NodeT as _, Queryable as _};
+use galapagos::engine::card::Card;
+use galapagos::engine::events::{RunEvent, RunInfo, RunStatus, RunSummary};
+use galapagos::engine::genome::{FITNESS_KEY, Genome};
+use galapagos::engine::registry::Registry;
+use galapagos::engine::selection::PolicyStatus;
+use galapagos::studio::run::{RunHistory, RunView};
+use galapagos::studio::state::{State, Tab};
+use galapagos::studio::{App, StudioLaunch};
+
+const SMALL: egui::Vec2 = egui::vec2(1024.0, 640.0);
+
+fn window(size: egui::Vec2) -> egui::Rect {
+    egui::Rect::from_min_size(egui::Pos2::ZERO, size)
+}
+
+fn inside(r: egui::Rect, outer: egui::Rect) -> bool {
+    outer.expand(1.0).contains_rect(r)
+}
+
+/// The studio on the shipped `best_of_n` card and `circle_packing` task,
+/// runs recorded under `runs`.
+fn studio(runs: &Path, size: egui::Vec2) -> Harness<'static, App> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let state = State {
+        runs_folder: runs.to_path_buf(),
+        ..State::default()
+    };
+    let mut app = App::new(state, Arc::new(Registry::builtin()))
+        .with_settings_path(None)
+        .with_model(galapagos::engine::model::default_model());
+    app.launch(StudioLaunch {
+        card: Some(root.join("cards/best_of_n.yaml")),
+        task: Some(root.join("assets/tasks/circle_packing")),
+    });
+    let mut h = Harness::builder()
+        .with_size(size)
+        .with_max_steps(16)
+        .with_step_dt(1.0 / 60.0)
+        .build_ui_state(
+            |ui, app: &mut App| {
+                app.logic(ui.ctx());
+                app.show(ui);
+            },
+            app,
+        );
+    h.run();
+    h
+}
+
+/// Step until `done`, failing after `secs`.
+fn step_until<S>(
+    h: &mut Harness<'static, S>,
+    secs: u64,
+    done: impl Fn(&Harness<'static, S>) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !done(h) {
+        assert!(Instant::now() < deadline, "timed out");
+        h.step();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.run_steps(2);
+}
+
+fn genome(i: u64) -> Genome {
+    let valid = i % 7 != 6;
+    let mut g = Genome {
+        id: i,
+        parent_id: (i > 0).then_some(i / 3),
+        iteration: i,
+        valid,
+        content: format!("x = {i}\ny = 2\nz = {}\n", i % 4).into(),
+        ..Genome::default()
+    };
+    if valid {
+        g.scores.insert(FITNESS_KEY.to_owned(), i as f64 / 10.0);
+    }
+    g
+}
+
+/// A run of `n` genomes as the worker reports it (not finished).
+fn history(n: u64) -> RunHistory {
+    let mut h = RunHistory::new();
+    h.apply(RunEvent::Started(RunInfo {
+        card_name: "best_of_n".into(),
+        task_name: "circle_packing".into(),
+        max_iterations: 100,
+        model: "gpt-test at http://127.0.0.1:9/v1".into(),
+        offline: false,
+        seed: 0,
+        parallel: 1,
+        run_dir: None,
+        unsandboxed: None,
+    }));
+    for i in 0..n {
+        h.apply(RunEvent::GenomeAdmitted {
+            genome: Arc::new(genome(i)),
+            best_id: Some(i),
+            best_score: Some(i as f64 / 10.0),
+            iterations_done: i,
+            policy: PolicyStatus::default(),
+            active: vec![],
+        });
+    }
+    h
+}
+
+/// What a dead endpoint's failure looks like: 300 characters.
+fn long_error() -> String {
+    let mut e =
+        "the model failed 6 times in a row: gpt-test at http://127.0.0.1:9/v1 could not be \
+                 reached (error sending request for url (http://127.0.0.1:9/v1/chat/completions): \
+                 client error (Connect): tcp connect error: Connection refused (os error 111))"
+            .to_owned();
+    while e.len() < 300 {
+        e.push_str(" and again");
+    }
+    e.truncate(300);
+    e
+}
+
+/// A failed run's 300-character error leaves the run view's controls, the
+/// plot and the inspector inside a 1024×640 window, and the status bar's
+/// card status and run figures in view on every tab; the whole message is
+/// in the log.
+#[test]
+fn a_long_run_error_fits_at_1024_by_640_and_is_whole_in_the_log() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut h = studio(runs.path(), SMALL);
+    let win = window(SMALL);
+    let error = long_error();
+    let mut run = history(5);
+    run.apply(RunEvent::Finished(RunSummary {
+        iterations: 4,
+        genomes: 5,
+        valid: 5,
+        ..RunSummary::empty(RunStatus::Failed(error.clone()))
+    }));
+    h.state_mut().run_view.load_history(run);
+    h.state_mut().run_view.select(Some(4));
+    h.state_mut().state.tab = Tab::Run;
+    h.run();
+    let log = h.get_by_label_contains("Log (").rect();
+    let axis = h.get_by_label("y axis:").rect();
+    let plot = h.get_by_label("Fitness plot").rect();
+    let inspector = h.get_by_label("Genome #4").rect();
+    for (what, r) in [
+        ("Log button", log),
+        ("y axis selector", axis),
+        ("plot", plot),
+        ("inspector", inspector),
+    ] {
+        assert!(inside(r, win), "{what} {r:?} outside the window");
+    }
+    assert!(plot.width() > 300.0, "plot squeezed: {plot:?}");
+    for tab in [Tab::Run, Tab::Editor, Tab::Runs] {
+        h.state_mut().state.tab = tab;
+        h.run();
+        let valid = h.get_by_label("Card is valid").rect();
+        assert!(inside(valid, win), "{tab:?}: card status {valid:?}");
+        let figures = h.get_by_label("iteration 4/100").rect();
+        assert!(inside(figures, win), "{tab:?}: run figures {figures:?}");
+    }
+    // the whole text, in the log
+    h.state_mut().state.tab = Tab::Run;
+    h.run();
+    h.get_by_label_contains("Log (").click();
+    h.run();
+    let line = h.get_by_label(&format!("run failed: {error}")).rect();
+    assert!(
+        line.left() >= 0.0 && line.right() <= win.right() + 1.0,
+        "{line:?}"
+    );
+}
+
+/// A row of the genome table is selected by a click on any of its cells,
+/// not only on its id.
+#[test]
+fn a_click_on_any_cell_of_a_table_row_selects_the_genome() {
+    let mut view = RunView::default();
+    view.load_history(history(12));
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1400.0, 900.0))
+        .with_step_dt(1.0 / 60.0)
+        .build_ui_state(
+            |ui, view: &mut RunView| {
+                view.logic(ui.ctx());
+                egui::CentralPanel::default().show(ui, |ui| view.ui(ui));
+            },
+            view,
+        );
+    h.run_steps(3);
+    assert_eq!(h.state().selected(), None);
+    // the score cell of genome 5
+    h.get_by_label("0.50000").click();
+    h.run_steps(2);
+    assert_eq!(h.state().selected(), Some(5));
+    // the parent cell of genome 8 (#2)
+    let parent_cells: Vec<_> = h.query_all_by_label("#2").collect();
+    assert!(!parent_cells.is_empty());
+    h.get_by_label("0.80000").click();
+    h.run_steps(2);
+    assert_eq!(h.state().selected(), Some(8));
+}
+
+/// The Implementation dropdown marks the choices that do not go with the
+/// card's other blocks, like the palette does.
+#[test]
+fn the_implementation_dropdown_marks_choices_that_do_not_fit() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut h = studio(runs.path(), SMALL);
+    assert_eq!(
+        h.state().selected,
+        galapagos::engine::component::Slot::SelectionPolicy
+    );
+    h.get_by_label("Implementation").click();
+    h.run();
+    let beam = h.get_by_label_contains("BeamPolicy · beam");
+    let text = beam.accesskit_node().label().unwrap_or_default().to_owned();
+    assert!(text.contains("does not fit"), "{text}");
+    // a choice that fits is not marked
+    let top_k = h.get_by_label_contains("BestOfNPolicy · best_of_n");
+    let text = top_k
+        .accesskit_node()
+        .label()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!text.contains("does not fit"), "{text}");
+}
+
+/// Record a short run of `card` on `task` into `dir`.
+fn record(card: Card, task: &Path, dir: &Path, registry: &Arc<Registry>) {
+    let handle = common::spawn(common::plan_in(
+        card,
+        task,
+        Some(dir.to_path_buf()),
+        registry,
+    ));
+    let (_, summary) = common::collect(handle, |_, _| {});
+    assert_eq!(summary.status, RunStatus::Completed);
+}
+
+/// With three runs ticked at 1024×640 the Runs tab scrolls: the curves are
+/// drawn whole and the card diff's last line can be brought into view.
+#[test]
+fn the_runs_tab_scrolls_to_the_curves_and_card_diff_at_1024_by_640() {
+    let registry = common::registry();
+    let tmp = tempfile::tempdir().unwrap();
+    let task = common::temp_task(tmp.path());
+    let runs = tmp.path().join("runs");
+    let mut first = common::with_evaluator(common::card("best_of_n.yaml", &registry), "trivial");
+    first.general.max_iterations = 3;
+    let mut second = first.clone();
+    second.name = "second_card".to_owned();
+    second.seed = 7;
+    let mut third = first.clone();
+    third.seed = 3;
+    for (card, name) in [(first, "run-a"), (second, "run-b"), (third, "run-c")] {
+        record(card, &task, &runs.join(name), &registry);
+    }
+    let state = State {
+        runs_folder: runs.clone(),
+        ..State::default()
+    };
+    let mut h = Harness::builder()
+        .with_size(SMALL)
+        .with_step_dt(1.0 / 60.0)
+        .build_ui_state(
+            |ui, app: &mut App| {
+                app.logic(ui.ctx());
+                app.show(ui);
+            },
+            App::new(state, registry).with_settings_path(None),
+        );
+    h.run();
+    h.get_by_label("Runs").click();
+    h.run_steps(2);
+    for name in ["run-a", "run-b", "run-c"] {
+        h.get_by_label(&format!("compare {name}")).click();
+        h.run_steps(1);
+    }
+    step_until(&mut h, 60, |h| {
+        h.state().runs.compared().len() == 3 && h.query_by_label("+ seed: 7").is_some()
+    });
+    let win = window(SMALL);
+    // the curves: the plot under its title is drawn whole, a usable height
+    h.get_by_label("compared runs' best fitness").scroll_to_me();
+    h.run_steps(3);
+    let title = h.get_by_label("Best fitness so far").rect();
+    let plot = h.get_by_label("compared runs' best fitness").rect();
+    assert!(inside(title, win), "the curves' title {title:?}");
+    assert!(inside(plot, win), "the curves {plot:?} are cut");
+    assert!(plot.height() >= 200.0, "the curves squeezed: {plot:?}");
+    // the card diff's last line can be brought into view, under its title
+    h.get_by_label("+ seed: 7").scroll_to_me();
+    h.run_steps(3);
+    let line = h.get_by_label("+ seed: 7").rect();
+    assert!(inside(line, win), "the card diff's last line {line:?}");
+    let diff = h.get_by_label("Card diff").rect();
+    assert!(inside(diff, win), "the card diff's title {diff:?}");
+}
