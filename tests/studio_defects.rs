@@ -313,3 +313,103 @@ fn the_runs_tab_scrolls_to_the_curves_and_card_diff_at_1024_by_640() {
     let diff = h.get_by_label("Card diff").rect();
     assert!(inside(diff, win), "the card diff's title {diff:?}");
 }
+
+/// Put `text` into the text field labelled `label`.
+fn type_into(h: &mut Harness<'static, App>, label: &str, text: &str) {
+    h.get_by_label(label).focus();
+    h.run();
+    h.get_by_label(label).set_text_value_accesskit(text);
+    h.run();
+}
+
+/// Save to path names the card after its new file (two files, two names in
+/// the Runs tab), and opening a built-in card from the library keeps the
+/// path the user typed.
+#[test]
+fn save_to_path_renames_the_card_and_the_library_keeps_a_typed_path() {
+    let runs = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut h = studio(runs.path(), SMALL);
+    let empty = tempfile::tempdir().unwrap();
+    h.state_mut().set_library_folder(empty.path());
+    h.run();
+    assert_eq!(h.state().doc.card.name, "best_of_n");
+    let mine = out.path().join("my_search.yaml");
+    type_into(&mut h, "Card path", &mine.display().to_string());
+    h.get_by_label("Save to path").click();
+    h.run();
+    let saved = Card::load(&mine, &Registry::builtin()).unwrap();
+    assert_eq!(saved.name, "my_search", "the saved file keeps the old name");
+    assert_eq!(h.state().doc.card.name, "my_search");
+    assert!(!h.state().doc.dirty);
+    // the card it came from is untouched
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let original = Card::load(&root.join("cards/best_of_n.yaml"), &Registry::builtin()).unwrap();
+    assert_eq!(original.name, "best_of_n");
+
+    // a typed path survives opening a built-in card from the library
+    let next = out.path().join("beam_copy.yaml").display().to_string();
+    type_into(&mut h, "Card path", &next);
+    let title = Card::from_yaml(
+        galapagos::engine::builtin::card("beam_search")
+            .unwrap()
+            .yaml,
+        "x",
+        &Registry::builtin(),
+    )
+    .unwrap()
+    .display_title()
+    .to_owned();
+    h.get_by_label(&title).click_accesskit();
+    h.run();
+    assert_eq!(h.state().doc.card.name, "beam_search");
+    assert_eq!(h.state().path_field, next);
+    h.get_by_label("Save to path").click();
+    h.run();
+    let copy = Card::load(Path::new(&next), &Registry::builtin()).unwrap();
+    assert_eq!(copy.name, "beam_copy");
+}
+
+/// The model dialog has the stall timeout the README names, saved with the
+/// endpoint, and says how to get a real model in the studio's words, not
+/// the command line's flags.
+#[test]
+fn the_model_dialog_sets_the_stall_timeout_and_names_no_command_line_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("config").join("settings.json");
+    let state = State {
+        runs_folder: dir.path().join("runs"),
+        ..State::default()
+    };
+    let app = App::new(state, common::registry()).with_settings_path(Some(settings.clone()));
+    let mut h = Harness::builder().with_size(SMALL).build_ui_state(
+        |ui, app: &mut App| {
+            app.logic(ui.ctx());
+            app.show(ui);
+        },
+        app,
+    );
+    h.run();
+    h.get_by_label_contains("Model: offline model").click();
+    h.run_steps(4);
+    h.get_by_label_contains("Runs will use");
+    // what runs will use, and how to get a real model, in the studio's words
+    let desc = h.get_by_label_contains("no model configured");
+    let desc = desc.value().unwrap_or_default();
+    assert!(
+        !desc.contains("--"),
+        "a command-line flag in the dialog: {desc}"
+    );
+    assert!(desc.contains("Model settings"), "{desc}");
+    // an endpoint, its stall timeout set and saved
+    h.get_by_label("Add endpoint").click();
+    h.run_steps(3);
+    let stall = h.get_by_label("Stall (s)");
+    assert_eq!(stall.value().as_deref(), Some("60"), "the default");
+    h.get_by_label("Stall (s)").set_value_accesskit(15.0);
+    h.run_steps(2);
+    h.get_by_label("Save settings").click();
+    h.run_steps(3);
+    let saved = galapagos::engine::model::settings::load_settings_from(&settings).unwrap();
+    assert_eq!(saved.endpoints[0].stall_timeout_secs, 15.0);
+}

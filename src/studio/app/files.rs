@@ -60,6 +60,7 @@ impl App {
                 None => self.commands.push(UiCommand::BrowseSaveAs),
             },
             UiCommand::SaveAs(path) => {
+                self.name_after_file(&path);
                 self.save_to(&path);
             }
             UiCommand::SaveAndContinue => {
@@ -134,13 +135,45 @@ impl App {
         }
     }
 
-    /// Edit another card: the path field follows its file (empty for a card
-    /// never saved), so "Save to path" never writes over the previous file.
+    /// Saved under another file, the card takes that file's name (a copy
+    /// saved as `mine.yaml` is the card `mine`, so two files never show as
+    /// one card in the Runs tab); one undo step.
+    fn name_after_file(&mut self, path: &Path) {
+        if self.doc.path.as_deref() == Some(path) {
+            return;
+        }
+        let Some(stem) = path.file_stem().map(|s| s.to_string_lossy()) else {
+            return;
+        };
+        let name: String = stem
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if name.is_empty() || name == self.doc.card.name {
+            return;
+        }
+        let mut card = self.doc.card.clone();
+        card.name = name;
+        self.doc.edit("name", card);
+    }
+
+    /// Edit another card: the path field follows its file; for a card never
+    /// saved it keeps what was typed there, unless that is the previous
+    /// card's file, so "Save to path" never writes over the previous file.
     fn set_doc(&mut self, mut doc: Document) {
-        self.path_field = doc
-            .path
-            .as_ref()
-            .map_or_else(String::new, |p| p.display().to_string());
+        let typed = self.path_field.trim();
+        let previous = self.doc.path.as_ref().map(|p| p.display().to_string());
+        self.path_field = match &doc.path {
+            Some(p) => p.display().to_string(),
+            None if previous.as_deref() == Some(typed) => String::new(),
+            None => typed.to_owned(),
+        };
         // a revision the previous card never had: what is kept per revision
         // (the problems, the run model, the YAML text) is made again
         doc.revision = self.doc.revision.wrapping_add(1);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{App, ResolvedModel};
 use crate::engine::card::Card;
-use crate::engine::model::{LanguageModel, ModelOverrides, ModelSettings};
+use crate::engine::model::{LanguageModel, ModelSettings};
 use crate::studio::command::UiCommand;
 use crate::studio::model_ui::ModelDialogCtx;
 
@@ -90,13 +90,7 @@ impl App {
         if let Some(e) = &self.settings_error {
             return Err(format!("model settings: {e}"));
         }
-        crate::engine::model::build_model(
-            card.llm.as_ref(),
-            &ModelOverrides::default(),
-            &self.settings,
-            crate::engine::model::default_model(),
-        )
-        .map_err(|e| e.to_string())
+        crate::studio::model_ui::studio_model(card.llm.as_ref(), &self.settings)
     }
 
     /// The run model of the current card (cached per card revision and

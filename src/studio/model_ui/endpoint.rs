@@ -276,6 +276,19 @@ impl EndpointDraft {
             .on_hover_text("Longest wait for the reply's header; most servers send it only with the whole reply")
             .changed();
         ui.end_row();
+        let label = ui.label("Stall (s)");
+        changed |= ui
+            .add(
+                egui::DragValue::new(&mut s.stall_timeout_secs)
+                    .range(1.0..=86_400.0)
+                    .speed(1.0),
+            )
+            .labelled_by(label.id)
+            .on_hover_text(
+                "Longest silence between two chunks of a reply (with streaming, between two events)",
+            )
+            .changed();
+        ui.end_row();
         let label = ui.label("Max attempts");
         changed |= ui
             .add(egui::DragValue::new(&mut s.max_attempts).range(1..=100))

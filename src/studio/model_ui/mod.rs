@@ -24,6 +24,49 @@ use crate::engine::model::{
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::theme;
 
+/// The model a run of a card with `card_llm` uses under `settings`, and
+/// its description, said in the studio's words: the engine's description
+/// tells a command-line user which flags name a real model; here the
+/// Model settings dialog does.
+pub fn studio_model(
+    card_llm: Option<&LlmSettings>,
+    settings: &ModelSettings,
+) -> Result<(Arc<dyn LanguageModel>, String), String> {
+    build_model(
+        card_llm,
+        &ModelOverrides::default(),
+        settings,
+        crate::engine::model::default_model(),
+    )
+    .map(|(model, desc)| (model, in_studio_words(&desc)))
+    .map_err(|e| in_studio_words(&e.to_string()))
+}
+
+/// A model description or error with its command-line advice (`use
+/// --api-base URL --model NAME …`, `pass --api-base`, `--api-key-env`)
+/// said as what to do in the studio.
+pub fn in_studio_words(text: &str) -> String {
+    const REAL: &str = " for a real model";
+    let mut out = match (text.find("; use "), text.rfind(REAL)) {
+        (Some(a), Some(b)) if a < b && text[a..b].contains("--") => format!(
+            "{}; add an endpoint in Model settings (Add endpoint, or Add a provider…){}",
+            &text[..a],
+            &text[b..]
+        ),
+        _ => text.to_owned(),
+    };
+    for (flag, words) in [
+        (", pass --api-base, or set", ", or set"),
+        (
+            "name another variable with --api-key-env",
+            "name another variable in the endpoint's key variable field",
+        ),
+    ] {
+        out = out.replace(flag, words);
+    }
+    out
+}
+
 /// Size of a text field in the dialog (grids shrink fields otherwise).
 pub(super) const FIELD: [f32; 2] = [210.0, 20.0];
 
@@ -136,15 +179,7 @@ impl ModelDialog {
         {
             return r.clone();
         }
-        let fallback: Arc<dyn LanguageModel> = crate::engine::model::default_model();
-        let r = build_model(
-            ctx.card_llm,
-            &ModelOverrides::default(),
-            &self.draft(),
-            fallback,
-        )
-        .map(|(_, desc)| desc)
-        .map_err(|e| e.to_string());
+        let r = studio_model(ctx.card_llm, &self.draft()).map(|(_, desc)| desc);
         self.preview = Some((self.version, ctx.card_revision, r.clone()));
         r
     }
