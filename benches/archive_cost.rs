@@ -74,6 +74,8 @@ fn checkpoint(id: u64) -> Checkpoint {
         usage: TokenUsage::default(),
         valid: id + 1,
         invalid: 0,
+        rejected: 0,
+        wall_secs: 0.0,
     }
 }
 

@@ -58,6 +58,8 @@ fn write_archive(dir: &std::path::Path, n: u64) -> Result<u64, String> {
             usage: TokenUsage::default(),
             valid: 0,
             invalid: 0,
+            rejected: 0,
+            wall_secs: 0.0,
         };
         rec.record_iteration(&batch, &ck)
             .map_err(|e| e.to_string())?;
@@ -69,11 +71,13 @@ fn write_archive(dir: &std::path::Path, n: u64) -> Result<u64, String> {
         genomes: n,
         valid: 0,
         invalid: 0,
+        rejected: 0,
         best_id: None,
         best_score: None,
         initial_score: None,
         usage: TokenUsage::default(),
         wall_secs: 0.0,
+        run_wall_secs: 0.0,
     })
     .map_err(|e| e.to_string())?;
     Ok(bytes)

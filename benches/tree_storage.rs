@@ -193,6 +193,8 @@ fn main() {
             usage: Default::default(),
             valid: i as u64,
             invalid: 0,
+            rejected: 0,
+            wall_secs: 0.0,
         };
         recorder
             .record_iteration(std::slice::from_ref(g), &checkpoint)

@@ -309,8 +309,15 @@ fn print_summary(s: &RunSummary, run_dir: &Path, model: &str, fitness: &FitnessL
     println!("status:      {status}");
     println!("iterations:  {}", s.iterations);
     println!(
-        "genomes:     {} ({} valid, {} invalid)",
-        s.genomes, s.valid, s.invalid
+        "genomes:     {} ({} valid, {} invalid{})",
+        s.genomes,
+        s.valid,
+        s.invalid,
+        if s.rejected == 0 {
+            String::new()
+        } else {
+            format!(", of which {} rejected before evaluation", s.rejected)
+        }
     );
     match (s.best_id, s.best_score) {
         (Some(id), Some(best)) => println!(
@@ -343,7 +350,14 @@ fn print_summary(s: &RunSummary, run_dir: &Path, model: &str, fitness: &FitnessL
     // The description says it all once: the model, and for the offline
     // model why it is in use and how to name a real one.
     println!("model:       {model}");
-    println!("wall time:   {:.2} s", s.wall_secs);
+    if s.run_wall_secs > s.wall_secs + 0.005 {
+        println!(
+            "wall time:   {:.2} s ({:.2} s over the run's invocations)",
+            s.wall_secs, s.run_wall_secs
+        );
+    } else {
+        println!("wall time:   {:.2} s", s.wall_secs);
+    }
     println!("run folder:  {}", run_dir.display());
 }
 

@@ -107,11 +107,19 @@ pub struct RunSummary {
     pub genomes: u64,
     pub valid: u64,
     pub invalid: u64,
+    /// Invalid genomes the novelty gate rejected before evaluation, over the
+    /// whole run (its resumptions included).
+    pub rejected: u64,
     pub best_id: Option<GenomeId>,
     pub best_score: Option<f64>,
     pub initial_score: Option<f64>,
     pub usage: TokenUsage,
+    /// This invocation's wall time.
     pub wall_secs: f64,
+    /// The run's wall time over every invocation (a resumed run adds its
+    /// earlier ones, as recorded in its archive); what `general.stop`'s
+    /// wall-time cap counts.
+    pub run_wall_secs: f64,
 }
 
 impl RunSummary {
@@ -123,11 +131,13 @@ impl RunSummary {
             genomes: 0,
             valid: 0,
             invalid: 0,
+            rejected: 0,
             best_id: None,
             best_score: None,
             initial_score: None,
             usage: TokenUsage::default(),
             wall_secs: 0.0,
+            run_wall_secs: 0.0,
         }
     }
 }

@@ -280,6 +280,8 @@ mod tests {
             usage: TokenUsage::default(),
             valid: done,
             invalid: 0,
+            rejected: 0,
+            wall_secs: 0.0,
         }
     }
 

@@ -45,6 +45,8 @@ struct SummaryJson {
     genomes: u64,
     valid: u64,
     invalid: u64,
+    /// Of the invalid, rejected by the novelty gate before evaluation.
+    rejected: u64,
     best_id: Option<u64>,
     best_score: Option<f64>,
     initial_score: Option<f64>,
@@ -57,7 +59,10 @@ struct SummaryJson {
     #[serde(skip_serializing_if = "is_zero")]
     reasoning_tokens: u64,
     cost_usd: Option<f64>,
+    /// This invocation's wall time.
     wall_secs: f64,
+    /// The run's wall time over every invocation.
+    run_wall_secs: f64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -115,6 +120,7 @@ impl RunRecorder for JsonlRecorder {
             genomes: s.genomes,
             valid: s.valid,
             invalid: s.invalid,
+            rejected: s.rejected,
             best_id: s.best_id,
             best_score: s.best_score,
             initial_score: s.initial_score,
@@ -125,6 +131,7 @@ impl RunRecorder for JsonlRecorder {
             reasoning_tokens: s.usage.reasoning_tokens,
             cost_usd: s.usage.cost_usd,
             wall_secs: s.wall_secs,
+            run_wall_secs: s.run_wall_secs,
         })
         .map_err(|e| io_err(&path, e))?;
         std::fs::write(&path, text + "\n").map_err(|e| io_err(&path, e))

@@ -81,6 +81,15 @@ pub struct Checkpoint {
     /// Genomes so far (valid, invalid).
     pub valid: u64,
     pub invalid: u64,
+    /// Genomes the novelty gate rejected before evaluation so far (a resume
+    /// counts them again from the genomes; absent in older archives).
+    #[serde(default)]
+    pub rejected: u64,
+    /// The run's wall time so far, over every invocation (seconds; at the
+    /// last recorded iteration, and at the end of an invocation that ended
+    /// cleanly). Absent in older archives: 0.
+    #[serde(default)]
+    pub wall_secs: f64,
 }
 
 /// Where a run's record goes. `record_iteration` of a plain recorder has made

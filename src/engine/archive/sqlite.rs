@@ -552,6 +552,20 @@ impl RunRecorder for SqliteRecorder {
 
     fn finish(&mut self, summary: &RunSummary) -> Result<(), ArchiveError> {
         self.set_meta("status", &summary.status.label())?;
+        // The checkpoint holds the run's wall time at its last iteration;
+        // an invocation that ends cleanly adds what it spent after that.
+        let json: Option<String> = self
+            .conn
+            .query_row("SELECT json FROM checkpoint WHERE id = 1", [], |r| r.get(0))
+            .optional()
+            .map_err(|e| io(&self.path, e))?;
+        if let Some(mut ck) = json.and_then(|j| serde_json::from_str::<Checkpoint>(&j).ok()) {
+            ck.wall_secs = ck.wall_secs.max(summary.run_wall_secs);
+            let json = serde_json::to_string(&ck).map_err(|e| io(&self.path, e))?;
+            self.conn
+                .execute("UPDATE checkpoint SET json = ?1 WHERE id = 1", [json])
+                .map_err(|e| io(&self.path, e))?;
+        }
         self.set_meta("ended_unix", &unix_now().to_string())?;
         self.log(
             LogLevel::Info,

@@ -27,7 +27,9 @@ pub struct StopRules {
     /// Stop once the run has cost this much (USD), when prices are known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
-    /// Stop once the run (this invocation of it) has taken this many seconds.
+    /// Stop once the run has taken this many seconds of wall time, counted
+    /// over every invocation of it (a resumed run starts from the time its
+    /// archive recorded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_wall_secs: Option<f64>,
 }

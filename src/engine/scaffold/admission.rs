@@ -133,6 +133,9 @@ impl Scaffold {
             } else {
                 st.summary.invalid += 1;
             }
+            if g.rejected.is_some() {
+                st.summary.rejected += 1;
+            }
             if let Some(u) = &g.usage {
                 st.summary.usage.add(u);
             }
@@ -160,6 +163,7 @@ impl Scaffold {
                 .after_iteration(&public, &*self.population)
                 .await
         };
+        let wall_secs = st.run_wall_secs();
         if let Some(r) = st.recorder.as_mut() {
             let checkpoint = Checkpoint {
                 iterations_done: st.summary.iterations,
@@ -171,6 +175,8 @@ impl Scaffold {
                 usage: st.summary.usage,
                 valid: st.summary.valid,
                 invalid: st.summary.invalid,
+                rejected: st.summary.rejected,
+                wall_secs,
             };
             st.recorded += 1;
             if let Err(e) = r.record_iteration(&out, &checkpoint) {

@@ -118,6 +118,17 @@ struct LoopState {
     durable: Option<tokio::sync::watch::Receiver<u64>>,
     /// Admission events waiting for their record (call number, event).
     held: std::collections::VecDeque<(u64, RunEvent)>,
+    /// When this invocation started, and the run's wall time before it (its
+    /// earlier invocations, from the checkpoint).
+    started: Instant,
+    wall_before: f64,
+}
+
+impl LoopState {
+    /// The run's wall time so far, over every invocation.
+    fn run_wall_secs(&self) -> f64 {
+        self.wall_before + self.started.elapsed().as_secs_f64()
+    }
 }
 
 /// Wait until the recorder has written more. When its writer is gone, forget
@@ -225,7 +236,7 @@ impl Scaffold {
     pub fn restore(
         &mut self,
         genomes: Vec<Genome>,
-        checkpoint: Checkpoint,
+        mut checkpoint: Checkpoint,
     ) -> Result<(), ResumeError> {
         if genomes.is_empty() {
             return Err(ResumeError::NoGenomes);
@@ -242,6 +253,9 @@ impl Scaffold {
                 found: genomes.len() as u64,
             });
         }
+        // Counted from the genomes, so an archive from before the count was
+        // checkpointed resumes with it right.
+        checkpoint.rejected = genomes.iter().filter(|g| g.rejected.is_some()).count() as u64;
         for g in genomes {
             let g = Arc::new(g.for_selection());
             self.tell_model(&g);
@@ -332,7 +346,6 @@ impl Scaffold {
             gate: self.gate.take(),
         });
         let gate_pool = shared.gate.as_ref().map(|g| g.settings.pool as usize);
-        let mut rejected = 0u64;
         if let Some(gate) = &shared.gate {
             let msg = gate.describe();
             if let Some(r) = recorder.as_mut() {
@@ -354,6 +367,8 @@ impl Scaffold {
             model_failures_in_a_row: 0,
             recorded: 0,
             held: std::collections::VecDeque::new(),
+            started,
+            wall_before: 0.0,
         };
         let mut admitted: Vec<Arc<Genome>> = Vec::new();
 
@@ -362,6 +377,8 @@ impl Scaffold {
             st.summary.genomes = ck.next_id;
             st.summary.valid = ck.valid;
             st.summary.invalid = ck.invalid;
+            st.summary.rejected = ck.rejected;
+            st.wall_before = ck.wall_secs;
             st.summary.usage = ck.usage;
             st.next_id = ck.next_id;
             st.last_iteration = ck.last_iteration;
@@ -473,7 +490,7 @@ impl Scaffold {
                 }
             }
             if st.stop.is_none()
-                && let Some(why) = general.stop.reason(&self.progress(&st, started))
+                && let Some(why) = general.stop.reason(&self.progress(&st))
             {
                 st.stop = Some(RunStatus::EarlyStop(why));
             }
@@ -581,7 +598,6 @@ impl Scaffold {
                         }
                         events.log(LogLevel::Warn, warning.clone()).await;
                     }
-                    rejected += outcome.genomes.iter().filter(|g| g.rejected.is_some()).count() as u64;
                     if let Some(msg) = outcome.fatal {
                         st.stop = Some(RunStatus::Failed(msg));
                     }
@@ -624,8 +640,10 @@ impl Scaffold {
             events.log(LogLevel::Info, line).await;
         }
         if shared.gate.is_some() {
-            let msg =
-                format!("novelty gate: {rejected} children rejected before evaluation in this run");
+            let msg = format!(
+                "novelty gate: {} children rejected before evaluation in this run",
+                st.summary.rejected
+            );
             if let Some(r) = st.recorder.as_mut() {
                 r.log(LogLevel::Info, &msg);
             }
@@ -634,6 +652,7 @@ impl Scaffold {
         self.stage(&mut admitted, &mut st);
         let best = self.population.best();
 
+        let run_wall_secs = st.run_wall_secs();
         let mut summary = st.summary;
         if let Some(best) = best {
             summary.best_id = Some(best.id);
@@ -641,6 +660,7 @@ impl Scaffold {
         }
         summary.status = st.stop.unwrap_or(RunStatus::Completed);
         summary.wall_secs = started.elapsed().as_secs_f64();
+        summary.run_wall_secs = run_wall_secs;
         if let Some(r) = st.recorder.as_mut()
             && let Err(e) = r.finish(&summary)
         {
@@ -658,8 +678,9 @@ impl Scaffold {
     }
 
     /// What `general.stop` is checked against: the iterations done, the best
-    /// fitness and the iteration that found it, the cost and the wall time.
-    fn progress(&self, st: &LoopState, started: Instant) -> Progress {
+    /// fitness and the iteration that found it, the cost and the run's wall
+    /// time over every invocation.
+    fn progress(&self, st: &LoopState) -> Progress {
         Progress {
             iterations_done: st.summary.iterations,
             best: self
@@ -667,7 +688,7 @@ impl Scaffold {
                 .best()
                 .and_then(|b| b.fitness().map(|f| (f, b.iteration))),
             cost_usd: st.summary.usage.cost_usd,
-            wall_secs: started.elapsed().as_secs_f64(),
+            wall_secs: st.run_wall_secs(),
         }
     }
 

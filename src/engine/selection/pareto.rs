@@ -4,8 +4,11 @@
 //! `nsga2` ranks every valid genome by non-dominated sorting (rank 0 is the
 //! front, rank 1 the front once it is removed, ...) and, within a rank, by
 //! crowding distance (the spread of its neighbours on each objective, the
-//! extremes infinite), then draws the parent by a binary tournament: two
-//! genomes at random, the lower rank wins, then the larger crowding distance.
+//! extremes infinite), keeps the first `survivors` of that order (NSGA-II's
+//! population: the population keeps every genome ever made, and a
+//! tournament over all of them would mostly pair two long-dominated ones),
+//! then draws the parent by a binary tournament among the survivors: two at
+//! random, the lower rank wins, then the larger crowding distance.
 //! `uniform` draws the parent uniformly from the front
 //! (`Query::ParetoFront`). Inspirations are other members of the front, as
 //! many as `num_inspirations`, so the prompt shows the trade-offs. Stateless.
@@ -39,6 +42,9 @@ pub enum ParetoMode {
 #[serde(deny_unknown_fields, default)]
 pub struct ParetoParams {
     pub mode: ParetoMode,
+    /// `nsga2`: how many genomes, best by rank then crowding distance, the
+    /// tournament draws from (NSGA-II's population size).
+    pub survivors: u64,
     /// Other members of the front shown as context.
     pub num_inspirations: u64,
 }
@@ -47,6 +53,7 @@ impl Default for ParetoParams {
     fn default() -> Self {
         Self {
             mode: ParetoMode::Nsga2,
+            survivors: 16,
             num_inspirations: 4,
         }
     }
@@ -75,6 +82,15 @@ impl Component for ParetoPolicy {
                 doc: "nsga2 = binary tournament on non-domination rank, then crowding distance; \
                       uniform = uniformly from the non-dominated front",
                 ty: ParamType::Choice(&["nsga2", "uniform"]),
+            },
+            ParamSpec {
+                key: "survivors",
+                doc: "nsga2: the tournament draws from this many genomes, the best by non-domination \
+                      rank then crowding distance (NSGA-II's population size)",
+                ty: ParamType::Int {
+                    min: 2,
+                    max: 10_000,
+                },
             },
             ParamSpec {
                 key: "num_inspirations",
@@ -176,6 +192,21 @@ pub fn crowding(points: &[Vec<f64>], rank: &[usize]) -> Vec<f64> {
     distance
 }
 
+/// The indices of the first `n` points by rank, then by larger crowding
+/// distance (ties by index, so the order is the population's): NSGA-II's
+/// survivors. All of them when there are no more than `n`.
+pub fn survivors(rank: &[usize], crowd: &[f64], n: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..rank.len()).collect();
+    order.sort_by(|&a, &b| {
+        rank[a]
+            .cmp(&rank[b])
+            .then_with(|| crowd[b].total_cmp(&crowd[a]))
+            .then_with(|| a.cmp(&b))
+    });
+    order.truncate(usize::try_from(n).unwrap_or(usize::MAX).max(1));
+    order
+}
+
 impl SelectionPolicy for ParetoPolicy {
     fn select(
         &mut self,
@@ -211,8 +242,9 @@ impl SelectionPolicy for ParetoPolicy {
                     .collect();
                 let rank = ranks(&points);
                 let crowd = crowding(&points, &rank);
-                let a = rng.random_range(0..valid.len());
-                let b = rng.random_range(0..valid.len());
+                let survivors = survivors(&rank, &crowd, self.params.survivors);
+                let a = survivors[rng.random_range(0..survivors.len())];
+                let b = survivors[rng.random_range(0..survivors.len())];
                 let better = |x: usize, y: usize| {
                     rank[x] < rank[y] || (rank[x] == rank[y] && crowd[x] > crowd[y])
                 };
@@ -297,6 +329,50 @@ mod tests {
     }
 
     #[test]
+    fn the_tournament_draws_from_the_survivors_only() {
+        // A front of three, then 60 genomes each dominated by all of it.
+        let mut pop = InMemoryPopulation::new(InMemoryParams::default());
+        for g in [
+            genome(0, 1.0, 10.0),
+            genome(1, 0.5, 5.0),
+            genome(2, 0.1, 1.0),
+        ] {
+            pop.add(g);
+        }
+        for id in 3..63 {
+            pop.add(genome(id, 0.05 - id as f64 * 1e-4, 30.0 + id as f64));
+        }
+        let mut policy = ParetoPolicy::new(
+            ParetoParams {
+                survivors: 4,
+                ..ParetoParams::default()
+            },
+            objectives(),
+        );
+        let mut rng = seeded(7);
+        let mut on_front = 0;
+        for _ in 0..400 {
+            let s = policy.select(&pop, &mut rng).unwrap();
+            let id = s.parent().unwrap().id;
+            // The survivors: the front, then the best of rank 1.
+            assert!(id <= 3, "#{id} is not among the four survivors");
+            on_front += u32::from(id <= 2);
+        }
+        // Only a pairing of #3 with itself leaves the front out: 1/16.
+        assert!(on_front > 340, "{on_front}");
+        let points = vec![
+            vec![1.0, 0.0],
+            vec![0.0, 1.0],
+            vec![0.5, 0.5],
+            vec![0.2, 0.2],
+        ];
+        let rank = ranks(&points);
+        let crowd = crowding(&points, &rank);
+        assert_eq!(survivors(&rank, &crowd, 3), vec![0, 1, 2]);
+        assert_eq!(survivors(&rank, &crowd, 10), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
     fn parents_come_from_the_front_and_inspirations_show_it() {
         let mut pop = InMemoryPopulation::new(InMemoryParams::default());
         for g in [
@@ -313,6 +389,7 @@ mod tests {
                 ParetoParams {
                     mode,
                     num_inspirations: 4,
+                    ..ParetoParams::default()
                 },
                 objectives(),
             );

@@ -194,6 +194,12 @@ impl RunView {
         } else {
             invalid
         });
+        if h.rejected > 0 {
+            ui.label(format!("({} rejected before evaluation)", h.rejected))
+                .on_hover_text(
+                    "children the novelty gate found too close to a program already scored",
+                );
+        }
         if let Some(best) = h.best_score {
             ui.separator();
             ui.label(format!("best {best:.5}"));

@@ -79,6 +79,8 @@ pub struct RunHistory {
     pub current_parent: Option<GenomeId>,
     pub valid: u64,
     pub invalid: u64,
+    /// Of the invalid, children the novelty gate rejected before evaluation.
+    pub rejected: u64,
     /// Token usage summed over all genomes.
     pub usage: TokenUsage,
     /// Whether any genome reported usage (so "0 tokens" is not shown for a
@@ -187,11 +189,13 @@ impl RunHistory {
             genomes: h.genomes.len() as u64,
             valid: h.valid,
             invalid: h.invalid,
+            rejected: h.rejected,
             best_id: h.best_id,
             best_score: h.best_score,
             initial_score: h.genomes.first().and_then(|g| g.fitness()),
             usage: h.usage,
             wall_secs: 0.0,
+            run_wall_secs: checkpoint.map_or(0.0, |c| c.wall_secs),
         });
         let wall = meta
             .ended_unix
@@ -286,11 +290,19 @@ impl RunHistory {
                     status => self.logs.push((
                         LogLevel::Info,
                         format!(
-                            "run {} after {} iterations ({} valid, {} invalid)",
+                            "run {} after {} iterations ({} valid, {} invalid{})",
                             status.label(),
                             summary.iterations,
                             summary.valid,
-                            summary.invalid
+                            summary.invalid,
+                            if summary.rejected == 0 {
+                                String::new()
+                            } else {
+                                format!(
+                                    ", of which {} rejected before evaluation",
+                                    summary.rejected
+                                )
+                            }
                         ),
                     )),
                 }
@@ -324,6 +336,9 @@ impl RunHistory {
             self.valid += 1;
         } else {
             self.invalid += 1;
+        }
+        if genome.rejected.is_some() {
+            self.rejected += 1;
         }
         if let Some(u) = &genome.usage {
             self.usage.add(u);
@@ -631,6 +646,36 @@ mod tests {
         );
         assert_eq!(Metric::Fitness.value(&h.genomes[1]), None);
         assert_eq!(h.state_label(), "running");
+    }
+
+    /// Children the novelty gate rejected are counted apart from other
+    /// invalid ones, and the log line of the run's end says how many.
+    #[test]
+    fn counts_rejected_children_and_says_so_at_the_end() {
+        let mut h = RunHistory::new();
+        h.apply(admitted(genome(0, None, 0, Some(1.0)), Some((0, 1.0)), 0));
+        let mut rejected = (*genome(1, Some(0), 1, None)).clone();
+        rejected.rejected = Some(crate::engine::genome::Rejection {
+            nearest: 0,
+            similarity: 0.99,
+            threshold: 0.98,
+            method: "tokens".into(),
+        });
+        h.apply(admitted(Arc::new(rejected), Some((0, 1.0)), 1));
+        h.apply(admitted(genome(2, Some(0), 2, None), Some((0, 1.0)), 2));
+        assert_eq!((h.valid, h.invalid, h.rejected), (1, 2, 1));
+        h.apply(RunEvent::Finished(RunSummary {
+            iterations: 2,
+            valid: 1,
+            invalid: 2,
+            rejected: 1,
+            ..RunSummary::empty(RunStatus::Completed)
+        }));
+        let (_, line) = h.logs.last().unwrap();
+        assert_eq!(
+            line,
+            "run completed after 2 iterations (1 valid, 2 invalid, of which 1 rejected before evaluation)"
+        );
     }
 
     #[test]

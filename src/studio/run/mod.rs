@@ -482,11 +482,13 @@ impl RunView {
                     genomes: self.history.genomes.len() as u64,
                     valid: self.history.valid,
                     invalid: self.history.invalid,
+                    rejected: self.history.rejected,
                     best_id: self.history.best_id,
                     best_score: self.history.best_score,
                     initial_score: None,
                     usage: TokenUsage::default(),
                     wall_secs: self.history.elapsed().as_secs_f64(),
+                    run_wall_secs: self.history.elapsed().as_secs_f64(),
                 }));
             }
             self.handle = None;
