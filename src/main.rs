@@ -38,6 +38,9 @@ fn main() {
         Some(Command::Leaderboard(args)) => galapagos::cli::leaderboard::leaderboard(&args),
         Some(Command::Models { command }) => galapagos::cli::models::models(&command),
         Some(Command::Studio { card, task }) => studio(card, task),
+        Some(Command::AgentBridge { socket, command }) => {
+            galapagos::engine::proposer::agent_command::bridge::run(&socket, &command)
+        }
         None => studio(None, None),
     };
     std::process::exit(code);

@@ -38,6 +38,17 @@ pub enum Command {
         #[arg(required = true)]
         cards: Vec<PathBuf>,
     },
+    /// (Internal) The relay bridge a sandboxed coding agent runs under: listens on the sandbox's
+    /// loopback, forwards to the run's model relay's socket, runs the agent.
+    #[command(hide = true, name = "agent-bridge")]
+    AgentBridge {
+        /// The relay's Unix socket.
+        #[arg(long)]
+        socket: PathBuf,
+        /// The agent's command line.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
     /// Continue an interrupted or finished run up to its budget (or a raised one).
     Resume {
         /// The run folder (holds archive.sqlite).

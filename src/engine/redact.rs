@@ -196,6 +196,11 @@ impl Redactor {
             changed |= self.string(m);
         }
         changed |= self.string(&mut g.metadata.patch_type);
+        if let Some(run) = &mut g.agent {
+            for s in agent_texts_mut(run) {
+                changed |= self.string(s);
+            }
+        }
         changed
     }
 
@@ -237,6 +242,51 @@ fn texts(g: &Genome) -> impl Iterator<Item = &str> {
         .chain(g.private.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]))
         .chain(g.scores.keys().map(String::as_str))
         .chain(g.metadata.features.keys().map(String::as_str))
+        .chain(g.agent.iter().flat_map(|run| agent_texts(run)))
+}
+
+/// Every text of a coding agent's record: its command line, output,
+/// relayed steps, dropped paths and notes.
+fn agent_texts(run: &crate::engine::agent_run::AgentRun) -> impl Iterator<Item = &str> {
+    let exit = match &run.exit {
+        crate::engine::agent_run::AgentExit::Failed(s)
+        | crate::engine::agent_run::AgentExit::NotStarted(s) => Some(s.as_str()),
+        _ => None,
+    };
+    run.command
+        .iter()
+        .chain(&run.dropped)
+        .map(String::as_str)
+        .chain([run.stdout.as_str(), run.stderr.as_str()])
+        .chain(run.notes.as_deref())
+        .chain(exit)
+        .chain(run.steps.iter().flat_map(|s| {
+            [s.route.as_str(), s.request.as_str(), s.response.as_str()]
+                .into_iter()
+                .chain(s.refused.as_deref())
+        }))
+}
+
+/// The same texts, to redact in place.
+fn agent_texts_mut(run: &mut crate::engine::agent_run::AgentRun) -> Vec<&mut String> {
+    let mut out: Vec<&mut String> = Vec::new();
+    out.extend(run.command.iter_mut());
+    out.extend(run.dropped.iter_mut());
+    out.push(&mut run.stdout);
+    out.push(&mut run.stderr);
+    out.extend(run.notes.iter_mut());
+    match &mut run.exit {
+        crate::engine::agent_run::AgentExit::Failed(s)
+        | crate::engine::agent_run::AgentExit::NotStarted(s) => out.push(s),
+        _ => {}
+    }
+    for s in &mut run.steps {
+        out.push(&mut s.route);
+        out.push(&mut s.request);
+        out.push(&mut s.response);
+        out.extend(s.refused.iter_mut());
+    }
+    out
 }
 
 #[cfg(test)]

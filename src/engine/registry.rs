@@ -305,6 +305,7 @@ impl Registry {
                 Entry::of::<DiffProposer>(),
                 Entry::of::<CrossoverProposer>(),
                 Entry::of::<AgentProposer>(),
+                Entry::of::<crate::engine::proposer::AgentCommandProposer>(),
                 Entry::of::<SubprocessEvaluator>(),
                 Entry::of::<CommandEvaluator>(),
                 Entry::of::<SlurmEvaluator>(),

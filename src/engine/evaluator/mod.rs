@@ -11,6 +11,8 @@ mod subprocess;
 pub(crate) mod worker;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
+/// The command evaluator's sandbox pieces the coding-agent proposer reuses.
+pub(crate) use command::sandboxed as command_sandbox;
 pub use command::{CommandEvaluator, CommandParams, SHINKA_ARGV};
 pub use confirm::{Aggregate, Confirm, confirm};
 pub use isolation::Isolation;

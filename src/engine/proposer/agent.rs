@@ -345,6 +345,7 @@ impl AgentProposer {
             usage,
             patch_type: "agent".to_owned(),
             parent_id,
+            agent: None,
         }
     }
 }

@@ -369,6 +369,7 @@ impl Proposer for CrossoverProposer {
                         usage,
                         patch_type: Self::label(mode, &rejected),
                         parent_id: None,
+                        agent: None,
                     };
                 }
             };
@@ -396,6 +397,7 @@ impl Proposer for CrossoverProposer {
                             usage,
                             patch_type: Self::label(mode, &rejected),
                             parent_id: None,
+                            agent: None,
                         };
                     }
                     (sim, id)
@@ -409,6 +411,7 @@ impl Proposer for CrossoverProposer {
                         usage,
                         patch_type: Self::label(mode, &rejected),
                         parent_id: None,
+                        agent: None,
                     };
                 }
             };
@@ -439,6 +442,7 @@ impl Proposer for CrossoverProposer {
             usage,
             patch_type: Self::label(mode, &rejected),
             parent_id: None,
+            agent: None,
         }
     }
 }

@@ -142,6 +142,7 @@ impl Proposer for DiffProposer {
                     usage: None,
                     patch_type: PatchKind::Diff.as_str().to_owned(),
                     parent_id: None,
+                    agent: None,
                 };
             }
             Err(ModelError::Fatal { message }) => {
@@ -152,6 +153,7 @@ impl Proposer for DiffProposer {
                     usage: None,
                     patch_type: PatchKind::Diff.as_str().to_owned(),
                     parent_id: None,
+                    agent: None,
                 };
             }
         };
@@ -176,6 +178,7 @@ impl Proposer for DiffProposer {
             usage: reply.usage,
             patch_type: patch_type.as_str().to_owned(),
             parent_id: None,
+            agent: None,
         }
     }
 }

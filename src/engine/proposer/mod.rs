@@ -2,11 +2,13 @@
 //! candidate (one model call + edit application for `DiffProposer`).
 
 pub mod agent;
+pub mod agent_command;
 pub mod crossover;
 pub mod diff;
 pub mod novelty;
 
 pub use agent::{AgentParams, AgentProposer};
+pub use agent_command::{AgentCommandParams, AgentCommandProposer, PromptVia};
 pub use crossover::{CrossoverParams, CrossoverProposer};
 pub use diff::{DiffParams, DiffProposer};
 
@@ -180,6 +182,11 @@ impl ProposerEnv {
         self.memory.read().await.read(query)
     }
 
+    /// The id trial candidates carry (the iteration's).
+    pub fn candidate_id(&self) -> u64 {
+        self.candidate_id
+    }
+
     /// Hand knowledge to the run's memory ([`Memory::write`]; what it keeps
     /// is the memory's choice).
     pub async fn write_memory(&self, knowledge: Knowledge) {
@@ -223,6 +230,10 @@ pub enum ProposalError {
     /// The model call failed (after the client's own retries).
     #[error("{0}")]
     Model(String),
+    /// The proposer's own process failed or overran its time (a coding
+    /// agent that exited with an error or was killed at its limit).
+    #[error("{0}")]
+    Failed(String),
     /// The run must stop (e.g. authentication failed).
     #[error("{0}")]
     Fatal(String),
@@ -241,6 +252,8 @@ pub struct Proposal {
     /// [`ProposalRequest::parents`] other than the primary (`None`: the
     /// primary).
     pub parent_id: Option<GenomeId>,
+    /// What a coding agent did, when one made the proposal.
+    pub agent: Option<Box<crate::engine::agent_run::AgentRun>>,
 }
 
 /// The proposer slot (slot 4 of the loop, see ARCHITECTURE.md). `propose` is

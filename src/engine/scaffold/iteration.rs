@@ -169,6 +169,7 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
             },
             prompt: Some(prompt),
             usage: proposal.usage,
+            agent: proposal.agent,
             timings: Timings {
                 prompt_ms,
                 propose_ms,

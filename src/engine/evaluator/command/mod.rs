@@ -52,7 +52,7 @@ use super::isolation::{self, Isolation};
 mod json;
 mod limits;
 mod metrics;
-mod sandboxed;
+pub(crate) mod sandboxed;
 
 use json::{metrics_from_stdout, parse_object, read_limited};
 use metrics::take_metrics;

@@ -12,7 +12,7 @@ use crate::engine::evaluator::worker::limits::Limits;
 use crate::engine::evaluator::worker::sandbox::{self, Interpreter, Jail, SCRATCH_ROOT};
 
 /// `prlimit` on PATH, or why there is none.
-pub(super) fn find_prlimit() -> Result<PathBuf, String> {
+pub(crate) fn find_prlimit() -> Result<PathBuf, String> {
     let found = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
             .map(|dir| dir.join("prlimit"))
@@ -27,7 +27,7 @@ pub(super) fn find_prlimit() -> Result<PathBuf, String> {
 
 /// `prlimit`'s arguments for `limits` (no core files; CPU time: SIGXCPU at
 /// the limit, SIGKILL a second later), then `--`.
-pub(super) fn prlimit_args(prlimit: &Path, limits: Limits) -> Vec<OsString> {
+pub(crate) fn prlimit_args(prlimit: &Path, limits: Limits) -> Vec<OsString> {
     let mut a: Vec<OsString> = vec![prlimit.into(), "--core=0".into()];
     if let Some(m) = limits.memory_mib {
         a.push(format!("--data={}", m.saturating_mul(1 << 20)).into());
@@ -117,7 +117,7 @@ pub(super) fn bwrap_args(cell: &Cell<'_>, command: &[OsString]) -> Vec<OsString>
 /// its program, a folder program's files, `results/`) to the user the
 /// sandbox runs as, who may change its own copy and writes its results
 /// there.
-pub(super) fn hand_over(candidate_dir: &Path, user: sandbox::RunAs) -> std::io::Result<()> {
+pub(crate) fn hand_over(candidate_dir: &Path, user: sandbox::RunAs) -> std::io::Result<()> {
     std::os::unix::fs::lchown(candidate_dir, Some(user.uid), Some(user.gid))?;
     for entry in std::fs::read_dir(candidate_dir)? {
         let entry = entry?;

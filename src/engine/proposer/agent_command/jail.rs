@@ -1,0 +1,432 @@
+//! The agent's sandbox: the bubblewrap container candidates get
+//! ([`sandbox::bwrap_args`]: new user, pid, IPC, UTS, cgroup and network
+//! namespaces, the machine's file system read-only, the user's home dirs,
+//! `/tmp` and the run folder hidden, a private scratch tmpfs), with the
+//! workspace the one writable dir it shares with the run, `.galapagos/`
+//! shown read-only in it, and `prlimit`'s limits under a shell that is the
+//! container's pid 1 (as the command evaluator runs candidates).
+//!
+//! The process tree dies with the proposal: bubblewrap is started in a
+//! process group of its own, which is killed at the time limit, once the
+//! agent has exited and when the proposal is dropped; everything inside is
+//! in a pid namespace whose pid 1 is killed by the kernel when bubblewrap
+//! dies (`--die-with-parent`: a parent-death signal), and with it the whole
+//! namespace, so a kill -9 of the run leaves no agent process behind.
+//!
+//! The network is a fresh namespace with only `lo`: no host, no port of the
+//! machine's loopback is reachable. The run's model relay reaches the agent
+//! through its Unix socket, bound in, and the bridge (a hidden `galapagos`
+//! subcommand, the agent's parent inside the sandbox) that listens on the
+//! namespace's own loopback.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncWriteExt as _;
+use tokio::net::unix::pipe;
+
+use super::AgentCommandParams;
+use super::workspace::{INFO, Workspace};
+use crate::engine::agent_run::AgentExit;
+use crate::engine::evaluator::worker::capture::Capture;
+use crate::engine::evaluator::worker::limits::Limits;
+use crate::engine::evaluator::worker::process::{kill_groups, signal_name};
+use crate::engine::evaluator::worker::sandbox::{self, Interpreter, Jail, SCRATCH_ROOT};
+
+/// Variables the proposer sets for every agent; a card may not.
+pub(super) const RESERVED_VARS: [&str; 2] = ["HOME", "TMPDIR"];
+
+/// The agent's private HOME and TMPDIR, in its sandbox's scratch tmpfs.
+fn home_and_tmp() -> (PathBuf, PathBuf) {
+    let root = Path::new(SCRATCH_ROOT);
+    (root.join("agent-home"), root.join("agent-tmp"))
+}
+
+/// The programs the sandbox needs, found once, and what it hides besides
+/// the user's data.
+pub(super) struct Prison {
+    bwrap: PathBuf,
+    prlimit: PathBuf,
+    /// The run folder, hidden from the agent (its workspace is bound back).
+    run_dir: Option<PathBuf>,
+}
+
+/// One agent to run.
+pub(super) struct Job<'a> {
+    pub(super) argv: &'a [String],
+    pub(super) ws: &'a Workspace,
+    /// The prompt on stdin (None: stdin is empty).
+    pub(super) stdin: Option<String>,
+    pub(super) params: &'a AgentCommandParams,
+    /// The relay's variables (its address inside the sandbox, the token).
+    pub(super) relay_env: Vec<(String, String)>,
+    /// The relay's Unix socket and the bridge's command line before the
+    /// agent's, when the run has a relay.
+    pub(super) relay_socket: Option<Bridge>,
+}
+
+/// How the agent reaches the relay: the bridge's command (a `galapagos`
+/// binary) and the socket dir it connects to.
+pub(super) struct Bridge {
+    pub(super) exe: PathBuf,
+    pub(super) socket: PathBuf,
+    /// The bridge's arguments up to the agent's command line.
+    pub(super) args: Vec<String>,
+}
+
+/// How the agent's process ended.
+pub(super) struct Ran {
+    pub(super) exit: AgentExit,
+    pub(super) wall_ms: f64,
+    pub(super) stdout: String,
+    pub(super) stderr: String,
+}
+
+/// The process group of a running sandbox, killed when dropped.
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.take() {
+            kill_groups(&[i64::from(pid)]);
+        }
+    }
+}
+
+/// How long output is still read once the agent has exited.
+const OUTPUT_GRACE: Duration = Duration::from_secs(1);
+
+/// `name` found as a spawn outside the sandbox would (a path, or a name on
+/// PATH).
+fn find_program(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return (p.is_absolute() && p.is_file()).then_some(p);
+    }
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// What a program needs to be seen inside the sandbox: its file, its
+/// installation's prefix (a venv, `node_modules`' parent) and, for a
+/// script, its interpreter's.
+fn program_paths(exe: &Path) -> Vec<PathBuf> {
+    let mut paths = vec![exe.to_path_buf()];
+    let real = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
+    for p in [exe, real.as_path()] {
+        if let Some(prefix) = p.parent().and_then(Path::parent)
+            && prefix.components().count() > 1
+        {
+            paths.push(prefix.to_path_buf());
+        }
+    }
+    paths.push(real.clone());
+    // `#!/path/to/interpreter` (or `#!/usr/bin/env name`).
+    let head = std::fs::read(&real)
+        .ok()
+        .map(|b| b.into_iter().take(256).collect::<Vec<u8>>())
+        .unwrap_or_default();
+    if let Some(line) = head
+        .strip_prefix(b"#!")
+        .and_then(|rest| rest.split(|b| *b == b'\n').next())
+    {
+        let line = String::from_utf8_lossy(line);
+        let mut words = line.split_whitespace();
+        let first = words.next().unwrap_or("");
+        let interpreter = if first.ends_with("/env") {
+            words.find(|w| !w.starts_with('-')).and_then(find_program)
+        } else {
+            Some(PathBuf::from(first))
+        };
+        if let Some(found) = interpreter
+            .as_deref()
+            .and_then(|i| sandbox::locate(&i.to_string_lossy()))
+        {
+            paths.extend(found.prefixes);
+            paths.push(found.executable);
+        } else if let Some(i) = interpreter {
+            paths.push(i);
+        }
+    }
+    paths
+}
+
+/// Describe an exit status of the container's pid 1 shell (a command
+/// killed by signal N is status 128 + N).
+fn exit_of(status: std::process::ExitStatus) -> AgentExit {
+    use std::os::unix::process::ExitStatusExt as _;
+    match (status.code(), status.signal()) {
+        (Some(0), _) => AgentExit::Finished,
+        (Some(code), _) if code > 128 && code < 160 => AgentExit::Failed(format!(
+            "killed by {} (exit status {code})",
+            signal_name(code - 128)
+        )),
+        (Some(code), _) => AgentExit::Failed(format!("exit status {code}")),
+        (None, Some(sig)) => AgentExit::Failed(format!("killed by {}", signal_name(sig))),
+        (None, None) => AgentExit::Failed(format!("{status}")),
+    }
+}
+
+impl Prison {
+    pub(super) fn new(run_dir: Option<&Path>) -> Result<Self, String> {
+        let bwrap = sandbox::find_bwrap()?;
+        let prlimit = crate::engine::evaluator::command_sandbox::find_prlimit()?;
+        Ok(Self {
+            bwrap,
+            prlimit,
+            run_dir: run_dir.map(Path::to_path_buf),
+        })
+    }
+
+    /// The agent's limits.
+    fn limits(params: &AgentCommandParams) -> Limits {
+        Limits {
+            memory_mib: params.memory_limit_mib,
+            // Its CPU time per process: the wall-time limit ends it first.
+            cpu_secs: params.timeout_secs + 1.0,
+            file_size_mib: Some(1024),
+            processes: params.process_limit,
+            write_quota_mib: Some(params.write_quota_mib),
+        }
+    }
+
+    /// The `bwrap` command that runs `job`, or why it cannot.
+    fn command(&self, job: &Job<'_>) -> Result<tokio::process::Command, String> {
+        let Some(first) = job.argv.first() else {
+            return Err("the agent's command line is empty".into());
+        };
+        let exe = find_program(first).ok_or_else(|| {
+            format!(
+                "the agent's program `{first}` is not found{}: install it (the README says how for each \
+                 built-in agent card) or name it by its absolute path",
+                if first.contains('/') { "" } else { " on PATH" }
+            )
+        })?;
+        let uid = rustix::process::getuid().as_raw();
+        let run_as = sandbox::run_as(uid, sandbox::NOBODY);
+        if let Some(user) = run_as {
+            for dir in [&job.ws.work, &job.ws.out] {
+                crate::engine::evaluator::command_sandbox::hand_over(dir, user).map_err(|e| {
+                    format!(
+                        "cannot give the workspace {} to the sandbox's user: {e}",
+                        dir.display()
+                    )
+                })?;
+            }
+        }
+        let mut extra = program_paths(&exe);
+        extra.extend(
+            job.params
+                .read_paths
+                .iter()
+                .map(|p| sandbox::expand_home(p)),
+        );
+        let bridge_dir = job
+            .relay_socket
+            .as_ref()
+            .map(|b| b.socket.parent().unwrap_or(&b.socket).to_path_buf());
+        if let Some(b) = &job.relay_socket {
+            extra.push(b.exe.clone());
+        }
+        let mut private = sandbox::private_dirs();
+        private.extend(self.run_dir.iter().cloned());
+        if let Some(ws_root) = job.ws.dir.parent() {
+            private.push(ws_root.to_path_buf());
+        }
+        let interpreter = Interpreter {
+            executable: exe.clone(),
+            prefixes: Vec::new(),
+        };
+        let jail = Jail {
+            network: false,
+            interpreter: &interpreter,
+            task_dir: &job.ws.work,
+            code_dir: &job.ws.info,
+            lanes_dir: bridge_dir.as_deref().unwrap_or(&job.ws.info),
+            extra,
+            writable: vec![job.ws.work.clone()],
+            private,
+            uid,
+            gid: rustix::process::getgid().as_raw(),
+            run_as,
+            task_copy: None,
+            quota_mib: Some(job.params.write_quota_mib),
+        };
+        // The agent's command under its limits, its pid 1 a shell (see the
+        // command evaluator's sandbox); as root, as nobody in a user
+        // namespace of its own.
+        let mut inner: Vec<OsString> = Vec::new();
+        if run_as.is_some() {
+            inner.extend(["unshare".into(), "--user".into(), "--".into()]);
+        }
+        inner.extend(crate::engine::evaluator::command_sandbox::prlimit_args(
+            &self.prlimit,
+            Self::limits(job.params),
+        ));
+        if let Some(b) = &job.relay_socket {
+            inner.push(b.exe.clone().into());
+            inner.extend(b.args.iter().map(Into::into));
+        }
+        inner.push(exe.clone().into());
+        inner.extend(job.argv[1..].iter().map(Into::into));
+        let mut pid1: Vec<OsString> = vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            "\"$@\"; exit $?".into(),
+            "sh".into(),
+        ];
+        pid1.extend(sandbox::as_user(run_as, &inner));
+        // The candidates' sandbox, its `--chdir DIR --` replaced by what the
+        // agent's adds.
+        let mut args: Vec<OsString> = vec!["--as-pid-1".into()];
+        args.extend(sandbox::bwrap_args(&jail, &[]));
+        let chdir = args
+            .iter()
+            .rposition(|a| a == "--chdir")
+            .ok_or("the sandbox's command line has no --chdir")?;
+        args.truncate(chdir);
+        let (home, tmp) = home_and_tmp();
+        let info = job.ws.work.join(INFO);
+        for (flag, a, b) in [
+            ("--ro-bind", &job.ws.info, &info),
+            ("--bind", &job.ws.out, &info.join("out")),
+        ] {
+            args.extend([flag.into(), a.into(), b.into()]);
+        }
+        for dir in [&home, &tmp] {
+            args.extend(["--perms".into(), "01777".into(), "--dir".into(), dir.into()]);
+        }
+        args.extend(["--chdir".into(), job.ws.work.clone().into(), "--".into()]);
+        args.extend(pid1);
+        let mut cmd = tokio::process::Command::new(&self.bwrap);
+        cmd.args(args);
+        // From scratch: the card's variables, the relay's, a private HOME
+        // and TMPDIR, and a PATH that finds the agent's program first.
+        let path = format!(
+            "{}:/usr/local/bin:/usr/bin:/bin",
+            exe.parent()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        );
+        cmd.env_clear()
+            .env("PATH", path)
+            .env("LANG", "C.UTF-8")
+            .env("TERM", "dumb")
+            .envs(super::card_env(&job.params.env))
+            .envs(job.relay_env.iter().cloned())
+            .env("HOME", &home)
+            .env("TMPDIR", &tmp);
+        Ok(cmd)
+    }
+
+    /// Run `job` to its end, its time limit or the proposal's drop.
+    pub(super) async fn run(&self, job: &Job<'_>) -> Ran {
+        let started = Instant::now();
+        let ms = || started.elapsed().as_secs_f64() * 1000.0;
+        let not_started = |why: String| Ran {
+            exit: AgentExit::NotStarted(why),
+            wall_ms: 0.0,
+            stdout: String::new(),
+            stderr: String::new(),
+        };
+        let mut cmd = match self.command(job) {
+            Ok(c) => c,
+            Err(e) => return not_started(e),
+        };
+        cmd.current_dir(&job.ws.work)
+            .stdin(if job.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => return not_started(format!("cannot start bubblewrap: {e}")),
+        };
+        let mut guard = GroupGuard(child.id());
+        if let (Some(text), Some(mut stdin)) = (job.stdin.clone(), child.stdin.take()) {
+            // A task of its own: an agent that reads no stdin must not
+            // block the proposal.
+            drop(tokio::spawn(async move {
+                let _ = stdin.write_all(text.as_bytes()).await;
+                let _ = stdin.shutdown().await;
+            }));
+        }
+        let pipes = (
+            child.stdout.take().map(|s| s.into_owned_fd()),
+            child.stderr.take().map(|s| s.into_owned_fd()),
+        );
+        let (Some(Ok(out)), Some(Ok(err))) = pipes else {
+            return not_started("the agent has no stdout/stderr pipe".into());
+        };
+        let (Ok(out), Ok(err)) = (
+            pipe::Receiver::from_owned_fd(out),
+            pipe::Receiver::from_owned_fd(err),
+        ) else {
+            return not_started("cannot read the agent's output".into());
+        };
+        let kept =
+            usize::try_from(job.params.output_limit_kb.saturating_mul(1000)).unwrap_or(usize::MAX);
+        let (mut cap_out, mut cap_err) = (Capture::new(kept), Capture::new(kept));
+        let (mut out_open, mut err_open) = (true, true);
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_secs_f64(job.params.timeout_secs);
+        let mut status = None;
+        let mut timed_out = false;
+        let mut grace: Option<tokio::time::Instant> = None;
+        let mut wall_ms = 0.0;
+        while status.is_none() || out_open || err_open {
+            tokio::select! {
+                s = child.wait(), if status.is_none() => {
+                    wall_ms = ms();
+                    status = Some(s);
+                    if let Some(pid) = guard.0 {
+                        kill_groups(&[i64::from(pid)]);
+                    }
+                    grace = Some(tokio::time::Instant::now() + OUTPUT_GRACE);
+                }
+                () = tokio::time::sleep_until(grace.unwrap_or(deadline)), if grace.is_some() => break,
+                r = out.readable(), if out_open => {
+                    if r.is_err() || !cap_out.pump(&out) { out_open = false; }
+                }
+                r = err.readable(), if err_open => {
+                    if r.is_err() || !cap_err.pump(&err) { err_open = false; }
+                }
+                () = tokio::time::sleep_until(deadline), if !timed_out && status.is_none() => {
+                    timed_out = true;
+                    if let Some(pid) = guard.0 {
+                        kill_groups(&[i64::from(pid)]);
+                    }
+                    let _ = child.start_kill();
+                }
+            }
+        }
+        guard.0 = None;
+        cap_out.drain(&out);
+        cap_err.drain(&err);
+        let exit = if timed_out {
+            AgentExit::TimedOut
+        } else {
+            match status {
+                Some(Ok(s)) => exit_of(s),
+                Some(Err(e)) => AgentExit::Failed(format!("cannot wait for the agent: {e}")),
+                None => AgentExit::Failed("the agent did not finish".into()),
+            }
+        };
+        Ran {
+            exit,
+            wall_ms: if wall_ms > 0.0 { wall_ms } else { ms() },
+            stdout: cap_out.text(),
+            stderr: cap_err.text(),
+        }
+    }
+}

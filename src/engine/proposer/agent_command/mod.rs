@@ -1,0 +1,525 @@
+//! `AgentCommandProposer` (card kind `agent_command`): any coding agent as
+//! the variation operator. For each proposal it makes a workspace holding
+//! the parent's tree as a git repository (the parent committed, so the
+//! agent's change is `git diff`), writes the rendered prompt and a
+//! read-only `.galapagos/` folder into it (the pool's leaderboard, trees
+//! and feedback, the run's notes: [`context`]), and runs the card's command
+//! in the sandbox candidates get ([`jail`]): the workspace is the only
+//! writable folder, HOME and TMPDIR are private, the network is a fresh
+//! namespace in which only the run's model relay is reachable, the whole
+//! process tree dies with the proposal (and with the run), and the limits
+//! apply. When the command ends, the child is the workspace's tree
+//! ([`workspace::read_back`]): changes outside the task's editable files are
+//! dropped and named, an unchanged workspace is a no-op, a failing or
+//! overrunning agent a failed proposal with its output kept. Everything it
+//! did is the genome's [`AgentRun`].
+
+pub mod bridge;
+mod context;
+mod jail;
+mod workspace;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Proposal, ProposalError, ProposalRequest, Proposer};
+use crate::engine::agent_run::{AgentExit, AgentRun};
+use crate::engine::component::{BuildContext, Component, ComponentInfo};
+use crate::engine::genome::{Genome, Tree};
+use crate::engine::memory::{Knowledge, MemoryQuery};
+use crate::engine::params::{ParamError, ParamSpec, ParamType};
+use crate::engine::task::files::EditRules;
+
+/// How the rendered prompt reaches the agent (the prompt is always written
+/// to `{prompt_file}` as well).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptVia {
+    /// On the command's standard input.
+    #[default]
+    Stdin,
+    /// As one more argument: in place of `{prompt}` when the command has
+    /// it, else appended.
+    Argument,
+    /// Only as the file `{prompt_file}` (stdin is empty).
+    File,
+}
+
+/// Parameters of [`AgentCommandProposer`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentCommandParams {
+    /// The agent's command line: `{workspace}`, `{prompt_file}` and
+    /// `{prompt}` are replaced.
+    pub command: Vec<String>,
+    pub prompt_via: PromptVia,
+    /// Wall-clock limit of one proposal's agent, in seconds.
+    pub timeout_secs: f64,
+    /// Tokens one proposal's agent may use through the relay (null: no
+    /// cap beyond the run's budget).
+    pub max_tokens: Option<u64>,
+    /// Dollars one proposal's agent may spend through the relay (null: no
+    /// cap beyond the run's budget).
+    pub max_cost_usd: Option<f64>,
+    /// More paths the agent may read (its installation, a toolchain under
+    /// your home); `~/` is your home.
+    pub read_paths: Vec<String>,
+    /// Environment variables the agent gets: `NAME` passes the run's value,
+    /// `NAME=value` sets one. Nothing else of the run's environment reaches
+    /// it.
+    pub env: Vec<String>,
+    /// Memory each of the agent's processes may allocate, in MiB.
+    pub memory_limit_mib: Option<u64>,
+    /// Processes the agent may run at once.
+    pub process_limit: Option<u64>,
+    /// Space the agent's private HOME and TMPDIR may fill, in MiB.
+    pub write_quota_mib: u64,
+    /// KB of each of the agent's stdout and stderr kept.
+    pub output_limit_kb: u64,
+    /// Programs of the pool shown in `.galapagos/`, best first.
+    pub pool_size: u64,
+    /// Characters of the run's memory written to `.galapagos/notes.md`.
+    pub memory_chars: u64,
+    /// A child whose longest file has more characters is refused.
+    pub max_code_length: u64,
+}
+
+impl Default for AgentCommandParams {
+    fn default() -> Self {
+        Self {
+            command: Vec::new(),
+            prompt_via: PromptVia::Stdin,
+            timeout_secs: 600.0,
+            max_tokens: Some(200_000),
+            max_cost_usd: Some(1.0),
+            read_paths: Vec::new(),
+            env: Vec::new(),
+            memory_limit_mib: Some(4096),
+            process_limit: Some(256),
+            write_quota_mib: 1024,
+            output_limit_kb: 64,
+            pool_size: 16,
+            memory_chars: 4000,
+            max_code_length: 200_000,
+        }
+    }
+}
+
+const SPECS: &[ParamSpec] = &[
+    ParamSpec {
+        key: "command",
+        doc: "The agent's command line, one argument per entry; {workspace} is the workspace (also its \
+              working dir), {prompt_file} the prompt's file, {prompt} the prompt's text",
+        ty: ParamType::TextList,
+    },
+    ParamSpec {
+        key: "prompt_via",
+        doc: "How the prompt reaches the agent besides {prompt_file}: on stdin, as an argument (in \
+              place of {prompt}, else appended), or only as the file",
+        ty: ParamType::Choice(&["stdin", "argument", "file"]),
+    },
+    ParamSpec {
+        key: "timeout_secs",
+        doc: "Wall-clock limit of one proposal's agent; at it, its whole process tree is killed and \
+              the proposal fails with its output kept",
+        ty: ParamType::Float {
+            min: 1.0,
+            max: 86400.0,
+        },
+    },
+    ParamSpec {
+        key: "max_tokens",
+        doc: "Tokens one proposal's agent may use through the model relay; past it the relay refuses \
+              its requests (null: only the run's budget)",
+        ty: ParamType::OptionalInt {
+            min: 1,
+            max: i64::MAX,
+        },
+    },
+    ParamSpec {
+        key: "max_cost_usd",
+        doc: "Dollars one proposal's agent may spend through the model relay; past it the relay \
+              refuses its requests (null: only the run's budget)",
+        ty: ParamType::OptionalFloat { min: 0.0, max: 1e6 },
+    },
+    ParamSpec {
+        key: "read_paths",
+        doc: "More files or dirs the agent may read (its installation or a toolchain under your \
+              home); ~/ is your home. Read-only",
+        ty: ParamType::TextList,
+    },
+    ParamSpec {
+        key: "env",
+        doc: "Environment variables the agent gets: NAME passes the run's value, NAME=value sets one \
+              (never a model key: the agent reaches the model through the relay with a token)",
+        ty: ParamType::TextList,
+    },
+    ParamSpec {
+        key: "memory_limit_mib",
+        doc: "Memory each of the agent's processes may allocate, in MiB (null: no limit)",
+        ty: ParamType::OptionalInt {
+            min: 16,
+            max: 1 << 30,
+        },
+    },
+    ParamSpec {
+        key: "process_limit",
+        doc: "Processes the agent may run at once (null: no limit)",
+        ty: ParamType::OptionalInt {
+            min: 1,
+            max: 1 << 22,
+        },
+    },
+    ParamSpec {
+        key: "write_quota_mib",
+        doc: "Space the agent's private HOME and TMPDIR may fill, in MiB",
+        ty: ParamType::Int {
+            min: 1,
+            max: 1 << 30,
+        },
+    },
+    ParamSpec {
+        key: "output_limit_kb",
+        doc: "KB of each of the agent's stdout and stderr kept (the first and last halves)",
+        ty: ParamType::Int {
+            min: 1,
+            max: 100_000,
+        },
+    },
+    ParamSpec {
+        key: "pool_size",
+        doc: "Programs of the pool (the parents the policy handed over, best first) in the workspace's \
+              .galapagos/ folder with their scores, trees and feedback",
+        ty: ParamType::Int { min: 1, max: 1000 },
+    },
+    ParamSpec {
+        key: "memory_chars",
+        doc: "Characters of the run's memory written to .galapagos/notes.md (0: none)",
+        ty: ParamType::Int {
+            min: 0,
+            max: 10_000_000,
+        },
+    },
+    super::MAX_CODE_LENGTH,
+];
+
+/// The coding-agent proposer (card kind `agent_command`).
+pub struct AgentCommandProposer {
+    params: AgentCommandParams,
+    rules: EditRules,
+    /// The sandbox's programs and what the agent's sandbox hides.
+    jail: jail::Prison,
+    /// Where each proposal's workspace is made.
+    root: workspace::Root,
+    /// Numbers the proposals' workspaces.
+    next: AtomicU64,
+}
+
+impl std::fmt::Debug for AgentCommandProposer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentCommandProposer")
+            .field("command", &self.params.command)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The name of an `env` entry (`NAME` or `NAME=value`).
+fn env_name(entry: &str) -> &str {
+    entry.split_once('=').map_or(entry, |(name, _)| name)
+}
+
+impl Component for AgentCommandProposer {
+    type Slot = dyn Proposer;
+    type Params = AgentCommandParams;
+
+    const INFO: ComponentInfo = ComponentInfo {
+        kind: "agent_command",
+        type_name: "AgentCommandProposer",
+        summary: "Runs a coding agent (a command) in a sandboxed git workspace of the parent; its \
+                  changes to the editable files are the child (pair with the identity policy to let \
+                  it choose its parent)",
+        params: SPECS,
+    };
+
+    fn check(params: &AgentCommandParams) -> Result<(), ParamError> {
+        let refuse = |key: String, reason: String| Err(ParamError { key, reason });
+        for (i, entry) in params.env.iter().enumerate() {
+            let name = env_name(entry);
+            let valid = !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit());
+            if !valid {
+                return refuse(
+                    format!("env[{i}]"),
+                    format!("`{entry}` is not NAME or NAME=value with a variable's name"),
+                );
+            }
+            if jail::RESERVED_VARS.contains(&name) {
+                return refuse(
+                    format!("env[{i}]"),
+                    format!(
+                        "`{name}` is set by the proposer for every agent (its private HOME and \
+                         TMPDIR, the relay's address and token)"
+                    ),
+                );
+            }
+        }
+        crate::engine::evaluator::worker::sandbox::check_read_paths(&params.read_paths).map_err(
+            |e| ParamError {
+                key: e.key,
+                reason: e.reason,
+            },
+        )
+    }
+
+    fn build(params: AgentCommandParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        // Checked here rather than in `check`: a block just put on a card
+        // has no command yet, and the card stays valid while it is edited.
+        if params.command.first().is_none_or(|c| c.trim().is_empty()) {
+            return Err(ParamError {
+                key: "command".into(),
+                reason: "the agent's command line is empty: name the program to run (the built-in \
+                         cards agent_* have one for each supported agent)"
+                    .into(),
+            });
+        }
+        for (i, entry) in params.env.iter().enumerate() {
+            let name = env_name(entry);
+            if !entry.contains('=') && ctx.key_vars.iter().any(|k| k == name) {
+                return Err(ParamError {
+                    key: format!("env[{i}]"),
+                    reason: format!(
+                        "`{name}` holds a model key of the run: the agent never gets a key (it reaches \
+                         the model through the run's relay, with a token of its own)"
+                    ),
+                });
+            }
+        }
+        let jail = jail::Prison::new(ctx.run_dir).map_err(|reason| ParamError {
+            key: "command".into(),
+            reason,
+        })?;
+        let root = workspace::Root::new(ctx.run_dir).map_err(|reason| ParamError {
+            key: "command".into(),
+            reason,
+        })?;
+        Ok(Self {
+            rules: ctx.task.edit_rules(),
+            jail,
+            root,
+            next: AtomicU64::new(0),
+            params,
+        })
+    }
+}
+
+impl AgentCommandProposer {
+    fn max_code_length(&self) -> usize {
+        usize::try_from(self.params.max_code_length).unwrap_or(usize::MAX)
+    }
+
+    /// The programs `.galapagos/` shows: the parents the policy handed over
+    /// and the inspirations, each once, best first, at most `pool_size`.
+    fn pool(request: &ProposalRequest, size: u64) -> Vec<Arc<Genome>> {
+        let mut pool: Vec<Arc<Genome>> = Vec::new();
+        for g in request
+            .parents
+            .iter()
+            .chain(std::iter::once(&request.parent))
+            .chain(&request.inspirations)
+        {
+            if !pool.iter().any(|p| p.id == g.id) {
+                pool.push(Arc::clone(g));
+            }
+        }
+        pool.sort_by(|a, b| b.fitness_or_min().total_cmp(&a.fitness_or_min()));
+        pool.truncate(usize::try_from(size).unwrap_or(usize::MAX));
+        pool
+    }
+
+    /// The command line with its placeholders filled in.
+    fn command_line(&self, ws: &workspace::Workspace, prompt: &str) -> Vec<String> {
+        let prompt_file = ws.prompt_file();
+        let fill = |a: &str| {
+            a.replace("{workspace}", &ws.work.to_string_lossy())
+                .replace("{prompt_file}", &prompt_file.to_string_lossy())
+                .replace("{prompt}", prompt)
+        };
+        let mut argv: Vec<String> = self.params.command.iter().map(|a| fill(a)).collect();
+        if self.params.prompt_via == PromptVia::Argument
+            && !self.params.command.iter().any(|a| a.contains("{prompt}"))
+        {
+            argv.push(prompt.to_owned());
+        }
+        argv
+    }
+}
+
+/// What became of the agent's workspace, as a proposal.
+fn outcome(
+    run: &mut AgentRun,
+    back: Result<workspace::ReadBack, String>,
+    parent: &Tree,
+    max_code_length: usize,
+) -> Result<Tree, ProposalError> {
+    let failed = match &run.exit {
+        AgentExit::Finished => None,
+        AgentExit::Failed(why) => Some(format!("the agent failed: {why}")),
+        AgentExit::TimedOut => Some(format!(
+            "the agent ran over its time limit ({:.0} s) and its processes were killed",
+            run.wall_ms / 1000.0
+        )),
+        AgentExit::NotStarted(why) => Some(format!("the agent could not be started: {why}")),
+    };
+    if let Some(why) = failed {
+        return Err(ProposalError::Failed(why));
+    }
+    let back = back.map_err(ProposalError::Failed)?;
+    run.dropped = back.dropped;
+    if back.child == *parent {
+        let dropped = if run.dropped.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; dropped (outside the editable files): {}",
+                run.dropped.join("; ")
+            )
+        };
+        return Err(ProposalError::NoOp(format!(
+            "the agent left the program unchanged{dropped}"
+        )));
+    }
+    let len = back.child.longest_text_chars();
+    if len > max_code_length {
+        return Err(ProposalError::Parse(format!(
+            "the agent's child has a file of {len} characters, over max_code_length \
+             ({max_code_length})"
+        )));
+    }
+    Ok(back.child)
+}
+
+#[async_trait::async_trait]
+impl Proposer for AgentCommandProposer {
+    async fn propose(&self, request: ProposalRequest) -> Proposal {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let notes = if self.params.memory_chars == 0 {
+            Vec::new()
+        } else {
+            let query = MemoryQuery {
+                island: None,
+                max_chars: Some(usize::try_from(self.params.memory_chars).unwrap_or(usize::MAX)),
+            };
+            request.env.read_memory(&query).await.notes
+        };
+        let pool = Self::pool(&request, self.params.pool_size);
+        let prompt = context::prompt_text(&request.prompt, request.parent.id);
+        let mut run = AgentRun::default();
+        let failed = |run: AgentRun, why: String| Proposal {
+            content: Err(ProposalError::Failed(why)),
+            response: None,
+            model: None,
+            usage: None,
+            patch_type: "agent".to_owned(),
+            parent_id: None,
+            agent: Some(Box::new(run)),
+        };
+        let ws = match self.root.create(
+            &format!("p{}-{n}", request.env.candidate_id()),
+            &request.parent.content,
+        ) {
+            Ok(ws) => ws,
+            Err(e) => {
+                run.exit = AgentExit::NotStarted(e.clone());
+                return failed(run, e);
+            }
+        };
+        if let Err(e) = context::write(&ws.info, &prompt, &pool, &notes) {
+            run.exit = AgentExit::NotStarted(e.clone());
+            return failed(run, e);
+        }
+        run.command = self.command_line(&ws, &prompt);
+        let stdin = (self.params.prompt_via == PromptVia::Stdin).then(|| prompt.clone());
+        let ran = self
+            .jail
+            .run(&jail::Job {
+                argv: &run.command,
+                ws: &ws,
+                stdin,
+                params: &self.params,
+                relay_env: Vec::new(),
+                relay_socket: None,
+            })
+            .await;
+        run.exit = ran.exit;
+        run.wall_ms = ran.wall_ms;
+        run.stdout = ran.stdout;
+        run.stderr = ran.stderr;
+        // The parent it named, when it is one it was handed.
+        let said = workspace::said_parent(&ws);
+        let mut parent = Arc::clone(&request.parent);
+        let mut parent_id = None;
+        if let Some(said) = said {
+            match request.parents.iter().find(|p| p.id == said) {
+                Some(p) => {
+                    run.chosen_parent = Some(said);
+                    if p.id != request.parent.id {
+                        parent_id = Some(p.id);
+                        parent = Arc::clone(p);
+                    }
+                }
+                None => run.stderr.push_str(&format!(
+                    "\n[galapagos: the agent named #{said} as its parent, which is not in the pool; \
+                     the child's parent is #{}]",
+                    request.parent.id
+                )),
+            }
+        }
+        if let Some(text) = workspace::notes(&ws) {
+            run.notes = Some(text.clone());
+            request
+                .env
+                .write_memory(Knowledge { notes: vec![text] })
+                .await;
+        }
+        let back = workspace::read_back(&ws, &parent.content, &self.rules);
+        let content = outcome(&mut run, back, &parent.content, self.max_code_length());
+        drop(ws);
+        let response = (!run.stdout.is_empty()).then(|| run.stdout.clone());
+        let usage = (!run.steps.is_empty()).then(|| run.usage());
+        Proposal {
+            content,
+            response,
+            model: None,
+            usage,
+            patch_type: "agent".to_owned(),
+            parent_id,
+            agent: Some(Box::new(run)),
+        }
+    }
+}
+
+/// `NAME=value` entries and passed names resolved against the run's
+/// environment (a passed name that is unset is left out).
+fn card_env(entries: &[String]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for entry in entries {
+        match entry.split_once('=') {
+            Some((name, value)) => {
+                out.insert(name.to_owned(), value.to_owned());
+            }
+            None => {
+                if let Ok(value) = std::env::var(entry) {
+                    out.insert(entry.clone(), value);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,381 @@
+//! The agent's workspace: made from the parent's tree as a git repository
+//! with the parent committed, and read back as the child once the agent's
+//! processes are gone.
+//!
+//! A proposal's folder (`<root>/p<iteration>-<n>/`) holds three dirs:
+//! `work/` (the workspace, the one dir the agent may write), `info/` (shown
+//! read-only at `work/.galapagos/`) and `out/` (shown writable at
+//! `work/.galapagos/out/`, where the agent may name its parent and leave
+//! notes). The folders live under the run folder's `agent-workspaces/`
+//! (a run without a folder: a temp dir of the proposer's), which is emptied
+//! when the proposer is built, so a run killed mid-proposal and resumed
+//! leaves none behind; each is removed when its proposal ends.
+//!
+//! Git runs only before the agent does: once the agent has had the
+//! workspace, its `.git` may hold hooks or configuration that would run
+//! code, so the child is read by walking the files (no symbolic link is
+//! followed, nothing but regular files is opened).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::engine::genome::{GenomeId, Tree};
+use crate::engine::task::files::{EditOp, EditRules};
+use crate::engine::tree::Blob;
+
+/// The run folder's dir of workspaces.
+pub(super) const DIR: &str = "agent-workspaces";
+
+/// The name `.galapagos/` has in the workspace.
+pub(super) const INFO: &str = ".galapagos";
+
+/// Where the workspaces are made.
+pub(super) enum Root {
+    /// The run folder's `agent-workspaces/`.
+    Run(PathBuf),
+    /// A temp dir of the proposer's own (a run without a folder).
+    Temp(tempfile::TempDir),
+}
+
+impl Root {
+    /// The workspaces' dir, emptied: what a killed run left is removed.
+    pub(super) fn new(run_dir: Option<&Path>) -> Result<Self, String> {
+        match run_dir {
+            Some(run) => {
+                let dir = run.join(DIR);
+                if dir.exists() {
+                    remove_all(&dir).map_err(|e| {
+                        format!(
+                            "cannot remove the agent workspaces a previous run left in {}: {e}",
+                            dir.display()
+                        )
+                    })?;
+                }
+                std::fs::create_dir_all(&dir).map_err(|e| {
+                    format!(
+                        "cannot create the agent workspaces' dir {}: {e}",
+                        dir.display()
+                    )
+                })?;
+                Ok(Self::Run(dir))
+            }
+            None => tempfile::Builder::new()
+                .prefix("galapagos-agent-")
+                .tempdir()
+                .map(Self::Temp)
+                .map_err(|e| format!("cannot create a temp dir for the agent workspaces: {e}")),
+        }
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        match self {
+            Self::Run(p) => p,
+            Self::Temp(t) => t.path(),
+        }
+    }
+
+    /// A new workspace named `name` holding `parent`, committed.
+    pub(super) fn create(&self, name: &str, parent: &Tree) -> Result<Workspace, String> {
+        let dir = self.path().join(name);
+        let ws = Workspace {
+            work: dir.join("work"),
+            info: dir.join("info"),
+            out: dir.join("out"),
+            dir,
+        };
+        let made = std::fs::create_dir_all(&ws.work)
+            .and_then(|()| std::fs::create_dir_all(ws.info.join("out")))
+            .and_then(|()| std::fs::create_dir_all(&ws.out))
+            .and_then(|()| parent.write_to(&ws.work))
+            .and_then(|()| std::fs::create_dir_all(ws.work.join(INFO)));
+        made.map_err(|e| format!("cannot write the workspace {}: {e}", ws.work.display()))?;
+        commit(&ws.work)?;
+        Ok(ws)
+    }
+}
+
+/// One proposal's folder; removed when dropped.
+pub(super) struct Workspace {
+    pub(super) dir: PathBuf,
+    /// The workspace: the parent's tree, a git repository.
+    pub(super) work: PathBuf,
+    /// What `work/.galapagos/` shows, read-only.
+    pub(super) info: PathBuf,
+    /// What `work/.galapagos/out/` shows, writable.
+    pub(super) out: PathBuf,
+}
+
+impl Workspace {
+    /// The prompt's file as the agent sees it.
+    pub(super) fn prompt_file(&self) -> PathBuf {
+        self.work.join(INFO).join("prompt.md")
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = remove_all(&self.dir);
+    }
+}
+
+/// Remove `dir` and everything in it, making dirs the agent left without
+/// write or search permission removable first.
+pub(super) fn remove_all(dir: &Path) -> std::io::Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(_) => {
+            open_up(dir);
+            std::fs::remove_dir_all(dir)
+        }
+    }
+}
+
+fn open_up(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                open_up(&entry.path());
+            }
+        }
+    }
+}
+
+/// `git init` and commit everything in `work` as the parent (outside the
+/// sandbox, before the agent exists; no configuration of the user's or the
+/// machine's is read).
+fn commit(work: &Path) -> Result<(), String> {
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=galapagos",
+                "-c",
+                "user.email=galapagos@localhost",
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "init.defaultBranch=main",
+                "-c",
+                "core.hooksPath=/dev/null",
+            ])
+            .args(args)
+            .current_dir(work)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("HOME", work)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| {
+                format!("cannot run git (the agent's workspace is a git repository): {e}")
+            })?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "git {} failed in {}: {}",
+                args.join(" "),
+                work.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    };
+    git(&["init", "-q"])?;
+    std::fs::write(work.join(".git/info/exclude"), format!("/{INFO}/\n")).map_err(|e| {
+        format!(
+            "cannot write {}: {e}",
+            work.join(".git/info/exclude").display()
+        )
+    })?;
+    git(&["add", "-A"])?;
+    git(&["commit", "-q", "--allow-empty", "-m", "the parent program"])
+}
+
+/// The largest file read back from a workspace; a bigger one is dropped.
+const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// Most files read back from a workspace.
+const MAX_FILES: usize = 20_000;
+
+/// The child read from a workspace, and what was dropped from it.
+#[derive(Debug)]
+pub(super) struct ReadBack {
+    pub(super) child: Tree,
+    /// `path: why` for every change not taken.
+    pub(super) dropped: Vec<String>,
+}
+
+/// The workspace's files (not `.git/` nor `.galapagos/`), by path; what
+/// cannot be a program file (a link, a fifo, a file too big) is named in
+/// `odd`.
+fn walk(
+    root: &Path,
+    rel: &str,
+    files: &mut BTreeMap<String, Vec<u8>>,
+    odd: &mut Vec<(String, String)>,
+) -> std::io::Result<()> {
+    let dir = if rel.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(rel)
+    };
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            odd.push((
+                format!("{rel}/{}", name.to_string_lossy()),
+                "a file name that is not UTF-8".into(),
+            ));
+            continue;
+        };
+        if rel.is_empty() && (name == ".git" || name == INFO) {
+            continue;
+        }
+        let path = if rel.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{rel}/{name}")
+        };
+        let meta = std::fs::symlink_metadata(entry.path())?;
+        let kind = meta.file_type();
+        if kind.is_dir() {
+            walk(root, &path, files, odd)?;
+        } else if kind.is_symlink() {
+            odd.push((path, "a symbolic link (a program holds files only)".into()));
+        } else if !kind.is_file() {
+            odd.push((path, "not a regular file".into()));
+        } else if meta.len() > MAX_FILE_BYTES {
+            odd.push((
+                path,
+                format!(
+                    "{} bytes, over the {} MiB a file may have",
+                    meta.len(),
+                    MAX_FILE_BYTES >> 20
+                ),
+            ));
+        } else if files.len() >= MAX_FILES {
+            odd.push((path, format!("more than {MAX_FILES} files")));
+        } else {
+            files.insert(path, read_regular(&entry.path())?);
+        }
+    }
+    Ok(())
+}
+
+/// A regular file's bytes, opened without following a link.
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(
+            rustix::fs::OFlags::NOFOLLOW.bits() as i32 | rustix::fs::OFlags::NONBLOCK.bits() as i32,
+        )
+        .open(path)?;
+    let mut bytes = Vec::new();
+    file.by_ref()
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The child the workspace holds: `parent` with every change the rules
+/// allow (a single-file program: its one file's new text), and the changes
+/// they refuse, named.
+pub(super) fn read_back(
+    ws: &Workspace,
+    parent: &Tree,
+    rules: &EditRules,
+) -> Result<ReadBack, String> {
+    let mut files = BTreeMap::new();
+    let mut odd = Vec::new();
+    walk(&ws.work, "", &mut files, &mut odd)
+        .map_err(|e| format!("cannot read the workspace {}: {e}", ws.work.display()))?;
+    let mut dropped: Vec<String> = odd
+        .into_iter()
+        .map(|(path, why)| format!("{path}: {why}"))
+        .collect();
+    let mut child: BTreeMap<String, Blob> = parent
+        .files()
+        .map(|(p, b)| (p.to_owned(), b.clone()))
+        .collect();
+    for (path, bytes) in files {
+        let blob = Blob::from_bytes(bytes);
+        let op = match parent.get(&path) {
+            Some(old) if old.id() == blob.id() => continue,
+            Some(_) => EditOp::Modify,
+            None => EditOp::Add,
+        };
+        match rules.check(&path, op) {
+            Ok(()) => {
+                child.insert(path, blob);
+            }
+            Err(rule) => dropped.push(rule),
+        }
+    }
+    let present = |path: &str| std::fs::symlink_metadata(ws.work.join(path)).is_ok();
+    for (path, _) in parent.files() {
+        if !present(path) {
+            match rules.check(path, EditOp::Delete) {
+                Ok(()) => {
+                    child.remove(path);
+                }
+                Err(rule) => dropped.push(format!("deleting {rule}")),
+            }
+        }
+    }
+    if let Err(e) = rules.check_count(child.len()) {
+        return Err(format!("the agent's child is refused: {e}"));
+    }
+    let child = if parent.is_single() {
+        match parent.files().next() {
+            Some((path, _)) => match child.get(path).and_then(Blob::as_text) {
+                Some(text) => parent.with_single_text(text),
+                None => return Err(format!("the agent left {path} not UTF-8 text")),
+            },
+            None => parent.clone(),
+        }
+    } else {
+        Tree::folder(child)
+    };
+    Ok(ReadBack { child, dropped })
+}
+
+/// The parent the agent named in `.galapagos/out/parent` (`12` or `#12`).
+pub(super) fn said_parent(ws: &Workspace) -> Option<GenomeId> {
+    let text = read_small(&ws.out.join("parent"), 200)?;
+    text.trim().trim_start_matches('#').trim().parse().ok()
+}
+
+/// Most characters of notes taken from the agent.
+const MAX_NOTES: usize = 8000;
+
+/// The notes the agent left in `.galapagos/out/notes.md`, if any.
+pub(super) fn notes(ws: &Workspace) -> Option<String> {
+    let text = read_small(&ws.out.join("notes.md"), 4 * MAX_NOTES as u64)?;
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    Some(text.chars().take(MAX_NOTES).collect())
+}
+
+/// A regular file's text, at most `max` bytes read (None: absent, not a
+/// regular file, not text).
+fn read_small(path: &Path, max: u64) -> Option<String> {
+    use std::io::Read as _;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.file_type().is_file() {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    let mut bytes = Vec::new();
+    file.take(max).read_to_end(&mut bytes).ok()?;
+    String::from_utf8(bytes).ok()
+}
