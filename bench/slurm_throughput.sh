@@ -5,7 +5,8 @@
 #               evaluation, which includes starting the first allocation)), and as a share of the ideal P/s
 #   overhead    per-candidate scheduling overhead: mean evaluation time of the proposed candidates minus the
 #               evaluator's 1 s (placing the work, starting the interpreter on the node, reading the result)
-# Printed, not asserted (tests/slurm.rs asserts the pool's throughput).
+# Printed, not asserted (tests/slurm.rs asserts the pool's overlap, and its throughput against the local
+# evaluator's run beside it).
 #   SLURM_CONF=... bench/slurm_throughput.sh            # N=20 P=2
 #   N=40 P=2 PYTHON=/usr/bin/python3 bench/slurm_throughput.sh
 set -euo pipefail

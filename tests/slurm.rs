@@ -4,7 +4,9 @@
 //! user runs it: a run records job ids the scheduler knows, a candidate past
 //! its timeout is cancelled and the run goes on, a run killed with -9 is
 //! resumed without leftovers, duplicates or gaps, work cancelled from
-//! outside is retried, and set-up problems are named before any iteration.
+//! outside is retried, set-up problems are named before any iteration, a
+//! folder program is evaluated as a folder, and a pool keeps up with the
+//! local evaluator.
 
 mod common;
 
@@ -541,53 +543,265 @@ fn set_up_problems_are_named_before_any_iteration() {
     }
 }
 
-/// Evaluations per second of a pool run with a 1 s evaluator and parallel
-/// 2, after the initial program (whose evaluation starts the first
-/// allocation): iterations / (wall time - genome 0's evaluation).
-fn pool_throughput(cluster: &Cluster, dir: &Path, n: u32) -> f64 {
-    let out = dir.join(format!("runs-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let card = card(dir, "slurm_throughput", &[("  mode:", "  mode: pool")]);
+/// A repository task whose evaluator reports what `evaluate` was given:
+/// a folder, its files, a binary file's bytes, and whether a file an
+/// earlier candidate wrote into its copy is there.
+fn folder_task(dir: &Path) -> PathBuf {
+    let t = dir.join("folder_task");
+    let program = t.join("initial_program");
+    std::fs::create_dir_all(program.join("pkg")).unwrap();
+    std::fs::write(program.join("pkg/solve.py"), common::PROGRAM).unwrap();
+    std::fs::write(program.join("pkg/helper.py"), "K = 2\n").unwrap();
+    std::fs::write(program.join("data.bin"), (0u8..=255).collect::<Vec<u8>>()).unwrap();
+    std::fs::write(
+        t.join("evaluator.py"),
+        r#"import os
+
+def evaluate(path):
+    files = sorted(os.path.relpath(os.path.join(d, f), path).replace(os.sep, "/")
+                   for d, _, names in os.walk(path) for f in names)
+    leaked = os.path.exists(os.path.join(path, "scribble.txt"))
+    with open(os.path.join(path, "scribble.txt"), "w") as f:
+        f.write("left by a candidate")
+    with open(os.path.join(path, "data.bin"), "rb") as f:
+        data = f.read()
+    return {"combined_score": 1.0, "is_dir": float(os.path.isdir(path)),
+            "files": ",".join(files), "leaked": float(leaked),
+            "binary_intact": float(data == bytes(range(256)))}
+"#,
+    )
+    .unwrap();
+    t
+}
+
+#[test]
+fn a_repository_program_is_evaluated_on_the_cluster_as_a_folder_in_both_modes() {
+    let Some(cluster) = cluster() else { return };
+    let _shared = shared();
+    for mode in ["pool", "job"] {
+        let dir = tempfile::tempdir().unwrap();
+        let card = card(
+            dir.path(),
+            &format!("slurm_folder_{mode}"),
+            &[("  mode:", &format!("  mode: {mode}"))],
+        );
+        let task = folder_task(dir.path());
+        let out = dir.path().join("runs");
+        let o = galapagos(cluster)
+            .args(run_args(&card, &task, 3, &out))
+            .args(["--parallel", "2"])
+            .output()
+            .unwrap();
+        check(&o, &format!("a folder program on slurm ({mode})"));
+        let run = run_dir(&out).unwrap();
+        let all = genomes(&run);
+        assert!(all.len() >= 2, "{mode}: {} genomes", all.len());
+        for g in &all {
+            let placed = g.placement.as_ref();
+            assert!(
+                placed.is_some_and(|p| p.scheduler == "slurm" && !p.node.is_empty()),
+                "{mode}: genome {} was not placed on the cluster: {g:?}",
+                g.id
+            );
+            assert!(g.valid, "{mode}: genome {}: {:?}", g.id, g.error);
+            assert_eq!(g.scores.get("is_dir"), Some(&1.0), "{mode}: {g:?}");
+            assert_eq!(g.scores.get("binary_intact"), Some(&1.0), "{mode}: {g:?}");
+            // each candidate its own copy: nothing an earlier one wrote
+            assert_eq!(g.scores.get("leaked"), Some(&0.0), "{mode}: {g:?}");
+            assert_eq!(
+                g.artifacts.get("files").map(String::as_str),
+                Some("data.bin,pkg/helper.py,pkg/solve.py"),
+                "{mode}: genome {}",
+                g.id
+            );
+        }
+        // the stored genome is the tree as proposed, without the scribble
+        assert!(all.iter().all(|g| g.content.get("scribble.txt").is_none()));
+    }
+}
+
+/// The built-in repository task (a package whose score needs edits in two
+/// modules) on the cluster with the offline model: the children change the
+/// package's files and are scored there.
+#[test]
+fn the_builtin_repository_task_runs_on_the_cluster() {
+    let Some(cluster) = cluster() else { return };
+    let _shared = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let card = card(dir.path(), "slurm_fit_package", &[]);
+    let out = dir.path().join("runs");
+    let mut args = run_args(&card, Path::new("fit_package"), 6, &out);
+    args.extend(["--parallel".to_owned(), "2".to_owned()]);
+    let o = galapagos(cluster)
+        .current_dir(dir.path())
+        .env("HOME", &home)
+        .args(args)
+        .output()
+        .unwrap();
+    check(&o, "fit_package on slurm");
+    let run = run_dir(&out).unwrap();
+    let all = genomes(&run);
+    assert!(all[0].valid, "{:?}", all[0].error);
+    assert!(all[0].placement.is_some());
+    let changed: Vec<&Genome> = all
+        .iter()
+        .filter(|g| g.valid && g.parent_id.is_some())
+        .filter(|g| {
+            let parent = &all[g.parent_id.unwrap() as usize];
+            let files = g.content.changes_from(&parent.content);
+            !files.is_empty() && files.iter().all(|c| c.path.starts_with("fitpkg/"))
+        })
+        .collect();
+    assert!(
+        !changed.is_empty(),
+        "no valid child changed the package: {:?}",
+        all.iter().map(|g| (&g.error, g.valid)).collect::<Vec<_>>()
+    );
+    assert!(changed.iter().all(|g| g.placement.is_some()));
+}
+
+/// A task whose evaluator sleeps one second per candidate and reports when
+/// its module was imported and when the evaluation started and ended
+/// (seconds since the epoch, on the node: here the same clock as the
+/// run's).
+fn one_second_task(dir: &Path) -> PathBuf {
     let task = dir.join("one_second");
     std::fs::create_dir_all(&task).unwrap();
     std::fs::write(task.join("initial_program.py"), common::PROGRAM).unwrap();
     std::fs::write(
         task.join("evaluator.py"),
-        "import time\n\ndef evaluate(path):\n    time.sleep(1.0)\n    return {'combined_score': 0.5}\n",
+        "import time\n\n_IMPORTED = time.time()\n\n\
+         def evaluate(path):\n    start = time.time()\n    time.sleep(1.0)\n    \
+         return {'combined_score': 0.5, 'imported': _IMPORTED, 'start': start, 'end': time.time()}\n",
     )
     .unwrap();
-    let o = galapagos(cluster)
-        .args(run_args(&card, &task, n, &out))
-        .args(["--parallel", "2"])
-        .output()
-        .unwrap();
-    check(&o, "throughput run");
-    let run = run_dir(&out).unwrap();
+    task
+}
+
+/// What a finished run of the one-second task with parallel 2 in `out`
+/// shows of its children's evaluations.
+struct Pace {
+    /// Evaluations per second after the initial program (whose evaluation
+    /// starts the first allocation on the cluster): children / (wall time
+    /// - genome 0's evaluation).
+    rate: f64,
+    /// (imported, start, end) of each child's evaluation.
+    spans: Vec<(f64, f64, f64)>,
+    /// The run's mean time per evaluation less the evaluation's own, in ms.
+    overhead_ms: f64,
+}
+
+fn pace(o: &Output, out: &Path, what: &str) -> Pace {
+    check(o, what);
+    let run = run_dir(out).unwrap();
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
     let wall = summary["wall_secs"].as_f64().unwrap();
     let all = genomes(&run);
-    let evaluated = all.iter().skip(1).filter(|g| g.placement.is_some()).count();
-    evaluated as f64 / (wall - all[0].timings.evaluate_ms / 1000.0)
+    let children: Vec<&Genome> = all
+        .iter()
+        .skip(1)
+        .filter(|g| g.scores.contains_key("start"))
+        .collect();
+    let spans: Vec<(f64, f64, f64)> = children
+        .iter()
+        .map(|g| (g.scores["imported"], g.scores["start"], g.scores["end"]))
+        .collect();
+    let n = children.len().max(1) as f64;
+    let run_ms = children.iter().map(|g| g.timings.evaluate_ms).sum::<f64>() / n;
+    let own_ms = spans.iter().map(|(_, s, e)| (e - s) * 1e3).sum::<f64>() / n;
+    let pace = Pace {
+        rate: children.len() as f64 / (wall - all[0].timings.evaluate_ms / 1000.0),
+        spans,
+        overhead_ms: run_ms - own_ms,
+    };
+    eprintln!(
+        "{what}: {} evaluations, {:.2} per second, {:.0} ms per evaluation beyond the evaluation's own",
+        children.len(),
+        pace.rate,
+        pace.overhead_ms
+    );
+    pace
 }
 
+/// A pool run with the one-second evaluator and the same run with the
+/// local evaluator (`best_of_n`, `subprocess`), side by side.
+fn pool_and_local(cluster: &Cluster, dir: &Path, n: u32) -> (Pace, Pace) {
+    let task = one_second_task(dir);
+    let card = card(dir, "slurm_throughput", &[("  mode:", "  mode: pool")]);
+    let local_card = root().join("cards/best_of_n.yaml");
+    let (pool_out, local_out) = (dir.join("pool-runs"), dir.join("local-runs"));
+    for out in [&pool_out, &local_out] {
+        let _ = std::fs::remove_dir_all(out);
+    }
+    let start = |card: &Path, out: &Path| {
+        galapagos(cluster)
+            .args(run_args(card, &task, n, out))
+            .args(["--parallel", "2"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (pool, local) = (start(&card, &pool_out), start(&local_card, &local_out));
+    let (pool, local) = (
+        pool.wait_with_output().unwrap(),
+        local.wait_with_output().unwrap(),
+    );
+    (
+        pace(&pool, &pool_out, "the pool run"),
+        pace(&local, &local_out, "the local run beside it"),
+    )
+}
+
+/// The pool's shape, which a busy machine does not change: its two slots
+/// evaluate at the same time (each evaluation overlaps another). Its
+/// throughput beside the local evaluator's at the same time is the
+/// benchmark figure (ideal: 2 per second for both; printed with how many
+/// candidates found their step ready, evaluator.py imported, when they
+/// came), and must not fall below half of it (a pool that waits for a new
+/// allocation or step between candidates does).
 #[test]
-fn a_pool_with_a_one_second_evaluator_reaches_eighty_percent_of_ideal_throughput() {
+fn a_pool_with_a_one_second_evaluator_overlaps_its_steps_and_keeps_up() {
     let Some(cluster) = cluster() else { return };
     let _alone = CLUSTER_USE
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
-    // Best of two: a start-up on a busy machine can cost one run its margin.
-    let first = pool_throughput(cluster, dir.path(), 12);
-    let rate = if first >= 1.6 {
-        first
-    } else {
-        first.max(pool_throughput(cluster, dir.path(), 12))
-    };
-    eprintln!("pool throughput: {rate:.2} evaluations/s (first try {first:.2}); ideal 2");
+    let (pool, local) = pool_and_local(cluster, dir.path(), 12);
+    let n = pool.spans.len();
+    assert!(n >= 10, "{n} children evaluated on the cluster");
+    let overlapping = pool
+        .spans
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| {
+            pool.spans
+                .iter()
+                .enumerate()
+                .any(|(j, b)| *i != j && a.1 < b.2 && b.1 < a.2)
+        })
+        .count();
+    let ahead = pool
+        .spans
+        .iter()
+        .filter(|(imported, start, _)| start - imported >= 0.05)
+        .count();
+    eprintln!(
+        "pool: {overlapping} of {n} evaluations overlap another, {ahead} of {n} found their step \
+         ready; {:.2} evaluations/s ({:.0} ms each beyond its own), the local evaluator \
+         beside it {:.2} ({:.0} ms); ideal 2",
+        pool.rate, pool.overhead_ms, local.rate, local.overhead_ms
+    );
+    // All but the edges: the second slot's first candidate waits for its
+    // allocation, the last one may end alone.
+    assert!(overlapping + 4 >= n, "{:?}", pool.spans);
     assert!(
-        rate >= 1.6,
-        "{rate:.2} evaluations/s (first try {first:.2}); ideal 2"
+        pool.rate >= 0.5 * local.rate,
+        "pool {:.2} evaluations/s, local {:.2}",
+        pool.rate,
+        local.rate
     );
 }

@@ -19,7 +19,9 @@ use galapagos::engine::events::{RunEvent, RunStatus};
 use galapagos::engine::genome::{FITNESS_KEY, Genome, GenomeId};
 use galapagos::engine::registry::Registry;
 use galapagos::engine::selection::PolicyStatus;
+use galapagos::engine::tree::Tree;
 use galapagos::studio::App;
+use galapagos::studio::run::inspector::InspectorTab;
 use galapagos::studio::run::{RunHistory, RunView, SearchView};
 use galapagos::studio::state::State;
 
@@ -167,6 +169,232 @@ fn two_genomes_picked_in_the_table_are_diffed_unified_and_side_by_side() {
     h.run_steps(2);
     h.get_by_label("from #1 to #3");
     h.get_by_label("picked #8");
+}
+
+/// A repository run's history: #0 a package of three files; #1 changes
+/// `pkg/model.py`; #2 (a child of #1) changes `pkg/helper.py` and adds
+/// `pkg/extra.py`; #3 (a child of #0) deletes `README.md`.
+fn repository_history() -> RunHistory {
+    let base = [
+        ("README.md", "the package\n"),
+        (
+            "pkg/helper.py",
+            "SCALE = 1.0\n\ndef scale(x):\n    return SCALE * x\n",
+        ),
+        (
+            "pkg/model.py",
+            "from .helper import scale\n\ndef predict(x):\n    return scale(x) + 0.0\n",
+        ),
+    ];
+    let tree = |edits: &[(&str, Option<&str>)]| {
+        let mut files: std::collections::BTreeMap<String, String> = base
+            .iter()
+            .map(|(p, t)| ((*p).to_owned(), (*t).to_owned()))
+            .collect();
+        for (path, text) in edits {
+            match text {
+                Some(t) => files.insert((*path).to_owned(), (*t).to_owned()),
+                None => files.remove(*path),
+            };
+        }
+        Tree::from_texts(files)
+    };
+    let model_1 = "from .helper import scale\n\ndef predict(x):\n    return scale(x) + 0.5\n";
+    let contents = [
+        (None, tree(&[])),
+        (Some(0), tree(&[("pkg/model.py", Some(model_1))])),
+        (
+            Some(1),
+            tree(&[
+                ("pkg/model.py", Some(model_1)),
+                (
+                    "pkg/helper.py",
+                    Some("SCALE = 1.8\n\ndef scale(x):\n    return SCALE * x\n"),
+                ),
+                ("pkg/extra.py", Some("OFFSET = 0.4\n")),
+            ]),
+        ),
+        (Some(0), tree(&[("README.md", None)])),
+    ];
+    let mut h = RunHistory::new();
+    for (i, (parent, content)) in contents.into_iter().enumerate() {
+        let i = i as u64;
+        let mut g = Genome {
+            id: i,
+            parent_id: parent,
+            iteration: i,
+            valid: true,
+            content,
+            ..Genome::default()
+        };
+        g.scores.insert(FITNESS_KEY.to_owned(), i as f64 / 10.0);
+        h.apply(RunEvent::GenomeAdmitted {
+            genome: Arc::new(g),
+            best_id: Some(i),
+            best_score: Some(i as f64 / 10.0),
+            iterations_done: i,
+            policy: PolicyStatus::default(),
+            active: vec![],
+        });
+    }
+    h
+}
+
+#[test]
+fn two_genomes_of_a_repository_run_are_diffed_file_by_file_across_the_tree() {
+    let mut view = RunView::default();
+    view.load_history(repository_history());
+    let mut h = harness(view);
+    h.run_steps(3);
+    // Select #2 and pick #3 (what a Ctrl+click in the table or the tree
+    // does): #2 against #3 differs in every file (#3 lacks the README, #2
+    // changed both modules and added one).
+    h.state_mut().select(Some(2));
+    h.state_mut().pick(Some(3));
+    h.run_steps(3);
+    assert_eq!(
+        (h.state().selected(), h.state().picked()),
+        (Some(2), Some(3))
+    );
+    h.get_by_label("from #3 to #2");
+    h.get_by_label("whole tree (4 changed of 4 files)");
+    // The whole tree's diff: each changed file under its path, with its
+    // own lines.
+    for path in ["README.md", "pkg/extra.py", "pkg/helper.py", "pkg/model.py"] {
+        assert!(
+            h.query_all_by_label(path).count() >= 2,
+            "{path} in the list and as a diff's heading"
+        );
+    }
+    h.get_by_label("- SCALE = 1.0");
+    h.get_by_label("+ SCALE = 1.8");
+    h.get_by_label("-     return scale(x) + 0.0");
+    h.get_by_label("+     return scale(x) + 0.5");
+    h.get_by_label("+ OFFSET = 0.4");
+    h.get_by_label("+ the package");
+    // One file chosen in the list: only its diff.
+    h.query_all_by_label("pkg/helper.py")
+        .next()
+        .unwrap()
+        .click();
+    h.run_steps(2);
+    h.get_by_label("+ SCALE = 1.8");
+    assert!(h.query_by_label("+ OFFSET = 0.4").is_none());
+    assert!(h.query_by_label("+     return scale(x) + 0.5").is_none());
+    // Side by side, the same file.
+    h.get_by_label("side by side").click();
+    h.run_steps(2);
+    h.get_by_label("SCALE = 1.0");
+    h.get_by_label("SCALE = 1.8");
+    // Back to the parent (#1): only the files #2 changed from it.
+    h.get_by_label("unified").click();
+    h.get_by_label("parent #1").click();
+    h.run_steps(2);
+    h.get_by_label("from #1 to #2");
+    h.get_by_label("whole tree (2 changed of 4 files)");
+    h.query_all_by_label("whole tree (2 changed of 4 files)")
+        .next()
+        .unwrap()
+        .click();
+    h.run_steps(2);
+    h.get_by_label("+ OFFSET = 0.4");
+    h.get_by_label("+ SCALE = 1.8");
+    assert!(h.query_by_label("+     return scale(x) + 0.5").is_none());
+}
+
+#[test]
+fn a_two_hundred_file_tree_scrolls_in_the_inspector_at_1024_by_640() {
+    let files: std::collections::BTreeMap<String, String> = (0..200)
+        .map(|i| (format!("src/mod_{i:03}.py"), format!("VALUE_{i} = {i}\n")))
+        .collect();
+    let mut h = RunHistory::new();
+    let mut g = Genome {
+        id: 0,
+        iteration: 0,
+        valid: true,
+        content: Tree::from_texts(files),
+        ..Genome::default()
+    };
+    g.scores.insert(FITNESS_KEY.to_owned(), 1.0);
+    h.apply(RunEvent::GenomeAdmitted {
+        genome: Arc::new(g),
+        best_id: Some(0),
+        best_score: Some(1.0),
+        iterations_done: 0,
+        policy: PolicyStatus::default(),
+        active: vec![],
+    });
+    let mut view = RunView::default();
+    view.load_history(h);
+    view.select(Some(0));
+    view.set_inspector_tab(InspectorTab::Program);
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1024.0, 640.0))
+        .with_step_dt(1.0 / 60.0)
+        .build_ui_state(
+            |ui, view: &mut RunView| {
+                view.logic(ui.ctx());
+                egui::CentralPanel::default().show(ui, |ui| view.ui(ui));
+            },
+            view,
+        );
+    h.run_steps(3);
+    let window = egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(1024.0, 640.0));
+    let list = h.get_by_label("whole tree (200 files)").rect();
+    assert!(
+        window.contains_rect(list),
+        "the list's head is in view: {list:?}"
+    );
+    let first = h.get_by_label("src/mod_000.py").rect();
+    let last = h.get_by_label("src/mod_199.py").rect();
+    assert!(window.contains_rect(first), "{first:?}");
+    // The list is a scroll area of its own: its end is out of view, and
+    // the program's text still shows below it, inside the window.
+    assert!(last.min.y > first.max.y + 200.0, "{first:?} {last:?}");
+    let mut visible_rows = 0;
+    for i in 0..200 {
+        let r = h.get_by_label(&format!("src/mod_{i:03}.py")).rect();
+        if r.max.y <= 640.0 && r.min.y >= list.min.y {
+            visible_rows += 1;
+        }
+    }
+    assert!(visible_rows < 200, "a list of 200 rows fits in 640 points?");
+    // The mouse wheel over the list brings its last row up into the list's
+    // own area, inside the window.
+    let over = first.center();
+    h.hover_at(over);
+    h.run_steps(1);
+    let area_bottom = first.min.y + 140.0;
+    for _ in 0..100 {
+        if h.get_by_label("src/mod_199.py").rect().max.y <= area_bottom {
+            break;
+        }
+        h.event(egui::Event::MouseWheel {
+            unit: egui::MouseWheelUnit::Point,
+            delta: egui::vec2(0.0, -100.0),
+            phase: egui::TouchPhase::Move,
+            source: egui::MouseWheelSource::Wheel,
+            modifiers: egui::Modifiers::NONE,
+        });
+        h.run_steps(2);
+    }
+    let last_now = h.get_by_label("src/mod_199.py").rect();
+    assert!(last_now.max.y <= area_bottom, "{last_now:?}");
+    assert!(
+        last_now.min.y < last.min.y,
+        "the list scrolled: {last:?} -> {last_now:?}"
+    );
+    assert!(
+        window.contains_rect(last_now),
+        "its last row in view: {last_now:?}"
+    );
+    // Choosing a file far down the list shows its text.
+    h.get_by_label("src/mod_199.py").click();
+    h.run_steps(3);
+    assert!(
+        h.query_all_by_label_contains("VALUE_199 = 199").count() >= 1,
+        "the chosen file's text"
+    );
 }
 
 /// Record a run of `card` on `task` into `dir`.
@@ -379,4 +607,102 @@ feature_bins: 4
     assert_eq!(h.state().search_view(), SearchView::Islands);
     assert!(h.state().structure().islands().is_none());
     h.get_by_label_contains("population.islands: num_islands");
+}
+
+/// A copy of the built-in repository task (`fit_package`) in `dir`.
+fn repository_task(dir: &Path) -> std::path::PathBuf {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), &target).unwrap();
+            }
+        }
+    }
+    let task = dir.join("fit_package");
+    copy(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tasks/fit_package"),
+        &task,
+    );
+    task
+}
+
+#[test]
+fn recorded_repository_runs_are_compared_and_their_genomes_diffed_across_files() {
+    let registry = common::registry();
+    let tmp = tempfile::tempdir().unwrap();
+    let task = repository_task(tmp.path());
+    let runs = tmp.path().join("runs");
+    let mut first = common::with_evaluator(common::card("best_of_n.yaml", &registry), "trivial");
+    first.general.max_iterations = 8;
+    let mut second = first.clone();
+    second.name = "second_card".to_owned();
+    second.seed = 7;
+    let (dir_a, dir_b) = (runs.join("run-a"), runs.join("run-b"));
+    record(first, &task, &dir_a, &registry);
+    record(second, &task, &dir_b, &registry);
+
+    let mut h = app_harness(&runs, registry);
+    h.run();
+    h.get_by_label("Runs").click();
+    h.run_steps(2);
+    // Both runs' curves and digests are read from their archives (trees by
+    // reference) and compared.
+    h.get_by_label("compare run-a").click();
+    h.run_steps(1);
+    h.get_by_label("compare run-b").click();
+    step_until(&mut h, |a| a.runs.compared().len() == 2);
+    for curve in h.state().runs.compared() {
+        assert_eq!(curve.digest.genomes, 9, "{}", curve.label);
+        assert!(!curve.points.is_empty(), "{}", curve.label);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.query_by_label("+ name: second_card").is_none() {
+        assert!(Instant::now() < deadline, "the card diff never appeared");
+        h.step();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Open one read-only: its genomes are folders in the run view.
+    h.state_mut().runs.select(&dir_a);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.query_by_label("Open read-only").is_none() {
+        assert!(Instant::now() < deadline, "no Open read-only button");
+        h.step();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.get_by_label("Open read-only").click();
+    step_until(&mut h, |a| a.run_view.history().genomes.len() == 9);
+    let history = h.state().run_view.history();
+    let genomes: Vec<Arc<Genome>> = history.genomes.clone();
+    assert!(genomes.iter().all(|g| !g.content.is_single()));
+    // Two genomes whose programs differ in more than one file, if the
+    // offline model made such a pair; else any two that differ.
+    let differing = |a: &Genome, b: &Genome| a.content.changes_from(&b.content).len();
+    let (a, b) = genomes
+        .iter()
+        .flat_map(|a| genomes.iter().map(move |b| (a, b)))
+        .max_by_key(|(a, b)| differing(a, b))
+        .unwrap();
+    let changes = a.content.changes_from(&b.content);
+    assert!(!changes.is_empty(), "the offline model changed no file");
+    h.state_mut().run_view.select(Some(a.id));
+    h.state_mut().run_view.pick(Some(b.id));
+    h.run_steps(3);
+    h.get_by_label(&format!("from #{} to #{}", b.id, a.id));
+    h.get_by_label(&format!(
+        "whole tree ({} changed of {} files)",
+        changes.len(),
+        a.content.len()
+    ));
+    for c in &changes {
+        assert!(
+            h.query_all_by_label(&c.path).count() >= 2,
+            "{} in the list and as its diff's heading",
+            c.path
+        );
+    }
 }

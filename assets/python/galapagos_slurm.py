@@ -17,8 +17,11 @@ it sets everything up, then reads DIR from stdin). CONFIG is the run's
    options, worker/sandbox.rs's), "hidden": [dir, ...] (the dirs they
    hide), "network": bool}}
 DIR (on a file system the node sees) holds `request.json` ({"program":
-path, "id": int, "cascade": bool, "thresholds": [float, ...]}) and the
-program.
+path, "id": int, "cascade": bool, "thresholds": [float, ...], "folder":
+bool}) and the program: one file, or with "folder" a folder (a repository
+program's tree, written there by the run), whose files the evaluation
+process gets on its pipe and writes into a folder of its own scratch dir,
+the path `evaluate` receives.
 
 Two processes. This one, the supervisor, runs outside the sandbox: it
 starts the evaluation process (`--inside`) in bubblewrap (with the node's
@@ -335,9 +338,11 @@ class Evaluation:
         for output, name in ((self.out, "stdout"), (self.err, "stderr")):
             output.attach(os.path.join(work, name))
         if self.failure is None:
-            with open(request["program"], encoding="utf-8") as f:
-                program = f.read()
-            message = dict(request, program_text=program)
+            if request.get("folder"):
+                message = dict(request, files=read_folder(request["program"]))
+            else:
+                with open(request["program"], encoding="utf-8") as f:
+                    message = dict(request, program_text=f.read())
             try:
                 os.write(self.to_inner, (json.dumps(message) + "\n").encode())
             except OSError:
@@ -394,6 +399,29 @@ class Evaluation:
             if 128 < code < 128 + 65:
                 status = code - 128
         return {"status": status, "cpu": self.cpu}
+
+
+def read_folder(root):
+    """A folder program as the worker's `write_folder` takes it: {"files":
+    {path: text}, "binary": {path: base64}}, paths relative to `root` with
+    `/` between parts. Links are not followed (the run writes none)."""
+    import base64
+
+    files, binary = {}, {}
+    for here, dirs, names in os.walk(root):
+        dirs.sort()
+        for name in sorted(names):
+            path = os.path.join(here, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            with open(path, "rb") as f:
+                data = f.read()
+            try:
+                files[rel] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                binary[rel] = base64.b64encode(data).decode("ascii")
+    return {"files": files, "binary": binary}
 
 
 def compile_code():
@@ -497,9 +525,14 @@ def inside(result_fd):
         send({"error": f"cannot apply the evaluator's limits on node {NODE}: {exc}", "setup_failed": True})
         return
     scratch = os.environ.get("TMPDIR") or "/tmp"
-    program = os.path.join(scratch, f"candidate_{int(request.get('id', 0))}{setup.get('suffix', '.py')}")
-    with open(program, "w", encoding="utf-8") as f:
-        f.write(request.get("program_text", ""))
+    if request.get("files") is not None:
+        # A folder program: its own writable copy, as the local worker makes.
+        program = os.path.join(scratch, f"candidate_{int(request.get('id', 0))}")
+        worker.write_folder(program, request["files"])
+    else:
+        program = os.path.join(scratch, f"candidate_{int(request.get('id', 0))}{setup.get('suffix', '.py')}")
+        with open(program, "w", encoding="utf-8") as f:
+            f.write(request.get("program_text", ""))
     result = worker.run_evaluation(module, program, bool(request.get("cascade")),
                                    list(request.get("thresholds") or []))
     try:

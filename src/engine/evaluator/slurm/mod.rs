@@ -13,7 +13,7 @@
 //!   allocations should not be held between candidates.
 //!
 //! Each evaluation gets a folder in the staging area (see [`Stage`]) with the
-//! program, a request, and what the runner (`galapagos_slurm.py`) writes:
+//! program (a file, or a folder program's tree as `program/`), a request, and what the runner (`galapagos_slurm.py`) writes:
 //! `started.json` (job, step, node), `result.json` (the worker's result
 //! format) and the candidate's `stdout` and `stderr` (head and tail). With
 //! `sandbox: bwrap` (the default) each candidate runs on its node in a
@@ -369,18 +369,27 @@ impl SlurmEvaluator {
         let dir = stage.root.join(format!("c{}-{n}", candidate.id));
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let Some(text) = candidate.content.single_text() else {
-            return Err(format!(
-                "the slurm evaluator runs single-file programs; this one is a folder of {} files",
-                candidate.content.len()
-            ));
+        // A single file as `program<suffix>`, a folder program's tree as
+        // `program/`: the runner hands either to the evaluation process,
+        // which writes its own copy (`evaluate` gets that file or folder).
+        let folder = !candidate.content.is_single();
+        let program = if folder {
+            let program = dir.join("program");
+            candidate
+                .content
+                .write_to(&program)
+                .map_err(|e| format!("cannot write the program into {}: {e}", program.display()))?;
+            program
+        } else {
+            let program = dir.join(format!("program{}", self.suffix));
+            std::fs::write(&program, candidate.content.text().as_ref())
+                .map_err(|e| format!("cannot write {}: {e}", program.display()))?;
+            program
         };
-        let program = dir.join(format!("program{}", self.suffix));
-        std::fs::write(&program, text)
-            .map_err(|e| format!("cannot write {}: {e}", program.display()))?;
         let request = serde_json::json!({
             "id": candidate.id,
             "program": program,
+            "folder": folder,
             "cascade": self.params.cascade,
             "thresholds": self.params.cascade_thresholds,
         });
