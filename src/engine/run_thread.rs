@@ -122,6 +122,9 @@ pub async fn run_plan(
     sink: EventSink,
     commands: tokio::sync::mpsc::Receiver<RunCommand>,
 ) -> RunSummary {
+    // A model that learns from a run (adaptive weights) learns from this
+    // one alone.
+    let model = model.for_run().unwrap_or(model);
     let secrets = run_secrets(model.as_ref());
     let redactor = Arc::new(Redactor::new(secrets.values));
     let key_vars = secrets.key_vars;

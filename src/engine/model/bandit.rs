@@ -124,6 +124,12 @@ pub struct Bandit {
 }
 
 impl Bandit {
+    /// The same bandit before any outcome (its settings and weights).
+    #[must_use]
+    pub fn fresh(&self) -> Self {
+        Self::new(self.settings.clone(), self.weights.clone())
+    }
+
     /// A bandit over members with these configured weights (all > 0).
     pub fn new(settings: BanditSettings, weights: Vec<f64>) -> Self {
         let arms = vec![Arm::default(); weights.len()];

@@ -157,6 +157,19 @@ impl LanguageModel for EnsembleModel {
         }
     }
 
+    fn for_run(&self) -> Option<Arc<dyn LanguageModel>> {
+        let bandit = self.bandit.as_ref()?;
+        let fresh = bandit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .fresh();
+        Some(Arc::new(Self {
+            members: self.members.clone(),
+            total: self.total,
+            bandit: Some(Mutex::new(fresh)),
+        }))
+    }
+
     fn key_env_vars(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
         for name in self.members.iter().flat_map(|m| m.model.key_env_vars()) {

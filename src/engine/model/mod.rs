@@ -190,6 +190,17 @@ pub trait LanguageModel: Send + Sync {
     /// a run resumes). An ensemble with adaptive weights learns from it.
     /// Default: ignored.
     fn observe(&self, _outcome: &ModelOutcome) {}
+
+    /// A copy of this model that has learnt nothing yet, for a new run,
+    /// when it learns from [`Self::observe`] (an ensemble with adaptive
+    /// weights: a fresh bandit over the same members). Every run starts from
+    /// one ([`crate::engine::run_thread::run_plan`]), so runs that share a
+    /// model (a leaderboard's) learn each on its own, and a resumed run
+    /// rebuilds its state from its genomes alone. `None` (the default): the
+    /// model keeps no state between calls; share it.
+    fn for_run(&self) -> Option<std::sync::Arc<dyn LanguageModel>> {
+        None
+    }
 }
 
 /// `("$NAME", value)` for each of `vars` that is set to something.
