@@ -76,6 +76,7 @@ fn checkpoint(id: u64) -> Checkpoint {
         invalid: 0,
         rejected: 0,
         wall_secs: 0.0,
+        steering: Default::default(),
     }
 }
 

@@ -60,6 +60,7 @@ fn write_archive(dir: &std::path::Path, n: u64) -> Result<u64, String> {
             invalid: 0,
             rejected: 0,
             wall_secs: 0.0,
+            steering: Default::default(),
         };
         rec.record_iteration(&batch, &ck)
             .map_err(|e| e.to_string())?;

@@ -195,6 +195,7 @@ fn main() {
             invalid: 0,
             rejected: 0,
             wall_secs: 0.0,
+            steering: Default::default(),
         };
         recorder
             .record_iteration(std::slice::from_ref(g), &checkpoint)

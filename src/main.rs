@@ -8,6 +8,8 @@ fn main() {
     let code = match cli.command {
         Some(Command::Run(args)) => galapagos::cli::run(&args),
         Some(Command::Validate { cards }) => galapagos::cli::validate(&cards),
+        Some(Command::Inject(args)) => galapagos::cli::steer::inject(&args),
+        Some(Command::Steer(args)) => galapagos::cli::steer::steer(&args),
         Some(Command::Resume {
             run_dir,
             iterations,

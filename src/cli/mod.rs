@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 pub mod leaderboard;
 pub mod models;
+pub mod steer;
 
 use crate::engine::card::{Card, ValidCard};
 use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
@@ -65,6 +66,12 @@ pub enum Command {
         #[command(flatten)]
         model: ModelArgs,
     },
+    /// Evaluate a program you wrote as a child of genome N of a stopped run and add it to the run
+    /// (marked as written by a person); `resume` continues with it.
+    Inject(steer::InjectArgs),
+    /// Notes for the model and pinned inspirations of a stopped run, kept when it resumes; with no
+    /// option, print those in force.
+    Steer(steer::SteerArgs),
     /// Export a run's genomes as JSON lines, or the best genome's lineage as a git history.
     #[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "git"])))]
     ExportRun {

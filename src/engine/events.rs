@@ -5,12 +5,13 @@
 
 use std::sync::Arc;
 
-use crate::engine::genome::{Genome, GenomeId, TokenUsage};
+use crate::engine::genome::{Genome, GenomeId, TokenUsage, Tree};
 use crate::engine::redact::Redactor;
 use crate::engine::selection::PolicyStatus;
+use crate::engine::steering::Steering;
 
 /// Commands a UI (or the CLI's signal handler) sends to a running scaffold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum RunCommand {
     /// Finish the iterations in flight, then wait without starting new ones.
     Pause,
@@ -19,6 +20,19 @@ pub enum RunCommand {
     /// End the run: in-flight iterations are abandoned (their evaluator
     /// processes are killed) and the run finishes as `stopped`.
     Stop,
+    /// A program written by a person, to evaluate as a child of `parent`
+    /// and admit like any child (also while paused). Refused, with an error
+    /// in the log, when the parent is unknown, the program is the parent's
+    /// unchanged or it changes a file the task does not let change.
+    Inject { parent: GenomeId, program: Tree },
+    /// Notes added to every following prompt through the memory (empty
+    /// text clears them).
+    SetNotes(String),
+    /// Show this valid genome as an inspiration in every following
+    /// selection.
+    Pin(GenomeId),
+    /// Stop showing a pinned genome.
+    Unpin(GenomeId),
 }
 
 /// Severity of a log line.
@@ -166,6 +180,9 @@ pub enum RunEvent {
     Log { level: LogLevel, message: String },
     /// What the memory holds changed (e.g. a new scratchpad).
     MemoryUpdated { notes: Vec<String> },
+    /// The person's steering in force (notes, pins and their history): sent
+    /// after `Started` when a resumed run has some, and after every change.
+    Steered(Steering),
     /// The run is paused (no new iterations will start).
     Paused,
     /// The run resumed.
@@ -213,6 +230,15 @@ impl RunEvent {
                     r.string(note);
                 }
                 Self::MemoryUpdated { notes }
+            }
+            Self::Steered(mut steering) => {
+                r.string(&mut steering.notes);
+                for changed in &mut steering.history {
+                    if let crate::engine::steering::Change::Notes { text } = &mut changed.change {
+                        r.string(text);
+                    }
+                }
+                Self::Steered(steering)
             }
             Self::Finished(mut summary) => {
                 summary.status.redact(r);

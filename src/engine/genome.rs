@@ -15,6 +15,13 @@ pub type GenomeId = u64;
 /// The metric name whose value is the fitness (see [`Genome::fitness`]).
 pub const FITNESS_KEY: &str = "combined_score";
 
+/// `metadata.patch_type` of a child a person wrote (`galapagos inject`, the
+/// studio's Edit): its proposer label.
+pub const PERSON_PATCH: &str = "human";
+
+/// How a person's child is named where a model's name is shown.
+pub const PERSON: &str = "person";
+
 /// The two messages sent to a model.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prompt {
@@ -284,6 +291,21 @@ impl std::fmt::Display for FitnessBasis<'_> {
 }
 
 impl Genome {
+    /// Written by a person, not proposed by a model ([`PERSON_PATCH`]).
+    pub fn is_by_person(&self) -> bool {
+        self.metadata.patch_type == PERSON_PATCH
+    }
+
+    /// Who made it: the model's name, "person" for a person's child, none
+    /// for the initial program or a failed call that named no model.
+    pub fn author(&self) -> Option<&str> {
+        if self.is_by_person() {
+            Some(PERSON)
+        } else {
+            self.metadata.model.as_deref()
+        }
+    }
+
     /// Fitness used by selection: `combined_score` (or the metric the task
     /// names, [`Genome::fitness_metric`]) when present and finite, otherwise
     /// the mean of the finite metrics, otherwise 0. Invalid genomes have no

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use crate::engine::archive::{Archive, ArchiveError, RunLock, RunMeta};
 use crate::engine::card::{Card, CardErrors, ValidCard};
 use crate::engine::component::{Feature, Slot};
+use crate::engine::events::RunCommand;
 use crate::engine::registry::Registry;
 use crate::engine::task::{Task, TaskError};
 use crate::engine::task_settings::{SettingsError, TaskSettings};
@@ -38,6 +39,10 @@ pub enum LaunchError {
     /// A setting of the task's config file cannot be applied.
     #[error(transparent)]
     Settings(#[from] SettingsError),
+    /// A stopped run can be steered only once its initial program is on
+    /// record.
+    #[error("{}: the run has no scored initial program yet: resume it first", dir.display())]
+    NothingToSteer { dir: PathBuf },
     /// The initial program is already over a limit every child must keep,
     /// so every proposal would be rejected.
     #[error(
@@ -77,6 +82,8 @@ pub struct RunPlan {
     resumed_after: Option<u64>,
     /// Genomes on record (valid, invalid), when this continues a recorded run.
     recorded: (u64, u64),
+    /// Reopened only to take a person's changes, these (see [`RunPlan::steer`]).
+    steer_only: Option<Vec<RunCommand>>,
 }
 
 /// The card fitted to the task: its config's settings mapped onto it, and a
@@ -160,6 +167,7 @@ impl RunPlan {
             lock,
             resumed_after: None,
             recorded: (0, 0),
+            steer_only: None,
         })
     }
 
@@ -196,6 +204,38 @@ impl RunPlan {
         budget: Option<u64>,
         registry: &Registry,
     ) -> Result<Self, LaunchError> {
+        Self::reopen(run_dir, budget, false, registry)
+    }
+
+    /// Reopen the run recorded in `run_dir`, stopped, to apply `changes` (a
+    /// program a person wrote, notes, pins) without running an iteration:
+    /// its own card, budget and task folder, its record read back as a
+    /// resume reads it, each change applied, evaluated and recorded as in a
+    /// live run. Refused while another process writes the folder
+    /// ([`ArchiveError::Locked`]: a live run holds its folder's lock to its
+    /// end) and when the run has no scored initial program yet.
+    pub fn steer(
+        run_dir: &Path,
+        changes: Vec<RunCommand>,
+        registry: &Registry,
+    ) -> Result<Self, LaunchError> {
+        let checkpoint = Archive::open(run_dir)?.checkpoint()?;
+        if checkpoint.is_none() {
+            return Err(LaunchError::NothingToSteer {
+                dir: run_dir.to_path_buf(),
+            });
+        }
+        let mut plan = Self::reopen(run_dir, None, true, registry)?;
+        plan.steer_only = Some(changes);
+        Ok(plan)
+    }
+
+    fn reopen(
+        run_dir: &Path,
+        budget: Option<u64>,
+        steer_only: bool,
+        registry: &Registry,
+    ) -> Result<Self, LaunchError> {
         // The record: its facts, iterations done and genomes (valid, invalid).
         let read = || -> Result<(RunMeta, u64, (u64, u64)), ArchiveError> {
             let archive = Archive::open(run_dir)?;
@@ -213,7 +253,9 @@ impl RunPlan {
         let card = ValidCard::from_yaml(&meta.card_yaml, &origin, registry)
             .map_err(LaunchError::RecordedCard)?;
         let budget = budget.unwrap_or(card.card().general.max_iterations);
-        check_resume_budget(done, budget)?;
+        if !steer_only {
+            check_resume_budget(done, budget)?;
+        }
         let card = card
             .with_settings(|general, _| general.max_iterations = budget)
             .map_err(|problems| {
@@ -235,7 +277,9 @@ impl RunPlan {
         // Read again under the lock: a writer that held it may have gone on.
         let lock = RunLock::acquire(run_dir)?;
         let (_, done, recorded) = read()?;
-        check_resume_budget(done, budget)?;
+        if !steer_only {
+            check_resume_budget(done, budget)?;
+        }
         Ok(Self {
             card,
             task,
@@ -244,6 +288,7 @@ impl RunPlan {
             lock: Some(Arc::new(lock)),
             resumed_after: Some(done),
             recorded,
+            steer_only: None,
         })
     }
 
@@ -294,6 +339,26 @@ impl RunPlan {
 
     pub fn run_dir(&self) -> Option<&Path> {
         self.run_dir.as_deref()
+    }
+
+    /// True when the run is reopened only to take a person's changes
+    /// ([`RunPlan::steer`]): no iteration is dispatched.
+    pub fn is_steer_only(&self) -> bool {
+        self.steer_only.is_some()
+    }
+
+    /// This plan made by [`RunPlan::steer`], applying `changes` instead.
+    #[must_use]
+    pub fn with_changes(mut self, changes: Vec<RunCommand>) -> Self {
+        if self.steer_only.is_some() {
+            self.steer_only = Some(changes);
+        }
+        self
+    }
+
+    /// The changes a plan made by [`RunPlan::steer`] applies.
+    pub fn steering_changes(&self) -> Option<&[RunCommand]> {
+        self.steer_only.as_deref()
     }
 
     /// True when this continues a recorded run.

@@ -26,6 +26,7 @@ pub mod rng;
 pub mod run_thread;
 pub mod scaffold;
 pub mod selection;
+pub mod steering;
 pub mod takeout;
 pub mod task;
 pub mod task_settings;

@@ -151,8 +151,12 @@ pub async fn run_plan(
         Scaffold::build(&card, task, model, dir.as_deref(), &key_vars)
     })
     .await;
+    let changes = plan.steering_changes().map(<[RunCommand]>::to_vec);
     let mut scaffold = match built {
-        Ok(Ok(s)) => s.with_notices(notices),
+        Ok(Ok(s)) => match changes {
+            Some(changes) => s.with_notices(notices).steer_only(changes),
+            None => s.with_notices(notices),
+        },
         Ok(Err(e)) => return fail(format!("card {name}: {e}")).await,
         Err(e) => return fail(format!("building the scaffold failed: {e}")).await,
     };

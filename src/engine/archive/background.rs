@@ -282,6 +282,7 @@ mod tests {
             invalid: 0,
             rejected: 0,
             wall_secs: 0.0,
+            steering: Default::default(),
         }
     }
 

@@ -90,6 +90,10 @@ pub struct Checkpoint {
     /// cleanly). Absent in older archives: 0.
     #[serde(default)]
     pub wall_secs: f64,
+    /// The person's notes and pins in force, and their history (none in
+    /// archives written before steering existed).
+    #[serde(default)]
+    pub steering: crate::engine::steering::Steering,
 }
 
 /// Where a run's record goes. `record_iteration` of a plain recorder has made

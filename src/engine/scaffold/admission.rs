@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use crate::engine::archive::Checkpoint;
 use crate::engine::events::{EventSink, LogLevel, RunEvent, RunStatus};
 use crate::engine::genome::{Genome, GenomeId};
 use crate::engine::population::Structure;
@@ -163,20 +162,10 @@ impl Scaffold {
                 .after_iteration(&public, &*self.population)
                 .await
         };
-        let wall_secs = st.run_wall_secs();
-        if let Some(r) = st.recorder.as_mut() {
-            let checkpoint = Checkpoint {
-                iterations_done: st.summary.iterations,
-                last_iteration: st.last_iteration,
-                next_id: st.next_id,
-                rng: self.rng.clone(),
-                policy: self.policy.checkpoint(),
-                memory: self.memory.read().await.checkpoint(),
-                usage: st.summary.usage,
-                valid: st.summary.valid,
-                invalid: st.summary.invalid,
-                rejected: st.summary.rejected,
-                wall_secs,
+        if st.recorder.is_some() {
+            let checkpoint = self.checkpoint(st).await;
+            let Some(r) = st.recorder.as_mut() else {
+                return (out, memory_changed);
             };
             st.recorded += 1;
             if let Err(e) = r.record_iteration(&out, &checkpoint) {

@@ -9,7 +9,7 @@ use std::time::Instant;
 use rand::Rng as _;
 
 use crate::engine::evaluator::{Candidate, Evaluator, confirm};
-use crate::engine::genome::{Genome, GenomeMeta, Timings};
+use crate::engine::genome::{Genome, GenomeMeta, PERSON_PATCH, Timings, Tree};
 use crate::engine::memory::Knowledge;
 use crate::engine::prompt::{FailedAttempt, PromptBuilder, PromptContext, TaskBrief};
 use crate::engine::proposer::{
@@ -78,6 +78,9 @@ pub(super) struct Job {
     pub(super) pool: Vec<Arc<Genome>>,
     /// The population's fittest, for the novelty gate (empty without one).
     pub(super) compared: Vec<Arc<Genome>>,
+    /// A program a person wrote: evaluated as the parent's child instead of
+    /// proposing one.
+    pub(super) program: Option<Tree>,
 }
 
 pub(super) struct Shared {
@@ -102,11 +105,75 @@ pub(super) struct Outcome {
     pub(super) model_down: Option<String>,
     /// Lines for the run's log (the novelty gate's fallbacks).
     pub(super) warnings: Vec<String>,
+    /// Counts toward the iteration budget (a person's child does not).
+    pub(super) counts: bool,
+}
+
+/// Evaluate `content` as `genome`'s program: the evaluator's verdict, the
+/// task's fitness metric named, a would-be best confirmed when the evaluator
+/// asks for it, and the time it took.
+async fn score(shared: &Shared, job: &Job, genome: &mut Genome, content: Tree) {
+    let t_eval = Instant::now();
+    let candidate = Candidate {
+        id: job.iteration,
+        content,
+    };
+    let eval = shared.evaluator.evaluate(&candidate).await;
+    genome.valid = eval.valid;
+    genome.scores = eval.scores;
+    genome.artifacts = eval.artifacts;
+    genome.error = eval.error;
+    genome.private = eval.private;
+    genome.placement = eval.placement;
+    name_fitness(genome, shared.fitness_metric.as_deref());
+    let settings = shared.evaluator.confirmation();
+    let new_best = genome
+        .fitness()
+        .is_some_and(|f| job.best.is_none_or(|b| f > b));
+    if settings.times > 0 && new_best {
+        confirm(shared.evaluator.as_ref(), &candidate, genome, settings).await;
+    }
+    genome.timings.evaluate_ms = ms(t_eval);
+    genome.content = candidate.content;
+}
+
+/// A program a person wrote, as a child of the job's parent: evaluated and
+/// scored as a proposal's child is (no model call, no prompt, no novelty
+/// gate: the person chose it), marked with its proposer label. It does not
+/// count toward the iteration budget.
+async fn person_child(shared: &Shared, job: &Job, program: Tree) -> Outcome {
+    let parent = &job.parent;
+    let mut genome = Genome {
+        parent_id: Some(parent.id),
+        iteration: job.iteration,
+        metadata: GenomeMeta {
+            generation: parent.metadata.generation + 1,
+            depth: parent.metadata.depth + 1,
+            island: parent.metadata.island,
+            model: None,
+            patch_type: PERSON_PATCH.to_owned(),
+            features: Default::default(),
+        },
+        diff: Some(program.diff_from(&parent.content)),
+        ..Genome::default()
+    };
+    score(shared, job, &mut genome, program).await;
+    Outcome {
+        genomes: vec![genome],
+        fatal: None,
+        model_down: None,
+        warnings: Vec::new(),
+        counts: false,
+    }
 }
 
 /// One iteration: up to `attempts` proposals with the parent held fixed,
 /// stopping at the first valid child. Every attempt becomes a genome.
+/// A job that carries a person's program evaluates it instead.
 pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
+    if let Some(program) = job.program.clone() {
+        return person_child(&shared, &job, program).await;
+    }
     let mut rng = seeded(job.seed);
     let mut failed: Vec<FailedAttempt> = Vec::new();
     let mut genomes = Vec::new();
@@ -195,6 +262,7 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                     fatal: Some(msg),
                     model_down: None,
                     warnings,
+                    counts: true,
                 };
             }
             Err(ProposalError::Model(msg)) => {
@@ -239,28 +307,7 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
                         continue;
                     }
                 }
-                let t_eval = Instant::now();
-                let candidate = Candidate {
-                    id: job.iteration,
-                    content,
-                };
-                let eval = shared.evaluator.evaluate(&candidate).await;
-                genome.valid = eval.valid;
-                genome.scores = eval.scores;
-                genome.artifacts = eval.artifacts;
-                genome.error = eval.error;
-                genome.private = eval.private;
-                genome.placement = eval.placement;
-                name_fitness(&mut genome, shared.fitness_metric.as_deref());
-                let settings = shared.evaluator.confirmation();
-                let new_best = genome
-                    .fitness()
-                    .is_some_and(|f| job.best.is_none_or(|b| f > b));
-                if settings.times > 0 && new_best {
-                    confirm(shared.evaluator.as_ref(), &candidate, &mut genome, settings).await;
-                }
-                genome.timings.evaluate_ms = ms(t_eval);
-                genome.content = candidate.content;
+                score(&shared, &job, &mut genome, content).await;
                 if !genome.valid {
                     failed.push(FailedAttempt {
                         error: format!(
@@ -283,6 +330,7 @@ pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
         fatal: None,
         model_down: if other_outcome { None } else { model_down },
         warnings,
+        counts: true,
     }
 }
 

@@ -31,12 +31,16 @@ use crate::engine::prompt::PromptBuilder;
 use crate::engine::proposer::{Proposer, SharedMemory};
 use crate::engine::rng::{SearchRng, seeded};
 use crate::engine::selection::SelectionPolicy;
+use crate::engine::steering::{Change, Steering};
 use crate::engine::task::Task;
 
 mod admission;
 mod gate;
 mod iteration;
 mod shares;
+mod steering;
+
+pub use steering::{PERSON_REFUSED, check_person_program};
 
 use gate::Gate;
 use iteration::{Job, Shared, ms, name_fitness, run_iteration};
@@ -100,6 +104,15 @@ pub struct Scaffold {
     gate: Option<Gate>,
     /// Each model's calls and improvements, for the log.
     shares: ModelShares,
+    /// The person's notes and pins in force.
+    steering: Steering,
+    /// The notes as the memory shows them (shared with [`steering::NotedMemory`]).
+    notes: Arc<std::sync::RwLock<Option<String>>>,
+    /// Dispatch no iteration: apply the commands queued before the start
+    /// (a person's program, notes, pins) and end (see [`Scaffold::steer_only`]).
+    steer_only: bool,
+    /// Commands applied before any from the channel.
+    queued: Vec<RunCommand>,
 }
 
 /// The loop's mutable bookkeeping.
@@ -171,7 +184,11 @@ impl Scaffold {
         let prompt_builder: Arc<dyn PromptBuilder> = Arc::from(card.build(&ctx)?);
         let proposer: Arc<dyn Proposer> = Arc::from(card.build(&ctx)?);
         let evaluator: Arc<dyn Evaluator> = Arc::from(card.build(&ctx)?);
-        let memory: Box<dyn Memory> = card.build(&ctx)?;
+        let notes = Arc::new(std::sync::RwLock::new(None));
+        let memory: Box<dyn Memory> = Box::new(steering::NotedMemory {
+            inner: card.build(&ctx)?,
+            notes: Arc::clone(&notes),
+        });
         let memory = Arc::new(tokio::sync::RwLock::new(memory));
         let seed = card.card().seed;
         let card = card.card();
@@ -205,7 +222,22 @@ impl Scaffold {
             notices: Vec::new(),
             gate,
             shares: ModelShares::default(),
+            steering: Steering::default(),
+            notes,
+            steer_only: false,
+            queued: Vec::new(),
         })
+    }
+
+    /// Start no iteration: a recorded run reopened to take what a person
+    /// changed while it is stopped (`changes`: a program of theirs, notes,
+    /// pins), which are applied, evaluated and recorded as in a live run;
+    /// then it ends, as `stopped`, or `completed` when its budget is spent.
+    #[must_use]
+    pub fn steer_only(mut self, changes: Vec<RunCommand>) -> Self {
+        self.steer_only = true;
+        self.queued = changes;
+        self
     }
 
     /// Lines to say in the run's log (and its record) right after it
@@ -270,6 +302,8 @@ impl Scaffold {
             .restore(&checkpoint.memory)
             .map_err(ResumeError::Memory)?;
         self.rng = checkpoint.rng.clone();
+        self.steering = checkpoint.steering.clone();
+        self.share_notes();
         self.resume = Some(checkpoint);
         Ok(())
     }
@@ -392,6 +426,9 @@ impl Scaffold {
                     ),
                 )
                 .await;
+            if !self.steering.is_empty() {
+                events.send(RunEvent::Steered(self.steering.clone())).await;
+            }
         } else {
             // The initial program: genome 0, iteration 0. Commands are read
             // meanwhile: a Stop must not wait for a slow first evaluation
@@ -408,7 +445,8 @@ impl Scaffold {
                     e = &mut evaluation => break Some(e),
                     cmd = commands.recv(), if commands_open => match cmd {
                         Some(cmd) => {
-                            self.apply(cmd, &mut paused, &mut st.stop, &events).await;
+                            // No genome yet: a person's program has no parent to refer to.
+                            drop(self.apply(cmd, &mut paused, &mut st, &events).await);
                             if st.stop.is_some() {
                                 break None;
                             }
@@ -495,9 +533,18 @@ impl Scaffold {
                 st.stop = Some(RunStatus::EarlyStop(why));
             }
 
+            for cmd in std::mem::take(&mut self.queued) {
+                if let Some(job) = self.apply(cmd, &mut paused, &mut st, &events).await {
+                    in_flight.push(run_iteration(Arc::clone(&shared), job));
+                }
+            }
             while commands_open {
                 match commands.try_recv() {
-                    Ok(cmd) => self.apply(cmd, &mut paused, &mut st.stop, &events).await,
+                    Ok(cmd) => {
+                        if let Some(job) = self.apply(cmd, &mut paused, &mut st, &events).await {
+                            in_flight.push(run_iteration(Arc::clone(&shared), job));
+                        }
+                    }
                     Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
                     Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
                         commands_open = false
@@ -509,12 +556,13 @@ impl Scaffold {
             }
 
             while !paused
+                && !self.steer_only
                 && st.stop.is_none()
                 && in_flight.len() < parallel
                 && st.summary.iterations + (in_flight.len() as u64) < general.max_iterations
             {
                 let selection = match self.policy.select(&*self.population, &mut self.rng) {
-                    Ok(s) => s,
+                    Ok(s) => self.with_pins(s),
                     Err(e) => {
                         if in_flight.is_empty() {
                             st.stop = Some(RunStatus::Failed(format!("selection failed: {e}")));
@@ -562,16 +610,21 @@ impl Scaffold {
                         None | Some(0) => Vec::new(),
                         Some(k) => self.population.query(&Query::TopK(k)),
                     },
+                    program: None,
                 };
                 in_flight.push(run_iteration(Arc::clone(&shared), job));
             }
 
             let waiting_for_disk = !st.held.is_empty() && st.durable.is_some();
             if in_flight.is_empty() {
-                if paused && st.stop.is_none() && commands_open {
+                if paused && st.stop.is_none() && commands_open && !self.steer_only {
                     tokio::select! {
                         cmd = commands.recv() => match cmd {
-                            Some(cmd) => self.apply(cmd, &mut paused, &mut st.stop, &events).await,
+                            Some(cmd) => {
+                                if let Some(job) = self.apply(cmd, &mut paused, &mut st, &events).await {
+                                    in_flight.push(run_iteration(Arc::clone(&shared), job));
+                                }
+                            }
                             None => commands_open = false,
                         },
                         () = written(&mut st.durable), if waiting_for_disk => {}
@@ -583,7 +636,11 @@ impl Scaffold {
 
             tokio::select! {
                 cmd = commands.recv(), if commands_open => match cmd {
-                    Some(cmd) => self.apply(cmd, &mut paused, &mut st.stop, &events).await,
+                    Some(cmd) => {
+                        if let Some(job) = self.apply(cmd, &mut paused, &mut st, &events).await {
+                            in_flight.push(run_iteration(Arc::clone(&shared), job));
+                        }
+                    }
                     None => commands_open = false,
                 },
                 () = written(&mut st.durable), if waiting_for_disk => {}
@@ -591,7 +648,9 @@ impl Scaffold {
                 // while a call takes long.
                 () = tokio::time::sleep(NOTICE_INTERVAL) => {}
                 Some(outcome) = in_flight.next() => {
-                    st.summary.iterations += 1;
+                    if outcome.counts {
+                        st.summary.iterations += 1;
+                    }
                     for warning in &outcome.warnings {
                         if let Some(r) = st.recorder.as_mut() {
                             r.log(LogLevel::Warn, warning);
@@ -602,6 +661,7 @@ impl Scaffold {
                         st.stop = Some(RunStatus::Failed(msg));
                     }
                     match &outcome.model_down {
+                        _ if !outcome.counts => {}
                         Some(msg) => {
                             st.model_failures_in_a_row += 1;
                             if st.model_failures_in_a_row >= MAX_CONSECUTIVE_MODEL_FAILURES {
@@ -658,7 +718,13 @@ impl Scaffold {
             summary.best_id = Some(best.id);
             summary.best_score = best.fitness();
         }
-        summary.status = st.stop.unwrap_or(RunStatus::Completed);
+        summary.status = st.stop.unwrap_or(
+            if self.steer_only && summary.iterations < general.max_iterations {
+                RunStatus::Stopped
+            } else {
+                RunStatus::Completed
+            },
+        );
         summary.wall_secs = started.elapsed().as_secs_f64();
         summary.run_wall_secs = run_wall_secs;
         if let Some(r) = st.recorder.as_mut()
@@ -703,13 +769,15 @@ impl Scaffold {
         }
     }
 
+    /// Apply a command; a person's program comes back as the job to run.
     async fn apply(
         &mut self,
         cmd: RunCommand,
         paused: &mut bool,
-        stop: &mut Option<RunStatus>,
+        st: &mut LoopState,
         events: &EventSink,
-    ) {
+    ) -> Option<iteration::Job> {
+        let stop = &mut st.stop;
         match cmd {
             RunCommand::Pause if !*paused => {
                 *paused = true;
@@ -722,7 +790,14 @@ impl Scaffold {
             RunCommand::Stop => {
                 *stop = Some(RunStatus::Stopped);
             }
-            _ => {}
+            RunCommand::Inject { parent, program } => {
+                return self.person_job(parent, program, st, events).await;
+            }
+            RunCommand::SetNotes(text) => self.steer(Change::Notes { text }, st, events).await,
+            RunCommand::Pin(genome) => self.steer(Change::Pin { genome }, st, events).await,
+            RunCommand::Unpin(genome) => self.steer(Change::Unpin { genome }, st, events).await,
+            RunCommand::Pause | RunCommand::Resume => {}
         }
+        None
     }
 }

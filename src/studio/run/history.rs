@@ -117,6 +117,9 @@ pub struct RunHistory {
     max_iteration: u64,
     /// What the run's memory holds (e.g. a scratchpad), latest first-class copy.
     pub memory_notes: Vec<String>,
+    /// The person's notes and pins in force (from the run's checkpoint or
+    /// its latest `Steered` event).
+    pub steering: crate::engine::steering::Steering,
 }
 
 impl RunHistory {
@@ -180,6 +183,9 @@ impl RunHistory {
             h.logs.push((level, message.clone()));
         }
         let iterations = checkpoint.map_or(h.max_iteration, |c| c.iterations_done);
+        if let Some(c) = checkpoint {
+            h.steering = c.steering.clone();
+        }
         h.iterations_done = iterations;
         h.iterations_started = iterations;
         let status = status_from_label(&meta.status);
@@ -267,6 +273,7 @@ impl RunHistory {
                 self.logs.push((level, message));
             }
             RunEvent::MemoryUpdated { notes } => self.memory_notes = notes,
+            RunEvent::Steered(steering) => self.steering = steering,
             RunEvent::Paused => {
                 self.paused = true;
                 self.paused_at.get_or_insert_with(Instant::now);

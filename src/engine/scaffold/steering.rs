@@ -1,0 +1,272 @@
+//! The loop's side of steering (see [`crate::engine::steering`]): the
+//! person's notes reach every prompt through the memory slot
+//! ([`NotedMemory`]), pinned genomes join every selection's inspirations,
+//! and a person's program becomes a job evaluated and admitted like any
+//! child. Every change is logged and recorded with a checkpoint at once,
+//! so it survives a stop before the next iteration.
+
+use std::sync::{Arc, RwLock};
+
+use crate::engine::archive::Checkpoint;
+use crate::engine::component::RestoreError;
+use crate::engine::events::{EventSink, LogLevel, RunEvent};
+use crate::engine::genome::{Genome, GenomeId, Tree};
+use crate::engine::memory::{Knowledge, Memory, MemoryQuery};
+use crate::engine::population::Population;
+use crate::engine::selection::Selection;
+use crate::engine::steering::Change;
+use crate::engine::task::files::{EditOp, EditRules};
+use crate::engine::tree::ChangeKind;
+
+use super::iteration::Job;
+use super::{LoopState, Scaffold};
+
+/// The card's memory with the person's notes in front of what it knows: a
+/// prompt (and a proposer reading memory) sees them as the first note.
+pub(super) struct NotedMemory {
+    pub(super) inner: Box<dyn Memory>,
+    /// The notes as a prompt shows them, set by the loop.
+    pub(super) notes: Arc<RwLock<Option<String>>>,
+}
+
+#[async_trait::async_trait]
+impl Memory for NotedMemory {
+    fn read(&self, query: &MemoryQuery) -> Knowledge {
+        let mut knowledge = self.inner.read(query);
+        if let Some(note) = self.notes.read().ok().and_then(|n| n.clone()) {
+            knowledge.notes.insert(0, note);
+        }
+        knowledge
+    }
+
+    fn write(&mut self, knowledge: Knowledge) {
+        self.inner.write(knowledge);
+    }
+
+    async fn after_iteration(
+        &mut self,
+        admitted: &[Arc<Genome>],
+        population: &dyn Population,
+    ) -> bool {
+        self.inner.after_iteration(admitted, population).await
+    }
+
+    fn checkpoint(&self) -> serde_json::Value {
+        self.inner.checkpoint()
+    }
+
+    fn restore(&mut self, state: &serde_json::Value) -> Result<(), RestoreError> {
+        self.inner.restore(state)
+    }
+}
+
+/// How the log line that refuses a person's program begins.
+pub const PERSON_REFUSED: &str = "the program written by a person was not evaluated";
+
+/// Why a person's program cannot be a child of `parent`: nothing changed, or
+/// a change the task's edit rules refuse (the message names the path and the
+/// rule). The one check the loop, the command line and the studio share
+/// (with the task's [`crate::engine::task::Task::edit_rules`]).
+pub fn check_person_program(
+    rules: &EditRules,
+    parent: &Tree,
+    program: &Tree,
+) -> Result<(), String> {
+    let unchanged =
+        || Err("the program is its parent's unchanged; change something first".to_owned());
+    match (parent.is_single(), program.is_single()) {
+        // a single-file program is its text, whatever its file is called
+        (true, true) if parent.single_text() == program.single_text() => return unchanged(),
+        (true, true) => return Ok(()),
+        (true, false) => return Err("the run's program is one file, not a folder".to_owned()),
+        (false, true) => {
+            return Err("the run's program is a folder: give every file of it".to_owned());
+        }
+        (false, false) => {}
+    }
+    let changes = program.changes_from(parent);
+    if changes.is_empty() {
+        return unchanged();
+    }
+    for change in &changes {
+        let op = match change.kind {
+            ChangeKind::Added => EditOp::Add,
+            ChangeKind::Modified => EditOp::Modify,
+            ChangeKind::Deleted => EditOp::Delete,
+        };
+        rules.check(&change.path, op)?;
+    }
+    rules.check_count(program.len())
+}
+
+impl Scaffold {
+    /// The checkpoint of the loop's state now.
+    pub(super) async fn checkpoint(&self, st: &LoopState) -> Checkpoint {
+        Checkpoint {
+            iterations_done: st.summary.iterations,
+            last_iteration: st.last_iteration,
+            next_id: st.next_id,
+            rng: self.rng.clone(),
+            policy: self.policy.checkpoint(),
+            memory: self.memory.read().await.checkpoint(),
+            usage: st.summary.usage,
+            valid: st.summary.valid,
+            invalid: st.summary.invalid,
+            rejected: st.summary.rejected,
+            wall_secs: st.run_wall_secs(),
+            steering: self.steering.clone(),
+        }
+    }
+
+    /// Make the memory show the notes in force.
+    pub(super) fn share_notes(&self) {
+        if let Ok(mut shown) = self.notes.write() {
+            *shown = self.steering.note();
+        }
+    }
+
+    /// Apply a person's change from the next dispatched iteration on: log
+    /// it, record it (a checkpoint with no genomes) and report the steering
+    /// now in force. A pin of a genome that is not a valid member of the
+    /// population is refused with an error in the log.
+    pub(super) async fn steer(&mut self, change: Change, st: &mut LoopState, events: &EventSink) {
+        if let Change::Pin { genome } = &change
+            && let Err(why) = self.pinnable(*genome)
+        {
+            self.say(
+                st,
+                events,
+                LogLevel::Error,
+                format!("cannot pin genome #{genome}: {why}"),
+            )
+            .await;
+            return;
+        }
+        let Some(changed) = self.steering.apply(change, st.last_iteration + 1) else {
+            return;
+        };
+        self.share_notes();
+        self.say(st, events, LogLevel::Info, changed.describe())
+            .await;
+        if st.recorder.is_some() {
+            let checkpoint = self.checkpoint(st).await;
+            if let Some(r) = st.recorder.as_mut() {
+                st.recorded += 1;
+                if let Err(e) = r.record_iteration(&[], &checkpoint) {
+                    st.record_error = Some(e.to_string());
+                    st.stop
+                        .get_or_insert(crate::engine::events::RunStatus::Failed(format!(
+                            "cannot record the run: {e}"
+                        )));
+                }
+            }
+        }
+        events.send(RunEvent::Steered(self.steering.clone())).await;
+    }
+
+    fn pinnable(&self, id: GenomeId) -> Result<(), String> {
+        match self.population.get(id) {
+            None => Err("no such genome in this run".to_owned()),
+            Some(g) if g.fitness().is_none() => Err(
+                "it is not valid (or unconfirmed), and only valid genomes are shown to the model"
+                    .to_owned(),
+            ),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Put the pinned genomes first among the selection's inspirations
+    /// (those still valid members, and not a parent of this selection).
+    pub(super) fn with_pins(&self, mut selection: Selection) -> Selection {
+        let mut pinned: Vec<Arc<Genome>> = Vec::new();
+        for pin in &self.steering.pins {
+            let Some(g) = self.population.get(pin.genome) else {
+                continue;
+            };
+            if g.fitness().is_none() || selection.parents.iter().any(|p| p.id == g.id) {
+                continue;
+            }
+            pinned.push(g);
+        }
+        if pinned.is_empty() {
+            return selection;
+        }
+        selection
+            .inspirations
+            .retain(|g| !pinned.iter().any(|p| p.id == g.id));
+        pinned.append(&mut selection.inspirations);
+        selection.inspirations = pinned;
+        selection
+    }
+
+    /// A person's program as a job for the loop: the next iteration number,
+    /// the parent from the population. Refused (`None`, with an error in the
+    /// log) when the parent is unknown or the program breaks the task's
+    /// edit rules.
+    pub(super) async fn person_job(
+        &mut self,
+        parent: GenomeId,
+        program: Tree,
+        st: &mut LoopState,
+        events: &EventSink,
+    ) -> Option<Job> {
+        let refused = match self.population.get(parent) {
+            None => Err(format!("no genome #{parent} in this run")),
+            Some(p) => {
+                check_person_program(&self.task.edit_rules(), &p.content, &program).map(|()| p)
+            }
+        };
+        let (parent, program) = match refused {
+            // a single file keeps its parent's file name
+            Ok(p) => {
+                let program = match program.single_text() {
+                    Some(text) if p.content.is_single() => p.content.with_single_text(text),
+                    _ => program.clone(),
+                };
+                (p, program)
+            }
+            Err(why) => {
+                let msg = format!("{PERSON_REFUSED}: {why}");
+                self.say(st, events, LogLevel::Error, msg).await;
+                return None;
+            }
+        };
+        st.last_iteration += 1;
+        let iteration = st.last_iteration;
+        let msg = format!(
+            "evaluating a program written by a person as a child of #{} (iteration {iteration})",
+            parent.id
+        );
+        self.say(st, events, LogLevel::Info, msg).await;
+        let grandparent = parent.parent_id.and_then(|id| self.population.get(id));
+        Some(Job {
+            iteration,
+            parents: vec![Arc::clone(&parent)],
+            parent,
+            grandparent,
+            inspirations: Vec::new(),
+            knowledge: Knowledge::default(),
+            seed: 0,
+            attempts: 1,
+            best: self.population.best().and_then(|b| b.fitness()),
+            island: None,
+            pool: Vec::new(),
+            compared: Vec::new(),
+            program: Some(program),
+        })
+    }
+
+    /// A line in the run's log and its record.
+    pub(super) async fn say(
+        &self,
+        st: &mut LoopState,
+        events: &EventSink,
+        level: LogLevel,
+        message: String,
+    ) {
+        if let Some(r) = st.recorder.as_mut() {
+            r.log(level, &message);
+        }
+        events.log(level, message).await;
+    }
+}
