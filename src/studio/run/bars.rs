@@ -122,6 +122,9 @@ impl RunView {
                     RichText::new(format!("Log ({})", self.history.logs.len()))
                 };
                 ui.toggle_value(&mut self.show_log, text);
+                ui.toggle_value(&mut self.notes.open, "Notes").on_hover_text(
+                    "Notes for the model (added to every following prompt) and the pinned inspirations",
+                );
                 if !self.history.memory_notes.is_empty() {
                     ui.toggle_value(&mut self.show_memory, "Memory")
                         .on_hover_text("What the run's memory holds now (e.g. the scratchpad the prompts include)");

@@ -71,6 +71,12 @@ pub struct Inspector {
     pub lower_better: BTreeSet<String>,
     /// The file of a folder genome shown (`None`: the whole tree).
     pub file: super::files_view::FileChoice,
+    /// A live run takes steering (set by the run view each frame).
+    pub live: bool,
+    /// The genomes pinned as inspirations (set by the run view each frame).
+    pub pinned: Vec<GenomeId>,
+    /// What the person asked for in the last frame (taken by the run view).
+    pub action: Option<super::steer::InspectorAction>,
 }
 
 /// Ancestors shown at the end of a collapsed lineage.
@@ -201,13 +207,19 @@ impl Inspector {
             if history.best_id == Some(genome.id) {
                 ui.label(RichText::new("best").strong());
             }
+            if self.pinned.contains(&genome.id) {
+                ui.label(RichText::new("pinned").strong());
+            }
         });
+        self.steer_buttons(ui, genome);
         ui.horizontal_wrapped(|ui| {
             ui.label(format!("iteration {}", genome.iteration));
             if genome.attempt > 0 {
                 ui.label(format!("attempt {}", genome.attempt + 1));
             }
-            if !genome.metadata.patch_type.is_empty() {
+            if genome.is_by_person() {
+                ui.label(RichText::new("· written by a person").strong());
+            } else if !genome.metadata.patch_type.is_empty() {
                 ui.label(format!("· {}", genome.metadata.patch_type));
             }
             if let Some(m) = &genome.metadata.model {
@@ -381,6 +393,9 @@ impl Inspector {
                         mono_block(ui, &p.system);
                         section(ui, "User");
                         mono_block(ui, &p.user);
+                    }
+                    None if genome.is_by_person() => {
+                        ui.label(RichText::new("No prompt: a person wrote this program.").weak());
                     }
                     None => {
                         ui.label(RichText::new("No prompt: this is the initial program.").weak());

@@ -21,12 +21,14 @@
 
 mod bars;
 pub mod diff_view;
+pub mod edit;
 pub mod files_view;
 pub mod history;
 pub mod inspector;
 pub mod models;
 pub mod objectives;
 pub mod plot;
+pub mod steer;
 pub mod structure;
 pub mod table;
 pub mod tree;
@@ -143,6 +145,14 @@ pub struct RunView {
     last_drained: usize,
     /// The run folder shown read-only, when the history came from an archive.
     viewing: Option<PathBuf>,
+    /// The program editor (Edit in the inspector), when open.
+    editor: Option<edit::ProgramEditor>,
+    /// A genome to select once the events of this frame are applied.
+    select_later: Option<GenomeId>,
+    /// The notes box under the toolbar.
+    notes: steer::NotesBox,
+    /// Which files of the live run's program may change.
+    edit_rules: Option<crate::engine::task::files::EditRules>,
 }
 
 /// The registry a run view builds a card's population with to replay it:
@@ -223,6 +233,7 @@ impl RunView {
         }
         self.language = language_of(plan.task_dir());
         self.load_history(RunHistory::new());
+        self.edit_rules = Some(plan.task().edit_rules());
         self.set_population(&plan.card().population);
         self.objectives
             .set_objectives(plan.card().general.objectives());
@@ -264,6 +275,7 @@ impl RunView {
         self.language = language_of(plan.task_dir());
         history.reopen_for_resume();
         self.load_history(history);
+        self.edit_rules = Some(plan.task().edit_rules());
         self.set_population(&plan.card().population);
         self.objectives
             .set_objectives(plan.card().general.objectives());
@@ -313,6 +325,9 @@ impl RunView {
         self.pause_requested = false;
         self.stop_requested = false;
         self.viewing = None;
+        self.editor = None;
+        self.notes.reset();
+        self.edit_rules = None;
     }
 
     /// Apply an event as if the worker had sent it (replaying a recorded
@@ -351,6 +366,62 @@ impl RunView {
         if let Some(h) = &self.handle {
             self.stop_requested = h.send(RunCommand::Stop) || self.stop_requested;
         }
+    }
+
+    /// Send a program written by a person to the live run, as a child of
+    /// `parent`; false when there is no live run (or its queue is full).
+    pub fn inject(&mut self, parent: GenomeId, program: crate::engine::genome::Tree) -> bool {
+        self.is_running()
+            && self
+                .handle
+                .as_ref()
+                .is_some_and(|h| h.send(RunCommand::Inject { parent, program }))
+    }
+
+    /// Send a steering command to the live run (notes, pin, unpin).
+    fn steer(&mut self, cmd: RunCommand) -> bool {
+        self.is_running() && self.handle.as_ref().is_some_and(|h| h.send(cmd))
+    }
+
+    /// Replace the notes for the model (empty: clear them).
+    pub fn set_notes(&mut self, text: impl Into<String>) -> bool {
+        self.steer(RunCommand::SetNotes(text.into()))
+    }
+
+    /// Pin a genome as an inspiration every following selection shows.
+    pub fn pin(&mut self, id: GenomeId) -> bool {
+        self.steer(RunCommand::Pin(id))
+    }
+
+    /// Remove a pin.
+    pub fn unpin(&mut self, id: GenomeId) -> bool {
+        self.steer(RunCommand::Unpin(id))
+    }
+
+    /// Open the editor on genome `id`'s program.
+    pub fn open_editor(&mut self, id: GenomeId) {
+        if let Some(g) = self.history.get(id) {
+            self.editor = Some(edit::ProgramEditor::open(
+                g,
+                self.edit_rules.clone(),
+                &self.language,
+            ));
+        }
+    }
+
+    /// The open editor.
+    pub fn editor(&self) -> Option<&edit::ProgramEditor> {
+        self.editor.as_ref()
+    }
+
+    /// The open editor, to change its text (tests, scripted use).
+    pub fn editor_mut(&mut self) -> Option<&mut edit::ProgramEditor> {
+        self.editor.as_mut()
+    }
+
+    /// The notes box, to write its draft (tests, scripted use).
+    pub fn notes_box_mut(&mut self) -> &mut steer::NotesBox {
+        &mut self.notes
     }
 
     /// Everything the current (or last) run reported.
@@ -452,6 +523,25 @@ impl RunView {
             match handle.events.try_recv() {
                 Ok(event) => {
                     match &event {
+                        RunEvent::GenomeAdmitted { genome, .. }
+                            if genome.is_by_person()
+                                && self.editor.as_ref().is_some_and(|e| {
+                                    e.pending && Some(e.parent) == genome.parent_id
+                                }) =>
+                        {
+                            // The person's child is in: show it.
+                            self.editor = None;
+                            self.select_later = Some(genome.id);
+                        }
+                        RunEvent::Log {
+                            level: crate::engine::events::LogLevel::Error,
+                            message,
+                        } if message.starts_with(crate::engine::scaffold::PERSON_REFUSED) => {
+                            if let Some(e) = self.editor.as_mut().filter(|e| e.pending) {
+                                e.pending = false;
+                                e.error = Some(message.clone());
+                            }
+                        }
                         RunEvent::Paused | RunEvent::Resumed => self.pause_requested = false,
                         RunEvent::Finished(_) => {
                             self.pause_requested = false;
@@ -472,6 +562,9 @@ impl RunView {
                 ctx.request_repaint();
                 break;
             }
+        }
+        if let Some(id) = self.select_later.take() {
+            self.select(Some(id));
         }
         if disconnected {
             if !self.history.is_finished() {
@@ -517,6 +610,21 @@ impl RunView {
             ui.colored_label(ui.visuals().error_fg_color, e);
         }
         self.toolbar_ui(ui);
+        if self.notes.open {
+            ui.separator();
+            let live = self.is_running();
+            match self.notes.ui(ui, &self.history.steering, live) {
+                Some(steer::SteerAction::SetNotes(text)) => {
+                    self.set_notes(text);
+                }
+                Some(steer::SteerAction::Unpin(id)) => {
+                    self.unpin(id);
+                }
+                Some(steer::SteerAction::Select(id)) => self.select(Some(id)),
+                None => {}
+            }
+        }
+        self.editor_ui(ui.ctx());
         if self.show_log {
             ui.separator();
             self.log_ui(ui);
@@ -612,6 +720,8 @@ impl RunView {
                     clicked = Some(id);
                 }
             });
+        self.inspector.live = self.is_running();
+        self.inspector.pinned = history.steering.pins.iter().map(|p| p.genome).collect();
         egui::Panel::right("run_inspector_panel")
             .resizable(true)
             .default_size((ui.available_width() * 0.5).max(320.0))
@@ -629,6 +739,16 @@ impl RunView {
                 clicked = Some(id);
             }
         });
+        match self.inspector.action.take() {
+            Some(steer::InspectorAction::Edit(id)) => self.open_editor(id),
+            Some(steer::InspectorAction::Pin(id)) => {
+                self.pin(id);
+            }
+            Some(steer::InspectorAction::Unpin(id)) => {
+                self.unpin(id);
+            }
+            None => {}
+        }
         if let Some(id) = clicked {
             // Ctrl (or Shift) + click picks a second genome to diff against.
             let picking = ui.input(|i| {
@@ -643,6 +763,30 @@ impl RunView {
             } else {
                 self.select(Some(id));
             }
+        }
+    }
+}
+
+impl RunView {
+    /// The program editor's window, and what its buttons ask for.
+    fn editor_ui(&mut self, ctx: &egui::Context) {
+        let live = self.is_running();
+        let Some(editor) = self.editor.as_mut() else {
+            return;
+        };
+        match editor.ui(ctx, live) {
+            Some(edit::EditorAction::Submit(program)) => {
+                let parent = editor.parent;
+                if !self.inject(parent, program)
+                    && let Some(e) = self.editor.as_mut()
+                {
+                    e.pending = false;
+                    e.error =
+                        Some("the run did not take the program: is it still running?".to_owned());
+                }
+            }
+            Some(edit::EditorAction::Cancel) => self.editor = None,
+            None => {}
         }
     }
 }

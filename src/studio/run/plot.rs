@@ -28,6 +28,8 @@ const REJECTED_COLOR: Color32 = Color32::from_rgb(200, 140, 230);
 const BEST_COLOR: Color32 = Color32::from_rgb(240, 180, 60);
 /// Colour of the selection ring.
 const SELECTED_COLOR: Color32 = Color32::from_rgb(250, 250, 250);
+/// Children written by a person (edit and inject).
+pub const PERSON_COLOR: Color32 = Color32::from_rgb(80, 210, 160);
 
 /// What the x axis measures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -60,6 +62,7 @@ const VALID_NAME: &str = "valid";
 const INVALID_NAME: &str = "invalid";
 const REJECTED_NAME: &str = "rejected (near-duplicate)";
 const BEST_NAME: &str = "best so far";
+const PERSON_NAME: &str = "written by a person";
 
 /// One cached point.
 #[derive(Clone, Copy, Debug)]
@@ -114,6 +117,9 @@ pub struct FitnessPlot {
     /// Children the novelty gate rejected unevaluated (drawn in the invalid
     /// band, apart from the invalid ones).
     rejected: Vec<Pt>,
+    /// Children written by a person, drawn with their own marker on top
+    /// (y: the metric, `None` in the invalid band).
+    person: Vec<(Pt, bool)>,
     /// Step-line vertices (x monotone).
     best: Vec<Pt>,
     running_best: Option<f64>,
@@ -143,6 +149,7 @@ impl Default for FitnessPlot {
             valid: Vec::new(),
             invalid: Vec::new(),
             rejected: Vec::new(),
+            person: Vec::new(),
             best: Vec::new(),
             running_best: None,
             max_x: 0.0,
@@ -177,6 +184,7 @@ impl FitnessPlot {
             self.valid.clear();
             self.invalid.clear();
             self.rejected.clear();
+            self.person.clear();
             self.best.clear();
             self.running_best = None;
             self.processed = 0;
@@ -206,6 +214,17 @@ impl FitnessPlot {
                     .unwrap_or(self.time_sum),
             };
             self.max_x = self.max_x.max(x);
+            if g.is_by_person() {
+                let y = self.metric.value(g);
+                self.person.push((
+                    Pt {
+                        x,
+                        y: y.unwrap_or(0.0),
+                        id: g.id,
+                    },
+                    y.is_some(),
+                ));
+            }
             match self.metric.value(g) {
                 Some(y) => {
                     self.valid.push(Pt { x, y, id: g.id });
@@ -498,6 +517,24 @@ impl GenomeView for FitnessPlot {
         });
         self.controls_ui(ui);
         let alpha = self.alpha.clamp(0.05, 1.0);
+        let band = invalid_band(self.y_min, self.y_max);
+        let first_id = if self.recent > 0 {
+            history.genomes.len().saturating_sub(self.recent) as u64
+        } else {
+            0
+        };
+        let person: Vec<PlotPoint> = self
+            .person
+            .iter()
+            .filter(|(p, _)| p.id >= first_id)
+            .map(|(p, valid)| PlotPoint::new(p.x, if *valid { p.y } else { band }))
+            .collect();
+        let person_ids: Vec<GenomeId> = self
+            .person
+            .iter()
+            .filter(|(p, _)| p.id >= first_id)
+            .map(|(p, _)| p.id)
+            .collect();
         let drawn = &self.drawn;
         let y_label = self.metric.label(&history.fitness_basis());
         let x_label = self.x_axis.label();
@@ -514,6 +551,13 @@ impl GenomeView for FitnessPlot {
                     let (ids, valid) = match *plot_name {
                         VALID_NAME => (&drawn.valid_ids, true),
                         INVALID_NAME => (&drawn.invalid_ids, false),
+                        PERSON_NAME => {
+                            let id = person_ids.get(*index)?;
+                            return Some(format!(
+                                "genome #{id} (written by a person)\n{x_label} {}",
+                                position.x
+                            ));
+                        }
                         REJECTED_NAME => {
                             let id = drawn.rejected_ids.get(*index)?;
                             return Some(format!(
@@ -558,6 +602,15 @@ impl GenomeView for FitnessPlot {
                         .radius(4.0),
                 );
             }
+            if !person.is_empty() {
+                plot_ui.points(
+                    Points::new(PERSON_NAME, PlotPoints::Borrowed(&person))
+                        .color(PERSON_COLOR)
+                        .shape(MarkerShape::Square)
+                        .filled(true)
+                        .radius(5.0),
+                );
+            }
             // The best so far on top of the points.
             if !drawn.best.is_empty() {
                 plot_ui.line(
@@ -597,7 +650,8 @@ impl GenomeView for FitnessPlot {
             .iter()
             .zip(&drawn.valid_ids)
             .chain(drawn.invalid.iter().zip(&drawn.invalid_ids))
-            .chain(drawn.rejected.iter().zip(&drawn.rejected_ids));
+            .chain(drawn.rejected.iter().zip(&drawn.rejected_ids))
+            .chain(person.iter().zip(&person_ids));
         for (p, id) in candidates {
             let d = transform.position_from_point(p).distance(pointer);
             if best.is_none_or(|(bd, _)| d < bd) {

@@ -69,7 +69,7 @@ impl SortColumn {
             Self::Depth => {
                 (a.metadata.depth, a.metadata.island).cmp(&(b.metadata.depth, b.metadata.island))
             }
-            Self::Model => a.metadata.model.cmp(&b.metadata.model),
+            Self::Model => a.author().cmp(&b.author()),
             Self::Tokens => tokens(a).cmp(&tokens(b)),
         };
         primary.then(a.id.cmp(&b.id))
@@ -473,7 +473,7 @@ impl GenomeView for ArchiveTable {
                         ui.label(depth_text(g));
                     });
                     row.col(|ui| {
-                        ui.label(g.metadata.model.as_deref().unwrap_or("—"));
+                        ui.label(g.author().unwrap_or("—"));
                     });
                     row.col(|ui| {
                         ui.label(

@@ -462,6 +462,15 @@ impl GenealogyView {
                         painter.line_segment([s - vec2(r, r), s + vec2(r, r)], st);
                         painter.line_segment([s + vec2(-r, r), s + vec2(r, -r)], st);
                     }
+                    if g.is_by_person() {
+                        // a person's child: a square around its node
+                        painter.rect_stroke(
+                            Rect::from_center_size(s, Vec2::splat(2.0 * radius + 6.0)),
+                            0.0,
+                            Stroke::new(2.0, super::plot::PERSON_COLOR),
+                            egui::StrokeKind::Middle,
+                        );
+                    }
                     if g.metadata.patch_type == "crossover"
                         && let Some(w) = g
                             .inspiration_ids
@@ -663,7 +672,9 @@ impl GenomeView for GenealogyView {
             if let Some(i) = g.metadata.island {
                 text.push_str(&format!(" · island {i}"));
             }
-            if !g.metadata.patch_type.is_empty() {
+            if g.is_by_person() {
+                text.push_str(" · written by a person");
+            } else if !g.metadata.patch_type.is_empty() {
                 text.push_str(&format!(" · {}", g.metadata.patch_type));
             }
             if !g.inspiration_ids.is_empty() {

@@ -1,0 +1,249 @@
+//! Edit and inject: a genome's program (every file of a folder program) in
+//! an editor with syntax highlighting. Submit hands the edited program to
+//! the live run as a child of that genome, written by a person
+//! ([`crate::engine::events::RunCommand::Inject`]); the run evaluates and
+//! admits it like any child, also while paused. Files the task does not
+//! let change are shown read-only, and a program the task's edit rules
+//! refuse is said here before it is sent.
+
+use std::collections::BTreeMap;
+
+use egui::{Color32, RichText};
+
+use crate::engine::genome::{Genome, GenomeId, Tree};
+use crate::engine::scaffold::check_person_program;
+use crate::engine::task::files::{EditOp, EditRules};
+
+const BAD: Color32 = Color32::from_rgb(230, 95, 85);
+
+/// What the person did in the editor this frame.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EditorAction {
+    /// Evaluate this program as a child of the parent.
+    Submit(Tree),
+    /// Close without sending anything.
+    Cancel,
+}
+
+/// An open editor on one genome's program.
+pub struct ProgramEditor {
+    /// The genome edited (the child's parent).
+    pub parent: GenomeId,
+    original: Tree,
+    /// Every text file's contents as edited.
+    texts: BTreeMap<String, String>,
+    /// The file shown.
+    file: String,
+    /// The run's program language (`py`), for files without an extension.
+    language: String,
+    /// What may change (`None`: anything).
+    rules: Option<EditRules>,
+    /// Sent; waiting for the run to admit or refuse it.
+    pub pending: bool,
+    /// Why the last submission was refused.
+    pub error: Option<String>,
+}
+
+impl ProgramEditor {
+    /// An editor on `genome`'s program; the first editable file is shown.
+    pub fn open(genome: &Genome, rules: Option<EditRules>, language: &str) -> Self {
+        let texts = genome.content.texts();
+        let editable = |p: &str| {
+            rules
+                .as_ref()
+                .is_none_or(|r| r.check(p, EditOp::Modify).is_ok())
+        };
+        let file = texts
+            .keys()
+            .find(|p| editable(p))
+            .or_else(|| texts.keys().next())
+            .cloned()
+            .unwrap_or_default();
+        Self {
+            parent: genome.id,
+            original: genome.content.clone(),
+            texts,
+            file,
+            language: language.to_owned(),
+            rules,
+            pending: false,
+            error: None,
+        }
+    }
+
+    /// The program as edited.
+    pub fn program(&self) -> Tree {
+        if self.original.is_single() {
+            self.original
+                .with_single_text(self.texts.get(&self.file).cloned().unwrap_or_default())
+        } else {
+            self.original.with_texts(self.texts.clone())
+        }
+    }
+
+    /// Replace the text of the file shown (what typing does; for tests and
+    /// scripted use).
+    pub fn set_text(&mut self, text: impl Into<String>) {
+        self.texts.insert(self.file.clone(), text.into());
+        self.error = None;
+    }
+
+    /// The file shown.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    fn editable(&self, path: &str) -> bool {
+        self.rules
+            .as_ref()
+            .is_none_or(|r| r.check(path, EditOp::Modify).is_ok())
+    }
+
+    /// Why the program as edited cannot be sent (`None`: it can).
+    fn problem(&self) -> Option<String> {
+        let program = self.program();
+        match &self.rules {
+            Some(rules) => check_person_program(rules, &self.original, &program).err(),
+            None if program == self.original => {
+                Some("the program is its parent's unchanged; change something first".to_owned())
+            }
+            None => None,
+        }
+    }
+
+    fn language_of(&self, path: &str) -> String {
+        std::path::Path::new(path).extension().map_or_else(
+            || self.language.clone(),
+            |e| e.to_string_lossy().into_owned(),
+        )
+    }
+
+    /// Draw the editor window; `live`: a run is there to take the child.
+    pub fn ui(&mut self, ctx: &egui::Context, live: bool) -> Option<EditorAction> {
+        let mut action = None;
+        let mut open = true;
+        let screen = ctx.content_rect();
+        egui::Window::new(format!("Edit genome #{}", self.parent))
+            .open(&mut open)
+            .collapsible(false)
+            .default_size([
+                (screen.width() * 0.7).min(900.0),
+                (screen.height() * 0.7).min(640.0),
+            ])
+            .max_size(screen.size() * 0.95)
+            .show(ctx, |ui| {
+                action = self.body(ui, live);
+            });
+        if !open {
+            action = Some(EditorAction::Cancel);
+        }
+        action
+    }
+
+    fn body(&mut self, ui: &mut egui::Ui, live: bool) -> Option<EditorAction> {
+        let mut action = None;
+        ui.label(
+            RichText::new(format!(
+                "Submit evaluates this program as a child of #{} written by a person, and admits it like any child.",
+                self.parent
+            ))
+            .weak(),
+        );
+        if !self.original.is_single() {
+            let changed = self.program().changes_from(&self.original).len();
+            ui.horizontal(|ui| {
+                ui.label("File");
+                let shown = |p: &str, editable: bool| {
+                    if editable {
+                        p.to_owned()
+                    } else {
+                        format!("{p} (read-only)")
+                    }
+                };
+                egui::ComboBox::from_id_salt("editor_file")
+                    .selected_text(shown(&self.file, self.editable(&self.file)))
+                    .show_ui(ui, |ui| {
+                        let paths: Vec<String> = self.texts.keys().cloned().collect();
+                        for path in paths {
+                            let label = shown(&path, self.editable(&path));
+                            ui.selectable_value(&mut self.file, path, label);
+                        }
+                    });
+                ui.label(RichText::new(format!("{changed} changed")).weak());
+            });
+        }
+        let problem = self.problem();
+        let bottom = 64.0;
+        let editable = self.editable(&self.file) && !self.pending;
+        let language = self.language_of(&self.file);
+        egui::ScrollArea::both()
+            .id_salt("editor_text")
+            .max_height((ui.available_height() - bottom).max(80.0))
+            .auto_shrink([false, false])
+            .show(ui, |ui| {
+                let theme =
+                    egui_extras::syntax_highlighting::CodeTheme::from_memory(ui.ctx(), ui.style());
+                let mut layouter = |ui: &egui::Ui, text: &dyn egui::TextBuffer, wrap: f32| {
+                    let mut job = egui_extras::syntax_highlighting::highlight(
+                        ui.ctx(),
+                        ui.style(),
+                        &theme,
+                        text.as_str(),
+                        &language,
+                    );
+                    // code lines do not wrap: the area scrolls sideways
+                    let _ = wrap;
+                    job.wrap.max_width = f32::INFINITY;
+                    ui.fonts_mut(|f| f.layout_job(job))
+                };
+                if let Some(text) = self.texts.get_mut(&self.file) {
+                    let edit = egui::TextEdit::multiline(text)
+                        .id_salt("editor_code")
+                        .code_editor()
+                        .desired_width(ui.available_width())
+                        .desired_rows(18)
+                        .interactive(editable)
+                        .layouter(&mut layouter);
+                    if ui.add(edit).changed() {
+                        self.error = None;
+                    }
+                }
+            });
+        ui.separator();
+        if let Some(e) = &self.error {
+            ui.label(RichText::new(e).color(BAD));
+        } else if self.pending {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label("Evaluating…");
+            });
+        } else if let Some(p) = &problem {
+            ui.label(RichText::new(p).weak());
+        } else if !live {
+            ui.label(
+                RichText::new(
+                    "The run has ended: resume it to inject, or use `galapagos inject` on its folder.",
+                )
+                .weak(),
+            );
+        }
+        ui.horizontal(|ui| {
+            let can = live && problem.is_none() && !self.pending;
+            if ui
+                .add_enabled(
+                    can,
+                    egui::Button::new(format!("Submit as child of #{}", self.parent)),
+                )
+                .clicked()
+            {
+                self.pending = true;
+                self.error = None;
+                action = Some(EditorAction::Submit(self.program()));
+            }
+            if ui.button("Cancel").clicked() {
+                action = Some(EditorAction::Cancel);
+            }
+        });
+        action
+    }
+}
