@@ -118,23 +118,20 @@ impl ProgramEditor {
         )
     }
 
-    /// Draw the editor window; `live`: a run is there to take the child.
+    /// Draw the editor (a modal window over the run view); `live`: a run is
+    /// there to take the child.
     pub fn ui(&mut self, ctx: &egui::Context, live: bool) -> Option<EditorAction> {
-        let mut action = None;
-        let mut open = true;
         let screen = ctx.content_rect();
-        egui::Window::new(format!("Edit genome #{}", self.parent))
-            .open(&mut open)
-            .collapsible(false)
-            .default_size([
-                (screen.width() * 0.7).min(900.0),
-                (screen.height() * 0.7).min(640.0),
-            ])
-            .max_size(screen.size() * 0.95)
-            .show(ctx, |ui| {
-                action = self.body(ui, live);
-            });
-        if !open {
+        let width = (screen.width() * 0.8).clamp(320.0, 1000.0);
+        let height = (screen.height() * 0.8).clamp(240.0, 760.0);
+        let mut action = None;
+        let response = egui::Modal::new(egui::Id::unique("program-editor")).show(ctx, |ui| {
+            ui.set_width(width);
+            ui.set_height(height);
+            ui.heading(format!("Edit genome #{}", self.parent));
+            action = self.body(ui, live);
+        });
+        if response.should_close() && !self.pending && action.is_none() {
             action = Some(EditorAction::Cancel);
         }
         action
