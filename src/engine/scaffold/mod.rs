@@ -229,17 +229,6 @@ impl Scaffold {
         })
     }
 
-    /// Start no iteration: a recorded run reopened to take what a person
-    /// changed while it is stopped (`changes`: a program of theirs, notes,
-    /// pins), which are applied, evaluated and recorded as in a live run;
-    /// then it ends, as `stopped`, or `completed` when its budget is spent.
-    #[must_use]
-    pub fn steer_only(mut self, changes: Vec<RunCommand>) -> Self {
-        self.steer_only = true;
-        self.queued = changes;
-        self
-    }
-
     /// Lines to say in the run's log (and its record) right after it
     /// starts, each with its level.
     #[must_use]

@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::engine::archive::Checkpoint;
 use crate::engine::component::RestoreError;
-use crate::engine::events::{EventSink, LogLevel, RunEvent};
+use crate::engine::events::{EventSink, LogLevel, RunCommand, RunEvent};
 use crate::engine::genome::{Genome, GenomeId, Tree};
 use crate::engine::memory::{Knowledge, Memory, MemoryQuery};
 use crate::engine::population::Population;
@@ -100,6 +100,17 @@ pub fn check_person_program(
 }
 
 impl Scaffold {
+    /// Start no iteration: a recorded run reopened to take what a person
+    /// changed while it is stopped (`changes`: a program of theirs, notes,
+    /// pins), which are applied, evaluated and recorded as in a live run;
+    /// then it ends, as `stopped`, or `completed` when its budget is spent.
+    #[must_use]
+    pub fn steer_only(mut self, changes: Vec<RunCommand>) -> Self {
+        self.steer_only = true;
+        self.queued = changes;
+        self
+    }
+
     /// The checkpoint of the loop's state now.
     pub(super) async fn checkpoint(&self, st: &LoopState) -> Checkpoint {
         Checkpoint {
