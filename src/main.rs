@@ -41,7 +41,7 @@ fn main() {
         Some(Command::Models { command }) => galapagos::cli::models::models(&command),
         Some(Command::Studio { card, task }) => studio(card, task),
         Some(Command::AgentBridge { socket, command }) => {
-            galapagos::engine::proposer::agent_command::bridge::run(&socket, &command)
+            galapagos::engine::proposer::agent_command::bridge::run(socket.as_deref(), &command)
         }
         None => studio(None, None),
     };

@@ -39,13 +39,13 @@ pub enum Command {
         #[arg(required = true)]
         cards: Vec<PathBuf>,
     },
-    /// (Internal) The relay bridge a sandboxed coding agent runs under: listens on the sandbox's
-    /// loopback, forwards to the run's model relay's socket, runs the agent.
+    /// (Internal) A sandboxed coding agent's pid 1: dies with its parent, runs the agent, and
+    /// with --socket bridges the sandbox's loopback to the run's model relay.
     #[command(hide = true, name = "agent-bridge")]
     AgentBridge {
         /// The relay's Unix socket.
         #[arg(long)]
-        socket: PathBuf,
+        socket: Option<PathBuf>,
         /// The agent's command line.
         #[arg(last = true, required = true)]
         command: Vec<String>,

@@ -1,13 +1,20 @@
-//! The bridge between a sandboxed agent and the run's model relay.
+//! The agent sandbox's pid 1, and the bridge between a sandboxed agent and
+//! the run's model relay: the hidden command `galapagos agent-bridge`.
 //!
-//! The agent's sandbox has a network namespace of its own, with only its
-//! own loopback: it reaches no host and no port of the machine. The relay
-//! listens on a Unix socket too, whose folder is bound into the sandbox;
-//! the bridge is the sandbox's first process under its pid 1 (the hidden
-//! command `galapagos agent-bridge`): it listens on the namespace's
-//! `127.0.0.1:PORT`, starts the agent as its child (the agent's SDK points
-//! at that port), copies every connection to the socket and back, and
-//! exits with the agent's status once the agent has exited.
+//! It is the container's pid 1 (bubblewrap's `--as-pid-1`), and the first
+//! thing it does is ask the kernel for SIGKILL when its parent, bubblewrap,
+//! dies (a parent-death signal set after its own exec, so nothing clears
+//! it); bubblewrap has one for the run (`--die-with-parent`). When the run
+//! dies, even by kill -9, bubblewrap dies, then this process, and with the
+//! pid namespace's init the kernel kills every process in it. When the
+//! agent exits, it exits with the agent's status, with the same effect.
+//!
+//! With `--socket`, it also bridges the agent to the model relay: the
+//! sandbox has a network namespace of its own, with only its own loopback,
+//! so the agent reaches no host and no port of the machine; the relay's
+//! Unix socket is bound in, and the bridge listens on the namespace's
+//! `127.0.0.1:PORT` (where the agent's SDK is pointed) and copies every
+//! connection to the socket and back.
 
 use std::path::{Path, PathBuf};
 
@@ -20,14 +27,14 @@ pub fn base_url() -> String {
     format!("http://127.0.0.1:{PORT}")
 }
 
-/// The bridge's arguments before the agent's command line.
-pub fn args(socket: &Path) -> Vec<String> {
-    vec![
-        "agent-bridge".into(),
-        "--socket".into(),
-        socket.to_string_lossy().into_owned(),
-        "--".into(),
-    ]
+/// Its arguments before the agent's command line (`socket`: the relay's).
+pub fn args(socket: Option<&Path>) -> Vec<String> {
+    let mut args = vec!["agent-bridge".to_owned()];
+    if let Some(socket) = socket {
+        args.extend(["--socket".to_owned(), socket.to_string_lossy().into_owned()]);
+    }
+    args.push("--".into());
+    args
 }
 
 /// The `galapagos` binary that has the bridge: this one when it is, else
@@ -52,9 +59,16 @@ pub fn executable() -> Result<PathBuf, String> {
         })
 }
 
-/// Run the bridge: listen on `127.0.0.1:PORT`, start `agent`, forward to
-/// `socket` until the agent exits; its exit status (128 + N for a signal).
-pub fn run(socket: &Path, agent: &[String]) -> i32 {
+/// Run as the sandbox's pid 1: die with the parent, start `agent`, bridge
+/// `127.0.0.1:PORT` to `socket` when there is one, until the agent exits;
+/// its exit status (128 + N for a signal).
+pub fn run(socket: Option<&Path>, agent: &[String]) -> i32 {
+    if let Err(e) =
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+    {
+        eprintln!("galapagos agent-bridge: cannot set the parent-death signal: {e}");
+        return 2;
+    }
     let Some((program, args)) = agent.split_first() else {
         eprintln!("galapagos agent-bridge: no agent command after --");
         return 2;
@@ -70,12 +84,15 @@ pub fn run(socket: &Path, agent: &[String]) -> i32 {
         }
     };
     runtime.block_on(async {
-        let listener = match tokio::net::TcpListener::bind(("127.0.0.1", PORT)).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("galapagos agent-bridge: cannot listen on 127.0.0.1:{PORT}: {e}");
-                return 2;
-            }
+        let listener = match socket {
+            None => None,
+            Some(_) => match tokio::net::TcpListener::bind(("127.0.0.1", PORT)).await {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    eprintln!("galapagos agent-bridge: cannot listen on 127.0.0.1:{PORT}: {e}");
+                    return 2;
+                }
+            },
         };
         let mut child = match tokio::process::Command::new(program).args(args).spawn() {
             Ok(c) => c,
@@ -84,7 +101,7 @@ pub fn run(socket: &Path, agent: &[String]) -> i32 {
                 return 127;
             }
         };
-        let socket = socket.to_path_buf();
+        let socket = socket.map(Path::to_path_buf);
         loop {
             tokio::select! {
                 status = child.wait() => {
@@ -94,9 +111,8 @@ pub fn run(socket: &Path, agent: &[String]) -> i32 {
                         Err(_) => 1,
                     };
                 }
-                accepted = listener.accept() => {
-                    if let Ok((mut tcp, _)) = accepted {
-                        let socket = socket.clone();
+                accepted = async { listener.as_ref()?.accept().await.ok() }, if listener.is_some() => {
+                    if let (Some((mut tcp, _)), Some(socket)) = (accepted, socket.clone()) {
                         drop(tokio::spawn(async move {
                             if let Ok(mut unix) = tokio::net::UnixStream::connect(&socket).await {
                                 let _ = tokio::io::copy_bidirectional(&mut tcp, &mut unix).await;

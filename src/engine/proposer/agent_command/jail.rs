@@ -3,21 +3,24 @@
 //! namespaces, the machine's file system read-only, the user's home dirs,
 //! `/tmp` and the run folder hidden, a private scratch tmpfs), with the
 //! workspace the one writable dir it shares with the run, `.galapagos/`
-//! shown read-only in it, and `prlimit`'s limits under a shell that is the
-//! container's pid 1 (as the command evaluator runs candidates).
+//! shown read-only in it, and `prlimit`'s limits (as the command evaluator
+//! runs candidates).
 //!
 //! The process tree dies with the proposal: bubblewrap is started in a
 //! process group of its own, which is killed at the time limit, once the
-//! agent has exited and when the proposal is dropped; everything inside is
-//! in a pid namespace whose pid 1 is killed by the kernel when bubblewrap
-//! dies (`--die-with-parent`: a parent-death signal), and with it the whole
-//! namespace, so a kill -9 of the run leaves no agent process behind.
+//! agent has exited and when the proposal is dropped. Everything inside is
+//! in a pid namespace whose pid 1 is `galapagos agent-bridge`
+//! ([`super::bridge`]), which sets its own parent-death signal after its
+//! exec; bubblewrap has one for the run (`--die-with-parent`). So a kill -9
+//! of the run kills bubblewrap, then pid 1, and with it the kernel kills
+//! the whole namespace: no agent process is left. (A shell as pid 1, as
+//! the command evaluator has, was seen to outlive bubblewrap as root: the
+//! signal bubblewrap sets before its exec did not reach it.)
 //!
 //! The network is a fresh namespace with only `lo`: no host, no port of the
 //! machine's loopback is reachable. The run's model relay reaches the agent
-//! through its Unix socket, bound in, and the bridge (a hidden `galapagos`
-//! subcommand, the agent's parent inside the sandbox) that listens on the
-//! namespace's own loopback.
+//! through its Unix socket, bound in, and the bridge (pid 1, the agent's
+//! parent inside the sandbox) that listens on the namespace's own loopback.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -62,18 +65,8 @@ pub(super) struct Job<'a> {
     pub(super) params: &'a AgentCommandParams,
     /// The relay's variables (its address inside the sandbox, the token).
     pub(super) relay_env: Vec<(String, String)>,
-    /// The relay's Unix socket and the bridge's command line before the
-    /// agent's, when the run has a relay.
-    pub(super) relay_socket: Option<Bridge>,
-}
-
-/// How the agent reaches the relay: the bridge's command (a `galapagos`
-/// binary) and the socket dir it connects to.
-pub(super) struct Bridge {
-    pub(super) exe: PathBuf,
-    pub(super) socket: PathBuf,
-    /// The bridge's arguments up to the agent's command line.
-    pub(super) args: Vec<String>,
+    /// The relay's Unix socket, when the run has a relay.
+    pub(super) relay_socket: Option<PathBuf>,
 }
 
 /// How the agent's process ended.
@@ -226,13 +219,12 @@ impl Prison {
                 .iter()
                 .map(|p| sandbox::expand_home(p)),
         );
-        let bridge_dir = job
+        let bridge = super::bridge::executable()?;
+        extra.push(bridge.clone());
+        let socket_dir = job
             .relay_socket
-            .as_ref()
-            .map(|b| b.socket.parent().unwrap_or(&b.socket).to_path_buf());
-        if let Some(b) = &job.relay_socket {
-            extra.push(b.exe.clone());
-        }
+            .as_deref()
+            .map(|s| s.parent().unwrap_or(s).to_path_buf());
         let mut private = sandbox::private_dirs();
         private.extend(self.run_dir.iter().cloned());
         if let Some(ws_root) = job.ws.dir.parent() {
@@ -247,7 +239,7 @@ impl Prison {
             interpreter: &interpreter,
             task_dir: &job.ws.work,
             code_dir: &job.ws.info,
-            lanes_dir: bridge_dir.as_deref().unwrap_or(&job.ws.info),
+            lanes_dir: socket_dir.as_deref().unwrap_or(&job.ws.info),
             extra,
             writable: vec![job.ws.work.clone()],
             private,
@@ -257,9 +249,10 @@ impl Prison {
             task_copy: None,
             quota_mib: Some(job.params.write_quota_mib),
         };
-        // The agent's command under its limits, its pid 1 a shell (see the
-        // command evaluator's sandbox); as root, as nobody in a user
-        // namespace of its own.
+        // The container's pid 1 is the bridge (it dies with bubblewrap and
+        // bridges to the relay); under it, the agent's command under its
+        // limits, as root as nobody in a user namespace of its own (see the
+        // command evaluator's sandbox).
         let mut inner: Vec<OsString> = Vec::new();
         if run_as.is_some() {
             inner.extend(["unshare".into(), "--user".into(), "--".into()]);
@@ -268,18 +261,14 @@ impl Prison {
             &self.prlimit,
             Self::limits(job.params),
         ));
-        if let Some(b) = &job.relay_socket {
-            inner.push(b.exe.clone().into());
-            inner.extend(b.args.iter().map(Into::into));
-        }
         inner.push(exe.clone().into());
         inner.extend(job.argv[1..].iter().map(Into::into));
-        let mut pid1: Vec<OsString> = vec![
-            "/bin/sh".into(),
-            "-c".into(),
-            "\"$@\"; exit $?".into(),
-            "sh".into(),
-        ];
+        let mut pid1: Vec<OsString> = vec![bridge.into()];
+        pid1.extend(
+            super::bridge::args(job.relay_socket.as_deref())
+                .into_iter()
+                .map(Into::into),
+        );
         pid1.extend(sandbox::as_user(run_as, &inner));
         // The candidates' sandbox, its `--chdir DIR --` replaced by what the
         // agent's adds.

@@ -1,0 +1,135 @@
+#![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
+//! The coding-agent proposer through the command line, on the built-in
+//! repository task `fit_package`: a kill -9 of the run during a proposal,
+//! then `galapagos resume`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Processes whose command line holds `mark`.
+fn processes_with(mark: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(mark))
+        })
+        .count()
+}
+
+/// Wait (up to `secs`) until `done` holds.
+fn wait_for(secs: u64, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !done() {
+        assert!(Instant::now() < deadline, "waited {secs} s for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A card whose agent is `script` under /bin/sh, with `env` passed by name.
+fn card(dir: &Path, script: &str, env: &[&str]) -> PathBuf {
+    let yaml = format!(
+        "name: agent_script\nnamespace: user\nsummary: a script as the agent\n\
+         population:\n  kind: in_memory\n\
+         selection_policy:\n  kind: identity\n\
+         prompt_builder:\n  kind: default\n\
+         proposer:\n  kind: agent_command\n  command: [/bin/sh, -c, {script:?}, agent]\n  timeout_secs: 300\n  env: {env:?}\n\
+         evaluator:\n  kind: subprocess\n  timeout_secs: 60\n\
+         memory:\n  kind: none\n\
+         general:\n  max_iterations: 2\n  parallel: 1\n"
+    );
+    let path = dir.join("agent_script.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+fn galapagos(home: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_galapagos"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("HOME", home)
+        .stdin(Stdio::null());
+    c
+}
+
+fn genomes(run_dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run_dir.join("genomes.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_run_killed_during_an_agent_proposal_leaves_no_process_and_resume_redoes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    // Told to hang, the agent leaves a survivor in a session of its own and
+    // never ends; told to edit, it changes a weight.
+    let script = "if [ \"$AGENT_MODE\" = hang ]; then setsid sleep 955.25 & sleep 955.5; fi; \
+                  sed -i 's/0.40, 0.70/0.40, 0.71/' fitpkg/model.py";
+    let card = card(dir.path(), script, &["AGENT_MODE"]);
+    let out = dir.path().join("runs");
+    let mut run = galapagos(&home)
+        .arg("run")
+        .arg(&card)
+        .args(["--task", "fit_package", "--quiet", "--out"])
+        .arg(&out)
+        .env("AGENT_MODE", "hang")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(120, "the agent to start", || {
+        processes_with("955.25") > 0 && processes_with("955.5") > 0
+    });
+    let run_dir = std::fs::read_dir(&out)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let workspaces = run_dir.join("agent-workspaces");
+    assert_eq!(
+        std::fs::read_dir(&workspaces).unwrap().count(),
+        1,
+        "the proposal's workspace"
+    );
+    run.kill().unwrap(); // SIGKILL
+    run.wait().unwrap();
+    // The agent's processes die with the run: none is left.
+    wait_for(30, "the agent's processes to die with the run", || {
+        processes_with("955.25") == 0 && processes_with("955.5") == 0
+    });
+
+    let resumed = galapagos(&home)
+        .arg("resume")
+        .arg(&run_dir)
+        .arg("--quiet")
+        .env("AGENT_MODE", "edit")
+        .output()
+        .unwrap();
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert_eq!(
+        std::fs::read_dir(&workspaces).unwrap().count(),
+        0,
+        "no workspace is left"
+    );
+    // The proposal the kill interrupted was made again, and its child scored.
+    let all = genomes(&run_dir);
+    let first = all
+        .iter()
+        .find(|g| g["iteration"] == 1)
+        .unwrap_or_else(|| panic!("iteration 1 was redone: {all:?}"));
+    assert_eq!(first["valid"], true, "{first}");
+    assert_eq!(first["agent"]["exit"]["kind"], "finished", "{first}");
+    assert!(first["diff"].as_str().unwrap().contains("0.71"), "{first}");
+    assert_eq!(all.iter().filter(|g| g["iteration"] == 1).count(), 1);
+}
