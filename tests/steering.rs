@@ -457,3 +457,82 @@ fn the_command_line_steers_a_stopped_run_and_resume_goes_on_with_it() {
     );
     assert_steered(&resumed);
 }
+
+/// A repository task: the program is a folder; `inject` takes the whole
+/// folder, refuses a change to a read-only file by name and admits one to
+/// an editable module.
+#[test]
+fn a_folder_program_goes_in_whole_and_read_only_files_stay_as_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    std::fs::create_dir_all(home.join("home")).unwrap();
+    let o = galapagos(
+        &[
+            "run",
+            "best_of_n",
+            "--task",
+            "fit_package",
+            "--iterations",
+            "1",
+            "--quiet",
+            "--out",
+            "runs",
+        ],
+        home,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let run = only_run(&home.join("runs"));
+    let run_arg = run.to_str().unwrap();
+    let o = galapagos(&["apply", run_arg, "--genome", "0", "--to", "edit"], home);
+    assert!(o.status.success(), "{}", text(&o));
+    let before = Archive::open(&run).unwrap().genome_count().unwrap();
+
+    // A file for a folder program, and a change to a read-only test file.
+    let o = galapagos(
+        &["inject", run_arg, "--parent", "0", "edit/fitpkg/model.py"],
+        home,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("give the whole folder"), "{}", text(&o));
+    let test_file = home.join("edit/tests/test_model.py");
+    let original = std::fs::read_to_string(&test_file).unwrap();
+    std::fs::write(&test_file, format!("{original}\n# loosened by hand\n")).unwrap();
+    let o = galapagos(&["inject", run_arg, "--parent", "0", "edit"], home);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("tests/test_model.py"), "{}", text(&o));
+    assert_eq!(Archive::open(&run).unwrap().genome_count().unwrap(), before);
+
+    // An edit of an editable module goes in, every other file as it was.
+    std::fs::write(&test_file, original).unwrap();
+    let model = home.join("edit/fitpkg/model.py");
+    let text_before = std::fs::read_to_string(&model).unwrap();
+    std::fs::write(&model, format!("# edited by hand\n{text_before}")).unwrap();
+    let o = galapagos(&["inject", run_arg, "--parent", "0", "edit"], home);
+    assert!(
+        o.status.code() == Some(0) || o.status.code() == Some(1),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("written by a person, child of #0"),
+        "{}",
+        text(&o)
+    );
+    let genomes = Archive::open(&run).unwrap().genomes().unwrap();
+    let person = genomes.last().unwrap();
+    assert!(person.is_by_person());
+    let changes: Vec<String> = person
+        .content
+        .changes_from(&genomes[0].content)
+        .into_iter()
+        .map(|c| c.path)
+        .collect();
+    assert_eq!(changes, vec!["fitpkg/model.py".to_owned()]);
+    assert!(
+        person
+            .diff
+            .as_deref()
+            .unwrap()
+            .contains("+# edited by hand")
+    );
+}

@@ -284,11 +284,13 @@ fn screenshots_of_edit_and_inject_and_the_notes_box() {
             .program()
             .text()
             .into_owned();
-        let edited = text.replacen(
-            "def construct_packing",
-            "# by hand: a ring of 8 around a centre of 1, then the rest\ndef construct_packing",
-            1,
-        );
+        let edited = text
+            .replacen("GROW_PASSES = ", "GROW_PASSES = 4  # by hand, was ", 1)
+            .replacen(
+                "def construct_centers",
+                "# by hand: let every circle grow longer into the free space\ndef construct_centers",
+                1,
+            );
         assert_ne!(edited, text, "the edit changes the program");
         h.state_mut()
             .run_view
@@ -328,7 +330,9 @@ fn screenshots_of_edit_and_inject_and_the_notes_box() {
             .find(|g| g.is_by_person())
             .map(|g| g.id)
             .unwrap();
-        h.state_mut().run_view.select(Some(person));
+        // the next genome, so the person's square is not under the selection ring
+        // and its row ("person") is in view
+        h.state_mut().run_view.select(Some(person + 1));
         h.run_steps(4);
         h.remove_cursor();
         h.run_steps(2);
