@@ -413,3 +413,128 @@ fn the_model_dialog_sets_the_stall_timeout_and_names_no_command_line_flag() {
     let saved = galapagos::engine::model::settings::load_settings_from(&settings).unwrap();
     assert_eq!(saved.endpoints[0].stall_timeout_secs, 15.0);
 }
+
+/// A loopback address where nothing listens: a dead endpoint.
+fn dead_endpoint() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}/v1")
+}
+
+/// While the model's endpoint fails and its calls are retried, the Run view
+/// says so (which attempt of how many, and why) without the log being
+/// opened, inside a 1024×640 window.
+#[test]
+fn a_failing_endpoint_shows_its_retries_in_the_run_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        serde_json::json!({"endpoints": [{
+            "api_base": dead_endpoint(),
+            "model": "dead-model",
+            "key_required": false,
+            "max_attempts": 3
+        }]})
+        .to_string(),
+    )
+    .unwrap();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let state = State {
+        runs_folder: dir.path().join("runs"),
+        ..State::default()
+    };
+    let mut app = App::new(state, Arc::new(Registry::builtin())).with_settings_path(Some(settings));
+    app.launch(StudioLaunch {
+        card: Some(root.join("cards/best_of_n.yaml")),
+        task: Some(root.join("assets/tasks/circle_packing")),
+    });
+    let mut h = Harness::builder()
+        .with_size(SMALL)
+        .with_step_dt(1.0 / 60.0)
+        .build_ui_state(
+            |ui, app: &mut App| {
+                app.logic(ui.ctx());
+                app.show(ui);
+            },
+            app,
+        );
+    h.run();
+    assert_eq!(h.state().run_blocker(), None);
+    h.get_by_label("Start run").click();
+    step_until(&mut h, 120, |h| {
+        h.query_by_label_contains("attempt 1 of 3 failed").is_some()
+    });
+    assert_eq!(h.state().state.tab, Tab::Run);
+    assert!(h.state().run_view.is_running());
+    assert!(!h.state().run_view.history().logs.is_empty());
+    let warning = h.get_by_label_contains("attempt 1 of 3 failed");
+    assert!(
+        warning.value().unwrap_or_default().contains("Warning: "),
+        "shown as a warning"
+    );
+    assert!(
+        inside(warning.rect(), window(SMALL)),
+        "{:?}",
+        warning.rect()
+    );
+    h.state_mut().run_view.stop();
+    step_until(&mut h, 60, |h| !h.state().run_view.is_running());
+}
+
+/// The studio restarted on a persisted state whose Leaderboard batch folder
+/// holds a finished batch shows that batch's table on the Leaderboard tab.
+#[test]
+fn the_leaderboard_tab_shows_the_finished_batch_of_its_folder_after_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let out = tmp.path().join("batch");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let made = std::process::Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .arg("leaderboard")
+        .arg(root.join("cards/best_of_n.yaml"))
+        .arg(root.join("cards/topk.yaml"))
+        .arg("--task")
+        .arg(root.join("assets/tasks/circle_packing"))
+        .args(["--seeds", "1", "--iterations", "2", "--out"])
+        .arg(&out)
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    assert!(out.join("leaderboard.json").is_file());
+    // what the studio persisted when it was closed: the form, on its tab
+    let mut state = State {
+        runs_folder: tmp.path().join("runs"),
+        tab: Tab::Leaderboard,
+        ..State::default()
+    };
+    state.leaderboard.out = out.clone();
+    let persisted = serde_json::to_string(&state).unwrap();
+    let state: State = serde_json::from_str(&persisted).unwrap();
+    let app = App::new(state, Arc::new(Registry::builtin())).with_settings_path(None);
+    let mut h = Harness::builder()
+        .with_size(SMALL)
+        .with_step_dt(1.0 / 60.0)
+        .build_ui_state(
+            |ui, app: &mut App| {
+                app.logic(ui.ctx());
+                app.show(ui);
+            },
+            app,
+        );
+    step_until(&mut h, 30, |h| h.state().leaderboard.table().is_some());
+    let table = h.state().leaderboard.table().unwrap();
+    let names: Vec<&str> = table.cards.iter().map(|c| c.card.as_str()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(
+        names.contains(&"best_of_n") && names.contains(&"topk"),
+        "{names:?}"
+    );
+    assert_eq!(h.state().leaderboard.runs().len(), 2);
+    // the table is on the tab
+    assert!(h.query_all_by_label("topk").count() >= 1);
+}

@@ -30,6 +30,9 @@ use crate::engine::registry::Registry;
 use crate::engine::run_thread::{RunHandle, Waker, start};
 use crate::engine::task::Task;
 
+/// The file a finished batch writes its leaderboard into, in its folder.
+pub const LEADERBOARD_FILE: &str = "leaderboard.json";
+
 /// What to run.
 #[derive(Clone)]
 pub struct BatchSpec {
@@ -459,7 +462,7 @@ impl Batch {
 pub fn write_files(out: &Path, lb: &report::Leaderboard) -> Result<Vec<PathBuf>, String> {
     let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
     std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
-    let json_path = out.join("leaderboard.json");
+    let json_path = out.join(LEADERBOARD_FILE);
     let json =
         serde_json::to_string_pretty(lb).map_err(|e| format!("{}: {e}", json_path.display()))?;
     std::fs::write(&json_path, json).map_err(|e| io(&json_path, e))?;

@@ -485,7 +485,7 @@ pub fn markdown(lb: &Leaderboard) -> String {
 /// itself. Returns the file read and what it holds.
 pub fn read_leaderboard(path: &Path) -> Result<(PathBuf, Leaderboard), String> {
     let file = if path.is_dir() {
-        path.join("leaderboard.json")
+        path.join(super::LEADERBOARD_FILE)
     } else {
         path.to_path_buf()
     };

@@ -191,6 +191,16 @@ impl App {
             ctx: None,
         };
         app.set_task_folder(task_dir);
+        // the Leaderboard tab shows the batch its folder holds, as it was
+        // when the studio was closed (read in the background)
+        let batch = &app.state.leaderboard.out;
+        if batch
+            .join(crate::engine::leaderboard::LEADERBOARD_FILE)
+            .is_file()
+        {
+            app.commands
+                .push(UiCommand::OpenLeaderboard(batch.to_path_buf()));
+        }
         app
     }
 

@@ -149,6 +149,22 @@ impl RunView {
         });
     }
 
+    /// While the run waits on a failing model (an attempt failed and is
+    /// retried), what the last warning said, in view without the log: one
+    /// line, whole on hover.
+    pub(super) fn warning_ui(&self, ui: &mut egui::Ui) {
+        let Some(warning) = self.history.warning.as_deref() else {
+            return;
+        };
+        if !self.is_running() {
+            return;
+        }
+        let text = RichText::new(format!("Warning: {}", first_line(warning)))
+            .color(ui.visuals().warn_fg_color);
+        ui.add(egui::Label::new(text).truncate())
+            .on_hover_text(warning);
+    }
+
     pub(super) fn log_ui(&self, ui: &mut egui::Ui) {
         egui::ScrollArea::vertical()
             .id_salt("run_log")

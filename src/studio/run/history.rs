@@ -120,6 +120,11 @@ pub struct RunHistory {
     /// The person's notes and pins in force (from the run's checkpoint or
     /// its latest `Steered` event).
     pub steering: crate::engine::steering::Steering,
+    /// The last warning since a genome was last admitted (a model attempt
+    /// that failed and is retried: which attempt of how many, and why), shown
+    /// in the run view while the run waits; a genome admitted or the run's
+    /// end clears it.
+    pub warning: Option<String>,
 }
 
 impl RunHistory {
@@ -265,8 +270,12 @@ impl RunHistory {
                 self.policy = policy;
                 self.active = active;
                 self.set_best(best_id, best_score);
+                self.warning = None;
             }
             RunEvent::Log { level, message } => {
+                if level == LogLevel::Warn {
+                    self.warning = Some(message.clone());
+                }
                 if self.logs.len() >= MAX_LOG_LINES {
                     self.logs.drain(..MAX_LOG_LINES / 4);
                 }
@@ -283,6 +292,7 @@ impl RunHistory {
                 self.end_pause();
             }
             RunEvent::Finished(summary) => {
+                self.warning = None;
                 self.paused = false;
                 self.end_pause();
                 self.iterations_done = self.iterations_done.max(summary.iterations);

@@ -610,6 +610,7 @@ impl RunView {
             ui.colored_label(ui.visuals().error_fg_color, e);
         }
         self.toolbar_ui(ui);
+        self.warning_ui(ui);
         if self.notes.open {
             ui.separator();
             let live = self.is_running();
