@@ -568,3 +568,131 @@ fn export_and_import_a_hub_bundle_from_the_details_tab() {
     assert!(h.state().doc.dirty);
     assert_eq!(h.state().doc.path, None);
 }
+
+/// The cost levers of `general` (early stopping, the novelty gate, the
+/// objectives and their reference point) are typed widgets below the loop
+/// settings: each click or value reaches the card, shows in its YAML and is
+/// validated live.
+#[test]
+fn the_general_levers_are_edited_by_their_widgets_and_validated() {
+    use galapagos::engine::genome::Direction;
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1400.0, 2400.0))
+        .build_ui_state(|ui, app: &mut App| app.show(ui), new_app());
+    h.run();
+    let general = |h: &Harness<'_, App>| h.state().doc.card.general.clone();
+
+    // early stopping
+    h.get_by_label("stop at a target score").click();
+    h.run();
+    assert_eq!(general(&h).stop.target_score, Some(1.0));
+    h.get_by_role_and_label(Role::SpinButton, "stop.target_score")
+        .set_value_accesskit(0.9);
+    h.run();
+    assert_eq!(general(&h).stop.target_score, Some(0.9));
+    h.get_by_label("stop when the best stalls").click();
+    h.run();
+    assert_eq!(general(&h).stop.patience, Some(20));
+    h.get_by_label("stop at a wall time").click();
+    h.run();
+    assert_eq!(general(&h).stop.max_wall_secs, Some(3600.0));
+    h.get_by_role_and_label(Role::SpinButton, "stop.max_wall_secs")
+        .set_value_accesskit(-5.0);
+    h.run();
+    h.get_by_label("must be a positive number");
+    h.get_by_role_and_label(Role::SpinButton, "stop.max_wall_secs")
+        .set_value_accesskit(600.0);
+    h.run();
+    assert!(h.state().problems().is_empty());
+
+    // the novelty gate: on, a threshold out of range, then in range
+    h.get_by_label("reject near-duplicates before evaluation")
+        .click();
+    h.run();
+    assert_eq!(
+        general(&h).novelty.as_ref().map(|n| n.threshold),
+        Some(0.98)
+    );
+    h.get_by_role_and_label(Role::SpinButton, "novelty.threshold")
+        .set_value_accesskit(1.5);
+    h.run();
+    h.get_by_label("must be in (0, 1]");
+    h.get_by_role_and_label(Role::SpinButton, "novelty.threshold")
+        .set_value_accesskit(0.95);
+    h.run();
+    h.get_by_label("retry a rejected proposal").click();
+    h.run();
+    let novelty = general(&h).novelty.unwrap();
+    assert_eq!((novelty.threshold, novelty.retry), (0.95, false));
+    assert!(h.state().problems().is_empty());
+
+    // objectives: one is refused, two with a direction turned and a
+    // reference value are a valid multi-objective card
+    for metric in ["combined_score", "evaluations"] {
+        h.get_by_label("new objective").focus();
+        h.run();
+        h.get_by_label("new objective").type_text(metric);
+        h.run();
+        h.get_by_label("Add objective").click();
+        h.run();
+        if metric == "combined_score" {
+            assert_eq!(
+                general(&h).objectives.len(),
+                1,
+                "{:?}",
+                general(&h).objectives
+            );
+            h.get_by_label("name two or more objectives (one is the fitness: leave it out)");
+        }
+    }
+    h.get_by_label("evaluations: max").click();
+    h.run();
+    h.get_by_label("reference for evaluations").click();
+    h.run();
+    h.get_by_role_and_label(Role::SpinButton, "evaluations")
+        .set_value_accesskit(1001.0);
+    h.run();
+    let g = general(&h);
+    assert_eq!(
+        g.objectives
+            .iter()
+            .map(|(m, d)| (m.as_str(), *d))
+            .collect::<Vec<_>>(),
+        [
+            ("combined_score", Direction::Max),
+            ("evaluations", Direction::Min)
+        ]
+    );
+    assert_eq!(g.reference_point.get("evaluations"), Some(&1001.0));
+    assert!(h.state().problems().is_empty());
+
+    // every change is in the card's YAML, which loads back as the same card
+    h.get_by_label("YAML").click();
+    h.run();
+    let yaml = h.state().doc.card.to_yaml();
+    for want in [
+        "target_score: 0.9",
+        "patience: 20",
+        "max_wall_secs: 600",
+        "threshold: 0.95",
+        "retry: false",
+        "evaluations: min",
+        "evaluations: 1001",
+    ] {
+        assert!(yaml.contains(want), "missing `{want}` in:\n{yaml}");
+        assert!(
+            h.query_by_label_contains(want).is_some(),
+            "the YAML tab shows `{want}`"
+        );
+    }
+    let back = Card::from_yaml(&yaml, "edited.yaml", &registry()).unwrap();
+    assert_eq!(back.general, h.state().doc.card.general);
+
+    // and Remove takes an objective out with its reference value
+    h.get_by_label("Blocks").click();
+    h.run();
+    h.get_by_label("Remove evaluations").click();
+    h.run();
+    assert!(!general(&h).objectives.contains_key("evaluations"));
+    assert!(general(&h).reference_point.is_empty());
+}

@@ -7,6 +7,7 @@ pub mod canvas;
 pub mod details;
 pub mod general;
 pub mod inspector;
+pub mod levers;
 pub mod palette;
 pub mod params_ui;
 pub mod tabs;

@@ -10,6 +10,7 @@ use crate::studio::command::{Commands, UiCommand};
 use crate::studio::editor::canvas::{CanvasView, canvas_ui};
 use crate::studio::editor::details::details_ui;
 use crate::studio::editor::general::general_ui;
+use crate::studio::editor::levers::levers_ui;
 use crate::studio::panel::{TabCtx, TabPanel};
 use crate::studio::theme;
 
@@ -38,6 +39,7 @@ impl TabPanel for BlocksTab {
                 ui.heading("General");
                 ui.add_space(4.0);
                 general_ui(ui, &ctx.editor, &ctx.folders, commands);
+                levers_ui(ui, &ctx.editor, commands);
             });
     }
 }
