@@ -133,3 +133,135 @@ fn a_run_killed_during_an_agent_proposal_leaves_no_process_and_resume_redoes_it(
     assert!(first["diff"].as_str().unwrap().contains("0.71"), "{first}");
     assert_eq!(all.iter().filter(|g| g["iteration"] == 1).count(), 1);
 }
+
+/// The run's key, in the run's environment only.
+const SECRET: &str = "sk-agent-test-DO-NOT-LEAK-5a3c9e1f";
+
+#[test]
+fn a_hostile_agent_is_contained_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    // A port of the machine's loopback the agent must not reach.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // (What it prints on success is spelled apart in the script, which its
+    // own /proc dump shows.)
+    // It dumps its environment and every environment /proc shows it, tries
+    // the loopback port and an outside address, writes outside its
+    // workspace, leaves a survivor, then makes an edit.
+    let script = format!(
+        r#"
+echo "== env"; env
+echo "== proc"; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\0' '\n' < "$f"; echo; done 2>/dev/null
+echo "== proc ids"; ls /proc | grep -E '^[0-9]+$' | tr '\n' ' '; echo
+if timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' 2>/dev/null; then echo "REACHED-""LOOPBACK"; fi
+if timeout 5 bash -c 'exec 3<>/dev/tcp/1.1.1.1/80' 2>/dev/null; then echo "REACHED-""OUTSIDE"; fi
+for f in {outside}/escaped /etc/galapagos-escaped /tmp/escaped /var/tmp/escaped; do
+  if (echo x > "$f") 2>/dev/null; then echo "WRO""TE $f"; fi
+done
+setsid sleep 933.5 > /dev/null 2>&1 &
+sed -i 's/0.40, 0.70/0.40, 0.72/' fitpkg/model.py
+echo done
+"#,
+        outside = outside.display()
+    );
+    let card = card(
+        dir.path(),
+        &format!("exec bash -c {}", shell_quote(&script)),
+        &[],
+    );
+    let out = dir.path().join("runs");
+    let o = galapagos(&home)
+        .arg("run")
+        .arg(&card)
+        .args([
+            "--task",
+            "fit_package",
+            "--quiet",
+            "--iterations",
+            "2",
+            "--out",
+        ])
+        .arg(&out)
+        .args([
+            "--api-base",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "agent-test-model",
+            "--api-key-env",
+            "GALAPAGOS_AGENT_TEST_KEY",
+        ])
+        .env("GALAPAGOS_AGENT_TEST_KEY", SECRET)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    let run_dir = std::fs::read_dir(&out)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let all = genomes(&run_dir);
+    let children: Vec<&serde_json::Value> = all.iter().filter(|g| g["iteration"] != 0).collect();
+    assert_eq!(children.len(), 2, "the run went on: {all:?}");
+    for g in &children {
+        let agent = &g["agent"];
+        let said = agent["stdout"].as_str().unwrap();
+        assert!(said.contains("== env") && said.contains("PATH="), "{said}");
+        assert!(said.trim_end().ends_with("done"), "{said}");
+        // Its own processes only: the pid namespace shows a handful.
+        let ids = said
+            .lines()
+            .skip_while(|l| *l != "== proc ids")
+            .nth(1)
+            .unwrap();
+        assert!(ids.split_whitespace().count() < 12, "{ids}");
+        for bad in [
+            "REACHED-LOOPBACK",
+            "REACHED-OUTSIDE",
+            "WROTE ",
+            "[redacted",
+            SECRET,
+        ] {
+            assert!(!said.contains(bad), "{bad} in the agent's output: {said}");
+        }
+        assert_eq!(g["valid"], true, "{g}");
+        assert!(g["diff"].as_str().unwrap().contains("0.72"), "{g}");
+    }
+    assert!(
+        listener.accept().is_err(),
+        "the agent connected to the machine's loopback"
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    assert!(!Path::new("/etc/galapagos-escaped").exists());
+    wait_for(30, "the survivors to die", || processes_with("933.5") == 0);
+    // The key is in nothing the run wrote or printed.
+    assert!(!stdout.contains(SECRET) && !stderr.contains(SECRET));
+    assert!(!contains(&run_dir, SECRET), "the key is in the run folder");
+}
+
+/// `text` as one single-quoted shell word.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// Whether any file under `dir` holds `needle`.
+fn contains(dir: &Path, needle: &str) -> bool {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .any(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                contains(&p, needle)
+            } else {
+                std::fs::read(&p).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle))
+            }
+        })
+}
