@@ -5,11 +5,12 @@
 //! every request and response as an [`AgentStep`] (redacted: the run's
 //! secrets never appear in a step); the proposer adds what the process did
 //! (its command line, exit, wall time and output) and which of the agent's
-//! changes it dropped. The studio's Agent tab draws this record.
+//! changes it dropped. The studio's Agent tab draws this record, each step
+//! read through [`crate::engine::model::relay::steps`].
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::genome::TokenUsage;
+use crate::engine::usage::TokenUsage;
 
 /// The wire protocol of one relayed request.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,6 +76,11 @@ pub struct AgentStep {
     /// token, a token or cost cap reached, a route it does not relay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+    /// What went wrong on the way when the request was forwarded (the
+    /// endpoint could not be reached, its reply broke off or was not
+    /// JSON): what the agent was told instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// How the agent's process ended.

@@ -34,3 +34,4 @@ pub mod task_settings;
 pub mod testing;
 pub mod text;
 pub mod tree;
+pub mod usage;

@@ -192,4 +192,5 @@ pub fn cli_run(card: &str, task: &str, iterations: u32, out: &Path) -> (f64, f64
 pub mod hostile;
 pub mod llm_server;
 pub mod scripted_server;
+pub mod scripted_upstream;
 pub mod slurm;

@@ -170,6 +170,16 @@ impl LanguageModel for EnsembleModel {
         }))
     }
 
+    fn endpoint_configs(&self) -> Vec<super::OpenAiConfig> {
+        let mut configs: Vec<super::OpenAiConfig> = Vec::new();
+        for config in self.members.iter().flat_map(|m| m.model.endpoint_configs()) {
+            if !configs.contains(&config) {
+                configs.push(config);
+            }
+        }
+        configs
+    }
+
     fn key_env_vars(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
         for name in self.members.iter().flat_map(|m| m.model.key_env_vars()) {

@@ -7,7 +7,7 @@ pub use offline::OfflineModel;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::genome::TokenUsage;
+use crate::engine::usage::TokenUsage;
 
 /// One model of an ensemble. Endpoints and keys never live in cards.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -177,6 +177,13 @@ pub trait LanguageModel: Send + Sync {
         env_secrets(&self.key_env_vars())
     }
 
+    /// The settings of every HTTP endpoint this model sends requests to
+    /// (none for a model that calls no endpoint): the model relay forwards
+    /// a coding agent's requests to them.
+    fn endpoint_configs(&self) -> Vec<OpenAiConfig> {
+        Vec::new()
+    }
+
     /// What happened on the way to replies that no reply shows: an attempt
     /// that failed and was retried ("… attempt 1 of 4 failed (HTTP 500: …);
     /// retrying in 1.2 s"). Taken, and cleared, by the run, which logs them,
@@ -278,6 +285,7 @@ pub mod presets;
 pub mod pricing;
 pub mod quirks;
 pub mod redacted;
+pub mod relay;
 pub mod resolve;
 pub mod settings;
 pub mod url;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
-use crate::engine::genome::TokenUsage;
+use crate::engine::usage::TokenUsage;
 
 /// The price of one model, in USD per one million tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -56,6 +56,10 @@ impl LanguageModel for RedactedModel {
         self.inner.secrets()
     }
 
+    fn endpoint_configs(&self) -> Vec<super::OpenAiConfig> {
+        self.inner.endpoint_configs()
+    }
+
     fn observe(&self, outcome: &super::ModelOutcome) {
         self.inner.observe(outcome);
     }

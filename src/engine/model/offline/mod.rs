@@ -18,11 +18,11 @@ use rand::RngExt as _;
 use rand::seq::{IndexedRandom as _, SliceRandom as _};
 
 use super::{LanguageModel, ModelError, ModelReply, ModelRequest};
-use crate::engine::genome::TokenUsage;
 use crate::engine::rng::{SearchRng, seeded};
 use crate::engine::text::fences::{FencedBlock, scan_fences};
 use crate::engine::text::markers::{evolve_regions, marker_kind};
 use crate::engine::text::normalize_newlines;
+use crate::engine::usage::TokenUsage;
 
 /// The model name reported on every reply.
 pub const OFFLINE_MODEL_NAME: &str = "offline";

@@ -636,6 +636,10 @@ impl LanguageModel for OpenAiModel {
         vec![self.config.api_key_env.clone()]
     }
 
+    fn endpoint_configs(&self) -> Vec<OpenAiConfig> {
+        vec![self.config.clone()]
+    }
+
     fn take_notices(&self) -> Vec<String> {
         self.notices
             .lock()

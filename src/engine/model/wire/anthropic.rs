@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::sse::Event;
 use super::{Parsed, ReplyError, WireRequest, json, server_error, u64_at};
-use crate::engine::genome::TokenUsage;
+use crate::engine::usage::TokenUsage;
 
 /// The `anthropic-version` header every request carries.
 pub const VERSION: &str = "2023-06-01";
@@ -100,6 +100,49 @@ pub fn parse(body: &str) -> Result<Parsed, ReplyError> {
     })
 }
 
+/// Folds one stream event's counts into `seen`: `message_start` holds the
+/// input counts, each `message_delta` the cumulative output count (and may
+/// repeat the input counts).
+fn fold_usage(kind: &str, v: &Value, seen: &mut Option<TokenUsage>) {
+    match kind {
+        "message_start" => {
+            *seen = v
+                .get("message")
+                .and_then(|m| m.get("usage"))
+                .and_then(usage);
+        }
+        "message_delta" => {
+            if let Some(u) = v.get("usage") {
+                let mut now = seen.unwrap_or_default();
+                if let Some(o) = u.get("output_tokens").and_then(Value::as_u64) {
+                    now.completion_tokens = o;
+                }
+                if let Some(full) = usage(u) {
+                    now.prompt_tokens = full.prompt_tokens;
+                    now.cached_tokens = full.cached_tokens;
+                    now.cache_write_tokens = full.cache_write_tokens;
+                }
+                *seen = Some(now);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The usage a stream reports, whatever its content blocks hold (text,
+/// tool calls): its `message_start` and `message_delta` counts.
+pub fn stream_usage(events: &[Event]) -> Option<TokenUsage> {
+    let mut seen = None;
+    for e in events {
+        let Ok(v) = serde_json::from_str::<Value>(e.data.trim()) else {
+            continue;
+        };
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or(&e.event);
+        fold_usage(kind, &v, &mut seen);
+    }
+    seen
+}
+
 /// Reads a streamed reply.
 pub fn parse_stream(events: &[Event]) -> Result<Parsed, ReplyError> {
     let mut text = String::new();
@@ -114,13 +157,8 @@ pub fn parse_stream(events: &[Event]) -> Result<Parsed, ReplyError> {
             Err(e) => return Err(e),
         };
         let kind = v.get("type").and_then(Value::as_str).unwrap_or(&e.event);
+        fold_usage(kind, &v, &mut usage_seen);
         match kind {
-            "message_start" => {
-                usage_seen = v
-                    .get("message")
-                    .and_then(|m| m.get("usage"))
-                    .and_then(usage);
-            }
             "content_block_delta" => {
                 let delta = v.get("delta");
                 if delta.and_then(|d| d.get("type")).and_then(Value::as_str) == Some("text_delta")
@@ -136,19 +174,6 @@ pub fn parse_stream(events: &[Event]) -> Result<Parsed, ReplyError> {
                     .and_then(Value::as_str)
                 {
                     r.clone_into(&mut stop_reason);
-                }
-                // Counts here are cumulative; input counts may repeat.
-                if let Some(u) = v.get("usage") {
-                    let mut now = usage_seen.unwrap_or_default();
-                    if let Some(o) = u.get("output_tokens").and_then(Value::as_u64) {
-                        now.completion_tokens = o;
-                    }
-                    if let Some(full) = usage(u) {
-                        now.prompt_tokens = full.prompt_tokens;
-                        now.cached_tokens = full.cached_tokens;
-                        now.cache_write_tokens = full.cache_write_tokens;
-                    }
-                    usage_seen = Some(now);
                 }
             }
             "message_stop" => {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::sse::Event;
 use super::{Parsed, ReplyError, TokenLimitKey, WireRequest, json, server_error, u64_at};
-use crate::engine::genome::TokenUsage;
+use crate::engine::usage::TokenUsage;
 
 /// The request body.
 pub fn body(r: &WireRequest<'_>) -> Value {
@@ -58,6 +58,15 @@ pub fn usage(u: &Value) -> Option<TokenUsage> {
         reasoning_tokens: u64_at(u, &["completion_tokens_details", "reasoning_tokens"]),
         ..TokenUsage::default()
     })
+}
+
+/// The usage a stream reports: the last chunk that carries a `usage`.
+pub fn stream_usage(events: &[Event]) -> Option<TokenUsage> {
+    events
+        .iter()
+        .rev()
+        .filter_map(|e| serde_json::from_str::<Value>(e.data.trim()).ok())
+        .find_map(|v| v.get("usage").and_then(usage))
 }
 
 /// Reads a whole reply.

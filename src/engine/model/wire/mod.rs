@@ -19,7 +19,7 @@ pub mod sse;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::engine::genome::TokenUsage;
+use crate::engine::usage::TokenUsage;
 
 /// Characters of a body quoted in an error message.
 const EXCERPT_CHARS: usize = 300;
@@ -88,6 +88,28 @@ impl Protocol {
             Protocol::ChatCompletions => chat::parse_stream(&events),
             Protocol::Responses => responses::parse_stream(&events),
             Protocol::AnthropicMessages => anthropic::parse_stream(&events),
+        }
+    }
+
+    /// The token usage a reply reports, whatever it holds (text, tool calls
+    /// or nothing): for the model relay, which passes replies on unread.
+    /// `None` when the body reports no usage or is not one of this
+    /// protocol's replies.
+    pub fn usage_of(self, body: &str, streamed: bool) -> Option<TokenUsage> {
+        if !streamed || body.trim_start().starts_with('{') {
+            let v: Value = serde_json::from_str(body.trim()).ok()?;
+            let u = v.get("usage")?;
+            return match self {
+                Protocol::ChatCompletions => chat::usage(u),
+                Protocol::Responses => responses::usage(u),
+                Protocol::AnthropicMessages => anthropic::usage(u),
+            };
+        }
+        let events = sse::events(body);
+        match self {
+            Protocol::ChatCompletions => chat::stream_usage(&events),
+            Protocol::Responses => responses::stream_usage(&events),
+            Protocol::AnthropicMessages => anthropic::stream_usage(&events),
         }
     }
 

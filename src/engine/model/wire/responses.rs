@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::sse::Event;
 use super::{ApiError, Parsed, ReplyError, WireRequest, json, server_error, u64_at};
-use crate::engine::genome::TokenUsage;
+use crate::engine::usage::TokenUsage;
 
 /// The request body. Responses are not stored at OpenAI (`store: false`).
 pub fn body(r: &WireRequest<'_>) -> Value {
@@ -129,6 +129,21 @@ pub fn parse(body: &str) -> Result<Parsed, ReplyError> {
     }
     let text = output_text(&v);
     finish(&v, text)
+}
+
+/// The usage a stream reports: the `usage` of the response its final event
+/// (`response.completed`, `.incomplete` or `.failed`) carries.
+pub fn stream_usage(events: &[Event]) -> Option<TokenUsage> {
+    events.iter().rev().find_map(|e| {
+        let v: Value = serde_json::from_str(e.data.trim()).ok()?;
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or(&e.event);
+        matches!(
+            kind,
+            "response.completed" | "response.incomplete" | "response.failed"
+        )
+        .then(|| v.get("response")?.get("usage").and_then(usage))
+        .flatten()
+    })
 }
 
 /// Reads a streamed reply.

@@ -1,0 +1,350 @@
+//! The model relay: a coding agent never holds the run's key.
+//!
+//! A run that proposes with a coding agent starts one [`Relay`] on its tokio
+//! runtime: an HTTP server on a random loopback port and on a Unix socket
+//! in a folder the caller names (a sandboxed agent without network reaches
+//! the socket through a bridge). Each proposal opens a [`RelaySession`]: a
+//! fresh random token, handed to the agent as its API key with the base
+//! URLs of the usual SDKs ([`RelaySession::env`]). The relay forwards a
+//! request that carries a live token to the run's endpoint
+//! ([`RelayUpstream`]) with the real key in the header its protocol uses,
+//! passes the request and the reply through unchanged (streamed or not),
+//! counts the tokens and cost the reply reports into the session, and
+//! keeps every request and reply as an [`AgentStep`], redacted. A wrong or
+//! finished token, a reached cap, a route it does not relay and a request
+//! it cannot read are answered by the relay itself in the protocol's own
+//! error shape (`shape.rs`) and never forwarded.
+//!
+//! - `upstream.rs`: where requests go ([`RelayUpstream`]).
+//! - `session.rs`: a proposal's token, caps, usage and steps.
+//! - `route.rs`: which protocol a request speaks and which token it carries.
+//! - `forward.rs`: one request, from the agent to the endpoint and back.
+//! - `shape.rs`: the relay's own answers in each protocol's shape.
+//! - `steps.rs`: a kept step read back per protocol (messages, tool calls,
+//!   the reply) for the studio's Agent tab.
+
+mod forward;
+mod route;
+mod session;
+mod shape;
+pub mod steps;
+mod upstream;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::task::JoinHandle;
+
+pub use session::{RelaySession, SessionCaps};
+pub use shape::Trouble;
+pub use upstream::{RelayUpstream, UpstreamEndpoint};
+
+use crate::engine::agent_run::AgentStep;
+use crate::engine::redact::Redactor;
+use session::SessionState;
+
+/// The socket's file name in the caller's folder.
+pub const SOCKET_NAME: &str = "relay.sock";
+
+/// Longest a Unix socket's path may be (`sun_path` holds 108 bytes with its
+/// terminating zero).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// Why the relay could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error("the model relay has nothing to forward to: {0} calls no HTTP endpoint")]
+    NoEndpoint(String),
+    #[error(
+        "the model relay needs the key of {endpoint} in the environment variable {var}, which is not set"
+    )]
+    KeyMissing { endpoint: String, var: String },
+    #[error("the model relay could not listen on {what}: {source}")]
+    Listen {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "the model relay's socket path {path} is {len} bytes long; a Unix socket's path may be at most {MAX_SOCKET_PATH}: give a shorter folder"
+    )]
+    SocketPathTooLong { path: PathBuf, len: usize },
+    #[error("the model relay could not set up its HTTP client: {0}")]
+    Client(String),
+}
+
+/// What the listeners and the request handlers share.
+pub(crate) struct Shared {
+    upstream: RelayUpstream,
+    /// The key of each endpoint, in `upstream.endpoints`' order (`None`:
+    /// the endpoint takes none).
+    keys: Vec<Option<String>>,
+    /// The run's redactor, and one for the keys the relay read itself (so
+    /// a key never reaches a step even if the run's redactor lacks it).
+    redactor: Arc<Redactor>,
+    own_keys: Redactor,
+    client: reqwest::Client,
+    sessions: Mutex<HashMap<String, Weak<Mutex<SessionState>>>>,
+    /// Requests refused for want of a live token (kept in no session).
+    unauthorized: AtomicU64,
+}
+
+impl Shared {
+    fn end_session(&self, token: &str) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(token);
+    }
+
+    /// The live session of `token`.
+    fn session(&self, token: &str) -> Option<Arc<Mutex<SessionState>>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(token)
+            .and_then(Weak::upgrade)
+    }
+
+    /// True when `text` holds one of the run's secrets or the relay's keys.
+    fn finds(&self, text: &str) -> bool {
+        self.redactor.finds(text) || self.own_keys.finds(text)
+    }
+
+    /// `text` with the run's secrets and the relay's keys taken out.
+    fn redact(&self, text: &str) -> String {
+        let once = self.redactor.text(text);
+        self.own_keys.text(&once).into_owned()
+    }
+}
+
+/// The relay of one run. Dropping it stops its listeners and removes its
+/// socket.
+pub struct Relay {
+    shared: Arc<Shared>,
+    tcp_addr: SocketAddr,
+    socket: PathBuf,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Relay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Relay")
+            .field("tcp_addr", &self.tcp_addr)
+            .field("socket", &self.socket)
+            .field("upstream", &self.shared.upstream)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Relay {
+    /// Starts the relay on the current tokio runtime, the keys read from
+    /// the process environment. Listens on `127.0.0.1` (a port the system
+    /// picks) and on `socket_dir/relay.sock`.
+    pub async fn start(
+        upstream: RelayUpstream,
+        redactor: Arc<Redactor>,
+        socket_dir: &Path,
+    ) -> Result<Relay, RelayError> {
+        Self::start_with_env(upstream, redactor, socket_dir, &|name| {
+            std::env::var(name).ok()
+        })
+        .await
+    }
+
+    /// [`Relay::start`] with the environment given as a lookup function.
+    pub async fn start_with_env(
+        upstream: RelayUpstream,
+        redactor: Arc<Redactor>,
+        socket_dir: &Path,
+        env: &(dyn Fn(&str) -> Option<String> + Sync),
+    ) -> Result<Relay, RelayError> {
+        if upstream.endpoints.is_empty() {
+            return Err(RelayError::NoEndpoint("the upstream".into()));
+        }
+        let mut keys = Vec::new();
+        let mut own = Vec::new();
+        for e in &upstream.endpoints {
+            let key = env(&e.api_key_env).filter(|k| !k.trim().is_empty());
+            if key.is_none() && e.key_required {
+                return Err(RelayError::KeyMissing {
+                    endpoint: e.api_base.to_string(),
+                    var: e.api_key_env.clone(),
+                });
+            }
+            if let Some(k) = &key {
+                own.push((format!("${}", e.api_key_env), k.clone()));
+            }
+            own.extend(e.api_base.secrets());
+            keys.push(key);
+        }
+        crate::engine::model::openai::install_crypto_provider();
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .pool_idle_timeout(Duration::from_secs(60))
+            // A redirect is the endpoint's answer: the agent gets it as is.
+            .redirect(reqwest::redirect::Policy::none());
+        let bases = || upstream.endpoints.iter().map(|e| e.api_base.expose());
+        if bases().all(crate::engine::model::openai::is_local_base) {
+            builder = builder.no_proxy();
+        }
+        if bases().all(|b| b.trim_start().to_ascii_lowercase().starts_with("http://")) {
+            // Plain HTTP needs no certificates (as the model client).
+            builder = builder.tls_certs_only(Vec::<reqwest::Certificate>::new());
+        }
+        let client = builder
+            .build()
+            .map_err(|e| RelayError::Client(e.to_string()))?;
+
+        let socket = socket_dir.join(SOCKET_NAME);
+        let len = socket.as_os_str().len();
+        if len > MAX_SOCKET_PATH {
+            return Err(RelayError::SocketPathTooLong { path: socket, len });
+        }
+        // A socket left by a relay that was killed is in the way; anything
+        // else by that name is not ours to remove.
+        if let Ok(meta) = std::fs::symlink_metadata(&socket) {
+            use std::os::unix::fs::FileTypeExt as _;
+            if meta.file_type().is_socket() {
+                std::fs::remove_file(&socket).ok();
+            }
+        }
+        let unix =
+            tokio::net::UnixListener::bind(&socket).map_err(|source| RelayError::Listen {
+                what: socket.display().to_string(),
+                source,
+            })?;
+        let tcp = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|source| RelayError::Listen {
+                what: "127.0.0.1".into(),
+                source,
+            })?;
+        let tcp_addr = tcp.local_addr().map_err(|source| RelayError::Listen {
+            what: "127.0.0.1".into(),
+            source,
+        })?;
+
+        let shared = Arc::new(Shared {
+            upstream,
+            keys,
+            redactor,
+            own_keys: Redactor::new(own),
+            client,
+            sessions: Mutex::new(HashMap::new()),
+            unauthorized: AtomicU64::new(0),
+        });
+        let on_tcp = Arc::clone(&shared);
+        let tcp_task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = tcp.accept().await else {
+                    // Out of file descriptors or the like: wait, go on.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                stream.set_nodelay(true).ok();
+                serve(Arc::clone(&on_tcp), stream);
+            }
+        });
+        let on_unix = Arc::clone(&shared);
+        let unix_task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = unix.accept().await else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                serve(Arc::clone(&on_unix), stream);
+            }
+        });
+        Ok(Relay {
+            shared,
+            tcp_addr,
+            socket,
+            tasks: vec![tcp_task, unix_task],
+        })
+    }
+
+    /// The loopback address it listens on.
+    pub fn tcp_addr(&self) -> SocketAddr {
+        self.tcp_addr
+    }
+
+    /// `http://127.0.0.1:PORT`, the base to give [`RelaySession::env`] for
+    /// an agent that reaches the loopback port directly.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.tcp_addr)
+    }
+
+    /// The Unix socket it listens on.
+    pub fn unix_socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// How many requests it refused for want of a live token (they belong
+    /// to no session, so no step keeps them).
+    pub fn unauthorized(&self) -> u64 {
+        self.shared.unauthorized.load(Ordering::Relaxed)
+    }
+
+    /// Where it forwards to.
+    pub fn upstream(&self) -> &RelayUpstream {
+        &self.shared.upstream
+    }
+
+    /// A new session with a fresh token and `caps`.
+    pub fn session(&self, caps: SessionCaps) -> RelaySession {
+        let token = session::new_token();
+        let state = Arc::new(Mutex::new(SessionState {
+            caps,
+            started: Instant::now(),
+            usage: Default::default(),
+            steps: Vec::<AgentStep>::new(),
+            next_index: 0,
+        }));
+        self.shared
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(token.clone(), Arc::downgrade(&state));
+        RelaySession {
+            token,
+            state,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        std::fs::remove_file(&self.socket).ok();
+    }
+}
+
+/// Serves one connection (HTTP/1.1, kept alive) on a task of its own.
+fn serve<S>(shared: Arc<Shared>, stream: S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        let service = service_fn(move |request| {
+            let shared = Arc::clone(&shared);
+            async move { Ok::<_, std::convert::Infallible>(forward::handle(shared, request).await) }
+        });
+        // A connection the agent drops mid-request ends here; nothing to
+        // report beyond the step the handler kept.
+        http1::Builder::new()
+            .serve_connection(TokioIo::new(stream), service)
+            .await
+            .ok();
+    });
+}
