@@ -538,3 +538,33 @@ fn the_leaderboard_tab_shows_the_finished_batch_of_its_folder_after_a_restart() 
     // the table is on the tab
     assert!(h.query_all_by_label("topk").count() >= 1);
 }
+
+/// The Help menu has a quick start and how to write a task, in the app,
+/// each in a window that fits a 1024×640 window and closes.
+#[test]
+fn the_help_menu_shows_a_quick_start_and_how_to_write_a_task() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut h = studio(runs.path(), SMALL);
+    let win = window(SMALL);
+    for (page, says) in [
+        ("Quick start", "Press Start run (F5)"),
+        (
+            "Writing a task",
+            "evaluator.py exposes evaluate(program_path)",
+        ),
+    ] {
+        h.get_by_label("Help").click();
+        h.run();
+        h.get_by_label(page).click();
+        h.run();
+        let text = h.get_by_label_contains(says).rect();
+        assert!(inside(text, win), "{page}: {text:?}");
+        // closed with its window's close button
+        h.get_by_label("Close window").click();
+        h.run();
+        assert!(
+            h.query_by_label_contains(says).is_none(),
+            "{page} stays open"
+        );
+    }
+}

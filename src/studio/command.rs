@@ -145,6 +145,8 @@ pub enum UiCommand {
     DismissErrors,
     /// Clear the status message.
     DismissMessage,
+    /// Show a page of the Help menu, or close it (`None`).
+    ShowHelp(Option<crate::studio::help::HelpPage>),
 
     // ---- hub ----
     /// Export the card as a hub bundle into this folder (off the UI thread).
@@ -246,7 +248,8 @@ impl UiCommand {
             | Self::ToggleLeftPanel
             | Self::ToggleInspector
             | Self::DismissErrors
-            | Self::DismissMessage => CommandGroup::View,
+            | Self::DismissMessage
+            | Self::ShowHelp(_) => CommandGroup::View,
             Self::NewCard
             | Self::OpenCard(_)
             | Self::OpenBuiltin(_)

@@ -9,6 +9,7 @@ pub mod command;
 pub mod compare;
 pub mod editor;
 pub mod files;
+pub mod help;
 pub mod leaderboard;
 pub mod library;
 pub mod model_ui;

@@ -34,6 +34,7 @@ use crate::studio::editor::palette::{drag_preview_ui, palette_ui};
 use crate::studio::editor::tabs::{BlocksTab, DetailsTab, YamlTab};
 use crate::studio::editor::{EditorCtx, Problems};
 use crate::studio::files::{JobResult, Jobs, Pick, TaskCheck};
+use crate::studio::help::HelpPage;
 use crate::studio::leaderboard::{LeaderboardCtx, LeaderboardPanel};
 use crate::studio::library::Library;
 use crate::studio::model_ui::ModelDialog;
@@ -146,6 +147,8 @@ pub struct App {
     details: DetailsTab,
     /// The YAML tab (the card's text, per revision).
     yaml: YamlTab,
+    /// The Help page shown, if any.
+    help: Option<HelpPage>,
     ctx: Option<egui::Context>,
 }
 
@@ -188,6 +191,7 @@ impl App {
             blocks: BlocksTab::default(),
             details: DetailsTab::default(),
             yaml: YamlTab::default(),
+            help: None,
             ctx: None,
         };
         app.set_task_folder(task_dir);
@@ -445,6 +449,7 @@ impl App {
             UiCommand::ToggleInspector => self.state.layout.show_inspector ^= true,
             UiCommand::DismissErrors => self.card_errors = None,
             UiCommand::DismissMessage => self.message = None,
+            UiCommand::ShowHelp(page) => self.help = page,
             other => self.misrouted(&other),
         }
     }
@@ -457,6 +462,26 @@ impl App {
             "{command:?} is in {:?}, whose file does not apply it",
             command.group()
         );
+    }
+
+    /// The Help page, in a window of its own (sized to the studio's).
+    fn help_ui(&mut self, ctx: &egui::Context) {
+        let Some(page) = self.help else {
+            return;
+        };
+        let mut open = true;
+        let screen = ctx.content_rect();
+        egui::Window::new(page.title())
+            .id(egui::Id::unique("help-window"))
+            .open(&mut open)
+            .collapsible(false)
+            .default_width((screen.width() * 0.6).min(720.0))
+            .max_height(screen.height() * 0.8)
+            .default_pos(screen.center() - egui::vec2(screen.width() * 0.3, screen.height() * 0.4))
+            .show(ctx, |ui| crate::studio::help::page_ui(ui, page));
+        if !open {
+            self.commands.push(UiCommand::ShowHelp(None));
+        }
     }
 
     /// The shown tab, through its [`TabPanel`].
@@ -598,6 +623,7 @@ impl App {
 
         self.modals_ui(&ctx);
         self.model_dialog_ui(&ctx);
+        self.help_ui(&ctx);
         drag_preview_ui(&ctx);
         self.apply_commands();
     }

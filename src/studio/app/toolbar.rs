@@ -8,6 +8,7 @@ use egui::{Key, KeyboardShortcut, Modifiers, RichText, Ui};
 
 use super::App;
 use crate::studio::command::UiCommand;
+use crate::studio::help::HelpPage;
 use crate::studio::state::Tab;
 use crate::studio::theme::{Palette, ThemeChoice};
 
@@ -223,6 +224,13 @@ impl App {
                     .clicked()
                 {
                     self.commands.push(UiCommand::ToggleInspector);
+                }
+            });
+            ui.menu_button("Help", |ui| {
+                for page in HelpPage::ALL {
+                    if ui.button(page.title()).clicked() {
+                        self.commands.push(UiCommand::ShowHelp(Some(page)));
+                    }
                 }
             });
             ui.separator();
