@@ -387,3 +387,56 @@ fn four_gib_written_everywhere_a_candidate_can_stops_at_the_quota_and_four_at_on
     );
     println!("in-memory file systems grew by at most {rise} MiB, from {before} MiB");
 }
+
+/// Writes 1 GiB into each of its own folder, HOME, TMPDIR and /dev/shm
+/// (4 GiB in all), in 8 MiB blocks; when a write fails it says on stderr
+/// how much it wrote in all, then fails.
+const FILL_4_GIB_COMMAND: &str = r#"import os, sys, tempfile
+
+places = [os.path.dirname(os.path.abspath(__file__)), os.path.expanduser("~"),
+          tempfile.gettempdir(), "/dev/shm"]
+block = b"x" * (8 << 20)
+written = 0
+try:
+    for i, place in enumerate(places):
+        with open(os.path.join(place, f"fill-{i}"), "wb") as f:
+            for _ in range(128):
+                f.write(block)
+                f.flush()
+                written += len(block)
+except OSError:
+    print(f"wrote {written >> 20} MiB in all", file=sys.stderr)
+    raise
+print('{"combined_score": 1.0}')
+"#;
+
+#[test]
+fn four_gib_written_everywhere_a_command_can_stops_at_one_quota() {
+    let (genomes, stderr) = command_run(FILL_4_GIB_COMMAND, "", 2);
+    let children: Vec<&serde_json::Value> = genomes
+        .iter()
+        .filter(|g| g["iteration"].as_u64() > Some(0))
+        .collect();
+    assert!(children.len() >= 2, "{stderr}");
+    for child in children {
+        let evidence = Outcome::evidence(child);
+        assert!(child["valid"] == false, "{evidence}");
+        assert!(
+            child["error"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("exceeded the 512 MiB writable-space quota"),
+            "{evidence}"
+        );
+        // Its folder, HOME, TMPDIR and /dev/shm share the one quota.
+        let said = child["artifacts"]["stderr"].as_str().unwrap_or("");
+        let wrote: u64 = said
+            .split("wrote ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no total on stderr: {evidence}"));
+        assert!(wrote <= 512, "wrote {wrote} MiB: {evidence}");
+        println!("a command candidate wrote {wrote} MiB in all before its write failed");
+    }
+}

@@ -383,3 +383,91 @@ fn a_node_without_a_working_bubblewrap_stops_the_run_before_its_first_iteration(
     );
     assert!(text.contains("iterations:  0"), "{text}");
 }
+
+/// Forks 3,000 processes that wait, then reports how many it started.
+const FORK_3000: &str = r#"import os, time
+
+def run():
+    started = 0
+    for _ in range(3000):
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        started += 1
+    return float(started)
+"#;
+
+/// The test cluster runs jobs as the user who submits them, root here (the
+/// daemons need it) as in CI: the candidate still runs as `nobody`, held to
+/// the process limit, which the kernel does not hold root to.
+#[test]
+fn three_thousand_forks_on_a_node_stop_at_the_process_limit_when_jobs_run_as_root() {
+    let Some(cluster) = cluster() else { return };
+    let root = rustix::process::geteuid().is_root();
+    let hostile = Hostile::new();
+    let outcome = slurm_run(&hostile, cluster, FORK_3000, "", 2);
+    assert!(outcome.success, "{}\n{}", outcome.stdout, outcome.stderr);
+    assert!(!outcome.children().is_empty(), "{}", outcome.stderr);
+    for child in outcome.children() {
+        let evidence = Outcome::evidence(child);
+        assert!(child["valid"] == false, "jobs as root: {root}\n{evidence}");
+        assert!(
+            child["error"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("exceeded the 256-process limit"),
+            "jobs as root: {root}\n{evidence}"
+        );
+    }
+}
+
+/// Writes 1 GiB into each of its program's folder, HOME, TMPDIR and
+/// /dev/shm (4 GiB in all), in 8 MiB blocks; when a write fails it says on
+/// stderr how much it wrote in all, then fails.
+const FILL_4_GIB: &str = r#"import os, sys, tempfile
+
+def run():
+    places = [os.path.dirname(os.path.abspath(__file__)), os.path.expanduser("~"),
+              tempfile.gettempdir(), "/dev/shm"]
+    block = b"x" * (8 << 20)
+    written = 0
+    try:
+        for i, place in enumerate(places):
+            with open(os.path.join(place, f"fill-{i}"), "wb") as f:
+                for _ in range(128):
+                    f.write(block)
+                    f.flush()
+                    written += len(block)
+    except OSError:
+        print(f"wrote {written >> 20} MiB in all", file=sys.stderr)
+        raise
+    return float(written)
+"#;
+
+#[test]
+fn four_gib_written_everywhere_on_a_node_stops_at_one_quota() {
+    let Some(cluster) = cluster() else { return };
+    let hostile = Hostile::new();
+    let outcome = slurm_run(&hostile, cluster, FILL_4_GIB, "", 2);
+    assert!(outcome.success, "{}\n{}", outcome.stdout, outcome.stderr);
+    assert!(!outcome.children().is_empty(), "{}", outcome.stderr);
+    for child in outcome.children() {
+        let evidence = Outcome::evidence(child);
+        assert!(child["valid"] == false, "{evidence}");
+        assert!(
+            child["error"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("exceeded the 512 MiB writable-space quota"),
+            "{evidence}"
+        );
+        let said = child["artifacts"]["stderr"].as_str().unwrap_or("");
+        let wrote: u64 = said
+            .split("wrote ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no total on stderr: {evidence}"));
+        assert!(wrote <= 512, "wrote {wrote} MiB: {evidence}");
+    }
+}

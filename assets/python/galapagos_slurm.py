@@ -15,7 +15,9 @@ it sets everything up, then reads DIR from stdin). CONFIG is the run's
    there: GPU selection, the job's own SLURM_* facts),
    "sandbox": null (sandbox: none) or {"options": [...] (bubblewrap's
    options, worker/sandbox.rs's), "hidden": [dir, ...] (the dirs they
-   hide), "network": bool}}
+   hide), "network": bool, "as_user": [...] (when the job runs as root:
+   the command that starts the evaluation process as nobody in a user
+   namespace of its own)}}
 DIR (on a file system the node sees) holds `request.json` ({"program":
 path, "id": int, "cascade": bool, "thresholds": [float, ...], "folder":
 bool}) and the program: one file, or with "folder" a folder (a repository
@@ -119,6 +121,16 @@ def interpreter_dirs():
     return sorted(d for d in dirs if d and os.path.isabs(d) and d != "/")
 
 
+def ancestors(path):
+    """The dirs above `path`, without `/`."""
+    out = []
+    while True:
+        path = os.path.dirname(path)
+        if path in ("/", ""):
+            return out
+        out.append(path)
+
+
 def under(path, dirs):
     return any(path == d or path.startswith(d.rstrip("/") + "/") for d in dirs)
 
@@ -143,7 +155,14 @@ def bwrap_command(bwrap, sandbox, inner):
         i += 1
     at = next((k + 2 for k in range(len(out) - 1) if out[k] == "--dev" and out[k + 1] == "/dev"), len(out))
     out[at:at] = [a for d in gpu_devices() for a in ("--dev-bind-try", d, d)]
-    binds = [a for d in interpreter_dirs() if under(d, hidden) for a in ("--ro-bind-try", d, d)]
+    shown = [d for d in interpreter_dirs() if under(d, hidden)]
+    binds = [a for d in shown for a in ("--ro-bind-try", d, d)]
+    if sandbox.get("as_user"):
+        # The evaluation process runs as nobody: the dirs bubblewrap makes
+        # on the way to these binds (owner-only otherwise) must let it pass.
+        passes = sorted({a for d in shown for a in ancestors(d)
+                         if under(a, hidden) and a not in hidden and not under(a, shown)})
+        binds = [x for a in passes for x in ("--perms", "0755", "--dir", a)] + binds
     at = out.index("--remount-ro") if "--remount-ro" in out else len(out)
     out[at:at] = binds
     return [bwrap, *out, "--", *inner]
@@ -232,7 +251,8 @@ class Evaluation:
                 for fd in (result_r, result_w, in_r, in_w, out_r, out_w, err_r, err_w):
                     os.close(fd)
                 return
-            argv = bwrap_command(bwrap, sandbox, argv)
+            # As root (the job's user): the evaluation process as nobody.
+            argv = bwrap_command(bwrap, sandbox, list(sandbox.get("as_user") or []) + argv)
         setup = {"evaluator": config["evaluator"], "task_dir": config["task_dir"],
                  "suffix": config.get("suffix", ".py"), "limits": config.get("limits") or {},
                  "sandboxed": sandbox is not None, "network": bool((sandbox or {}).get("network"))}

@@ -455,6 +455,10 @@ impl SubprocessEvaluator {
                     run_as,
                     task_copy,
                     quota_mib: Some(params.isolation.write_quota_mib),
+                    // Each candidate mounts its one scratch file system
+                    // inside the worker's container.
+                    one_scratch: false,
+                    shown: Vec::new(),
                 };
                 let command = sandbox::as_user(run_as, &command);
                 (bwrap.clone(), sandbox::bwrap_args(&jail, &command))

@@ -119,7 +119,7 @@ fn replace_nonfinite(text: &str) -> String {
 
 /// Largest `metrics.json` / `correct.json` read (a candidate cannot make the
 /// run read a file of any size).
-const MAX_RESULT_FILE: u64 = 16 << 20;
+pub(super) const MAX_RESULT_FILE: u64 = 16 << 20;
 
 /// The text of a result file: a plain file (not a link to a device or a
 /// pipe), at most [`MAX_RESULT_FILE`] bytes.
@@ -144,6 +144,12 @@ pub(super) fn read_limited(path: &std::path::Path) -> Result<String, String> {
     file.take(MAX_RESULT_FILE + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| e.to_string())?;
+    text_limited(bytes)
+}
+
+/// A result file's bytes (at most [`MAX_RESULT_FILE`] + 1 of them) as its
+/// text, or why not.
+pub(super) fn text_limited(bytes: Vec<u8>) -> Result<String, String> {
     if bytes.len() as u64 > MAX_RESULT_FILE {
         return Err(format!(
             "it is larger than the {MAX_RESULT_FILE} bytes read"

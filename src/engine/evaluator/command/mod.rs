@@ -403,7 +403,14 @@ impl CommandEvaluator {
     }
 
     async fn run_in(&self, program: &Path, results: &Path, helper_dir: &Path) -> Evaluation {
-        let argv = self.command_line(program, results);
+        // In the sandbox the command sees its folder's copy.
+        let argv = match (&self.jail, program.file_name()) {
+            (Some(_), Some(name)) => {
+                let work = Path::new(sandboxed::WORK);
+                self.command_line(&work.join(name), &work.join("results"))
+            }
+            _ => self.command_line(program, results),
+        };
         let Some((exe, args)) = argv.split_first() else {
             return Evaluation::invalid("the evaluator has no command (argv is empty)".to_owned());
         };
@@ -480,7 +487,24 @@ impl CommandEvaluator {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        let mut child = match cmd.spawn() {
+        // The sandbox sends its results back on the write end of a pipe
+        // given as its stdin (the command's own is /dev/null).
+        let mut sent = None;
+        if self.jail.is_some() {
+            match std::io::pipe() {
+                Ok((reader, writer)) => {
+                    cmd.stdin(Stdio::from(writer));
+                    sent = pipe::Receiver::from_owned_fd(reader.into()).ok();
+                }
+                Err(e) => {
+                    return Evaluation::invalid(format!("cannot make a pipe for the results: {e}"));
+                }
+            }
+        }
+        let spawned = cmd.spawn();
+        // The pipe's write end is the child's alone from here.
+        drop(cmd);
+        let mut child = match spawned {
             Ok(c) => c,
             Err(e) => {
                 return Evaluation {
@@ -520,8 +544,15 @@ impl CommandEvaluator {
         // group is killed, which closes what a leftover still held; a
         // process that left the group gets `OUTPUT_GRACE` more, no longer.
         let mut grace: Option<tokio::time::Instant> = None;
-        while status.is_none() || out_open || err_open {
+        let mut sent_bytes: Vec<u8> = Vec::new();
+        let mut sent_open = sent.is_some();
+        while status.is_none() || out_open || err_open || sent_open {
             tokio::select! {
+                r = async { sent.as_ref()?.readable().await.ok() }, if sent_open => {
+                    if r.is_none() || !read_sent(sent.as_ref(), &mut sent_bytes) {
+                        sent_open = false;
+                    }
+                }
                 (s, cpu) = sandboxed::wait_measured(&mut child), if status.is_none() => {
                     status = Some(s);
                     cpu_secs = cpu;
@@ -549,6 +580,12 @@ impl CommandEvaluator {
         guard.0 = None;
         cap_out.drain(&out);
         cap_err.drain(&err);
+        while sent_open && read_sent(sent.as_ref(), &mut sent_bytes) {}
+        let reported = sandboxed::Reported::parse(&sent_bytes);
+        let results = match sent {
+            Some(_) => Results::Sent(&reported),
+            None => Results::Folder(results),
+        };
         let stdout_text = cap_out.text();
         let mut observed = Observed::default();
         let mut private = BTreeMap::new();
@@ -570,7 +607,7 @@ impl CommandEvaluator {
                     return Evaluation::invalid("the evaluator command did not finish".to_owned());
                 }
             };
-            self.read_results(results, &stdout_text, exit, &mut observed, &mut private);
+            self.read_results(&results, &stdout_text, exit, &mut observed, &mut private);
         }
         let mut artifacts = std::mem::take(&mut observed.artifacts);
         cap_out.attach(&mut artifacts, "stdout");
@@ -608,23 +645,21 @@ impl CommandEvaluator {
     /// `private`.
     fn read_results(
         &self,
-        results: &Path,
+        results: &Results<'_>,
         stdout: &str,
         exit: std::process::ExitStatus,
         observed: &mut Observed,
         private: &mut BTreeMap<String, String>,
     ) {
-        let metrics_file = results.join("metrics.json");
-        let metrics = if std::fs::symlink_metadata(&metrics_file).is_ok() {
-            match read_limited(&metrics_file).and_then(|t| parse_object(&t)) {
+        let metrics = match results.text("metrics.json") {
+            Some(text) => match text.and_then(|t| parse_object(&t)) {
                 Ok(m) => Some(m),
                 Err(e) => {
                     observed.error = Some(format!("metrics.json is not a JSON object: {e}"));
                     return;
                 }
-            }
-        } else {
-            metrics_from_stdout(stdout)
+            },
+            None => metrics_from_stdout(stdout),
         };
         if let Some(map) = &metrics {
             take_metrics(map, observed, private);
@@ -640,9 +675,8 @@ impl CommandEvaluator {
                 Metric::Number(0.0),
             ));
         }
-        let correct_file = results.join("correct.json");
-        if std::fs::symlink_metadata(&correct_file).is_ok() {
-            let verdict = read_limited(&correct_file).and_then(|t| parse_object(&t));
+        if let Some(text) = results.text("correct.json") {
+            let verdict = text.and_then(|t| parse_object(&t));
             match verdict {
                 Ok(v) => match v.get("correct") {
                     Some(serde_json::Value::Bool(true)) => {}
@@ -691,6 +725,48 @@ impl CommandEvaluator {
                  object on its stdout"
                     .to_owned(),
             );
+        }
+    }
+}
+
+/// Where the command's result files are read: its folder (no sandbox), or
+/// what its sandbox sent back.
+enum Results<'a> {
+    Folder(&'a Path),
+    Sent(&'a sandboxed::Reported),
+}
+
+impl Results<'_> {
+    /// Result file `name`'s text (or why it cannot be read); None when the
+    /// command left none.
+    fn text(&self, name: &str) -> Option<Result<String, String>> {
+        match self {
+            Self::Folder(dir) => {
+                let path = dir.join(name);
+                std::fs::symlink_metadata(&path)
+                    .is_ok()
+                    .then(|| read_limited(&path))
+            }
+            Self::Sent(sent) => sent.text(name),
+        }
+    }
+}
+
+/// Read what is waiting on the results pipe into `into` (up to two result
+/// files' worth); false at its end.
+fn read_sent(pipe: Option<&pipe::Receiver>, into: &mut Vec<u8>) -> bool {
+    let Some(pipe) = pipe else { return false };
+    let mut buf = [0u8; 65536];
+    loop {
+        match pipe.try_read(&mut buf) {
+            Ok(0) => return false,
+            Ok(n) => {
+                if (into.len() as u64) < 2 * (json::MAX_RESULT_FILE + 64) {
+                    into.extend_from_slice(&buf[..n]);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+            Err(_) => return false,
         }
     }
 }

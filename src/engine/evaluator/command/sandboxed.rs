@@ -2,9 +2,17 @@
 //! bubblewrap container of its own, built by the worker's
 //! [`sandbox::bwrap_args`] (the same namespaces, read-only file system,
 //! hidden home dirs and private scratch dir as the Python evaluator's), with
-//! its results folder the only writable place it shares with the run, and
 //! the worker's limits applied through `prlimit` inside it.
+//!
+//! Everything it can write is one file system of the writable-space quota
+//! (`/dev/shm`, the scratch dir with HOME and TMPDIR in it, see
+//! [`Jail::one_scratch`]): its folder (program and results) is copied
+//! there from the run's, which it sees read-only, before the command
+//! starts, and its results come back on a pipe once the command and
+//! whatever it left have ended ([`AFTER`], [`Reported`]), so no host dir is
+//! writable from inside.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -56,7 +64,8 @@ pub(super) struct Cell<'a> {
     pub task_dir: &'a Path,
     /// `galapagos_eval`'s dir (read-only).
     pub helper_dir: &'a Path,
-    /// The candidate's own folder (its program and results): writable.
+    /// The candidate's folder as the run wrote it (its program and an
+    /// empty `results/`): shown read-only, copied to [`WORK`].
     pub candidate_dir: &'a Path,
     /// The interpreter `{python}` names, and the command's program.
     pub python: &'a str,
@@ -66,8 +75,75 @@ pub(super) struct Cell<'a> {
     /// folder's copy that user can read (see [`sandbox::stage_task`]).
     pub run_as: Option<sandbox::RunAs>,
     pub task_copy: Option<&'a Path>,
-    /// The writable-space quota (each scratch file system's size).
+    /// The writable-space quota: the size of the one file system the
+    /// candidate can write.
     pub quota_mib: u64,
+}
+
+/// The candidate's folder inside its sandbox: a copy of the run's, in the
+/// scratch dir, so what it writes there counts against the quota.
+pub(super) const WORK: &str = "/tmp/galapagos/work";
+
+/// Where the run's folder for the candidate is shown, read-only.
+const INBOX: &str = "/run/galapagos-candidate";
+
+/// Before the command, as the sandbox's user: its folder copied in.
+const COPY_IN: &str = "mkdir -p /tmp/galapagos/work && cp -R /run/galapagos-candidate/. /tmp/galapagos/work/ \
+                       || { echo 'cannot copy the candidate folder into the sandbox' >&2; exit 125; }; exec \"$@\"";
+
+/// After the command, as the sandbox's user: whatever it left killed, then
+/// the result files it reads sent on stdout (the run's pipe), each as a
+/// line `NAME BYTES` and its first [`super::json::MAX_RESULT_FILE`] + 1
+/// bytes, or `NAME -` for one that is not a plain file (a link is not
+/// followed).
+const AFTER: &str = "kill -KILL -1 2>/dev/null; cd /tmp/galapagos/work/results || exit 0; \
+                     for f in metrics.json correct.json; do \
+                     if [ -h \"$f\" ] || { [ -e \"$f\" ] && [ ! -f \"$f\" ]; }; then printf \"%s -\\n\" \"$f\"; \
+                     elif [ -f \"$f\" ]; then n=$(head -c 16777217 \"$f\" | wc -c); \
+                     printf \"%s %s\\n\" \"$f\" $n; head -c 16777217 \"$f\"; fi; done";
+
+/// What the command's sandbox sent back: each result file by name, its
+/// bytes (more than the limit: too large; None: not a plain file).
+#[derive(Debug, Default)]
+pub(super) struct Reported(BTreeMap<String, Option<Vec<u8>>>);
+
+impl Reported {
+    /// Read `NAME BYTES` lines each followed by that many bytes; the last
+    /// of a name counts (what the command wrote before its end cannot come
+    /// after them).
+    pub(super) fn parse(mut bytes: &[u8]) -> Self {
+        let mut files = BTreeMap::new();
+        while let Some(end) = bytes.iter().position(|b| *b == b'\n') {
+            let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
+            let rest = &bytes[end + 1..];
+            let Some((name, n)) = head.split_once(' ') else {
+                break;
+            };
+            if n == "-" {
+                files.insert(name.to_owned(), None);
+                bytes = rest;
+                continue;
+            }
+            let Ok(n) = n.trim().parse::<usize>() else {
+                break;
+            };
+            if n > rest.len() {
+                break;
+            }
+            files.insert(name.to_owned(), Some(rest[..n].to_vec()));
+            bytes = &rest[n..];
+        }
+        Self(files)
+    }
+
+    /// The text of result file `name`, as [`super::json::read_limited`]
+    /// reads one from a folder; None when it was not there.
+    pub(super) fn text(&self, name: &str) -> Option<Result<String, String>> {
+        self.0.get(name).map(|b| match b {
+            Some(bytes) => super::json::text_limited(bytes.clone()),
+            None => Err("it is not a plain file".to_owned()),
+        })
+    }
 }
 
 /// HOME and TMPDIR inside the sandbox (its private scratch tmpfs).
@@ -96,13 +172,15 @@ pub(super) fn bwrap_args(cell: &Cell<'_>, command: &[OsString]) -> Vec<OsString>
         code_dir: cell.helper_dir,
         lanes_dir: cell.helper_dir,
         extra,
-        writable: vec![cell.candidate_dir.to_path_buf()],
+        writable: Vec::new(),
         private: sandbox::private_dirs(),
         uid: rustix::process::getuid().as_raw(),
         gid: rustix::process::getgid().as_raw(),
         run_as: cell.run_as,
         task_copy: cell.task_copy.map(Path::to_path_buf),
         quota_mib: Some(cell.quota_mib),
+        one_scratch: true,
+        shown: vec![(cell.candidate_dir.to_path_buf(), PathBuf::from(INBOX))],
     };
     // The command's shell is the container's pid 1, so bubblewrap waits
     // for it and the kernel adds its CPU time (and that of what it waited
@@ -141,9 +219,20 @@ pub(super) fn exists(exe: &str) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(exe).is_file()))
 }
 
-/// The script the container's pid 1 runs: the command (its arguments),
-/// then its status. A command killed by signal N is status 128 + N.
-const PID1_SHELL: &str = "\"$@\"; exit $?";
+/// The script the container's pid 1 runs: the command (its arguments,
+/// with stdin from /dev/null), then `after` (its results to stdin, the
+/// run's pipe), then the command's status. A command killed by signal N is
+/// status 128 + N.
+fn pid1_shell(after: &[OsString]) -> String {
+    let after: Vec<String> = after
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    format!(
+        "\"$@\" 0</dev/null; s=$?; {} /bin/sh -c '{AFTER}' >&0 2>/dev/null; exit $s",
+        after.join(" ")
+    )
+}
 
 /// Linux reports CPU times in `/proc` in units of `USER_HZ`, 100 a second
 /// on every architecture it runs on here.
@@ -208,7 +297,7 @@ pub(super) fn command(
     // it) and starts the command as the sandbox's user, in a user namespace
     // of its own, so the kernel counts its processes apart from other
     // candidates' (all run as that user).
-    let mut inner: Vec<OsString> = Vec::new();
+    let mut inner: Vec<OsString> = vec!["/bin/sh".into(), "-c".into(), COPY_IN.into(), "sh".into()];
     if cell.run_as.is_some() {
         inner.extend(["unshare".into(), "--user".into(), "--".into()]);
     }
@@ -217,7 +306,7 @@ pub(super) fn command(
     let mut command: Vec<OsString> = vec![
         "/bin/sh".into(),
         "-c".into(),
-        PID1_SHELL.into(),
+        pid1_shell(&sandbox::as_user(cell.run_as, &[])).into(),
         "sh".into(),
     ];
     command.extend(sandbox::as_user(cell.run_as, &inner));

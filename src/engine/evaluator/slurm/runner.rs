@@ -92,6 +92,8 @@ impl SlurmEvaluator {
                 private.extend(self.run_dir.iter().cloned());
                 private.push(root.to_path_buf());
                 private.retain(|d| d.is_absolute());
+                let uid = rustix::process::getuid().as_raw();
+                let run_as = sandbox::run_as(uid, sandbox::NOBODY);
                 let interpreter = Interpreter {
                     executable: PathBuf::from(&p.python),
                     prefixes: Vec::new(),
@@ -113,22 +115,39 @@ impl SlurmEvaluator {
                         .collect(),
                     writable: Vec::new(),
                     private: private.clone(),
-                    uid: rustix::process::getuid().as_raw(),
+                    uid,
                     gid: rustix::process::getgid().as_raw(),
-                    // On the nodes the sandbox is the job's user's (root's
-                    // mapped to nobody in its user namespace).
-                    run_as: None,
+                    // Slurm runs a job as the user who submitted it: as
+                    // root (a cluster's service account, CI), the node's
+                    // sandbox starts the candidate's process as nobody in a
+                    // user namespace of its own, as the local command
+                    // evaluator does, so the process limit holds there.
+                    run_as,
                     task_copy: None,
                     quota_mib: Some(p.isolation.write_quota_mib),
+                    // A container per candidate: HOME, TMPDIR, /dev/shm
+                    // and its program's copy share the one quota.
+                    one_scratch: true,
+                    shown: Vec::new(),
                 };
                 let options: Vec<String> = sandbox::bwrap_args(&jail, &[])
                     .into_iter()
                     .map(|a| a.to_string_lossy().into_owned())
                     .collect();
+                let as_user: Vec<String> = match run_as {
+                    Some(_) => {
+                        sandbox::as_user(run_as, &["unshare".into(), "--user".into(), "--".into()])
+                            .into_iter()
+                            .map(|a| a.to_string_lossy().into_owned())
+                            .collect()
+                    }
+                    None => Vec::new(),
+                };
                 serde_json::json!({
                     "options": options,
                     "hidden": sandbox::hidden_dirs(&private),
                     "network": p.isolation.network,
+                    "as_user": as_user,
                 })
             }
         };

@@ -367,7 +367,20 @@ pub(crate) struct Jail<'a> {
     /// The writable-space quota: the size of each file system the sandbox
     /// makes writable (its scratch dir, `/dev/shm`).
     pub quota_mib: Option<u64>,
+    /// One writable file system for the whole container (a container per
+    /// candidate: the command evaluator's, a Slurm node's): `/dev/shm` of
+    /// `quota_mib`, holding the scratch dir ([`SCRATCH_ROOT`] is a link to
+    /// [`SHARED_SCRATCH`] in it), so HOME, TMPDIR, `/dev/shm` and whatever
+    /// the candidate's folder is copied to share one quota. Otherwise (the
+    /// Python worker's container, whose candidates each mount a tmpfs of
+    /// their own inside it) each is a file system of its own.
+    pub one_scratch: bool,
+    /// Host dirs shown read-only at another path inside: (host, inside).
+    pub shown: Vec<(PathBuf, PathBuf)>,
 }
+
+/// Where [`SCRATCH_ROOT`] leads in a container of [`Jail::one_scratch`].
+pub(crate) const SHARED_SCRATCH: &str = "/dev/shm/.galapagos";
 
 /// Dirs every sandbox replaces by empty ones (writable only where noted in
 /// [`bwrap_args`]).
@@ -477,14 +490,31 @@ pub(crate) fn bwrap_args(jail: &Jail<'_>, command: &[OsString]) -> Vec<OsString>
             a.extend(["--size".into(), bytes.into()]);
         }
     };
+    // As root the sandbox's user is not the owner of what bubblewrap makes:
+    // the shared scratch must be open to it (one user per container).
+    let open = |a: &mut Vec<OsString>, mode: &str| {
+        if jail.run_as.is_some() || mode == "01777" {
+            a.extend(["--perms".into(), mode.into()]);
+        }
+    };
+    if jail.one_scratch {
+        open(&mut a, "01777");
+    }
     sized(&mut a);
+    a.extend(["--tmpfs".into(), "/dev/shm".into()]);
+    if jail.one_scratch {
+        let shared = Path::new(SHARED_SCRATCH);
+        for dir in [
+            shared.to_path_buf(),
+            shared.join("home"),
+            shared.join("tmp"),
+        ] {
+            open(&mut a, "0777");
+            a.extend(["--dir".into(), dir.into_os_string()]);
+        }
+    }
     let mut push = |items: &[&OsStr]| a.extend(items.iter().map(|i| i.to_os_string()));
-    push(&[
-        "--tmpfs".as_ref(),
-        "/dev/shm".as_ref(),
-        "--proc".as_ref(),
-        "/proc".as_ref(),
-    ]);
+    push(&["--proc".as_ref(), "/proc".as_ref()]);
     for p in ["/proc/sys", "/proc/sysrq-trigger"] {
         push(&["--ro-bind-try".as_ref(), p.as_ref(), p.as_ref()]);
     }
@@ -493,16 +523,24 @@ pub(crate) fn bwrap_args(jail: &Jail<'_>, command: &[OsString]) -> Vec<OsString>
         push(&["--tmpfs".as_ref(), dir.as_os_str()]);
     }
     let scratch = Path::new(SCRATCH_ROOT);
-    sized(&mut a);
+    if jail.one_scratch {
+        a.extend([
+            "--symlink".into(),
+            SHARED_SCRATCH.into(),
+            scratch.as_os_str().to_os_string(),
+        ]);
+    } else {
+        sized(&mut a);
+        a.extend([
+            "--tmpfs".into(),
+            scratch.as_os_str().to_os_string(),
+            "--dir".into(),
+            scratch.join("home").into_os_string(),
+            "--dir".into(),
+            scratch.join("tmp").into_os_string(),
+        ]);
+    }
     let mut push = |items: &[&OsStr]| a.extend(items.iter().map(|i| i.to_os_string()));
-    push(&[
-        "--tmpfs".as_ref(),
-        scratch.as_os_str(),
-        "--dir".as_ref(),
-        scratch.join("home").as_os_str(),
-        "--dir".as_ref(),
-        scratch.join("tmp").as_os_str(),
-    ]);
     // Bound back read-only: what the worker reads that lives in a hidden dir.
     let wanted = [jail.task_dir, jail.code_dir, jail.lanes_dir]
         .into_iter()
@@ -536,6 +574,7 @@ pub(crate) fn bwrap_args(jail: &Jail<'_>, command: &[OsString]) -> Vec<OsString>
             .iter()
             .map(|p| p.as_path())
             .chain(jail.writable.iter().map(PathBuf::as_path))
+            .chain(jail.shown.iter().map(|(_, inside)| inside.as_path()))
             .chain(jail.task_copy.as_ref().map(|_| jail.task_dir))
             .collect();
         let tmpfs: Vec<&Path> = hidden
@@ -575,6 +614,9 @@ pub(crate) fn bwrap_args(jail: &Jail<'_>, command: &[OsString]) -> Vec<OsString>
     }
     for p in &jail.writable {
         push(&["--bind".as_ref(), p.as_os_str(), p.as_os_str()]);
+    }
+    for (host, inside) in &jail.shown {
+        push(&["--ro-bind".as_ref(), host.as_os_str(), inside.as_os_str()]);
     }
     for dir in &hidden {
         push(&["--remount-ro".as_ref(), dir.as_os_str()]);
@@ -621,6 +663,8 @@ mod tests {
             run_as: run_as(0, NOBODY),
             task_copy: Some(PathBuf::from("/dev/shm/galapagos-eval-x/task")),
             quota_mib: Some(512),
+            one_scratch: false,
+            shown: Vec::new(),
         };
         let command = as_user(jail.run_as, &["python".into(), "-c".into()]);
         let args: Vec<String> = bwrap_args(&jail, &command)

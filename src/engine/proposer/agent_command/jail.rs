@@ -248,6 +248,8 @@ impl Prison {
             run_as,
             task_copy: None,
             quota_mib: Some(job.params.write_quota_mib),
+            one_scratch: false,
+            shown: Vec::new(),
         };
         // The container's pid 1 is the bridge (it dies with bubblewrap and
         // bridges to the relay); under it, the agent's command under its
