@@ -58,6 +58,10 @@ fn archive_entries(path: &Path) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
+/// What the Configuration section says its lines hold.
+const CONFIGURATION_KEY_LINE: &str =
+    "Each key with its default in brackets, what it does, and this card's value:";
+
 /// Every key the Configuration section must list for `card`.
 fn config_keys(card: &Card, registry: &Registry) -> Vec<String> {
     let mut keys = Vec::new();
@@ -128,7 +132,13 @@ fn export_of_every_shipped_card_writes_folder_readme_and_archive() {
             );
             assert!(readme.contains(&row), "{}: no row `{row}`", card.name);
         }
-        // Configuration: every key, with default and value.
+        // Configuration: every key, with default and value, and the list
+        // says which is which
+        assert!(
+            readme.contains(CONFIGURATION_KEY_LINE),
+            "{}: the Configuration list does not say what the brackets hold",
+            card.name
+        );
         for key in config_keys(&card, &registry) {
             assert!(
                 readme.contains(&format!("- `{key}` (")),

@@ -568,3 +568,63 @@ fn the_help_menu_shows_a_quick_start_and_how_to_write_a_task() {
         );
     }
 }
+
+/// The YAML tab shows a long line as one line, scrolled sideways, not
+/// wrapped back to column 0 where it would read as a new key.
+#[test]
+fn the_yaml_tab_keeps_a_long_line_on_one_line() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut h = studio(runs.path(), SMALL);
+    let mut card = h.state().doc.card.clone();
+    card.summary = format!("A summary{}", " that goes on".repeat(40));
+    let key = "summary".to_owned();
+    h.state_mut().doc.edit(&key, card);
+    h.state_mut().state.tab = Tab::Yaml;
+    h.run();
+    let yaml = h.get_by_label_contains("summary: A summary that goes on");
+    let text = yaml.value().unwrap_or_default();
+    let lines = text.lines().count();
+    let r = yaml.rect();
+    let row = r.height() / lines as f32;
+    assert!(
+        r.width() > SMALL.x,
+        "the long line was wrapped: {r:?} for {lines} lines"
+    );
+    assert!(row < 20.0, "{lines} lines in {r:?}: some wrapped");
+}
+
+/// The block inspector shows a parameter's whole name where it has the
+/// room (1920×1080) and most of it at 1024×640, not its first six
+/// characters.
+#[test]
+fn the_block_inspector_shows_whole_parameter_names() {
+    for size in [SMALL, egui::vec2(1920.0, 1080.0)] {
+        let runs = tempfile::tempdir().unwrap();
+        let mut h = studio(runs.path(), size);
+        h.get_by_label("ExploreExploitPolicy").click_accesskit();
+        h.run();
+        assert_eq!(h.state().doc.card.selection_policy.kind, "explore_exploit");
+        for key in ["exploration_ratio", "exploitation_ratio"] {
+            let r = h
+                .get(
+                    egui_kittest::kittest::by()
+                        .label(key)
+                        .include_labels()
+                        .role(egui::accesskit::Role::Label),
+                )
+                .rect();
+            // 17 or 18 monospace characters of about 7 px: whole where the
+            // inspector is wide, at least twelve of them at 1024 px
+            let chars = if size.x > 1500.0 {
+                key.len() as f32
+            } else {
+                12.0
+            };
+            assert!(
+                r.width() > 7.0 * chars - 4.0,
+                "{key} cut at {size:?}: {r:?}"
+            );
+            assert!(inside(r, window(size)), "{key} {r:?}");
+        }
+    }
+}

@@ -147,6 +147,7 @@ pub fn render_readme(card: &Card, registry: &Registry) -> String {
     out.push('\n');
 
     out.push_str("## Configuration\n\n");
+    out.push_str("Each key with its default in brackets, what it does, and this card's value:\n\n");
     for line in configuration_lines(card, registry) {
         let _ = writeln!(out, "{line}");
     }

@@ -96,6 +96,8 @@ pub fn inspector_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
         ui.weak("This implementation takes no parameters");
     } else {
         ui.strong("Parameters");
+        // a key may take up to about half of the inspector's width
+        let key_width = ui.available_width() * 0.45;
         egui::Grid::new(("params", slot.key()))
             .num_columns(PARAM_COLUMNS)
             .spacing([12.0, 8.0])
@@ -114,6 +116,7 @@ pub fn inspector_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
                         &default,
                         spec.params.get(p.key),
                         ctx.problems.at(&field),
+                        key_width,
                         commands,
                     );
                 }

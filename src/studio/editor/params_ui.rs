@@ -91,6 +91,11 @@ pub const PARAM_COLUMNS: usize = 2;
 
 /// One parameter as a grid row: its key (hover: doc and default), its typed
 /// widget, a reset button when set explicitly, and the reason when invalid.
+/// `key_width` is the room the key may take (from the inspector's width).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the row's parts come from the card, the registry, the problems and the panel"
+)]
 pub fn param_row_ui(
     ui: &mut Ui,
     slot: Slot,
@@ -98,6 +103,7 @@ pub fn param_row_ui(
     default: &ParamValue,
     explicit: Option<&ParamValue>,
     problem: Option<&str>,
+    key_width: f32,
     commands: &mut Commands,
 ) {
     let value = explicit.cloned().unwrap_or_else(|| default.clone());
@@ -110,13 +116,24 @@ pub fn param_row_ui(
         key_text
     };
     // a long key (suggest_simplification_after_chars) is cut short, so the
-    // value stays in view in a narrow inspector; the whole key on hover
-    let key_max = (ui.available_width() * 0.45).max(60.0);
+    // value stays in view in a narrow inspector; the whole key on hover.
+    // Its room is the inspector's (`key_width`), not the grid cell's, which
+    // is only as wide as the last frame's cut keys
+    let key_max = key_width.max(60.0);
+    let natural = ui
+        .painter()
+        .layout_no_wrap(
+            spec.key.to_owned(),
+            egui::TextStyle::Monospace.resolve(ui.style()),
+            egui::Color32::WHITE,
+        )
+        .size()
+        .x;
+    // the key takes its own width (up to its room), so the grid's column is
+    // never held at a width an earlier frame cut it to
+    let size = egui::vec2(natural.min(key_max), ui.spacing().interact_size.y);
     let label = ui
-        .scope(|ui| {
-            ui.set_max_width(key_max);
-            ui.add(egui::Label::new(key_text).truncate())
-        })
+        .scope(|ui| ui.add_sized(size, egui::Label::new(key_text).truncate()))
         .inner
         .on_hover_text(format!(
             "{}\n\n{}\ndefault: {}",

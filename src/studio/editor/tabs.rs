@@ -146,7 +146,13 @@ impl TabPanel for YamlTab {
         egui::ScrollArea::both()
             .id_salt("yaml-scroll")
             .show(ui, |ui| {
-                ui.add(egui::Label::new(RichText::new(text.as_str()).monospace()).selectable(true));
+                // a long line stays one line (scrolled sideways): wrapped,
+                // its rest would start at column 0 and read as a new key
+                ui.add(
+                    egui::Label::new(RichText::new(text.as_str()).monospace())
+                        .selectable(true)
+                        .extend(),
+                );
             });
     }
 }
