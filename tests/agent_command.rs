@@ -1,7 +1,10 @@
 #![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
 //! The coding-agent proposer through the command line, on the built-in
 //! repository task `fit_package`: a kill -9 of the run during a proposal,
-//! then `galapagos resume`.
+//! then `galapagos resume`; a hostile agent, against a scripted model
+//! endpoint on loopback behind the run's relay.
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -29,14 +32,19 @@ fn wait_for(secs: u64, what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// A card whose agent is `script` under /bin/sh, with `env` passed by name.
+/// A card whose agent is `script` under /bin/sh, with `env` passed by name
+/// (and `extra` lines of the proposer's).
 fn card(dir: &Path, script: &str, env: &[&str]) -> PathBuf {
+    card_with(dir, script, env, "")
+}
+
+fn card_with(dir: &Path, script: &str, env: &[&str], extra: &str) -> PathBuf {
     let yaml = format!(
         "name: agent_script\nnamespace: user\nsummary: a script as the agent\n\
          population:\n  kind: in_memory\n\
          selection_policy:\n  kind: identity\n\
          prompt_builder:\n  kind: default\n\
-         proposer:\n  kind: agent_command\n  command: [/bin/sh, -c, {script:?}, agent]\n  timeout_secs: 300\n  env: {env:?}\n\
+         proposer:\n  kind: agent_command\n  command: [/bin/sh, -c, {script:?}, agent]\n  timeout_secs: 300\n  env: {env:?}\n{extra}\
          evaluator:\n  kind: subprocess\n  timeout_secs: 60\n\
          memory:\n  kind: none\n\
          general:\n  max_iterations: 2\n  parallel: 1\n"
@@ -164,15 +172,25 @@ for f in {outside}/escaped /etc/galapagos-escaped /tmp/escaped /var/tmp/escaped;
   if (echo x > "$f") 2>/dev/null; then echo "WRO""TE $f"; fi
 done
 setsid sleep 933.5 > /dev/null 2>&1 &
+for i in $(seq 1000); do
+  curl -s -o /dev/null -w '%{{http_code}}\n' -H "Authorization: Bearer $OPENAI_API_KEY" \
+    -H 'Content-Type: application/json' -d '{{"model":"m","messages":[{{"role":"user","content":"hi"}}]}}' \
+    "$OPENAI_BASE_URL/chat/completions"
+done | sort | uniq -c | sed 's/^ */CODES /'
 sed -i 's/0.40, 0.70/0.40, 0.72/' fitpkg/model.py
 echo done
 "#,
         outside = outside.display()
     );
-    let card = card(
+    // The relay's cap: two replies of 60 tokens reach it.
+    let upstream = common::scripted_upstream::ScriptedUpstream::start(vec![
+        common::scripted_upstream::Turn::text("hello", 50, 10),
+    ]);
+    let card = card_with(
         dir.path(),
         &format!("exec bash -c {}", shell_quote(&script)),
         &[],
+        "  max_tokens: 100\n",
     );
     let out = dir.path().join("runs");
     let o = galapagos(&home)
@@ -189,7 +207,7 @@ echo done
         .arg(&out)
         .args([
             "--api-base",
-            "http://127.0.0.1:9/v1",
+            &upstream.base_url(),
             "--model",
             "agent-test-model",
             "--api-key-env",
@@ -233,7 +251,20 @@ echo done
         }
         assert_eq!(g["valid"], true, "{g}");
         assert!(g["diff"].as_str().unwrap().contains("0.72"), "{g}");
+        // 1,000 requests: two answered, then refused at its token cap.
+        let steps = agent["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 1000, "{said}");
+        let refused = steps.iter().filter(|s| s["refused"].is_string()).count();
+        assert_eq!(refused, 998, "{said}");
+        assert!(said.contains("CODES 2 200"), "{said}");
+        assert_eq!(g["usage"]["prompt_tokens"], 100, "{g}");
+        assert_eq!(g["usage"]["completion_tokens"], 20, "{g}");
     }
+    assert_eq!(
+        upstream.model_requests(),
+        4,
+        "two per proposal, the rest refused"
+    );
     assert!(
         listener.accept().is_err(),
         "the agent connected to the machine's loopback"

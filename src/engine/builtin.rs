@@ -46,6 +46,10 @@ macro_rules! task {
 /// Every shipped card, by name.
 pub const CARDS: &[BuiltinCard] = &[
     card!("adaevolve"),
+    card!("agent_aider"),
+    card!("agent_claude_code"),
+    card!("agent_codex"),
+    card!("agent_mini_swe"),
     card!("beam_search"),
     card!("best_of_n"),
     card!("best_of_n_attempts"),

@@ -17,6 +17,7 @@
 pub mod bridge;
 mod context;
 mod jail;
+mod relay;
 mod workspace;
 
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ use crate::engine::agent_run::{AgentExit, AgentRun};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, Tree};
 use crate::engine::memory::{Knowledge, MemoryQuery};
+use crate::engine::model::relay::SessionCaps;
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::task::files::EditRules;
 
@@ -216,6 +218,9 @@ pub struct AgentCommandProposer {
     root: workspace::Root,
     /// Numbers the proposals' workspaces.
     next: AtomicU64,
+    /// The run's model relay (None: the run's model calls no endpoint, as
+    /// the offline model: the agent then has no model to call).
+    relay: Option<relay::Link>,
 }
 
 impl std::fmt::Debug for AgentCommandProposer {
@@ -311,6 +316,7 @@ impl Component for AgentCommandProposer {
             jail,
             root,
             next: AtomicU64::new(0),
+            relay: relay::Link::for_model(ctx.model.as_ref()),
             params,
         })
     }
@@ -343,8 +349,10 @@ impl AgentCommandProposer {
     /// The command line with its placeholders filled in.
     fn command_line(&self, ws: &workspace::Workspace, prompt: &str) -> Vec<String> {
         let prompt_file = ws.prompt_file();
+        let model = self.relay.as_ref().map_or("", |r| r.model.as_str());
         let fill = |a: &str| {
-            a.replace("{workspace}", &ws.work.to_string_lossy())
+            a.replace("{model}", model)
+                .replace("{workspace}", &ws.work.to_string_lossy())
                 .replace("{prompt_file}", &prompt_file.to_string_lossy())
                 .replace("{prompt}", prompt)
         };
@@ -443,6 +451,28 @@ impl Proposer for AgentCommandProposer {
         }
         run.command = self.command_line(&ws, &prompt);
         let stdin = (self.params.prompt_via == PromptVia::Stdin).then(|| prompt.clone());
+        // A session of the run's relay: a fresh token, the card's caps.
+        let (session, relay_env, relay_socket) = match &self.relay {
+            None => (None, Vec::new(), None),
+            Some(link) => match link.relay().await {
+                Ok(relay) => {
+                    let session = relay.session(SessionCaps {
+                        max_tokens: self.params.max_tokens,
+                        max_cost_usd: self.params.max_cost_usd,
+                    });
+                    let env = session.env(&bridge::base_url());
+                    (Some(session), env, Some(relay.unix_socket().to_path_buf()))
+                }
+                Err(e) => {
+                    let why = format!("the model relay for the agent could not start: {e}");
+                    run.exit = AgentExit::NotStarted(why.clone());
+                    return Proposal {
+                        content: Err(ProposalError::Fatal(why)),
+                        ..failed(run, String::new())
+                    };
+                }
+            },
+        };
         let ran = self
             .jail
             .run(&jail::Job {
@@ -450,10 +480,16 @@ impl Proposer for AgentCommandProposer {
                 ws: &ws,
                 stdin,
                 params: &self.params,
-                relay_env: Vec::new(),
-                relay_socket: None,
+                relay_env,
+                relay_socket,
             })
             .await;
+        // Every request it made, in order, with its usage.
+        let usage = session.map(|s| {
+            let (steps, usage) = s.finish();
+            run.steps = steps;
+            usage
+        });
         run.exit = ran.exit;
         run.wall_ms = ran.wall_ms;
         run.stdout = ran.stdout;
@@ -489,12 +525,11 @@ impl Proposer for AgentCommandProposer {
         let content = outcome(&mut run, back, &parent.content, self.max_code_length());
         drop(ws);
         let response = (!run.stdout.is_empty()).then(|| run.stdout.clone());
-        let usage = (!run.steps.is_empty()).then(|| run.usage());
         Proposal {
             content,
             response,
-            model: None,
-            usage,
+            model: self.relay.as_ref().map(|r| r.model.clone()),
+            usage: usage.filter(|_| !run.steps.is_empty()),
             patch_type: "agent".to_owned(),
             parent_id,
             agent: Some(Box::new(run)),

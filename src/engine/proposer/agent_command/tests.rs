@@ -57,6 +57,7 @@ fn proposer(task: &Task, script: &str, timeout_secs: f64) -> AgentCommandPropose
         jail: jail::Prison::new(None).unwrap(),
         root: workspace::Root::new(None).unwrap(),
         next: AtomicU64::new(0),
+        relay: None,
         params,
     }
 }
