@@ -91,8 +91,20 @@ fn a_run_killed_during_an_agent_proposal_leaves_no_process_and_resume_redoes_it(
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // Its workspace, then its processes (this run's: the workspace is
+    // named in their working dir).
+    let workspace_made = || {
+        std::fs::read_dir(&out).is_ok_and(|mut runs| {
+            runs.any(|r| {
+                r.is_ok_and(|r| {
+                    std::fs::read_dir(r.path().join("agent-workspaces"))
+                        .is_ok_and(|mut w| w.next().is_some())
+                })
+            })
+        })
+    };
     wait_for(120, "the agent to start", || {
-        processes_with("955.25") > 0 && processes_with("955.5") > 0
+        workspace_made() && processes_with("955.25") > 0 && processes_with("955.5") > 0
     });
     let run_dir = std::fs::read_dir(&out)
         .unwrap()
