@@ -1,0 +1,99 @@
+//! What leaves a run for the user's own folders: `galapagos export-run`
+//! (every genome as JSON lines, or the best lineage as a git history) and
+//! `galapagos apply` (a genome's program written into a folder).
+
+use std::io::Write as _;
+use std::path::Path;
+
+/// `galapagos export-run --jsonl`.
+pub fn export_run(run_dir: &Path, out: Option<&Path>) -> i32 {
+    let genomes = match crate::engine::archive::Archive::open(run_dir).and_then(|a| a.genomes()) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let mut text = String::new();
+    for g in &genomes {
+        match serde_json::to_string(g) {
+            Ok(line) => {
+                text.push_str(&line);
+                text.push('\n');
+            }
+            Err(e) => {
+                eprintln!("error: genome {}: {e}", g.id);
+                return 1;
+            }
+        }
+    }
+    let written = match out {
+        Some(path) => std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display())),
+        None => std::io::stdout()
+            .write_all(text.as_bytes())
+            .map_err(|e| e.to_string()),
+    };
+    match written {
+        Ok(()) => {
+            if let Some(path) = out {
+                eprintln!("wrote {} genomes to {}", genomes.len(), path.display());
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+/// `galapagos export-run --git`.
+pub fn export_run_git(run_dir: &Path, to: &Path) -> i32 {
+    match crate::engine::takeout::export_git(run_dir, to) {
+        Ok(done) => {
+            let ids: Vec<String> = done.lineage.iter().map(|id| format!("#{id}")).collect();
+            println!(
+                "wrote a git repository to {}: {} commits, one per generation ({})",
+                to.display(),
+                done.lineage.len(),
+                ids.join(" -> ")
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+/// `galapagos apply`.
+pub fn apply(run_dir: &Path, genome: Option<u64>, to: &Path, force: bool) -> i32 {
+    match crate::engine::takeout::apply(run_dir, genome, to, force) {
+        Ok(done) => {
+            println!(
+                "genome #{} into {}: {} file(s) written, {} deleted, {} already as the genome has them",
+                done.genome,
+                to.display(),
+                done.written.len(),
+                done.deleted.len(),
+                done.unchanged
+            );
+            for path in &done.written {
+                println!("  wrote {path}");
+            }
+            for path in &done.deleted {
+                println!("  deleted {path}");
+            }
+            0
+        }
+        Err(e @ crate::engine::takeout::TakeoutError::LocalChanges { .. }) => {
+            eprintln!("error: {e}");
+            1
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    }
+}
