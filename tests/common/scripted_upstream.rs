@@ -152,6 +152,7 @@ impl ScriptedUpstream {
                     break;
                 }
                 let Ok(stream) = stream else { continue };
+                stream.set_nodelay(true).ok();
                 let (kept, count, responder) = (
                     Arc::clone(&kept),
                     Arc::clone(&count),
@@ -304,7 +305,11 @@ fn write_whole(out: &mut TcpStream, status: u16, content_type: &str, body: &[u8]
         reason(status),
         body.len()
     );
-    out.write_all(head.as_bytes()).is_ok() && out.write_all(body).is_ok() && out.flush().is_ok()
+    // One write: a header and a body written apart wait on the peer's
+    // delayed acknowledgement (40 ms) when Nagle's algorithm holds the second.
+    let mut all = head.into_bytes();
+    all.extend_from_slice(body);
+    out.write_all(&all).is_ok() && out.flush().is_ok()
 }
 
 fn reason(status: u16) -> &'static str {

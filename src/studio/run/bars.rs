@@ -256,6 +256,6 @@ impl RunView {
     }
 }
 
-fn first_line(s: &str) -> &str {
+pub(super) fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
 }

@@ -1,8 +1,8 @@
 //! The genome inspector — why did it score like that: header and lineage
 //! (each ancestor clickable), then tabs for the scores with deltas against
 //! the parent, the coloured diff, the highlighted program, the exact prompt,
-//! the raw model response, and the evaluator's output (error, stdout,
-//! stderr, artifacts, timings).
+//! the raw model response, the evaluator's output (error, stdout, stderr,
+//! artifacts, timings) and what a coding agent did (`agent_view.rs`).
 
 use std::collections::BTreeSet;
 
@@ -10,6 +10,7 @@ use egui::text::LayoutJob;
 use egui::{Color32, FontId, RichText, TextFormat};
 
 use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId};
+use crate::studio::run::bars::first_line;
 use crate::studio::run::diff_view::{self, DiffMode};
 use crate::studio::run::history::{RunHistory, format_metric, format_tokens};
 
@@ -30,17 +31,19 @@ pub enum InspectorTab {
     Prompt,
     Response,
     Output,
+    Agent,
 }
 
 impl InspectorTab {
     /// Every tab in display order.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::Scores,
         Self::Diff,
         Self::Program,
         Self::Prompt,
         Self::Response,
         Self::Output,
+        Self::Agent,
     ];
 
     /// Tab title.
@@ -52,6 +55,7 @@ impl InspectorTab {
             Self::Prompt => "Prompt",
             Self::Response => "Response",
             Self::Output => "Output",
+            Self::Agent => "Agent",
         }
     }
 }
@@ -71,6 +75,8 @@ pub struct Inspector {
     pub lower_better: BTreeSet<String>,
     /// The file of a folder genome shown (`None`: the whole tree).
     pub file: super::files_view::FileChoice,
+    /// The Agent tab's transcript and choices.
+    pub agent: super::agent_view::AgentView,
     /// A live run takes steering (set by the run view each frame).
     pub live: bool,
     /// The genomes pinned as inspirations (set by the run view each frame).
@@ -293,10 +299,18 @@ impl Inspector {
         ui.separator();
         ui.horizontal(|ui| {
             for tab in InspectorTab::ALL {
-                ui.selectable_value(&mut self.tab, tab, tab.title());
+                if tab != InspectorTab::Agent || genome.agent.is_some() {
+                    ui.selectable_value(&mut self.tab, tab, tab.title());
+                }
             }
         });
         ui.separator();
+        if self.tab == InspectorTab::Agent {
+            let parent = parent.map(|p| &**p);
+            self.agent
+                .tab_ui(ui, genome, parent, &mut self.file, self.diff_mode);
+            return clicked;
+        }
         egui::ScrollArea::both()
             .id_salt(("inspector", self.tab))
             .auto_shrink(false)
@@ -418,6 +432,7 @@ impl Inspector {
                     }
                 },
                 InspectorTab::Output => output_ui(ui, genome),
+                InspectorTab::Agent => {} // drawn above: it scrolls its parts itself
             });
         clicked
     }
@@ -462,10 +477,6 @@ fn lineage_items(
         }
     }
     (clicked, more)
-}
-
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or(s)
 }
 
 fn scores_ui(

@@ -19,6 +19,7 @@
 //! islands, beam) are [`GenomeView`]s; the toolbar, log and status bar are in
 //! `bars.rs`.
 
+pub mod agent_view;
 mod bars;
 pub mod diff_view;
 pub mod edit;
