@@ -8,8 +8,7 @@
 //! - [`RunView::ui`] — draw the run panel;
 //! - [`RunView::status_bar_ui`] — draw progress into the status bar;
 //! - [`RunView::is_running`] — true while a run is active (the editor disables
-//!   edits that would affect it).
-//!
+//!   edits that would affect it);
 //! - [`RunView::show_archived`] / [`read_archive`] — show a recorded run
 //!   read-only; [`RunView::continue_recorded`] — resume one live.
 //!
