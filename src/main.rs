@@ -7,7 +7,7 @@ fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Some(Command::Run(args)) => galapagos::cli::run(&args),
-        Some(Command::Validate { cards }) => galapagos::cli::validate(&cards),
+        Some(Command::Validate { cards, hubs }) => galapagos::cli::validate(&cards, &hubs),
         Some(Command::Inject(args)) => galapagos::cli::steer::inject(&args),
         Some(Command::Steer(args)) => galapagos::cli::steer::steer(&args),
         Some(Command::Resume {
@@ -20,9 +20,12 @@ fn main() {
         Some(Command::Export { card, out, results }) => {
             galapagos::cli::export(&card, &out, results.as_deref())
         }
-        Some(Command::Import { bundle, out, force }) => {
-            galapagos::cli::import(&bundle, &out, force)
-        }
+        Some(Command::Import {
+            bundle,
+            out,
+            force,
+            hubs,
+        }) => galapagos::cli::import(&bundle, &out, force, &hubs),
         Some(Command::ExportRun {
             run_dir,
             git: Some(dir),
@@ -38,6 +41,7 @@ fn main() {
             force,
         }) => galapagos::cli::apply(&run_dir, genome, &to, force),
         Some(Command::Leaderboard(args)) => galapagos::cli::leaderboard::leaderboard(&args),
+        Some(Command::Hub { command }) => galapagos::cli::hub::hub(&command),
         Some(Command::Models { command }) => galapagos::cli::models::models(&command),
         Some(Command::Studio { card, task }) => studio(card, task),
         Some(Command::AgentBridge { socket, command }) => {

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 
+pub mod hub;
 pub mod leaderboard;
 pub mod models;
 pub mod steer;
@@ -38,9 +39,11 @@ pub enum Command {
     Run(RunArgs),
     /// Check cards: every error with file:line:col and the field.
     Validate {
-        /// Card files (or names of built-in cards).
+        /// Card files, names of built-in cards, or NAMESPACE/NAME[@VERSION] on a hub.
         #[arg(required = true)]
         cards: Vec<PathBuf>,
+        #[command(flatten)]
+        hubs: HubArgs,
     },
     /// (Internal) A sandboxed coding agent's pid 1: dies with its parent, runs the agent, and
     /// with --socket bridges the sandbox's loopback to the run's model relay.
@@ -117,16 +120,23 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         results: Option<PathBuf>,
     },
-    /// Import a hub bundle (folder, card.yaml or .tar.gz) as a card file.
+    /// Import a hub bundle (folder, card.yaml or .tar.gz), or NAMESPACE/NAME[@VERSION] from a hub, as a card file.
     Import {
-        /// The bundle.
+        /// The bundle, or NAMESPACE/NAME[@VERSION].
         bundle: PathBuf,
+        #[command(flatten)]
+        hubs: HubArgs,
         /// Folder to write NAME.yaml into.
         #[arg(long, default_value = "cards")]
         out: PathBuf,
         /// Overwrite an existing card file.
         #[arg(long)]
         force: bool,
+    },
+    /// The hub: a folder of published cards and the static site built from it.
+    Hub {
+        #[command(subcommand)]
+        command: hub::HubCommand,
     },
     /// Compare cards on a task: every card × seed with one model and budget, then leaderboard.md/.json.
     Leaderboard(leaderboard::LeaderboardArgs),
@@ -149,7 +159,8 @@ pub enum Command {
 /// `galapagos run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// The scaffold card (YAML), or the name of a built-in card (best_of_n, topk, ...).
+    /// The scaffold card (YAML), the name of a built-in card (best_of_n, topk, ...), or
+    /// NAMESPACE/NAME[@VERSION] on a hub.
     pub card: PathBuf,
     /// Task folder: OpenEvolve's layout (initial_program.*, evaluator.py, config.yaml, README.md) or
     /// ShinkaEvolve's (initial.*, evaluate.py); or the name of a built-in task (circle_packing, ...).
@@ -179,6 +190,17 @@ pub struct RunArgs {
     pub verbose: bool,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub hubs: HubArgs,
+}
+
+/// Where `NAMESPACE/NAME[@VERSION]` cards are pulled from.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct HubArgs {
+    /// A hub to pull NAMESPACE/NAME[@VERSION] from (a hub folder or the address of a built hub site),
+    /// tried before the hubs of the user settings file; repeatable.
+    #[arg(long = "hub", value_name = "DIR|URL")]
+    pub hubs: Vec<String>,
 }
 
 /// Choosing the model at run time without editing the card. With nothing
@@ -223,26 +245,68 @@ pub fn resolve_model(
 }
 
 /// Load and check a card, printing every error on failure. A name with no
-/// such file (`best_of_n`) is the built-in card of that name.
-fn load_card(path: &Path, registry: &Registry) -> Result<ValidCard, i32> {
-    let loaded = match crate::engine::builtin::card_for_arg(path) {
-        Some(card) => ValidCard::from_yaml(card.yaml, &format!("built-in:{}", card.name), registry),
-        None => ValidCard::load(path, registry),
-    };
-    loaded.map_err(|errors| {
-        for e in &errors.0 {
-            eprintln!("error: {e}");
-        }
+/// such file (`best_of_n`) is the built-in card of that name; a
+/// `NAMESPACE/NAME[@VERSION]` with no such file is pulled from the hubs.
+fn load_card(path: &Path, registry: &Registry, hubs: &HubArgs) -> Result<ValidCard, i32> {
+    if let Some(card) = crate::engine::builtin::card_for_arg(path) {
+        return ValidCard::from_yaml(card.yaml, &format!("built-in:{}", card.name), registry)
+            .map_err(print_errors);
+    }
+    if !path.exists()
+        && let Some(r) = path
+            .to_str()
+            .and_then(crate::engine::hub::pull::HubRef::parse)
+    {
+        return pull_card(&r, registry, hubs).map(|p| p.card);
+    }
+    ValidCard::load(path, registry).map_err(print_errors)
+}
+
+fn print_errors(errors: crate::engine::card::CardErrors) -> i32 {
+    for e in &errors.0 {
+        eprintln!("error: {e}");
+    }
+    2
+}
+
+/// Pull a card from the hubs (`--hub` first, then the settings file's),
+/// saying where it came from.
+fn pull_card(
+    r: &crate::engine::hub::pull::HubRef,
+    registry: &Registry,
+    hubs: &HubArgs,
+) -> Result<crate::engine::hub::pull::Pulled, i32> {
+    let list = crate::engine::hub::pull::configured_hubs(&hubs.hubs).map_err(|e| {
+        eprintln!("error: {e}");
         2
-    })
+    })?;
+    match crate::engine::hub::pull::pull(r, &list, registry) {
+        Ok(p) => {
+            println!(
+                "card:        {}/{}@{} from {} (cached in {})",
+                p.provenance.namespace,
+                p.provenance.name,
+                p.provenance.version,
+                p.provenance.hub,
+                p.cached.display()
+            );
+            Ok(p)
+        }
+        Err(e) => {
+            for line in e.lines() {
+                eprintln!("error: {line}");
+            }
+            Err(2)
+        }
+    }
 }
 
 /// `galapagos validate`.
-pub fn validate(cards: &[PathBuf]) -> i32 {
+pub fn validate(cards: &[PathBuf], hubs: &HubArgs) -> i32 {
     let registry = Registry::builtin();
     let mut code = 0;
     for path in cards {
-        match load_card(path, &registry) {
+        match load_card(path, &registry, hubs) {
             Ok(card) => {
                 let card = card.card();
                 println!("ok: {} ({}/{})", path.display(), card.namespace, card.name);
@@ -385,7 +449,7 @@ fn print_summary(s: &RunSummary, run_dir: &Path, model: &str, fitness: &FitnessL
 /// `galapagos run`: returns the process exit code.
 pub fn run(args: &RunArgs) -> i32 {
     let registry = Registry::builtin();
-    let card = match load_card(&args.card, &registry) {
+    let card = match load_card(&args.card, &registry, &args.hubs) {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -649,7 +713,7 @@ pub fn resume(
 /// `galapagos export`.
 pub fn export(card_path: &Path, out: &Path, results: Option<&Path>) -> i32 {
     let registry = Registry::builtin();
-    let card = match load_card(card_path, &registry) {
+    let card = match load_card(card_path, &registry, &HubArgs::default()) {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -687,14 +751,27 @@ pub fn export(card_path: &Path, out: &Path, results: Option<&Path>) -> i32 {
 }
 
 /// `galapagos import`.
-pub fn import(bundle: &Path, out: &Path, force: bool) -> i32 {
+pub fn import(bundle: &Path, out: &Path, force: bool, hubs: &HubArgs) -> i32 {
     let registry = Registry::builtin();
-    let card = match crate::engine::hub::import_bundle(bundle, &registry) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 2;
-        }
+    let hub_ref = (!bundle.exists())
+        .then(|| {
+            bundle
+                .to_str()
+                .and_then(crate::engine::hub::pull::HubRef::parse)
+        })
+        .flatten();
+    let card = match hub_ref {
+        Some(r) => match pull_card(&r, &registry, hubs) {
+            Ok(p) => p.card.into_card(),
+            Err(code) => return code,
+        },
+        None => match crate::engine::hub::import_bundle(bundle, &registry) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        },
     };
     if out.exists() && !out.is_dir() {
         eprintln!(

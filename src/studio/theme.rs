@@ -165,4 +165,23 @@ mod tests {
             Palette::of(ThemeChoice::Light).canvas
         );
     }
+
+    /// The hub site's six-block SVG (engine, no egui) repeats the light
+    /// palette and the slot colours: they must stay the same.
+    #[test]
+    fn the_hub_svg_uses_the_light_palette() {
+        use crate::engine::hub::site::blocks;
+        let hex = |c: Color32| format!("#{:02x}{:02x}{:02x}", c.r(), c.g(), c.b());
+        let p = Palette::of(ThemeChoice::Light);
+        assert_eq!(hex(p.canvas), blocks::CANVAS);
+        assert_eq!(hex(p.block), blocks::BLOCK);
+        assert_eq!(hex(p.border), blocks::BORDER);
+        assert_eq!(hex(p.text), blocks::TEXT);
+        assert_eq!(hex(p.weak), blocks::WEAK);
+        assert_eq!(hex(p.arrow), blocks::ARROW);
+        assert_eq!(hex(p.error), blocks::ERROR);
+        for slot in Slot::ALL {
+            assert_eq!(hex(p.slot(slot)), blocks::slot_colour(slot), "{slot:?}");
+        }
+    }
 }

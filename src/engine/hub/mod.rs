@@ -23,8 +23,12 @@ use flate2::write::GzEncoder;
 use crate::engine::card::{Card, CardErrors};
 use crate::engine::registry::Registry;
 
+pub mod folder;
+pub mod pull;
 mod readme;
 mod secrets;
+pub mod serve;
+pub mod site;
 
 pub use readme::render_readme;
 use secrets::llm_endpoint;
@@ -73,6 +77,25 @@ pub enum HubError {
     /// The bundle's card has errors (each with `file:line:col`).
     #[error("{0}")]
     Card(#[from] CardErrors),
+    /// The folder is not a hub (no or a bad `hub.json`), or a file of the
+    /// hub is not what it should be.
+    #[error("{}: not a hub: {reason}", path.display())]
+    NotAHub { path: PathBuf, reason: String },
+    /// The name has versions already and no new version was given.
+    #[error(
+        "`{card}` is already published (versions {versions}); publish a new version with --version, \
+         or choose another name or --namespace"
+    )]
+    Taken { card: String, versions: String },
+    /// The version is published already (versions are never overwritten).
+    #[error("`{card}` version `{version}` is already published; versions are never overwritten")]
+    VersionExists { card: String, version: String },
+    /// The leaderboard to attach cannot be read or does not have the card.
+    #[error("--results: {0}")]
+    Results(String),
+    /// A git command in the hub folder failed.
+    #[error("{}: {message}", path.display())]
+    Git { path: PathBuf, message: String },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> HubError + '_ {
@@ -132,6 +155,61 @@ pub fn export_bundle_with_results(
     known: &[(String, String)],
     results: Option<&str>,
 ) -> Result<PathBuf, HubError> {
+    check_card(card, registry)?;
+    let ns_dir = out_dir.join(&card.namespace);
+    let bundle = ns_dir.join(&card.name);
+    let card_path = bundle.join(CARD_FILE);
+    let readme_path = bundle.join(README_FILE);
+    let archive_path = ns_dir.join(format!("{}.tar.gz", card.name));
+    let (yaml, readme) = bundle_texts(card, registry, &bundle, known, results)?;
+
+    fs::create_dir_all(&bundle).map_err(io_err(&bundle))?;
+    write_atomic(&card_path, yaml.as_bytes())?;
+    write_atomic(&readme_path, readme.as_bytes())?;
+    let tgz = build_archive(&card.name, &[(CARD_FILE, &yaml), (README_FILE, &readme)])
+        .map_err(io_err(&archive_path))?;
+    write_atomic(&archive_path, &tgz)?;
+    Ok(bundle)
+}
+
+/// The `card.yaml` and `README.md` texts of a bundle of `card` (which must
+/// already have passed [`check_card`]), after the secret scan: an error names
+/// the file under `bundle` that would have held the secret.
+pub(crate) fn bundle_texts(
+    card: &Card,
+    registry: &Registry,
+    bundle: &Path,
+    known: &[(String, String)],
+    results: Option<&str>,
+) -> Result<(String, String), HubError> {
+    let card_path = bundle.join(CARD_FILE);
+    let readme_path = bundle.join(README_FILE);
+    let yaml = card.to_yaml();
+    let mut readme = render_readme(card, registry);
+    if let Some(results) = results {
+        readme.push('\n');
+        readme.push_str(results);
+    }
+    if let Some(what) = llm_endpoint(card) {
+        return Err(HubError::Secret {
+            path: card_path,
+            what,
+        });
+    }
+    for (path, text) in [(&card_path, &yaml), (&readme_path, &readme)] {
+        if let Some(what) = find_secret(text, known) {
+            return Err(HubError::Secret {
+                path: path.clone(),
+                what,
+            });
+        }
+    }
+    Ok((yaml, readme))
+}
+
+/// The card's namespace and name are usable as folder names and the card
+/// validates against `registry` (a bundle must load again).
+pub(crate) fn check_card(card: &Card, registry: &Registry) -> Result<(), HubError> {
     let label = format!("{}/{}", card.namespace, card.name);
     let mut problems: Vec<String> = [
         check_path_name("namespace", &card.namespace),
@@ -153,41 +231,7 @@ pub fn export_bundle_with_results(
             problems: problems.join("; "),
         });
     }
-
-    let ns_dir = out_dir.join(&card.namespace);
-    let bundle = ns_dir.join(&card.name);
-    let card_path = bundle.join(CARD_FILE);
-    let readme_path = bundle.join(README_FILE);
-    let archive_path = ns_dir.join(format!("{}.tar.gz", card.name));
-
-    let yaml = card.to_yaml();
-    let mut readme = render_readme(card, registry);
-    if let Some(results) = results {
-        readme.push('\n');
-        readme.push_str(results);
-    }
-    if let Some(what) = llm_endpoint(card) {
-        return Err(HubError::Secret {
-            path: card_path,
-            what,
-        });
-    }
-    for (path, text) in [(&card_path, &yaml), (&readme_path, &readme)] {
-        if let Some(what) = find_secret(text, known) {
-            return Err(HubError::Secret {
-                path: path.clone(),
-                what,
-            });
-        }
-    }
-
-    fs::create_dir_all(&bundle).map_err(io_err(&bundle))?;
-    write_atomic(&card_path, yaml.as_bytes())?;
-    write_atomic(&readme_path, readme.as_bytes())?;
-    let tgz = build_archive(&card.name, &[(CARD_FILE, &yaml), (README_FILE, &readme)])
-        .map_err(io_err(&archive_path))?;
-    write_atomic(&archive_path, &tgz)?;
-    Ok(bundle)
+    Ok(())
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), HubError> {

@@ -257,6 +257,10 @@ pub struct ModelSettings {
     /// USD per 1M tokens by model name.
     #[serde(skip_serializing_if = "PriceTable::is_empty")]
     pub prices: PriceTable,
+    /// Hubs to pull `NAMESPACE/NAME` cards from, in order: hub folders or
+    /// the HTTP(S) addresses of built hub sites.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hubs: Vec<String>,
 }
 
 impl ModelSettings {

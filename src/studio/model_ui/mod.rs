@@ -101,6 +101,8 @@ pub struct ModelDialog {
     pub open: bool,
     endpoints: Vec<EndpointDraft>,
     prices: Vec<PriceRow>,
+    /// The settings file's hubs, kept as they were (the dialog does not edit them).
+    hubs: Vec<String>,
     /// Bumped on every draft edit (the preview is cached on it).
     version: u64,
     preview: Option<(u64, u64, Result<String, String>)>,
@@ -124,6 +126,7 @@ impl ModelDialog {
     /// Open the dialog with `settings` as the draft.
     pub fn open_with(&mut self, settings: &ModelSettings) {
         self.endpoints = settings.endpoints.iter().map(EndpointDraft::of).collect();
+        self.hubs.clone_from(&settings.hubs);
         self.prices = settings
             .prices
             .prices
@@ -148,6 +151,7 @@ impl ModelDialog {
                 .iter()
                 .map(EndpointDraft::to_settings)
                 .collect(),
+            hubs: self.hubs.clone(),
             ..ModelSettings::default()
         };
         for row in &self.prices {

@@ -1,0 +1,494 @@
+//! A hub folder: the published bundles of a team, kept as plain files (and a
+//! git repository when git is installed), from which [`super::site`] builds
+//! the static site.
+//!
+//! ```text
+//! HUB/
+//!   hub.json                      {"format": 1}: marks the folder as a hub
+//!   NAMESPACE/NAME/
+//!     versions.json               every version in publishing order, with its date
+//!     VERSION/card.yaml           the card as published (never rewritten)
+//!     VERSION/README.md           its README (with the Results section, if any)
+//!     VERSION/results.json        the leaderboard line it was published with (optional)
+//! ```
+//!
+//! Publishing validates the card, runs the secret scan over every file it
+//! would write, refuses a version that exists and a name that is taken
+//! unless a new `--version` is given, writes the version folder and commits
+//! it. Versions are never overwritten or removed.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+
+use super::{CARD_FILE, HubError, README_FILE, bundle_texts, check_card, io_err, write_atomic};
+use crate::engine::card::Card;
+use crate::engine::leaderboard::report::{Estimate, Leaderboard};
+use crate::engine::registry::Registry;
+
+/// The file that marks a hub folder.
+pub const HUB_FILE: &str = "hub.json";
+/// The list of a card's versions, in its `NAMESPACE/NAME/` folder.
+pub const VERSIONS_FILE: &str = "versions.json";
+/// A version's leaderboard line.
+pub const RESULTS_FILE: &str = "results.json";
+/// The version a card's first publication gets when none is given.
+pub const FIRST_VERSION: &str = "1";
+
+/// One published version of a card.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VersionEntry {
+    pub version: String,
+    /// When it was published, `YYYY-MM-DD HH:MM:SS UTC`.
+    pub published: String,
+}
+
+/// A card's `versions.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CardVersions {
+    pub namespace: String,
+    pub name: String,
+    /// Oldest first; the last one is the latest.
+    pub versions: Vec<VersionEntry>,
+}
+
+impl CardVersions {
+    /// The newest version.
+    pub fn latest(&self) -> Option<&VersionEntry> {
+        self.versions.last()
+    }
+
+    /// `NAMESPACE/NAME`.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// The line of a leaderboard a version was published with: enough for the
+/// site's leaderboard page (card, model, best mean with its interval,
+/// iterations, cost).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PublishedResult {
+    pub task: String,
+    pub model: String,
+    /// The card's name on the leaderboard.
+    pub card: String,
+    pub iterations: u64,
+    pub seeds: Vec<u64>,
+    pub best: Option<Estimate>,
+    pub cost_usd: Option<f64>,
+    pub baseline: String,
+}
+
+impl PublishedResult {
+    /// The line of `card` in `lb`, if it is on it.
+    pub fn from_leaderboard(lb: &Leaderboard, card: &str) -> Option<Self> {
+        let line = lb.cards.iter().find(|c| c.card == card)?;
+        Some(Self {
+            task: lb.task.clone(),
+            model: lb.model.clone(),
+            card: card.to_owned(),
+            iterations: lb.iterations,
+            seeds: lb.seeds.clone(),
+            best: line.best,
+            cost_usd: line.cost_usd,
+            baseline: lb.baseline.clone(),
+        })
+    }
+}
+
+/// What to publish besides the card.
+#[derive(Clone, Debug, Default)]
+pub struct PublishOptions {
+    /// Publish under this namespace instead of the card's own.
+    pub namespace: Option<String>,
+    /// The version to publish as; required when the name already has versions.
+    pub version: Option<String>,
+    /// A leaderboard (folder or `leaderboard.json`) the card is on: its
+    /// Results section goes into the README and its line into `results.json`.
+    pub results: Option<PathBuf>,
+    /// Secrets to refuse besides those in the environment.
+    pub known_secrets: Vec<(String, String)>,
+}
+
+/// What a publication wrote.
+#[derive(Clone, Debug)]
+pub struct Published {
+    pub namespace: String,
+    pub name: String,
+    pub version: String,
+    /// The version folder.
+    pub dir: PathBuf,
+    /// The commit made, when the hub is a git repository.
+    pub commit: Option<String>,
+}
+
+/// An open hub folder.
+#[derive(Clone, Debug)]
+pub struct HubFolder {
+    root: PathBuf,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HubMarker {
+    format: u32,
+}
+
+pub(crate) fn valid_version(v: &str) -> bool {
+    !v.is_empty()
+        && v.len() <= 64
+        && !v.starts_with('.')
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+fn git_available() -> bool {
+    Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` of now.
+pub(crate) fn now_utc() -> String {
+    let unix = crate::engine::archive::unix_now();
+    let stamp = crate::engine::archive::timestamp(unix); // YYYYMMDD-HHMMSS
+    let b = stamp.as_bytes();
+    if b.len() != 15 {
+        return stamp;
+    }
+    format!(
+        "{}-{}-{} {}:{}:{} UTC",
+        &stamp[0..4],
+        &stamp[4..6],
+        &stamp[6..8],
+        &stamp[9..11],
+        &stamp[11..13],
+        &stamp[13..15]
+    )
+}
+
+impl HubFolder {
+    /// Make `dir` a hub: creates it (it may exist, but then must be empty or
+    /// already a hub), writes `hub.json` and, when git is installed, makes it
+    /// a git repository with a first commit.
+    pub fn init(dir: &Path) -> Result<Self, HubError> {
+        if dir.join(HUB_FILE).is_file() {
+            return Self::open(dir);
+        }
+        if dir.exists() {
+            let mut entries = fs::read_dir(dir).map_err(io_err(dir))?;
+            if entries.next().is_some() {
+                return Err(HubError::NotAHub {
+                    path: dir.to_path_buf(),
+                    reason: format!(
+                        "the folder is not empty and has no {HUB_FILE}; a hub starts in a new or empty folder"
+                    ),
+                });
+            }
+        }
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let marker = serde_json::to_string_pretty(&HubMarker { format: 1 }).unwrap_or_default();
+        write_atomic(&dir.join(HUB_FILE), format!("{marker}\n").as_bytes())?;
+        let hub = Self {
+            root: dir.to_path_buf(),
+        };
+        if git_available() {
+            hub.git(&["init", "--quiet"])?;
+            hub.git(&["add", HUB_FILE])?;
+            hub.commit("Start the hub")?;
+        }
+        Ok(hub)
+    }
+
+    /// Open an existing hub folder (one with `hub.json`).
+    pub fn open(dir: &Path) -> Result<Self, HubError> {
+        let marker = dir.join(HUB_FILE);
+        let text = fs::read_to_string(&marker).map_err(|e| HubError::NotAHub {
+            path: dir.to_path_buf(),
+            reason: if e.kind() == std::io::ErrorKind::NotFound {
+                format!("no {HUB_FILE} (make one with `galapagos hub init DIR`)")
+            } else {
+                format!("cannot read {HUB_FILE}: {e}")
+            },
+        })?;
+        let parsed: HubMarker = serde_json::from_str(&text).map_err(|e| HubError::NotAHub {
+            path: dir.to_path_buf(),
+            reason: format!("{HUB_FILE} is not a hub marker: {e}"),
+        })?;
+        if parsed.format != 1 {
+            return Err(HubError::NotAHub {
+                path: dir.to_path_buf(),
+                reason: format!(
+                    "{HUB_FILE} has format {}; this galapagos reads format 1",
+                    parsed.format
+                ),
+            });
+        }
+        Ok(Self {
+            root: dir.to_path_buf(),
+        })
+    }
+
+    /// The hub's folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// True when the hub is a git repository.
+    pub fn is_git(&self) -> bool {
+        self.root.join(".git").exists()
+    }
+
+    /// Publish `card` as a new version (see the module doc for the rules).
+    pub fn publish(
+        &self,
+        card: &Card,
+        registry: &Registry,
+        opts: &PublishOptions,
+    ) -> Result<Published, HubError> {
+        let mut card = card.clone();
+        if let Some(ns) = &opts.namespace {
+            card.namespace.clone_from(ns);
+        }
+        check_card(&card, registry)?;
+        let id = format!("{}/{}", card.namespace, card.name);
+        let card_dir = self.root.join(&card.namespace).join(&card.name);
+        let mut versions = self
+            .versions(&card.namespace, &card.name)?
+            .unwrap_or(CardVersions {
+                namespace: card.namespace.clone(),
+                name: card.name.clone(),
+                versions: Vec::new(),
+            });
+        let version = match (&opts.version, versions.versions.is_empty()) {
+            (Some(v), _) => v.clone(),
+            (None, true) => FIRST_VERSION.to_owned(),
+            (None, false) => {
+                return Err(HubError::Taken {
+                    card: id,
+                    versions: versions
+                        .versions
+                        .iter()
+                        .map(|v| v.version.clone())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+        };
+        if !valid_version(&version) {
+            return Err(HubError::InvalidCard {
+                card: id,
+                problems: format!(
+                    "version `{version}` must be letters, digits, `.`, `_` or `-` (at most 64, not starting with `.`)"
+                ),
+            });
+        }
+        if versions.versions.iter().any(|v| v.version == version) {
+            return Err(HubError::VersionExists { card: id, version });
+        }
+        let (results_md, results_line) = match &opts.results {
+            None => (None, None),
+            Some(path) => {
+                let md = crate::engine::leaderboard::report::results_section(path, &card.name)
+                    .map_err(HubError::Results)?;
+                let (_, lb) = crate::engine::leaderboard::report::read_leaderboard(path)
+                    .map_err(HubError::Results)?;
+                (Some(md), PublishedResult::from_leaderboard(&lb, &card.name))
+            }
+        };
+        let dir = card_dir.join(&version);
+        let mut known = super::secret_env_values();
+        known.extend(opts.known_secrets.iter().cloned());
+        let (yaml, readme) = bundle_texts(&card, registry, &dir, &known, results_md.as_deref())?;
+        let results_json = match &results_line {
+            Some(line) => {
+                let text = serde_json::to_string_pretty(line).unwrap_or_default() + "\n";
+                if let Some(what) = super::find_secret(&text, &known) {
+                    return Err(HubError::Secret {
+                        path: dir.join(RESULTS_FILE),
+                        what,
+                    });
+                }
+                Some(text)
+            }
+            None => None,
+        };
+
+        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        write_atomic(&dir.join(CARD_FILE), yaml.as_bytes())?;
+        write_atomic(&dir.join(README_FILE), readme.as_bytes())?;
+        if let Some(text) = results_json {
+            write_atomic(&dir.join(RESULTS_FILE), text.as_bytes())?;
+        }
+        versions.versions.push(VersionEntry {
+            version: version.clone(),
+            published: now_utc(),
+        });
+        let list = serde_json::to_string_pretty(&versions).unwrap_or_default() + "\n";
+        write_atomic(&card_dir.join(VERSIONS_FILE), list.as_bytes())?;
+
+        let commit = if self.is_git() && git_available() {
+            let rel = format!("{}/{}", card.namespace, card.name);
+            self.git(&["add", "--", &rel])?;
+            Some(self.commit(&format!("Publish {id} version {version}"))?)
+        } else {
+            None
+        };
+        Ok(Published {
+            namespace: card.namespace,
+            name: card.name,
+            version,
+            dir,
+            commit,
+        })
+    }
+
+    /// The versions of `NAMESPACE/NAME`, or `None` when it was never published.
+    pub fn versions(&self, namespace: &str, name: &str) -> Result<Option<CardVersions>, HubError> {
+        let path = self.root.join(namespace).join(name).join(VERSIONS_FILE);
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(&path)(e)),
+        };
+        let list: CardVersions = serde_json::from_str(&text).map_err(|e| HubError::NotAHub {
+            path: path.clone(),
+            reason: format!("not a versions list: {e}"),
+        })?;
+        Ok(Some(list))
+    }
+
+    /// Every published card, sorted by `NAMESPACE/NAME`.
+    pub fn cards(&self) -> Result<Vec<CardVersions>, HubError> {
+        let mut out = Vec::new();
+        for ns in sorted_dirs(&self.root)? {
+            for name in sorted_dirs(&self.root.join(&ns))? {
+                if let Some(list) = self.versions(&ns, &name)?
+                    && !list.versions.is_empty()
+                {
+                    out.push(list);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The folder of one version.
+    pub fn version_dir(&self, namespace: &str, name: &str, version: &str) -> PathBuf {
+        self.root.join(namespace).join(name).join(version)
+    }
+
+    /// The text of a file of one version (`card.yaml`, `README.md`, ...).
+    pub fn read(
+        &self,
+        namespace: &str,
+        name: &str,
+        version: &str,
+        file: &str,
+    ) -> Result<String, HubError> {
+        let path = self.version_dir(namespace, name, version).join(file);
+        fs::read_to_string(&path).map_err(io_err(&path))
+    }
+
+    /// The leaderboard line a version was published with, if any.
+    pub fn result(
+        &self,
+        namespace: &str,
+        name: &str,
+        version: &str,
+    ) -> Result<Option<PublishedResult>, HubError> {
+        let path = self
+            .version_dir(namespace, name, version)
+            .join(RESULTS_FILE);
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(&path)(e)),
+        };
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| HubError::NotAHub {
+                path,
+                reason: format!("not a results line: {e}"),
+            })
+    }
+
+    fn git(&self, args: &[&str]) -> Result<String, HubError> {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&self.root)
+            .args(args)
+            .output()
+            .map_err(io_err(&self.root))?;
+        if !out.status.success() {
+            return Err(HubError::Git {
+                path: self.root.clone(),
+                message: format!(
+                    "git {} failed: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+
+    /// Commit what is staged; a user without a git identity commits as
+    /// "galapagos hub". Returns the commit's hash.
+    fn commit(&self, message: &str) -> Result<String, HubError> {
+        let has_identity = Command::new("git")
+            .arg("-C")
+            .arg(&self.root)
+            .args(["config", "user.email"])
+            .output()
+            .is_ok_and(|o| o.status.success() && !o.stdout.trim_ascii().is_empty());
+        let mut args: Vec<&str> = Vec::new();
+        if !has_identity {
+            args.extend([
+                "-c",
+                "user.name=galapagos hub",
+                "-c",
+                "user.email=hub@localhost",
+            ]);
+        }
+        args.extend(["commit", "--quiet", "--no-gpg-sign", "-m", message]);
+        self.git(&args)?;
+        self.git(&["rev-parse", "HEAD"])
+    }
+}
+
+/// Sub-folders of `dir` whose names are valid namespace or card names, sorted.
+fn sorted_dirs(dir: &Path) -> Result<Vec<String>, HubError> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
+        let entry = entry.map_err(io_err(dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().is_ok_and(|t| t.is_dir())
+            && super::check_path_name("", &name).is_none()
+        {
+            out.push(name);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_plain_names() {
+        assert!(valid_version("1"));
+        assert!(valid_version("1.2.0-rc1"));
+        assert!(!valid_version(""));
+        assert!(!valid_version(".."));
+        assert!(!valid_version("a/b"));
+        assert!(!valid_version("1 2"));
+        assert!(now_utc().ends_with(" UTC"));
+    }
+}

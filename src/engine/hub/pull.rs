@@ -1,0 +1,497 @@
+//! Pulling a card by name, `NAMESPACE/NAME[@VERSION]`, from the configured
+//! hubs: a hub folder on disk, or the HTTP(S) address of a built hub site
+//! (its `index.json` names each version's raw `card.yaml`). The card is
+//! checked as strictly as a local file; only then is it cached per user
+//! (`~/.cache/galapagos/hub/` on Linux) beside a `source.json` saying which
+//! hub, version and address it came from. A hub that is down or answers
+//! with something that is not a hub is an error naming its address, and
+//! nothing is cached.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::folder::HubFolder;
+use super::site::{INDEX_JSON, SiteIndex};
+use super::{CARD_FILE, check_path_name, write_atomic};
+use crate::engine::card::ValidCard;
+use crate::engine::registry::Registry;
+
+/// The largest `index.json` read from a hub site.
+const MAX_INDEX_BYTES: usize = 16 * 1024 * 1024;
+/// The largest `card.yaml` read from a hub site.
+const MAX_CARD_BYTES: usize = 1024 * 1024;
+/// How long one request to a hub site may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// `NAMESPACE/NAME[@VERSION]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HubRef {
+    pub namespace: String,
+    pub name: String,
+    pub version: Option<String>,
+}
+
+impl std::fmt::Display for HubRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)?;
+        if let Some(v) = &self.version {
+            write!(f, "@{v}")?;
+        }
+        Ok(())
+    }
+}
+
+impl HubRef {
+    /// Parse `NAMESPACE/NAME[@VERSION]` (names of letters, digits, `_`, `-`).
+    pub fn parse(text: &str) -> Option<Self> {
+        let (path, version) = match text.split_once('@') {
+            Some((p, v)) => (p, Some(v)),
+            None => (text, None),
+        };
+        let (namespace, name) = path.split_once('/')?;
+        if check_path_name("", namespace).is_some() || check_path_name("", name).is_some() {
+            return None;
+        }
+        if let Some(v) = version
+            && !super::folder::valid_version(v)
+        {
+            return None;
+        }
+        Some(Self {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            version: version.map(str::to_owned),
+        })
+    }
+}
+
+/// Where a pulled card came from (`source.json` in the cache).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The hub as configured (folder or address).
+    pub hub: String,
+    pub namespace: String,
+    pub name: String,
+    pub version: String,
+    /// When that version was published.
+    pub published: String,
+    /// The file or URL the card was read from.
+    pub source: String,
+    /// When it was pulled, `YYYY-MM-DD HH:MM:SS UTC`.
+    pub pulled: String,
+}
+
+/// A pulled, checked and cached card.
+#[derive(Debug)]
+pub struct Pulled {
+    pub card: ValidCard,
+    pub provenance: Provenance,
+    /// The cached `card.yaml`.
+    pub cached: PathBuf,
+}
+
+/// The hubs to pull from: those given (`--hub`) first, then the user
+/// settings file's `hubs`.
+pub fn configured_hubs(given: &[String]) -> Result<Vec<String>, String> {
+    let mut hubs: Vec<String> = given.to_vec();
+    let settings = crate::engine::model::load_user_settings().map_err(|e| e.to_string())?;
+    for h in settings.hubs {
+        if !hubs.contains(&h) {
+            hubs.push(h);
+        }
+    }
+    Ok(hubs)
+}
+
+/// The per-user cache of pulled cards.
+pub fn cache_dir() -> PathBuf {
+    directories::ProjectDirs::from("org", "galapagos", "galapagos")
+        .map_or_else(
+            || std::env::temp_dir().join("galapagos-cache"),
+            |d| d.cache_dir().to_path_buf(),
+        )
+        .join("hub")
+}
+
+fn is_url(hub: &str) -> bool {
+    let lower = hub.trim().to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://")
+}
+
+/// A folder name for a hub: readable, and unique by a hash of the address.
+fn hub_key(hub: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, hub.as_bytes());
+    let hex: String = digest.as_ref()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let slug: String = hub
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .take(40)
+        .collect();
+    format!("{slug}-{hex}")
+}
+
+/// What one hub has for a name: `Ok(None)` when it does not have it.
+struct Found {
+    yaml: String,
+    version: String,
+    published: String,
+    source: String,
+}
+
+fn from_folder(dir: &Path, r: &HubRef) -> Result<Option<Found>, String> {
+    let hub = HubFolder::open(dir).map_err(|e| e.to_string())?;
+    let Some(list) = hub
+        .versions(&r.namespace, &r.name)
+        .map_err(|e| e.to_string())?
+    else {
+        return Ok(None);
+    };
+    let entry = match &r.version {
+        Some(v) => list
+            .versions
+            .iter()
+            .find(|e| &e.version == v)
+            .ok_or_else(|| {
+                no_version(
+                    r,
+                    dir.display().to_string(),
+                    list.versions.iter().map(|e| e.version.as_str()),
+                )
+            })?,
+        None => match list.latest() {
+            Some(e) => e,
+            None => return Ok(None),
+        },
+    };
+    let path = hub
+        .version_dir(&r.namespace, &r.name, &entry.version)
+        .join(CARD_FILE);
+    let yaml = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Some(Found {
+        yaml,
+        version: entry.version.clone(),
+        published: entry.published.clone(),
+        source: path.display().to_string(),
+    }))
+}
+
+fn no_version<'a>(r: &HubRef, hub: String, have: impl Iterator<Item = &'a str>) -> String {
+    format!(
+        "{hub}: {}/{} has no version `{}` (it has {})",
+        r.namespace,
+        r.name,
+        r.version.as_deref().unwrap_or(""),
+        have.collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// An error with its causes ("connection refused" is a cause of reqwest's
+/// error, not its message).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
+
+async fn get(
+    client: &reqwest::Client,
+    url: &str,
+    max: usize,
+    what: &str,
+) -> Result<Vec<u8>, String> {
+    let mut response = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| format!("{url}: cannot reach the hub: {}", error_chain(&e)))?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(format!("{url}: the hub answered {status} for its {what}"));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| format!("{url}: reading the {what} failed: {e}"))?
+    {
+        body.extend_from_slice(&chunk);
+        if body.len() > max {
+            return Err(format!("{url}: the {what} is larger than {max} bytes"));
+        }
+    }
+    Ok(body)
+}
+
+fn from_site(base: &str, r: &HubRef) -> Result<Option<Found>, String> {
+    let client = http_client(base)?;
+    let root = site_root(base);
+    let index_url = format!("{root}{INDEX_JSON}");
+    runtime()?.block_on(async {
+        let index = read_index(&client, &root).await?;
+        let Some(card) = index
+            .cards
+            .iter()
+            .find(|c| c.namespace == r.namespace && c.name == r.name)
+        else {
+            return Ok(None);
+        };
+        let want = r.version.as_deref().unwrap_or(&card.latest);
+        let Some(entry) = card.versions.iter().find(|v| v.version == want) else {
+            return Err(no_version(
+                r,
+                index_url.clone(),
+                card.versions.iter().map(|v| v.version.as_str()),
+            ));
+        };
+        // the index's path must stay on the site
+        if entry.card.contains("..") || entry.card.contains("://") || entry.card.starts_with('/') {
+            return Err(format!(
+                "{index_url}: the card path `{}` leaves the site",
+                entry.card
+            ));
+        }
+        let url = format!("{root}{}", entry.card);
+        let bytes = get(&client, &url, MAX_CARD_BYTES, CARD_FILE).await?;
+        let yaml =
+            String::from_utf8(bytes).map_err(|_| format!("{url}: the card is not UTF-8 text"))?;
+        Ok(Some(Found {
+            yaml,
+            version: entry.version.clone(),
+            published: entry.published.clone(),
+            source: url,
+        }))
+    })
+}
+
+/// One card a hub lists (for the studio's library).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListedCard {
+    /// The hub as configured.
+    pub hub: String,
+    pub namespace: String,
+    pub name: String,
+    pub title: String,
+    pub summary: String,
+    pub tags: Vec<String>,
+    /// Every version, oldest first.
+    pub versions: Vec<String>,
+}
+
+impl ListedCard {
+    /// `NAMESPACE/NAME`.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// The cards `hub` (a folder or a site's address) lists, with their titles
+/// and summaries.
+pub fn list_cards(hub: &str, registry: &Registry) -> Result<Vec<ListedCard>, String> {
+    if is_url(hub) {
+        let index = fetch_index(hub)?;
+        return Ok(index
+            .cards
+            .into_iter()
+            .map(|c| ListedCard {
+                hub: hub.to_owned(),
+                namespace: c.namespace,
+                name: c.name,
+                title: c.title,
+                summary: c.summary,
+                tags: c.tags,
+                versions: c.versions.into_iter().map(|v| v.version).collect(),
+            })
+            .collect());
+    }
+    let folder = HubFolder::open(Path::new(hub)).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for list in folder.cards().map_err(|e| e.to_string())? {
+        let Some(latest) = list.latest() else {
+            continue;
+        };
+        let path = folder
+            .version_dir(&list.namespace, &list.name, &latest.version)
+            .join(CARD_FILE);
+        let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (title, summary, tags) = match crate::engine::card::Card::from_yaml(
+            &text,
+            &path.display().to_string(),
+            registry,
+        ) {
+            Ok(card) => (card.display_title().to_owned(), card.summary, card.tags),
+            Err(e) => (list.name.clone(), format!("cannot open: {e}"), Vec::new()),
+        };
+        out.push(ListedCard {
+            hub: hub.to_owned(),
+            namespace: list.namespace.clone(),
+            name: list.name.clone(),
+            title,
+            summary,
+            tags,
+            versions: list.versions.iter().map(|v| v.version.clone()).collect(),
+        });
+    }
+    Ok(out)
+}
+
+/// Where `NAMESPACE/NAME` is published among the folder `hubs`: each hub
+/// that has it, with its versions.
+pub fn published_in(hubs: &[String], namespace: &str, name: &str) -> Vec<(String, Vec<String>)> {
+    hubs.iter()
+        .filter(|h| !is_url(h))
+        .filter_map(|h| {
+            let folder = HubFolder::open(Path::new(h)).ok()?;
+            let list = folder.versions(namespace, name).ok()??;
+            Some((
+                h.clone(),
+                list.versions.into_iter().map(|v| v.version).collect(),
+            ))
+        })
+        .collect()
+}
+
+fn http_client(base: &str) -> Result<reqwest::Client, String> {
+    crate::engine::model::openai::install_crypto_provider();
+    reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .connect_timeout(Duration::from_secs(10))
+        .user_agent(concat!("galapagos/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("{base}: cannot make an HTTP client: {e}"))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the HTTP runtime: {e}"))
+}
+
+async fn read_index(client: &reqwest::Client, root: &str) -> Result<SiteIndex, String> {
+    let index_url = format!("{root}{INDEX_JSON}");
+    let body = get(client, &index_url, MAX_INDEX_BYTES, INDEX_JSON).await?;
+    serde_json::from_slice(&body).map_err(|e| {
+        format!("{index_url}: not a hub site's {INDEX_JSON} ({e}); the hub address is the site's root, the folder with {INDEX_JSON}")
+    })
+}
+
+fn site_root(base: &str) -> String {
+    format!("{}/", base.trim_end_matches('/'))
+}
+
+fn fetch_index(base: &str) -> Result<SiteIndex, String> {
+    let client = http_client(base)?;
+    runtime()?.block_on(read_index(&client, &site_root(base)))
+}
+
+/// Pull `r` from the first of `hubs` that has it, check it and cache it.
+pub fn pull(r: &HubRef, hubs: &[String], registry: &Registry) -> Result<Pulled, String> {
+    if hubs.is_empty() {
+        return Err(format!(
+            "{r}: no hub to pull from: pass --hub DIR|URL or list hubs under \"hubs\" in {}",
+            crate::engine::model::settings::user_settings_path().map_or_else(
+                || "the user settings file".to_owned(),
+                |p| p.display().to_string()
+            )
+        ));
+    }
+    let mut problems = Vec::new();
+    for hub in hubs {
+        let found = if is_url(hub) {
+            from_site(hub, r)
+        } else {
+            from_folder(Path::new(hub), r)
+        };
+        let found = match found {
+            Ok(Some(f)) => f,
+            Ok(None) => {
+                problems.push(format!("{hub}: has no {}/{}", r.namespace, r.name));
+                continue;
+            }
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
+        let card =
+            ValidCard::from_yaml(&found.yaml, &found.source, registry).map_err(|errors| {
+                errors
+                    .0
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        let inner = card.card();
+        if inner.namespace != r.namespace || inner.name != r.name {
+            return Err(format!(
+                "{}: the card calls itself {}/{}, not {}/{}",
+                found.source, inner.namespace, inner.name, r.namespace, r.name
+            ));
+        }
+        let provenance = Provenance {
+            hub: hub.clone(),
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            version: found.version.clone(),
+            published: found.published,
+            source: found.source,
+            pulled: super::folder::now_utc(),
+        };
+        let dir = cache_dir()
+            .join(hub_key(hub))
+            .join(&r.namespace)
+            .join(&r.name)
+            .join(&found.version);
+        let cached = dir.join(CARD_FILE);
+        let save = || -> Result<(), String> {
+            fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            write_atomic(&cached, found.yaml.as_bytes()).map_err(|e| e.to_string())?;
+            let note = serde_json::to_string_pretty(&provenance).unwrap_or_default() + "\n";
+            write_atomic(&dir.join("source.json"), note.as_bytes()).map_err(|e| e.to_string())
+        };
+        save()?;
+        return Ok(Pulled {
+            card,
+            provenance,
+            cached,
+        });
+    }
+    Err(format!("cannot pull {r}:\n  {}", problems.join("\n  ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refs_parse() {
+        let r = HubRef::parse("team/topk@1.2").unwrap_or_else(|| panic!("no ref"));
+        assert_eq!(
+            (r.namespace.as_str(), r.name.as_str(), r.version.as_deref()),
+            ("team", "topk", Some("1.2"))
+        );
+        assert!(HubRef::parse("team/topk").is_some_and(|r| r.version.is_none()));
+        assert!(HubRef::parse("cards/topk.yaml").is_none());
+        assert!(HubRef::parse("a/b/c").is_none());
+        assert!(HubRef::parse("../x").is_none());
+        assert!(HubRef::parse("a/b@").is_none());
+        assert!(hub_key("http://127.0.0.1:1/").starts_with("127_0_0_1_1_-"));
+    }
+}
