@@ -251,3 +251,35 @@ fn serve(dir: &Path, out: Option<&Path>, port: u16) -> i32 {
         }
     }
 }
+
+/// Pull a card from the hubs (`--hub` first, then the settings file's),
+/// saying where it came from.
+pub(super) fn pull_card(
+    r: &crate::engine::hub::pull::HubRef,
+    registry: &Registry,
+    hubs: &super::HubArgs,
+) -> Result<crate::engine::hub::pull::Pulled, i32> {
+    let list = crate::engine::hub::pull::configured_hubs(&hubs.hubs).map_err(|e| {
+        eprintln!("error: {e}");
+        2
+    })?;
+    match crate::engine::hub::pull::pull(r, &list, registry) {
+        Ok(p) => {
+            println!(
+                "card:        {}/{}@{} from {} (cached in {})",
+                p.provenance.namespace,
+                p.provenance.name,
+                p.provenance.version,
+                p.provenance.hub,
+                p.cached.display()
+            );
+            Ok(p)
+        }
+        Err(e) => {
+            for line in e.lines() {
+                eprintln!("error: {line}");
+            }
+            Err(2)
+        }
+    }
+}

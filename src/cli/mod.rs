@@ -257,7 +257,7 @@ fn load_card(path: &Path, registry: &Registry, hubs: &HubArgs) -> Result<ValidCa
             .to_str()
             .and_then(crate::engine::hub::pull::HubRef::parse)
     {
-        return pull_card(&r, registry, hubs).map(|p| p.card);
+        return hub::pull_card(&r, registry, hubs).map(|p| p.card);
     }
     ValidCard::load(path, registry).map_err(print_errors)
 }
@@ -267,38 +267,6 @@ fn print_errors(errors: crate::engine::card::CardErrors) -> i32 {
         eprintln!("error: {e}");
     }
     2
-}
-
-/// Pull a card from the hubs (`--hub` first, then the settings file's),
-/// saying where it came from.
-fn pull_card(
-    r: &crate::engine::hub::pull::HubRef,
-    registry: &Registry,
-    hubs: &HubArgs,
-) -> Result<crate::engine::hub::pull::Pulled, i32> {
-    let list = crate::engine::hub::pull::configured_hubs(&hubs.hubs).map_err(|e| {
-        eprintln!("error: {e}");
-        2
-    })?;
-    match crate::engine::hub::pull::pull(r, &list, registry) {
-        Ok(p) => {
-            println!(
-                "card:        {}/{}@{} from {} (cached in {})",
-                p.provenance.namespace,
-                p.provenance.name,
-                p.provenance.version,
-                p.provenance.hub,
-                p.cached.display()
-            );
-            Ok(p)
-        }
-        Err(e) => {
-            for line in e.lines() {
-                eprintln!("error: {line}");
-            }
-            Err(2)
-        }
-    }
 }
 
 /// `galapagos validate`.
@@ -761,7 +729,7 @@ pub fn import(bundle: &Path, out: &Path, force: bool, hubs: &HubArgs) -> i32 {
         })
         .flatten();
     let card = match hub_ref {
-        Some(r) => match pull_card(&r, &registry, hubs) {
+        Some(r) => match hub::pull_card(&r, &registry, hubs) {
             Ok(p) => p.card.into_card(),
             Err(code) => return code,
         },
