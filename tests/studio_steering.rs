@@ -223,6 +223,63 @@ fn notes_and_a_pin_reach_the_following_prompts_and_unpin_removes_it() {
     step_until(&mut h, "the end", |v| !v.is_running());
 }
 
+/// A repository genome: Edit lists every file, the ones the task does not
+/// let change read-only; an edit of a module goes in as the only change.
+#[test]
+fn edit_of_a_folder_program_lists_every_file_and_submits_the_tree() {
+    let registry = galapagos::engine::testing::registry();
+    let task = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tasks/fit_package");
+    let mut c = common::with_slow_evaluator(card("best_of_n.yaml", &registry), 30);
+    c.general.max_iterations = 40;
+    let mut h = harness();
+    let ctx = h.ctx.clone();
+    h.state_mut().start(
+        common::plan_in(c, &task, None, &registry),
+        default_model(),
+        &ctx,
+    );
+    step_until(&mut h, "the initial program", |v| {
+        !v.history().genomes.is_empty()
+    });
+    h.get_by_role_and_label(Role::Button, "Pause").click();
+    step_until(&mut h, "the pause", |v| v.history().paused);
+    h.state_mut().select(Some(0));
+    h.run_steps(2);
+    h.get_by_role_and_label(Role::Button, "Edit").click();
+    h.run_steps(4);
+    // the first editable file is shown; the list has every file
+    assert_eq!(h.state().editor().unwrap().file(), "fitpkg/__init__.py");
+    h.get_by_role_and_label(Role::ComboBox, "File").click();
+    h.run_steps(3);
+    h.get_by_label("README.md (read-only)");
+    h.get_by_label("tests/test_model.py (read-only)");
+    h.get_by_label("fitpkg/model.py").click();
+    h.run_steps(3);
+    assert_eq!(h.state().editor().unwrap().file(), "fitpkg/model.py");
+    h.get_by_label("0 changed");
+    h.get_by_role(Role::MultilineTextInput).focus();
+    h.run_steps(1);
+    h.get_by_role(Role::MultilineTextInput).type_text(HAND);
+    h.run_steps(2);
+    h.get_by_label("1 changed");
+    h.get_by_role_and_label(Role::Button, "Submit as child of #0")
+        .click();
+    step_until(&mut h, "the person's child", |v| {
+        v.history().genomes.iter().any(|g| g.is_by_person())
+    });
+    let history = h.state().history();
+    let person = history.genomes.iter().find(|g| g.is_by_person()).unwrap();
+    let changed: Vec<String> = person
+        .content
+        .changes_from(&history.genomes[0].content)
+        .into_iter()
+        .map(|c| c.path)
+        .collect();
+    assert_eq!(changed, vec!["fitpkg/model.py".to_owned()]);
+    h.state_mut().stop();
+    step_until(&mut h, "the end", |v| !v.is_running());
+}
+
 /// The README's screenshots: the editor on circle_packing's best genome of
 /// a paused best_of_n run, and the notes box with a pin after the person's
 /// child is in (1024×640 and 1920×1080).

@@ -49,10 +49,19 @@ impl RunRecorder for Redacted {
         // (a scratchpad of notes).
         let mut policy = checkpoint.policy.clone();
         let mut memory = checkpoint.memory.clone();
-        if r.json(&mut policy) | r.json(&mut memory) {
+        // A person's notes are typed text, kept in every checkpoint.
+        let mut steering = checkpoint.steering.clone();
+        let mut notes = r.string(&mut steering.notes);
+        for changed in &mut steering.history {
+            if let crate::engine::steering::Change::Notes { text } = &mut changed.change {
+                notes |= r.string(text);
+            }
+        }
+        if r.json(&mut policy) | r.json(&mut memory) | notes {
             let clean = Checkpoint {
                 policy,
                 memory,
+                steering,
                 ..checkpoint.clone()
             };
             self.inner.record_iteration(&genomes, &clean)

@@ -149,7 +149,7 @@ impl ProgramEditor {
         if !self.original.is_single() {
             let changed = self.program().changes_from(&self.original).len();
             ui.horizontal(|ui| {
-                ui.label("File");
+                let label = ui.label("File");
                 let shown = |p: &str, editable: bool| {
                     if editable {
                         p.to_owned()
@@ -162,10 +162,12 @@ impl ProgramEditor {
                     .show_ui(ui, |ui| {
                         let paths: Vec<String> = self.texts.keys().cloned().collect();
                         for path in paths {
-                            let label = shown(&path, self.editable(&path));
-                            ui.selectable_value(&mut self.file, path, label);
+                            let text = shown(&path, self.editable(&path));
+                            ui.selectable_value(&mut self.file, path, text);
                         }
-                    });
+                    })
+                    .response
+                    .labelled_by(label.id);
                 ui.label(RichText::new(format!("{changed} changed")).weak());
             });
         }
