@@ -7,7 +7,11 @@
 //! folder's size (target: under 50 MB), the time to read every genome back
 //! (resume, export-run, compare and the leaderboard read them so), and the
 //! time to write one genome's tree into a fresh evaluation folder (target:
-//! under 20 ms), in memory and as read back from the archive.
+//! under 20 ms), in memory and as read back from the archive, written file
+//! by file (`Tree::write_to`), then, in the same invocation, as hard links
+//! to the run's read-only blob copies on the same file system
+//! (`Tree::link_into`, for a folder nothing writes: a Slurm candidate's
+//! staging folder).
 //!
 //! `cargo bench --bench tree_storage` (`N=5000` for more genomes).
 
@@ -239,14 +243,20 @@ fn main() {
         || dir.path().join("eval"),
         |d| std::path::PathBuf::from(d).join("tree_storage_eval"),
     );
-    let times = |from: &[&Tree]| -> Vec<f64> {
+    let store = out.join("blobs");
+    let times = |from: &[&Tree], link: bool| -> Vec<f64> {
         let mut ms: Vec<f64> = from
             .iter()
             .enumerate()
             .map(|(i, tree)| {
                 let folder = out.join(format!("c{i}"));
                 let t = Instant::now();
-                tree.write_to(&folder).expect("tree_storage benchmark");
+                if link {
+                    tree.link_into(&folder, &store)
+                } else {
+                    tree.write_to(&folder)
+                }
+                .expect("tree_storage benchmark");
                 let took = t.elapsed().as_secs_f64() * 1e3;
                 std::fs::remove_dir_all(&folder).ok();
                 took
@@ -257,12 +267,12 @@ fn main() {
     };
     let sample: Vec<&Tree> = (0..50).map(|i| &trees[(i * 37) % trees.len()]).collect();
     let cpu_before = cpu_secs();
-    let mem = times(&sample);
+    let mem = times(&sample, false);
     let cpu_ms = (cpu_secs() - cpu_before) * 1e3 / sample.len() as f64;
     let read: Vec<&Tree> = (0..50)
         .map(|i| &back[(i * 37) % back.len()].content)
         .collect();
-    let from_archive = times(&read);
+    let from_archive = times(&read, false);
     println!(
         "a genome's tree written into a fresh evaluation folder ({}): median {:.2} ms, p95 {:.2} ms, max {:.2} ms \
          wall, {cpu_ms:.1} ms CPU on average (target < 20 ms); as read back from the archive: median {:.2} ms, \
@@ -274,4 +284,17 @@ fn main() {
         percentile(&from_archive, 0.5),
         percentile(&from_archive, 1.0)
     );
+    let cpu_before = cpu_secs();
+    let linked = times(&sample, true);
+    let cpu_ms = (cpu_secs() - cpu_before) * 1e3 / sample.len() as f64;
+    println!(
+        "the same trees as hard links to the run's read-only blob copies in {} (each blob written once, \
+         the first tree's in its time): median {:.2} ms, p95 {:.2} ms, max {:.2} ms wall, {cpu_ms:.1} ms CPU on \
+         average",
+        store.display(),
+        percentile(&linked, 0.5),
+        percentile(&linked, 0.95),
+        percentile(&linked, 1.0)
+    );
+    std::fs::remove_dir_all(&store).ok();
 }

@@ -534,3 +534,44 @@ fn a_version_1_archive_still_loads() {
         .unwrap());
     assert_eq!(Archive::open(&run).unwrap().genomes().unwrap().len(), 4);
 }
+
+/// A tree written as hard links into a folder nothing writes (a Slurm
+/// candidate's staging folder): every file as the tree holds it, one
+/// read-only copy per distinct file in the store, shared by the trees that
+/// have it.
+#[test]
+fn a_linked_tree_shares_one_read_only_copy_per_distinct_file() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("blobs");
+    let a = value_tree("1.0");
+    let b = value_tree("2.0");
+    let (da, db) = (dir.path().join("a"), dir.path().join("b"));
+    a.link_into(&da, &store).unwrap();
+    b.link_into(&db, &store).unwrap();
+    for (tree, folder) in [(&a, &da), (&b, &db)] {
+        for (path, blob) in tree.files() {
+            assert_eq!(
+                std::fs::read(folder.join(path)).unwrap(),
+                blob.bytes(),
+                "{path}"
+            );
+        }
+    }
+    let inode = |p: &Path| std::fs::metadata(p).unwrap().ino();
+    assert_eq!(inode(&da.join("pkg/mod.py")), inode(&db.join("pkg/mod.py")));
+    assert_eq!(
+        inode(&da.join("data/blob.bin")),
+        inode(&db.join("data/blob.bin"))
+    );
+    assert_ne!(
+        inode(&da.join("pkg/value.txt")),
+        inode(&db.join("pkg/value.txt"))
+    );
+    let stored: Vec<std::fs::Metadata> = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap())
+        .collect();
+    assert_eq!(stored.len(), 4, "mod.py, blob.bin and two value.txt");
+    assert!(stored.iter().all(|m| m.mode() & 0o222 == 0), "read-only");
+}

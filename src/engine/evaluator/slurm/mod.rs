@@ -372,12 +372,14 @@ impl SlurmEvaluator {
         // A single file as `program<suffix>`, a folder program's tree as
         // `program/`: the runner hands either to the evaluation process,
         // which writes its own copy (`evaluate` gets that file or folder).
+        // Nothing writes the staging folder, so a tree is hard links to
+        // the stage's read-only blob copies (`blobs/`, each file once).
         let folder = !candidate.content.is_single();
         let program = if folder {
             let program = dir.join("program");
             candidate
                 .content
-                .write_to(&program)
+                .link_into(&program, &stage.root.join("blobs"))
                 .map_err(|e| format!("cannot write the program into {}: {e}", program.display()))?;
             program
         } else {
