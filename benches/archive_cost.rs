@@ -100,6 +100,7 @@ fn record(
         parallel: 1,
         run_dir: Some(dir.to_path_buf()),
         unsandboxed: None,
+        forked_from: None,
     };
     recorder
         .begin(&info, card, dir)

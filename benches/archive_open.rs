@@ -37,6 +37,7 @@ fn write_archive(dir: &std::path::Path, n: u64) -> Result<u64, String> {
         parallel: 1,
         run_dir: Some(dir.to_path_buf()),
         unsandboxed: None,
+        forked_from: None,
     };
     rec.begin(&info, &card, std::path::Path::new("synthetic"))
         .map_err(|e| e.to_string())?;

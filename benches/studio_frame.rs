@@ -118,6 +118,7 @@ fn main() {
             parallel: 1,
             run_dir: None,
             unsandboxed: None,
+            forked_from: None,
         }));
         for i in 0..n {
             view.apply_event(admitted(common::genome(i), &mut best));

@@ -180,6 +180,7 @@ fn main() {
         parallel: 1,
         run_dir: Some(run.clone()),
         unsandboxed: None,
+        forked_from: None,
     };
     let mut recorder = open_run_folder(&run, false).expect("tree_storage benchmark");
     recorder

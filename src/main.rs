@@ -17,6 +17,7 @@ fn main() {
             verbose,
             model,
         }) => galapagos::cli::resume(&run_dir, iterations, quiet, verbose, &model),
+        Some(Command::Fork(args)) => galapagos::cli::fork::fork(&args),
         Some(Command::Export { card, out, results }) => {
             galapagos::cli::export(&card, &out, results.as_deref())
         }

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 
+pub mod fork;
 pub mod hub;
 pub mod leaderboard;
 pub mod models;
@@ -78,6 +79,8 @@ pub enum Command {
     /// Notes for the model and pinned inspirations of a stopped run, kept when it resumes; with no
     /// option, print those in force.
     Steer(steer::SteerArgs),
+    /// Start a new run from a genome of a recorded run: its program is the new run's initial program.
+    Fork(fork::ForkArgs),
     /// Export a run's genomes as JSON lines, or the best genome's lineage as a git history.
     #[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "git"])))]
     ExportRun {
@@ -414,6 +417,46 @@ fn print_summary(s: &RunSummary, run_dir: &Path, model: &str, fitness: &FitnessL
     println!("run folder:  {}", run_dir.display());
 }
 
+/// The flags `run` and `fork` share that change the card's settings.
+struct RunFlags {
+    iterations: Option<u64>,
+    seed: Option<u64>,
+    parallel: Option<u32>,
+}
+
+impl RunFlags {
+    /// `card` with the flags' values, or the exit code after printing every
+    /// problem (a flag's value as the flag's error, the card's as the card's,
+    /// named `card_label`).
+    fn apply(&self, card: ValidCard, card_label: &str) -> Result<ValidCard, i32> {
+        card.with_settings(|general, seed| {
+            if let Some(n) = self.iterations {
+                general.max_iterations = n;
+            }
+            if let Some(s) = self.seed {
+                *seed = s;
+            }
+            if let Some(p) = self.parallel {
+                general.parallel = p;
+            }
+        })
+        .map_err(|problems| {
+            for p in problems {
+                let flag = match p.field.as_str() {
+                    "general.max_iterations" if self.iterations.is_some() => Some("--iterations"),
+                    "general.parallel" if self.parallel.is_some() => Some("--parallel"),
+                    _ => None,
+                };
+                match flag {
+                    Some(flag) => eprintln!("error: {flag}: {}", p.message),
+                    None => eprintln!("error: {card_label}: {}: {}", p.field, p.message),
+                }
+            }
+            2
+        })
+    }
+}
+
 /// `galapagos run`: returns the process exit code.
 pub fn run(args: &RunArgs) -> i32 {
     let registry = Registry::builtin();
@@ -421,33 +464,14 @@ pub fn run(args: &RunArgs) -> i32 {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let card = match card.with_settings(|general, seed| {
-        if let Some(n) = args.iterations {
-            general.max_iterations = n;
-        }
-        if let Some(s) = args.seed {
-            *seed = s;
-        }
-        if let Some(p) = args.parallel {
-            general.parallel = p;
-        }
-    }) {
+    let flags = RunFlags {
+        iterations: args.iterations,
+        seed: args.seed,
+        parallel: args.parallel,
+    };
+    let card = match flags.apply(card, &args.card.display().to_string()) {
         Ok(c) => c,
-        Err(problems) => {
-            for p in problems {
-                // A value set on the command line is the flag's error, not the card's.
-                let flag = match p.field.as_str() {
-                    "general.max_iterations" if args.iterations.is_some() => Some("--iterations"),
-                    "general.parallel" if args.parallel.is_some() => Some("--parallel"),
-                    _ => None,
-                };
-                match flag {
-                    Some(flag) => eprintln!("error: {flag}: {}", p.message),
-                    None => eprintln!("error: {}: {}: {}", args.card.display(), p.field, p.message),
-                }
-            }
-            return 2;
-        }
+        Err(code) => return code,
     };
     // The task folder is checked before anything is written: a bad one is
     // one message and exit 2, with no run folder.

@@ -60,6 +60,26 @@ pub struct RunInfo {
     /// none`): the warning, also logged at the start of every such run. A UI
     /// shows it as a badge.
     pub unsandboxed: Option<String>,
+    /// The run and genome this run was forked from (its initial program is
+    /// that genome's), when it is a fork.
+    pub forked_from: Option<RunOrigin>,
+}
+
+/// Where a forked run came from: the run folder and the genome whose program
+/// is the fork's initial program. Kept in the fork's record (its archive's
+/// metadata and `summary.json`), never in its card.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunOrigin {
+    /// The parent run's folder (absolute).
+    pub run: std::path::PathBuf,
+    /// The genome of that run the fork starts from.
+    pub genome: GenomeId,
+}
+
+impl std::fmt::Display for RunOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "genome #{} of {}", self.genome, self.run.display())
+    }
 }
 
 impl RunInfo {

@@ -17,6 +17,8 @@ use crate::engine::archive::{Archive, ArchiveError, RunLock, RunMeta};
 use crate::engine::card::{Card, CardErrors, ValidCard};
 use crate::engine::component::{Feature, Slot};
 use crate::engine::events::RunCommand;
+use crate::engine::events::RunOrigin;
+use crate::engine::genome::GenomeId;
 use crate::engine::registry::Registry;
 use crate::engine::task::{Task, TaskError};
 use crate::engine::task_settings::{SettingsError, TaskSettings};
@@ -26,6 +28,13 @@ use crate::engine::task_settings::{SettingsError, TaskSettings};
 pub enum LaunchError {
     #[error(transparent)]
     Archive(#[from] ArchiveError),
+    /// A fork names a genome the run does not have.
+    #[error("{}: the run has no genome #{id} (its genomes are #0 to #{})", run.display(), count.saturating_sub(1))]
+    NoGenome {
+        run: PathBuf,
+        id: GenomeId,
+        count: u64,
+    },
     /// The card recorded in the run folder does not load with this build's
     /// components.
     #[error("the recorded card is not valid here:\n{0}")]
@@ -67,6 +76,14 @@ pub fn check_resume_budget(done: u64, budget: u64) -> Result<(), LaunchError> {
     }
 }
 
+/// The card the run in `run_dir` ran with, checked with this build's
+/// components.
+pub fn recorded_card(run_dir: &Path, registry: &Registry) -> Result<ValidCard, LaunchError> {
+    let meta = Archive::open(run_dir)?.meta()?;
+    let origin = format!("{} (card stored in the run archive)", run_dir.display());
+    ValidCard::from_yaml(&meta.card_yaml, &origin, registry).map_err(LaunchError::RecordedCard)
+}
+
 /// A run ready to start.
 #[derive(Clone, Debug)]
 pub struct RunPlan {
@@ -84,6 +101,9 @@ pub struct RunPlan {
     recorded: (u64, u64),
     /// Reopened only to take a person's changes, these (see [`RunPlan::steer`]).
     steer_only: Option<Vec<RunCommand>>,
+    /// The run and genome this run was forked from, when it is a fork (kept
+    /// when a fork is resumed).
+    origin: Option<RunOrigin>,
 }
 
 /// The card fitted to the task: its config's settings mapped onto it, and a
@@ -168,7 +188,42 @@ impl RunPlan {
             resumed_after: None,
             recorded: (0, 0),
             steer_only: None,
+            origin: None,
         })
+    }
+
+    /// A new run forked from genome `genome` of the run recorded in
+    /// `source`: its initial program is that genome's program (a single file
+    /// or a whole tree), on the source run's task folder, with `card` (the
+    /// source run's own card when `None`, see [`recorded_card`]). Not
+    /// recorded yet: give it a folder
+    /// with [`RunPlan::in_new_folder`]. The fork records where it came from
+    /// in its archive and `summary.json` ([`RunOrigin`]), never in its card.
+    pub fn fork(
+        source: &Path,
+        genome: GenomeId,
+        card: Option<ValidCard>,
+        registry: &Registry,
+    ) -> Result<Self, LaunchError> {
+        let archive = Archive::open(source)?;
+        let meta = archive.meta()?;
+        let Some(g) = archive.genome(genome)? else {
+            return Err(LaunchError::NoGenome {
+                run: source.to_path_buf(),
+                id: genome,
+                count: archive.genome_count()?,
+            });
+        };
+        let card = match card {
+            Some(card) => card,
+            None => recorded_card(source, registry)?,
+        };
+        let mut task = Task::load(&meta.task_dir)?;
+        task.initial_program = g.content;
+        let run = std::fs::canonicalize(source).unwrap_or_else(|_| source.to_path_buf());
+        let mut plan = Self::new(card, task, None, registry)?;
+        plan.origin = Some(RunOrigin { run, genome });
+        Ok(plan)
     }
 
     /// A new run recorded in a fresh folder under `runs_root`, named
@@ -272,7 +327,14 @@ impl RunPlan {
                         .collect(),
                 ))
             })?;
-        let task = Task::load(&meta.task_dir)?;
+        let mut task = Task::load(&meta.task_dir)?;
+        // A fork's initial program is the genome it came from, not the
+        // task folder's: genome 0 on its record.
+        if meta.forked_from.is_some()
+            && let Some(initial) = Archive::open(run_dir)?.genome(0)?
+        {
+            task.initial_program = initial.content;
+        }
         let (card, settings) = fit(card, &task, registry)?;
         // Read again under the lock: a writer that held it may have gone on.
         let lock = RunLock::acquire(run_dir)?;
@@ -289,7 +351,13 @@ impl RunPlan {
             resumed_after: Some(done),
             recorded,
             steer_only: None,
+            origin: meta.forked_from,
         })
+    }
+
+    /// The run and genome this run was forked from, when it is a fork.
+    pub fn origin(&self) -> Option<&RunOrigin> {
+        self.origin.as_ref()
     }
 
     /// The card as it will run.

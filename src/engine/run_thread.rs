@@ -138,6 +138,7 @@ pub async fn run_plan(
     };
     let task = plan.task().clone();
     let notices = plan.notices();
+    let origin = plan.origin().cloned();
     let name = plan.card().name.clone();
     let resume = plan.is_resume();
     let run_dir = plan.run_dir().map(Path::to_path_buf);
@@ -153,10 +154,13 @@ pub async fn run_plan(
     .await;
     let changes = plan.steering_changes().map(<[RunCommand]>::to_vec);
     let mut scaffold = match built {
-        Ok(Ok(s)) => match changes {
-            Some(changes) => s.with_notices(notices).steer_only(changes),
-            None => s.with_notices(notices),
-        },
+        Ok(Ok(s)) => {
+            let s = s.with_notices(notices).forked_from(origin);
+            match changes {
+                Some(changes) => s.steer_only(changes),
+                None => s,
+            }
+        }
         Ok(Err(e)) => return fail(format!("card {name}: {e}")).await,
         Err(e) => return fail(format!("building the scaffold failed: {e}")).await,
     };

@@ -189,6 +189,14 @@ pub enum UiCommand {
     OpenRun(PathBuf),
     /// Read a recorded run's best-so-far curve for the comparison plot.
     LoadCurve(PathBuf),
+    /// Start a new run from genome `genome` of the run recorded in `dir`
+    /// (its program as the initial program) with the current card.
+    ForkRun {
+        /// The run folder forked from.
+        dir: PathBuf,
+        /// The genome whose program the fork starts from.
+        genome: u64,
+    },
     /// Continue a recorded run live up to `iterations` (the new budget).
     ResumeRun {
         /// The run folder (appended to).
@@ -280,6 +288,7 @@ impl UiCommand {
             | Self::RefreshRuns
             | Self::OpenRun(_)
             | Self::LoadCurve(_)
+            | Self::ForkRun { .. }
             | Self::ResumeRun { .. } => CommandGroup::Run,
             Self::OpenModelSettings | Self::CloseModelSettings | Self::SaveModelSettings(_) => {
                 CommandGroup::Model

@@ -1,6 +1,7 @@
 //! The Runs panel: the recorded runs in a folder (card, task, best score,
 //! iterations, status, start time), opening one read-only in the run view,
-//! overlaying the best-so-far curves of several, and resuming one.
+//! overlaying the best-so-far curves of several, and resuming one. Forks are
+//! listed as a tree: under the run they came from, with the genome named.
 //!
 //! The panel only keeps its own view state (folder text, list, ticks,
 //! curves); everything that touches the app (reading a run into the run
@@ -41,6 +42,59 @@ pub fn format_started(unix: u64) -> String {
 /// The legend text of a run: `card · task · start time`.
 pub fn run_label(card: &str, task: &str, started_unix: u64) -> String {
     format!("{card} · {task} · {}", format_started(started_unix))
+}
+
+/// The runs in tree order: each run followed by the runs forked from it
+/// (depth first, in list order), as (index into `listings`, depth). A fork
+/// whose parent is not listed is a root.
+pub fn fork_tree(listings: &[RunListing]) -> Vec<(usize, usize)> {
+    let canonical: Vec<PathBuf> = listings
+        .iter()
+        .map(|l| std::fs::canonicalize(&l.dir).unwrap_or_else(|_| l.dir.clone()))
+        .collect();
+    let parent_of = |l: &RunListing| -> Option<usize> {
+        let origin = l.forked_from.as_ref()?;
+        canonical.iter().position(|c| c == &origin.run)
+    };
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); listings.len()];
+    let mut roots = Vec::new();
+    for (i, l) in listings.iter().enumerate() {
+        match parent_of(l).filter(|p| *p != i) {
+            Some(p) => children[p].push(i),
+            None => roots.push(i),
+        }
+    }
+    let mut out = Vec::with_capacity(listings.len());
+    let mut seen = vec![false; listings.len()];
+    let mut stack: Vec<(usize, usize)> = roots.into_iter().rev().map(|i| (i, 0)).collect();
+    while let Some((i, depth)) = stack.pop() {
+        if std::mem::replace(&mut seen[i], true) {
+            continue;
+        }
+        out.push((i, depth));
+        stack.extend(children[i].iter().rev().map(|c| (*c, depth + 1)));
+    }
+    // Runs in a loop of forks (folders copied over each other) are listed
+    // flat at the end rather than dropped.
+    out.extend((0..listings.len()).filter(|i| !seen[*i]).map(|i| (i, 0)));
+    out
+}
+
+/// The run column's text of a run `depth` forks deep: indented under its
+/// parent, with the genome it was forked from.
+pub fn tree_label(name: &str, depth: usize, listing: &RunListing) -> String {
+    match (&listing.forked_from, depth) {
+        (Some(origin), 0) => format!(
+            "{name} · fork of #{} of {}",
+            origin.genome,
+            origin
+                .run
+                .file_name()
+                .map_or_else(|| origin.run.display().to_string(), |n| n.to_string_lossy().into_owned())
+        ),
+        (Some(origin), d) => format!("{}└ {name} · from #{}", "   ".repeat(d - 1), origin.genome),
+        (None, _) => name.to_owned(),
+    }
 }
 
 /// What the app tells the panel each frame.
@@ -105,6 +159,8 @@ pub struct RunsPanel {
     /// The folder field's text.
     pub folder: String,
     listings: Vec<RunListing>,
+    /// The listings in tree order (forks under their parent), with depth.
+    tree: Vec<(usize, usize)>,
     /// The folder last listed.
     scanned: Option<PathBuf>,
     /// Runs ticked for comparison, in tick order.
@@ -129,6 +185,7 @@ impl RunsPanel {
     pub fn refresh(&mut self) {
         let folder = PathBuf::from(self.folder.trim());
         self.listings = list_runs(&folder);
+        self.tree = fork_tree(&self.listings);
         let present: BTreeSet<&Path> = self.listings.iter().map(|l| l.dir.as_path()).collect();
         self.checked.retain(|d| present.contains(d.as_path()));
         if self
@@ -325,7 +382,10 @@ impl RunsPanel {
                     ui.label(RichText::new(h).strong());
                 }
                 ui.end_row();
-                for l in &self.listings {
+                for &(index, depth) in &self.tree {
+                    let Some(l) = self.listings.get(index) else {
+                        continue;
+                    };
                     let name = l.dir.file_name().map_or_else(
                         || l.dir.display().to_string(),
                         |n| n.to_string_lossy().into_owned(),
@@ -350,14 +410,15 @@ impl RunsPanel {
                     }
                     let is_sel = self.selected.as_ref().is_some_and(|s| s.dir == l.dir);
                     let live = ctx.live_dir == Some(l.dir.as_path());
-                    let text = if live {
-                        format!("{name} (live)")
-                    } else {
-                        name.clone()
+                    let tree = tree_label(&name, depth, l);
+                    let text = if live { format!("{tree} (live)") } else { tree };
+                    let hover = match &l.forked_from {
+                        Some(origin) => format!("{}\nforked from {origin}", l.dir.display()),
+                        None => l.dir.display().to_string(),
                     };
                     if ui
                         .selectable_label(is_sel, text)
-                        .on_hover_text(l.dir.display().to_string())
+                        .on_hover_text(hover)
                         .clicked()
                     {
                         select = Some(l.dir.clone());
@@ -399,6 +460,14 @@ impl RunsPanel {
                 ui.weak(format!("{done} of {} iterations done", sel.budget));
             }
         });
+        if let Some(origin) = self
+            .listings
+            .iter()
+            .find(|l| l.dir == sel.dir)
+            .and_then(|l| l.forked_from.as_ref())
+        {
+            ui.add(egui::Label::new(RichText::new(format!("Forked from {origin}")).weak()).wrap());
+        }
         if let Some(e) = &sel.error {
             ui.add(egui::Label::new(RichText::new(e).color(ctx.error)).wrap());
         }

@@ -310,6 +310,7 @@ mod tests {
             parallel: 1,
             run_dir: None,
             unsandboxed: None,
+            forked_from: None,
         };
         (info, card)
     }

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::{ArchiveError, Checkpoint, RunRecorder};
 use crate::engine::card::Card;
-use crate::engine::events::{RunInfo, RunSummary};
+use crate::engine::events::{RunInfo, RunOrigin, RunSummary};
 use crate::engine::genome::Genome;
 
 /// Writes `card.yaml`, `genomes.jsonl` (flushed per iteration) and `summary.json`.
@@ -18,6 +18,8 @@ pub struct JsonlRecorder {
     dir: PathBuf,
     append: bool,
     genomes: Option<BufWriter<File>>,
+    /// The run's origin when it is a fork, for `summary.json`.
+    forked_from: Option<RunOrigin>,
 }
 
 impl JsonlRecorder {
@@ -27,6 +29,7 @@ impl JsonlRecorder {
             dir: dir.to_path_buf(),
             append,
             genomes: None,
+            forked_from: None,
         }
     }
 }
@@ -63,6 +66,9 @@ struct SummaryJson {
     wall_secs: f64,
     /// The run's wall time over every invocation.
     run_wall_secs: f64,
+    /// The run and genome a fork started from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forked_from: Option<RunOrigin>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -72,10 +78,11 @@ fn is_zero(n: &u64) -> bool {
 impl RunRecorder for JsonlRecorder {
     fn begin(
         &mut self,
-        _info: &RunInfo,
+        info: &RunInfo,
         card: &Card,
         _task_dir: &Path,
     ) -> Result<(), ArchiveError> {
+        self.forked_from.clone_from(&info.forked_from);
         std::fs::create_dir_all(&self.dir).map_err(|e| io_err(&self.dir, e))?;
         let card_path = self.dir.join("card.yaml");
         std::fs::write(&card_path, card.to_yaml()).map_err(|e| io_err(&card_path, e))?;
@@ -132,6 +139,7 @@ impl RunRecorder for JsonlRecorder {
             cost_usd: s.usage.cost_usd,
             wall_secs: s.wall_secs,
             run_wall_secs: s.run_wall_secs,
+            forked_from: self.forked_from.clone(),
         })
         .map_err(|e| io_err(&path, e))?;
         std::fs::write(&path, text + "\n").map_err(|e| io_err(&path, e))

@@ -2,7 +2,8 @@
 //!
 //! Schema (version [`SCHEMA_VERSION`]):
 //! - `meta(key PRIMARY KEY, value)`: schema_version, card_yaml, task_dir, seed,
-//!   model, offline, started_unix, ended_unix, status, max_iterations.
+//!   model, offline, started_unix, ended_unix, status, max_iterations, and
+//!   for a fork forked_from_run and forked_from_genome.
 //! - `genomes(id PRIMARY KEY, iteration, attempt, parent_id, valid, score, json)`:
 //!   every genome, the whole record as JSON plus indexed columns for listing.
 //! - `events(seq PRIMARY KEY, unix, level, message)`: the run's log.
@@ -19,14 +20,18 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension as _, params};
 
 use super::{ArchiveError, Checkpoint, RunRecorder, unix_now};
 use crate::engine::card::Card;
-use crate::engine::events::{LogLevel, RunInfo, RunSummary};
-use crate::engine::genome::Genome;
+use crate::engine::events::{LogLevel, RunInfo, RunOrigin, RunSummary};
+use crate::engine::genome::{Genome, GenomeId};
 
 /// File name inside a run folder.
 pub const ARCHIVE_FILE: &str = "archive.sqlite";
 /// The schema this build writes and reads (2: folder programs as blobs and
 /// trees; version 1 archives are read as they are).
 pub const SCHEMA_VERSION: i64 = 2;
+
+/// The `meta` keys of a fork's origin: the parent run's folder and genome.
+const FORKED_FROM_RUN: &str = "forked_from_run";
+const FORKED_FROM_GENOME: &str = "forked_from_genome";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -69,6 +74,8 @@ pub struct RunMeta {
     pub max_iterations: u64,
     pub started_unix: u64,
     pub ended_unix: Option<u64>,
+    /// The run and genome this run was forked from, when it is a fork.
+    pub forked_from: Option<RunOrigin>,
 }
 
 /// Everything in an archive.
@@ -143,7 +150,46 @@ impl Archive {
             max_iterations: get("max_iterations")?.parse().unwrap_or(0),
             started_unix: get("started_unix")?.parse().unwrap_or(0),
             ended_unix: get("ended_unix")?.parse().ok(),
+            forked_from: self.forked_from()?,
         })
+    }
+
+    /// The run and genome this run was forked from (`None` for a run
+    /// started from its task's program).
+    fn forked_from(&self) -> Result<Option<RunOrigin>, ArchiveError> {
+        let (Some(run), Some(genome)) = (
+            self.meta_value(FORKED_FROM_RUN)?,
+            self.meta_value(FORKED_FROM_GENOME)?,
+        ) else {
+            return Ok(None);
+        };
+        let genome = genome
+            .parse()
+            .map_err(|e| corrupt(&self.path, format!("{FORKED_FROM_GENOME} {genome:?}: {e}")))?;
+        Ok(Some(RunOrigin {
+            run: PathBuf::from(run),
+            genome,
+        }))
+    }
+
+    /// Genome `id` with everything it holds, or `None` when the run has no
+    /// such genome.
+    pub fn genome(&self, id: GenomeId) -> Result<Option<Genome>, ArchiveError> {
+        let json: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT json FROM genomes WHERE id = ?1",
+                [i64::try_from(id).unwrap_or(i64::MAX)],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| corrupt(&self.path, e))?;
+        json.map(|json| {
+            self.tree_reader()
+                .decode(&json)
+                .map_err(|e| corrupt(&self.path, format!("genome {id}: {e}")))
+        })
+        .transpose()
     }
 
     /// Every genome in id (admission) order.
@@ -281,6 +327,8 @@ pub struct RunListing {
     pub iterations: u64,
     pub best_score: Option<f64>,
     pub started_unix: u64,
+    /// The run and genome this run was forked from, when it is a fork.
+    pub forked_from: Option<RunOrigin>,
 }
 
 /// Every run folder directly under `root`, newest first; unreadable ones are
@@ -312,6 +360,7 @@ pub fn list_runs(root: &Path) -> Vec<RunListing> {
                     iterations,
                     best_score,
                     started_unix: meta.started_unix,
+                    forked_from: meta.forked_from,
                 })
             };
             read().unwrap_or_else(|e| RunListing {
@@ -323,6 +372,7 @@ pub fn list_runs(root: &Path) -> Vec<RunListing> {
                 iterations: 0,
                 best_score: None,
                 started_unix: 0,
+                forked_from: None,
             })
         })
         .collect();
@@ -486,6 +536,10 @@ impl RunRecorder for SqliteRecorder {
         self.set_meta("offline", &info.offline.to_string())?;
         self.set_meta("max_iterations", &info.max_iterations.to_string())?;
         self.set_meta("status", "running")?;
+        if let Some(origin) = &info.forked_from {
+            self.set_meta(FORKED_FROM_RUN, &origin.run.display().to_string())?;
+            self.set_meta(FORKED_FROM_GENOME, &origin.genome.to_string())?;
+        }
         if !self.resume {
             self.set_meta("started_unix", &unix_now().to_string())?;
         }

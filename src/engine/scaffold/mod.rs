@@ -20,7 +20,7 @@ use crate::engine::card::{Card, Progress, ValidCard};
 use crate::engine::component::{BuildContext, RegistryError, RestoreError};
 use crate::engine::evaluator::{Candidate, Evaluator};
 use crate::engine::events::{
-    EventSink, LogLevel, RunCommand, RunEvent, RunInfo, RunStatus, RunSummary,
+    EventSink, LogLevel, RunCommand, RunEvent, RunInfo, RunOrigin, RunStatus, RunSummary,
 };
 use crate::engine::genome::{Genome, GenomeId, GenomeMeta, Timings};
 use crate::engine::memory::{Memory, MemoryQuery};
@@ -113,6 +113,8 @@ pub struct Scaffold {
     steer_only: bool,
     /// Commands applied before any from the channel.
     queued: Vec<RunCommand>,
+    /// The run and genome this run was forked from, when it is a fork.
+    origin: Option<RunOrigin>,
 }
 
 /// The loop's mutable bookkeeping.
@@ -226,6 +228,7 @@ impl Scaffold {
             notes,
             steer_only: false,
             queued: Vec::new(),
+            origin: None,
         })
     }
 
@@ -234,6 +237,14 @@ impl Scaffold {
     #[must_use]
     pub fn with_notices(mut self, notices: Vec<(LogLevel, String)>) -> Self {
         self.notices = notices;
+        self
+    }
+
+    /// Mark this run as a fork of `origin` (its initial program is that
+    /// genome's): said in its log and kept in its record.
+    #[must_use]
+    pub fn forked_from(mut self, origin: Option<RunOrigin>) -> Self {
+        self.origin = origin;
         self
     }
 
@@ -325,6 +336,7 @@ impl Scaffold {
             parallel: general.parallel,
             run_dir,
             unsandboxed: self.evaluator.unsandboxed(),
+            forked_from: self.origin.clone(),
         };
         if let Some(r) = recorder.as_mut()
             && let Err(e) = r.begin(&info, &self.card, &self.task.dir)
@@ -343,6 +355,10 @@ impl Scaffold {
                 r.log(LogLevel::Warn, &warning);
             }
             events.log(LogLevel::Warn, warning).await;
+        }
+        if let Some(origin) = &self.origin {
+            self.notices
+                .insert(0, (LogLevel::Info, format!("forked from {origin}")));
         }
         for (level, msg) in std::mem::take(&mut self.notices) {
             if let Some(r) = recorder.as_mut() {

@@ -43,6 +43,7 @@ impl App {
                 }
             }
             UiCommand::ResumeRun { dir, iterations } => self.resume_run(&dir, iterations),
+            UiCommand::ForkRun { dir, genome } => self.fork_run(&dir, genome),
             other => self.misrouted(&other),
         }
     }
@@ -108,6 +109,52 @@ impl App {
         self.jobs.spawn("open-run", &ctx, move || {
             JobResult::OpenedRun(read_archive(&dir).map(Box::new))
         });
+    }
+
+    /// Start a new run from genome `genome` of the run in `dir` with the
+    /// card being edited, recorded under the runs folder (the engine's
+    /// [`RunPlan::fork`], as the CLI's `fork`).
+    fn fork_run(&mut self, dir: &Path, genome: u64) {
+        if self.run_view.is_running() {
+            self.error("A run is in progress; stop it before forking (the studio runs one run at a time)");
+            return;
+        }
+        let Some(ctx) = self.ctx.clone() else {
+            return;
+        };
+        let card = match self.doc.card.clone().check(&self.registry) {
+            Ok(c) => c,
+            Err(problems) => {
+                let first = problems
+                    .first()
+                    .map(|p| format!("{}: {}", p.field, p.message));
+                return self.error(format!(
+                    "Fork: fix the card first: {}",
+                    first.unwrap_or_default()
+                ));
+            }
+        };
+        let model = match self.resolve_model() {
+            Ok((m, _)) => m,
+            Err(e) => return self.error(format!("Fork: model: {e}")),
+        };
+        let plan = match RunPlan::fork(dir, genome, Some(card), &self.registry)
+            .and_then(|p| p.in_new_folder(&self.state.runs_folder))
+        {
+            Ok(p) => p,
+            Err(e) => return self.error(format!("Fork: {e}")),
+        };
+        let into = plan
+            .run_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        self.run_view.start(plan, model, &ctx);
+        self.state.tab = Tab::Run;
+        self.runs.refresh();
+        self.info(format!(
+            "Forked genome #{genome} of {} into {into}",
+            dir.display()
+        ));
     }
 
     /// Continue the recorded run in `dir` live up to `iterations` total: the

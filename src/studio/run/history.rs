@@ -160,6 +160,7 @@ impl RunHistory {
             parallel: 0,
             run_dir: Some(dir.to_path_buf()),
             unsandboxed: None,
+            forked_from: meta.forked_from.clone(),
         });
         h.genomes.reserve(genomes.len());
         h.children.reserve(genomes.len());
@@ -623,6 +624,7 @@ mod tests {
             parallel: 1,
             run_dir: None,
             unsandboxed: None,
+            forked_from: None,
         }));
         h.apply(admitted(genome(0, None, 0, Some(1.0)), Some((0, 1.0)), 0));
         h.apply(RunEvent::IterationStarted {

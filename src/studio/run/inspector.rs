@@ -83,6 +83,11 @@ pub struct Inspector {
     pub pinned: Vec<GenomeId>,
     /// What the person asked for in the last frame (taken by the run view).
     pub action: Option<super::steer::InspectorAction>,
+    /// Why "Fork run from here" cannot be used now (a run is in progress),
+    /// set by the run view before each frame.
+    pub fork_blocker: Option<&'static str>,
+    /// The genome whose "Fork run from here" was clicked this frame.
+    pub fork_clicked: Option<GenomeId>,
 }
 
 /// Ancestors shown at the end of a collapsed lineage.
@@ -215,6 +220,24 @@ impl Inspector {
             }
             if self.pinned.contains(&genome.id) {
                 ui.label(RichText::new("pinned").strong());
+            }
+            if history.info.as_ref().is_some_and(|i| i.run_dir.is_some()) {
+                let r = ui
+                    .add_enabled(
+                        self.fork_blocker.is_none(),
+                        egui::Button::new("Fork run from here"),
+                    )
+                    .on_hover_text(
+                        "Start a new run whose initial program is this genome's, with the card on \
+                         the Blocks tab (change it there first); the Runs tab shows it under this run",
+                    );
+                let r = match self.fork_blocker {
+                    Some(why) => r.on_disabled_hover_text(why),
+                    None => r,
+                };
+                if r.clicked() {
+                    self.fork_clicked = Some(genome.id);
+                }
             }
         });
         self.steer_buttons(ui, genome);

@@ -723,6 +723,9 @@ impl RunView {
             });
         self.inspector.live = self.is_running();
         self.inspector.pinned = history.steering.pins.iter().map(|p| p.genome).collect();
+        self.inspector.fork_blocker = self
+            .is_running()
+            .then_some("Stop the run first: the studio runs one run at a time");
         egui::Panel::right("run_inspector_panel")
             .resizable(true)
             .default_size((ui.available_width() * 0.5).max(320.0))
@@ -794,7 +797,12 @@ impl RunView {
 
 /// The Run tab.
 impl TabPanel for RunView {
-    fn ui(&mut self, ui: &mut egui::Ui, _ctx: &mut TabCtx<'_>, _commands: &mut Commands) {
+    fn ui(&mut self, ui: &mut egui::Ui, _ctx: &mut TabCtx<'_>, commands: &mut Commands) {
         RunView::ui(self, ui);
+        if let Some(genome) = self.inspector.fork_clicked.take()
+            && let Some(dir) = self.history.info.as_ref().and_then(|i| i.run_dir.clone())
+        {
+            commands.push(crate::studio::command::UiCommand::ForkRun { dir, genome });
+        }
     }
 }
