@@ -68,7 +68,11 @@ fn a_fork_starts_from_the_genome_and_records_its_origin_across_resume() {
     let a = Archive::open(&fork_dir).unwrap();
     let g0 = a.genome(0).unwrap().unwrap();
     assert_eq!(g0.content.text(), from.content.text());
-    assert_eq!(g0.fitness(), from.fitness(), "the same program scores the same");
+    assert_eq!(
+        g0.fitness(),
+        from.fitness(),
+        "the same program scores the same"
+    );
     assert_eq!(a.meta().unwrap().forked_from, Some(origin.clone()));
     let log: Vec<String> = a.events().unwrap().into_iter().map(|e| e.2).collect();
     assert!(
@@ -117,7 +121,10 @@ fn a_fork_of_a_folder_program_starts_from_its_whole_tree() {
     c.general.max_iterations = 1;
     let parent = tmp.path().join("parent");
     let (genomes, _) = collect(
-        spawn_with(request(c, &task, Some(parent.clone())), SlowOffline::model(0)),
+        spawn_with(
+            request(c, &task, Some(parent.clone())),
+            SlowOffline::model(0),
+        ),
         |_, _| {},
     );
     let from = &genomes[0];
@@ -136,7 +143,9 @@ fn forking_a_genome_the_run_does_not_have_names_it_and_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let parent = parent_run(tmp.path(), 2);
     let count = Archive::open(&parent).unwrap().genome_count().unwrap();
-    let before: Vec<_> = std::fs::read_dir(tmp.path().join("runs")).unwrap().collect();
+    let before: Vec<_> = std::fs::read_dir(tmp.path().join("runs"))
+        .unwrap()
+        .collect();
     let e = RunPlan::fork(&parent, 999, None, &registry()).unwrap_err();
     assert!(matches!(e, LaunchError::NoGenome { id: 999, .. }), "{e}");
     assert_eq!(
@@ -147,7 +156,9 @@ fn forking_a_genome_the_run_does_not_have_names_it_and_writes_nothing() {
             count - 1
         )
     );
-    let after: Vec<_> = std::fs::read_dir(tmp.path().join("runs")).unwrap().collect();
+    let after: Vec<_> = std::fs::read_dir(tmp.path().join("runs"))
+        .unwrap()
+        .collect();
     assert_eq!(before.len(), after.len());
 }
 
@@ -186,7 +197,11 @@ fn galapagos_fork_runs_from_a_genome_with_the_runs_or_another_card_and_resumes()
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let parent = run_folder(&stdout);
     let from = best_child(&parent);
 
@@ -194,13 +209,29 @@ fn galapagos_fork_runs_from_a_genome_with_the_runs_or_another_card_and_resumes()
     let out = galapagos(&home)
         .arg("fork")
         .arg(&parent)
-        .args(["--genome", &from.id.to_string(), "--iterations", "2", "--seed", "7", "--quiet"])
+        .args([
+            "--genome",
+            &from.id.to_string(),
+            "--iterations",
+            "2",
+            "--seed",
+            "7",
+            "--quiet",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(
-        stdout.contains(&format!("fork:        genome #{} of {}", from.id, parent.display())),
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!(
+            "fork:        genome #{} of {}",
+            from.id,
+            parent.display()
+        )),
         "{stdout}"
     );
     let fork = run_folder(&stdout);
@@ -216,7 +247,10 @@ fn galapagos_fork_runs_from_a_genome_with_the_runs_or_another_card_and_resumes()
             genome: from.id
         })
     );
-    assert_eq!(a.genome(0).unwrap().unwrap().content.text(), from.content.text());
+    assert_eq!(
+        a.genome(0).unwrap().unwrap().content.text(),
+        from.content.text()
+    );
     drop(a);
 
     // Resumed from the command line: still a fork of the same genome.
@@ -226,23 +260,43 @@ fn galapagos_fork_runs_from_a_genome_with_the_runs_or_another_card_and_resumes()
         .args(["--iterations", "3", "--quiet"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let a = Archive::open(&fork).unwrap();
     assert_eq!(a.meta().unwrap().forked_from.unwrap().genome, from.id);
     assert_eq!(a.checkpoint().unwrap().unwrap().iterations_done, 3);
-    assert_eq!(a.genome(0).unwrap().unwrap().content.text(), from.content.text());
+    assert_eq!(
+        a.genome(0).unwrap().unwrap().content.text(),
+        from.content.text()
+    );
 
     // Another card, in another folder.
     let other = tmp.path().join("other");
     let out = galapagos(&home)
         .arg("fork")
         .arg(&parent)
-        .args(["--genome", "0", "--card", "topk", "--iterations", "1", "--quiet", "--out"])
+        .args([
+            "--genome",
+            "0",
+            "--card",
+            "topk",
+            "--iterations",
+            "1",
+            "--quiet",
+            "--out",
+        ])
         .arg(&other)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let fork2 = run_folder(&stdout);
     assert!(fork2.starts_with(&other), "{}", fork2.display());
     let meta = Archive::open(&fork2).unwrap().meta().unwrap();

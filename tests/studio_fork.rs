@@ -37,7 +37,12 @@ fn record(card: Card, task: &Path, dir: &Path, registry: &Arc<Registry>) {
     assert_eq!(summary.status, RunStatus::Completed);
 }
 
-fn app(runs: &Path, registry: Arc<Registry>, size: egui::Vec2, wgpu: bool) -> Harness<'static, App> {
+fn app(
+    runs: &Path,
+    registry: Arc<Registry>,
+    size: egui::Vec2,
+    wgpu: bool,
+) -> Harness<'static, App> {
     let state = State {
         runs_folder: runs.to_path_buf(),
         ..State::default()
@@ -96,7 +101,9 @@ fn open_and_select(h: &mut Harness<'static, App>, name: &str, id: u64) {
     h.get_by_label(name).click();
     h.run_steps(2);
     h.get_by_label("Open read-only").click();
-    step_until(h, Duration::from_secs(30), |a| a.run_view.viewing().is_some());
+    step_until(h, Duration::from_secs(30), |a| {
+        a.run_view.viewing().is_some()
+    });
     h.state_mut().run_view.select(Some(id));
     h.run_steps(2);
 }
@@ -113,7 +120,12 @@ fn fork_run_from_here_starts_from_the_genome_with_the_blocks_card_and_shows_a_tr
     record(c, &task, &parent, &registry);
     let from = best_child(&parent);
 
-    let mut h = app(&runs, Arc::clone(&registry), egui::vec2(1400.0, 900.0), false);
+    let mut h = app(
+        &runs,
+        Arc::clone(&registry),
+        egui::vec2(1400.0, 900.0),
+        false,
+    );
     h.run();
     // The card on the Blocks tab: another name, slow children (so the fork
     // is still running when looked at), three iterations.
@@ -127,7 +139,11 @@ fn fork_run_from_here_starts_from_the_genome_with_the_blocks_card_and_shows_a_tr
     h.run_steps(2);
     let message = h.state().message().unwrap_or_default().to_owned();
     assert!(
-        message.starts_with(&format!("Forked genome #{} of {}", from.id, parent.display())),
+        message.starts_with(&format!(
+            "Forked genome #{} of {}",
+            from.id,
+            parent.display()
+        )),
         "{message}"
     );
     assert!(h.state().run_view.is_running());
@@ -148,7 +164,11 @@ fn fork_run_from_here_starts_from_the_genome_with_the_blocks_card_and_shows_a_tr
 
     let a = Archive::open(&fork).unwrap();
     let meta = a.meta().unwrap();
-    assert!(meta.card_yaml.contains("name: steered"), "{}", meta.card_yaml);
+    assert!(
+        meta.card_yaml.contains("name: steered"),
+        "{}",
+        meta.card_yaml
+    );
     let origin = meta.forked_from.unwrap();
     assert_eq!(origin.genome, from.id);
     assert_eq!(origin.run, std::fs::canonicalize(&parent).unwrap());
@@ -188,22 +208,33 @@ fn a_fork_with_a_card_that_does_not_check_is_refused_and_writes_nothing() {
     let mut c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
     c.general.max_iterations = 2;
     record(c, &task, &parent, &registry);
-    let mut h = app(&runs, Arc::clone(&registry), egui::vec2(1400.0, 900.0), false);
+    let mut h = app(
+        &runs,
+        Arc::clone(&registry),
+        egui::vec2(1400.0, 900.0),
+        false,
+    );
     h.run();
     let mut bad = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
     bad.general.max_iterations = 0;
-    bad.selection_policy.params.set(
-        "best_of_n",
-        galapagos::engine::params::ParamValue::Int(0),
-    );
+    bad.selection_policy
+        .params
+        .set("best_of_n", galapagos::engine::params::ParamValue::Int(0));
     h.state_mut().doc.edit("card", bad);
     open_and_select(&mut h, "parent", 1);
     h.get_by_label("Fork run from here").click();
     h.run_steps(2);
     let message = h.state().message().unwrap_or_default().to_owned();
-    assert!(message.starts_with("Fork: fix the card first:"), "{message}");
+    assert!(
+        message.starts_with("Fork: fix the card first:"),
+        "{message}"
+    );
     assert!(!h.state().run_view.is_running());
-    assert_eq!(std::fs::read_dir(&runs).unwrap().count(), 1, "no new folder");
+    assert_eq!(
+        std::fs::read_dir(&runs).unwrap().count(),
+        1,
+        "no new folder"
+    );
 }
 
 /// The README's picture of a fork tree at 1024×640: a run, two forks of it

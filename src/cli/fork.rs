@@ -51,10 +51,7 @@ pub fn fork(args: &ForkArgs) -> i32 {
             Err(code) => return code,
         },
         None => match recorded_card(&args.run_dir, &registry) {
-            Ok(c) => (
-                c,
-                format!("{} (the run's card)", args.run_dir.display()),
-            ),
+            Ok(c) => (c, format!("{} (the run's card)", args.run_dir.display())),
             Err(e) => {
                 eprintln!("error: {e}");
                 return 2;
@@ -77,7 +74,10 @@ pub fn fork(args: &ForkArgs) -> i32 {
             return 2;
         }
     };
-    let out = args.out.clone().unwrap_or_else(|| runs_root_of(&args.run_dir));
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| runs_root_of(&args.run_dir));
     println!(
         "fork:        genome #{} of {}",
         args.genome,

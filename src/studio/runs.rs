@@ -87,10 +87,10 @@ pub fn tree_label(name: &str, depth: usize, listing: &RunListing) -> String {
         (Some(origin), 0) => format!(
             "{name} · fork of #{} of {}",
             origin.genome,
-            origin
-                .run
-                .file_name()
-                .map_or_else(|| origin.run.display().to_string(), |n| n.to_string_lossy().into_owned())
+            origin.run.file_name().map_or_else(
+                || origin.run.display().to_string(),
+                |n| n.to_string_lossy().into_owned()
+            )
         ),
         (Some(origin), d) => format!("{}└ {name} · from #{}", "   ".repeat(d - 1), origin.genome),
         (None, _) => name.to_owned(),

@@ -76,12 +76,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl RunRecorder for JsonlRecorder {
-    fn begin(
-        &mut self,
-        info: &RunInfo,
-        card: &Card,
-        _task_dir: &Path,
-    ) -> Result<(), ArchiveError> {
+    fn begin(&mut self, info: &RunInfo, card: &Card, _task_dir: &Path) -> Result<(), ArchiveError> {
         self.forked_from.clone_from(&info.forked_from);
         std::fs::create_dir_all(&self.dir).map_err(|e| io_err(&self.dir, e))?;
         let card_path = self.dir.join("card.yaml");

@@ -116,7 +116,9 @@ impl App {
     /// [`RunPlan::fork`], as the CLI's `fork`).
     fn fork_run(&mut self, dir: &Path, genome: u64) {
         if self.run_view.is_running() {
-            self.error("A run is in progress; stop it before forking (the studio runs one run at a time)");
+            self.error(
+                "A run is in progress; stop it before forking (the studio runs one run at a time)",
+            );
             return;
         }
         let Some(ctx) = self.ctx.clone() else {
