@@ -105,6 +105,7 @@ fn history(n: u64) -> RunHistory {
         parallel: 1,
         run_dir: None,
         unsandboxed: None,
+        forked_from: None,
     }));
     for i in 0..n {
         h.apply(RunEvent::GenomeAdmitted {
