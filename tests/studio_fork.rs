@@ -148,6 +148,9 @@ fn fork_run_from_here_starts_from_the_genome_with_the_blocks_card_and_shows_a_tr
     );
     assert!(h.state().run_view.is_running());
     assert_eq!(h.state().state.tab, Tab::Run);
+    step_until(&mut h, Duration::from_secs(60), |a| {
+        a.run_view.live_run_dir().is_some()
+    });
     let fork = h.state().run_view.live_run_dir().unwrap().to_path_buf();
     assert_eq!(fork.parent(), Some(runs.as_path()));
     // While it runs, another fork waits: the button says why.
@@ -184,7 +187,7 @@ fn fork_run_from_here_starts_from_the_genome_with_the_blocks_card_and_shows_a_tr
     h.get_by_label("Refresh runs").click();
     h.run_steps(2);
     let fork_name = fork.file_name().unwrap().to_string_lossy().into_owned();
-    let row = format!("└ {fork_name} · from #{}", from.id);
+    let row = format!("- {fork_name} · from #{}", from.id);
     h.get_by_label(&row).click();
     h.run_steps(2);
     h.get_by_label_contains(&format!("Forked from genome #{} of", from.id));
@@ -279,7 +282,7 @@ fn screenshot_of_a_fork_tree() {
     h.get_by_label("Runs").click();
     h.run_steps(3);
     let name = a.file_name().unwrap().to_string_lossy().into_owned();
-    h.get_by_label_contains(&format!("└ {name}")).click();
+    h.get_by_label_contains(&format!("- {name}")).click();
     h.run_steps(3);
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/screenshots");
     let path = out.join(format!("fork-tree-{}x{}.png", size.x, size.y));

@@ -92,7 +92,7 @@ pub fn tree_label(name: &str, depth: usize, listing: &RunListing) -> String {
                 |n| n.to_string_lossy().into_owned()
             )
         ),
-        (Some(origin), d) => format!("{}└ {name} · from #{}", "   ".repeat(d - 1), origin.genome),
+        (Some(origin), d) => format!("{}- {name} · from #{}", "   ".repeat(d - 1), origin.genome),
         (None, _) => name.to_owned(),
     }
 }
