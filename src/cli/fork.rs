@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{ModelArgs, Output, RunFlags, launch, load_card};
+use super::{HubArgs, ModelArgs, Output, RunFlags, launch, load_card};
 use crate::engine::launch::{RunPlan, recorded_card};
 use crate::engine::registry::Registry;
 
@@ -40,13 +40,15 @@ pub struct ForkArgs {
     pub verbose: bool,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub hubs: HubArgs,
 }
 
 /// Run `galapagos fork`: returns the process exit code.
 pub fn fork(args: &ForkArgs) -> i32 {
     let registry = Registry::builtin();
     let (card, label) = match &args.card {
-        Some(path) => match load_card(path, &registry) {
+        Some(path) => match load_card(path, &registry, &args.hubs) {
             Ok(c) => (c, path.display().to_string()),
             Err(code) => return code,
         },
