@@ -66,6 +66,12 @@ fn paused_run(h: &mut Harness<'_, RunView>, task: &Path) {
     });
     h.get_by_role_and_label(Role::Button, "Pause").click();
     step_until(h, "the pause", |v| v.history().paused);
+    // A pause lets the iteration in flight finish: wait for its genome, so
+    // what arrives afterwards is only what a test's steering made.
+    step_until(h, "the iteration in flight", |v| {
+        let history = v.history();
+        history.iterations_done >= history.iterations_started
+    });
 }
 
 #[test]

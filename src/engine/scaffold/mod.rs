@@ -17,7 +17,7 @@ use rand::Rng as _;
 
 use crate::engine::archive::{Checkpoint, RunRecorder};
 use crate::engine::card::{Card, Progress, ValidCard};
-use crate::engine::component::{BuildContext, RegistryError, RestoreError};
+use crate::engine::component::BuildContext;
 use crate::engine::evaluator::{Candidate, Evaluator};
 use crate::engine::events::{
     EventSink, LogLevel, RunCommand, RunEvent, RunInfo, RunOrigin, RunStatus, RunSummary,
@@ -25,7 +25,7 @@ use crate::engine::events::{
 use crate::engine::genome::{Genome, GenomeId, GenomeMeta, Timings};
 use crate::engine::memory::{Memory, MemoryQuery};
 use crate::engine::model::embeddings::{Embedder, embeddings_for};
-use crate::engine::model::{ConfigError, LanguageModel, load_user_settings};
+use crate::engine::model::{LanguageModel, load_user_settings};
 use crate::engine::population::{Population, Query};
 use crate::engine::prompt::PromptBuilder;
 use crate::engine::proposer::{Proposer, SharedMemory};
@@ -35,11 +35,13 @@ use crate::engine::steering::{Change, Steering};
 use crate::engine::task::Task;
 
 mod admission;
+mod errors;
 mod gate;
 mod iteration;
 mod shares;
 mod steering;
 
+pub use errors::{BuildError, ResumeError};
 pub use steering::{PERSON_REFUSED, check_person_program};
 
 use gate::Gate;
@@ -54,33 +56,6 @@ pub const MAX_CONSECUTIVE_MODEL_FAILURES: u32 = 5;
 /// How often the loop wakes, while iterations are in flight, to log what the
 /// model reports (see [`LanguageModel::take_notices`]).
 const NOTICE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Why a recorded run cannot be continued.
-#[derive(Debug, thiserror::Error)]
-pub enum ResumeError {
-    #[error("the archive has no genomes; start a new run instead")]
-    NoGenomes,
-    #[error("the archive's genome ids are not contiguous at {at} (found {found})")]
-    Gap { at: u64, found: u64 },
-    #[error("the checkpoint expects {expected} genomes but the archive has {found}")]
-    Count { expected: u64, found: u64 },
-    #[error("selection policy state: {0}")]
-    Policy(RestoreError),
-    #[error("memory state: {0}")]
-    Memory(RestoreError),
-    #[error("memory state: the memory is in use")]
-    MemoryBusy,
-}
-
-/// Why a scaffold could not be built from a card.
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    #[error("{0}")]
-    Registry(#[from] RegistryError),
-    /// The novelty gate's embeddings model cannot be set up.
-    #[error("general.novelty: {0}")]
-    Novelty(#[from] ConfigError),
-}
 
 /// The six components plus the loop's own state.
 pub struct Scaffold {

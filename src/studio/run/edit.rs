@@ -246,3 +246,27 @@ impl ProgramEditor {
         action
     }
 }
+
+impl super::RunView {
+    /// The program editor's window, and what its buttons ask for.
+    pub(super) fn editor_ui(&mut self, ctx: &egui::Context) {
+        let live = self.is_running();
+        let Some(editor) = self.editor.as_mut() else {
+            return;
+        };
+        match editor.ui(ctx, live) {
+            Some(EditorAction::Submit(program)) => {
+                let parent = editor.parent;
+                if !self.inject(parent, program)
+                    && let Some(e) = self.editor.as_mut()
+                {
+                    e.pending = false;
+                    e.error =
+                        Some("the run did not take the program: is it still running?".to_owned());
+                }
+            }
+            Some(EditorAction::Cancel) => self.editor = None,
+            None => {}
+        }
+    }
+}

@@ -771,30 +771,6 @@ impl RunView {
     }
 }
 
-impl RunView {
-    /// The program editor's window, and what its buttons ask for.
-    fn editor_ui(&mut self, ctx: &egui::Context) {
-        let live = self.is_running();
-        let Some(editor) = self.editor.as_mut() else {
-            return;
-        };
-        match editor.ui(ctx, live) {
-            Some(edit::EditorAction::Submit(program)) => {
-                let parent = editor.parent;
-                if !self.inject(parent, program)
-                    && let Some(e) = self.editor.as_mut()
-                {
-                    e.pending = false;
-                    e.error =
-                        Some("the run did not take the program: is it still running?".to_owned());
-                }
-            }
-            Some(edit::EditorAction::Cancel) => self.editor = None,
-            None => {}
-        }
-    }
-}
-
 /// The Run tab.
 impl TabPanel for RunView {
     fn ui(&mut self, ui: &mut egui::Ui, _ctx: &mut TabCtx<'_>, commands: &mut Commands) {
