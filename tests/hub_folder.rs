@@ -242,7 +242,7 @@ fn publish_build_serve_and_pull_by_name() {
             .arg(&hub),
     );
     assert!(
-        err.contains("refusing") && err.contains("card.yaml"),
+        err.contains("never shared with a secret") && err.contains("card.yaml"),
         "{err}"
     );
     assert!(!hub.join("default/keyed").exists());

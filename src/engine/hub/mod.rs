@@ -57,7 +57,7 @@ pub enum HubError {
     #[error("card `{card}` cannot be exported: {problems}")]
     InvalidCard { card: String, problems: String },
     /// The bundle would contain something that looks like a secret.
-    #[error("{}: refusing to export: {what}", path.display())]
+    #[error("{}: holds {what}; a card is never shared with a secret in it (keep keys in the environment)", path.display())]
     Secret { path: PathBuf, what: String },
     /// An archive entry would land outside the unpack folder, or is not a
     /// plain file or folder.
