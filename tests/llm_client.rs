@@ -12,6 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::llm_server::{Seen, read_request};
 use galapagos::engine::card::{LlmSettings, ModelSpec};
 use galapagos::engine::genome::TokenUsage;
 use galapagos::engine::model::resolve::build_model_with_env;
@@ -19,8 +22,8 @@ use galapagos::engine::model::{
     EndpointSettings, EnsembleMember, EnsembleModel, LanguageModel, ModelError, ModelOverrides,
     ModelReply, ModelRequest, ModelSettings, OpenAiConfig, OpenAiModel, Price,
 };
-use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use serde_json::json;
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 /// Bound on every test.
@@ -68,25 +71,6 @@ fn reply(status: u16, body: &str) -> Action {
         headers: Vec::new(),
         body: body.to_owned(),
         delay: Duration::ZERO,
-    }
-}
-
-/// One request as the server saw it.
-#[derive(Clone, Debug)]
-struct Seen {
-    /// Request line and headers, lower-cased header names.
-    head: String,
-    body: Value,
-}
-
-impl Seen {
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim()
-                .eq_ignore_ascii_case(name)
-                .then(|| v.trim().to_owned())
-        })
     }
 }
 
@@ -141,41 +125,6 @@ impl Server {
     fn max_in_flight(&self) -> usize {
         self.state.max_in_flight.load(Ordering::SeqCst)
     }
-}
-
-/// Reads one HTTP/1.1 request (headers + Content-Length body).
-async fn read_request(sock: &mut TcpStream) -> Option<Seen> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let head_end = loop {
-        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p + 4;
-        }
-        let n = sock.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let len = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim()
-                .eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse::<usize>().ok())?
-        })
-        .unwrap_or(0);
-    while buf.len() < head_end + len {
-        let n = sock.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let body = serde_json::from_slice(&buf[head_end..head_end + len]).unwrap_or(Value::Null);
-    Some(Seen { head, body })
 }
 
 fn response(status: u16, headers: &[(&'static str, String)], body: &str) -> Vec<u8> {

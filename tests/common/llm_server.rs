@@ -159,7 +159,8 @@ impl LlmServer {
     }
 }
 
-async fn read_request(sock: &mut TcpStream) -> Option<Seen> {
+/// Reads one HTTP/1.1 request (headers, then a body of its Content-Length).
+pub async fn read_request(sock: &mut TcpStream) -> Option<Seen> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 16384];
     let head_end = loop {
