@@ -6,6 +6,7 @@
 //! the reason. serde_yaml is used only here and in `task.rs` (to read an
 //! OpenEvolve `config.yaml`).
 
+pub mod diagram;
 mod errors;
 mod novelty;
 mod spans;

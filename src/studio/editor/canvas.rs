@@ -11,32 +11,14 @@ use egui::{
     pos2, vec2,
 };
 
+use crate::engine::card::diagram::{
+    self, ARROW_TIP, Box2, Diagram, KEY_PARAMS, LabelSide, split_type_name,
+};
 use crate::engine::component::Slot;
 use crate::engine::params::ParamValue;
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::editor::{DragKind, EditorCtx};
 use crate::studio::theme::{Palette, block_radius};
-
-/// The five slots of the loop, left to right.
-pub const LOOP: [Slot; 5] = [
-    Slot::Population,
-    Slot::SelectionPolicy,
-    Slot::PromptBuilder,
-    Slot::Proposer,
-    Slot::Evaluator,
-];
-
-/// Parameters shown inside a block.
-pub const KEY_PARAMS: usize = 3;
-
-const MARGIN: f32 = 14.0;
-const GAP_X: f32 = 22.0;
-const GAP_Y: f32 = 40.0;
-const RETURN_DROP: f32 = 30.0;
-const BLOCK_H: f32 = 124.0;
-const MIN_BLOCK_W: f32 = 100.0;
-const MAX_BLOCK_W: f32 = 230.0;
-const ARROW_TIP: f32 = 7.0;
 
 /// Where each block goes for a canvas of `width` starting at `origin`.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,46 +29,29 @@ pub struct Layout {
     pub memory: Rect,
     /// Total size used.
     pub size: Vec2,
+    /// The same in the engine's terms (and the arrows).
+    diagram: Diagram,
+}
+
+fn rect(b: Box2) -> Rect {
+    Rect::from_min_size(pos2(b.x, b.y), vec2(b.w, b.h))
 }
 
 impl Layout {
     /// Lay the blocks out for the given width.
     pub fn new(origin: Pos2, width: f32) -> Self {
-        let bw = ((width - 2.0 * MARGIN - 4.0 * GAP_X) / 5.0).clamp(MIN_BLOCK_W, MAX_BLOCK_W);
-        let row_w = 5.0 * bw + 4.0 * GAP_X;
-        let left = origin.x + ((width - row_w) / 2.0).max(MARGIN);
-        let top_mem = origin.y + MARGIN;
-        let top_loop = top_mem + BLOCK_H + GAP_Y;
-        let loop_blocks = std::array::from_fn(|i| {
-            Rect::from_min_size(
-                pos2(left + i as f32 * (bw + GAP_X), top_loop),
-                vec2(bw, BLOCK_H),
-            )
-        });
-        // Memory sits above the middle of PromptBuilder..Evaluator
-        let mem_center = (loop_blocks[2].center().x + loop_blocks[4].center().x) / 2.0;
-        let memory = Rect::from_min_size(pos2(mem_center - bw / 2.0, top_mem), vec2(bw, BLOCK_H));
-        let size = vec2(
-            (left - origin.x) + row_w + MARGIN,
-            top_loop + BLOCK_H + RETURN_DROP + MARGIN + 14.0 - origin.y,
-        );
+        let diagram = Diagram::new((origin.x, origin.y), width);
         Self {
-            loop_blocks,
-            memory,
-            size,
+            loop_blocks: diagram.loop_blocks.map(rect),
+            memory: rect(diagram.memory),
+            size: vec2(diagram.size.0, diagram.size.1),
+            diagram,
         }
     }
 
     /// The rect of a slot's block.
     pub fn rect(&self, slot: Slot) -> Rect {
-        match slot {
-            Slot::Memory => self.memory,
-            other => LOOP
-                .iter()
-                .position(|s| *s == other)
-                .and_then(|i| self.loop_blocks.get(i).copied())
-                .unwrap_or(self.memory),
-        }
+        rect(self.diagram.block(slot))
     }
 }
 
@@ -107,7 +72,7 @@ fn arrow_path(
     painter: &egui::Painter,
     points: &[Pos2],
     palette: Palette,
-    label: Option<(&str, usize, Align2)>,
+    label: Option<diagram::ArrowLabel>,
 ) {
     let [.., a, b] = points else {
         return;
@@ -119,20 +84,19 @@ fn arrow_path(
     }
     painter.add(Shape::line(line, stroke));
     arrow_head(painter, *b, *b - *a, palette.arrow);
-    if let Some((text, seg, anchor)) = label
-        && let (Some(p), Some(q)) = (points.get(seg), points.get(seg + 1))
+    if let Some(label) = label
+        && let (Some(p), Some(q)) = (points.get(label.segment), points.get(label.segment + 1))
     {
         let mid = p.lerp(*q, 0.5);
-        let offset = match anchor {
-            Align2::CENTER_BOTTOM => vec2(0.0, -4.0),
-            Align2::CENTER_TOP => vec2(0.0, 4.0),
-            Align2::LEFT_CENTER => vec2(6.0, 0.0),
-            _ => vec2(-6.0, 0.0),
+        let (anchor, offset) = match label.side {
+            LabelSide::Below => (Align2::CENTER_TOP, vec2(0.0, 4.0)),
+            LabelSide::Left => (Align2::RIGHT_CENTER, vec2(-6.0, 0.0)),
+            LabelSide::Right => (Align2::LEFT_CENTER, vec2(6.0, 0.0)),
         };
         painter.text(
             mid + offset,
             anchor,
-            text,
+            label.text,
             FontId::proportional(11.0),
             palette.weak,
         );
@@ -150,19 +114,7 @@ fn fit_name(ui: &Ui, name: &str, width: f32) -> Vec<String> {
             .x
             > width
     };
-    if !wide(name) {
-        return vec![name.to_owned()];
-    }
-    let middle = name.len() / 2;
-    let split = name
-        .char_indices()
-        .filter(|(i, c)| *i > 0 && c.is_ascii_uppercase())
-        .map(|(i, _)| i)
-        .min_by_key(|i| i.abs_diff(middle));
-    match split {
-        Some(i) => vec![name[..i].to_owned(), name[i..].to_owned()],
-        None => vec![name.to_owned()],
-    }
+    split_type_name(name, wide)
 }
 
 /// The canvas's view (what part of it is shown, at what zoom), kept between
@@ -184,16 +136,11 @@ impl Default for CanvasView {
     }
 }
 
-/// Narrowest canvas the blocks are laid out for; a narrower room zooms out.
-fn min_width() -> f32 {
-    2.0 * MARGIN + 5.0 * MIN_BLOCK_W + 4.0 * GAP_X
-}
-
 /// Draw the canvas in the room `ui` has, zoomed to fit unless the user
 /// moved it; clicks select blocks and drops assign implementations.
 pub fn canvas_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands, view: &mut CanvasView) {
     let room = ui.available_size();
-    let layout = Layout::new(Pos2::ZERO, room.x.max(min_width()));
+    let layout = Layout::new(Pos2::ZERO, room.x.max(Diagram::min_width()));
     let content = Rect::from_min_size(Pos2::ZERO, layout.size);
     if !view.moved {
         // fit: the whole canvas, never magnified past 1:1
@@ -234,56 +181,10 @@ fn draw_canvas(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands, layout
     let painter = ui.painter_at(canvas_rect);
     painter.rect_filled(canvas_rect, block_radius(), palette.canvas);
 
-    // loop arrows
-    for pair in layout.loop_blocks.windows(2) {
-        if let [a, b] = pair {
-            let y = a.center().y;
-            arrow_path(
-                &painter,
-                &[pos2(a.right(), y), pos2(b.left(), y)],
-                palette,
-                None,
-            );
-        }
+    for arrow in layout.diagram.arrows() {
+        let points: Vec<Pos2> = arrow.points.iter().map(|&(x, y)| pos2(x, y)).collect();
+        arrow_path(&painter, &points, palette, arrow.label);
     }
-    let first = layout.loop_blocks[0];
-    let last = layout.loop_blocks[4];
-    let low = first.bottom() + RETURN_DROP;
-    arrow_path(
-        &painter,
-        &[
-            pos2(last.center().x, last.bottom()),
-            pos2(last.center().x, low),
-            pos2(first.center().x, low),
-            pos2(first.center().x, first.bottom()),
-        ],
-        palette,
-        Some(("add the scored genome", 1, Align2::CENTER_TOP)),
-    );
-    // memory read (→ PromptBuilder) and write (Evaluator →)
-    let mem = layout.memory;
-    let pb = layout.loop_blocks[2];
-    let ev = layout.loop_blocks[4];
-    arrow_path(
-        &painter,
-        &[
-            pos2(mem.left(), mem.center().y),
-            pos2(pb.center().x, mem.center().y),
-            pos2(pb.center().x, pb.top()),
-        ],
-        palette,
-        Some(("read", 1, Align2::RIGHT_CENTER)),
-    );
-    arrow_path(
-        &painter,
-        &[
-            pos2(ev.center().x, ev.top()),
-            pos2(ev.center().x, mem.center().y),
-            pos2(mem.right(), mem.center().y),
-        ],
-        palette,
-        Some(("write", 0, Align2::LEFT_CENTER)),
-    );
 
     for slot in Slot::ALL {
         block_ui(ui, ctx, layout.rect(slot), slot, commands);

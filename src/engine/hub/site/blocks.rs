@@ -4,34 +4,24 @@
 //! → Proposer → Evaluator with the return arrow below, Memory above with its
 //! read and write arrows; each block shows its slot, implementation, kind and
 //! first three parameters (set ones in the text colour, defaults dimmed).
-//! The engine has no egui, so the numbers are repeated here; a studio test
-//! checks the colours against the theme.
+//! The geometry is the studio's ([`crate::engine::card::diagram`]); the
+//! engine has no egui, so the colours are repeated here and a studio test
+//! checks them against the theme.
 
 use std::fmt::Write as _;
 
 use super::html::esc;
 use crate::engine::card::Card;
+use crate::engine::card::diagram::{
+    ARROW_TIP, Arrow, BLOCK_H, Box2, Diagram, KEY_PARAMS, LOOP, LabelSide, split_type_name,
+};
 use crate::engine::component::Slot;
 use crate::engine::params::ParamValue;
 use crate::engine::registry::Registry;
 
-/// The canvas's loop, left to right.
-const LOOP: [Slot; 5] = [
-    Slot::Population,
-    Slot::SelectionPolicy,
-    Slot::PromptBuilder,
-    Slot::Proposer,
-    Slot::Evaluator,
-];
-const MARGIN: f32 = 14.0;
-const GAP_X: f32 = 22.0;
-const GAP_Y: f32 = 40.0;
-const RETURN_DROP: f32 = 30.0;
-const BLOCK_H: f32 = 124.0;
+/// Blocks on the site are this wide, as the canvas draws them at a middling width.
 const BLOCK_W: f32 = 160.0;
-const ARROW_TIP: f32 = 7.0;
 const RADIUS: f32 = 6.0;
-const KEY_PARAMS: usize = 3;
 
 /// The studio's light palette (`Palette::of(ThemeChoice::Light)`).
 pub const CANVAS: &str = "#f3f4f6";
@@ -54,28 +44,8 @@ pub fn slot_colour(slot: Slot) -> &'static str {
     }
 }
 
-#[derive(Clone, Copy)]
-struct Rect {
-    x: f32,
-    y: f32,
-}
-
-impl Rect {
-    fn cx(self) -> f32 {
-        self.x + BLOCK_W / 2.0
-    }
-    fn cy(self) -> f32 {
-        self.y + BLOCK_H / 2.0
-    }
-    fn right(self) -> f32 {
-        self.x + BLOCK_W
-    }
-    fn bottom(self) -> f32 {
-        self.y + BLOCK_H
-    }
-}
-
-fn arrow(out: &mut String, points: &[(f32, f32)], label: Option<(&str, usize, &str, f32, f32)>) {
+fn arrow(out: &mut String, arrow: &Arrow) {
+    let points = arrow.points.as_slice();
     let [.., a, b] = points else {
         return;
     };
@@ -105,9 +75,14 @@ fn arrow(out: &mut String, points: &[(f32, f32)], label: Option<(&str, usize, &s
         back.0 - nx * w,
         back.1 - ny * w
     );
-    if let Some((text, seg, anchor, ox, oy)) = label
-        && let (Some(p), Some(q)) = (points.get(seg), points.get(seg + 1))
+    if let Some(label) = arrow.label
+        && let (Some(p), Some(q)) = (points.get(label.segment), points.get(label.segment + 1))
     {
+        let (text, anchor, ox, oy) = match label.side {
+            LabelSide::Below => (label.text, "middle", 0.0, 15.0),
+            LabelSide::Left => (label.text, "end", -6.0, 4.0),
+            LabelSide::Right => (label.text, "start", 6.0, 4.0),
+        };
         let (mx, my) = ((p.0 + q.0) / 2.0 + ox, (p.1 + q.1) / 2.0 + oy);
         let _ = writeln!(
             out,
@@ -128,7 +103,7 @@ fn fit(s: &str, max: usize) -> String {
     }
 }
 
-fn block(out: &mut String, r: Rect, slot: Slot, card: &Card, registry: &Registry) {
+fn block(out: &mut String, r: Box2, slot: Slot, card: &Card, registry: &Registry) {
     let colour = slot_colour(slot);
     let _ = writeln!(
         out,
@@ -187,7 +162,7 @@ fn block(out: &mut String, r: Rect, slot: Slot, card: &Card, registry: &Registry
     match registry.entry(slot, &spec.kind) {
         Ok(entry) => {
             let info = entry.info;
-            for part in split_name(info.type_name) {
+            for part in split_type_name(info.type_name, |n| n.chars().count() > 16) {
                 line(out, &fit(&part, 18), 13.0, "bold", TEXT, false);
             }
             line(out, info.kind, 11.0, "normal", WEAK, true);
@@ -214,47 +189,14 @@ fn block(out: &mut String, r: Rect, slot: Slot, card: &Card, registry: &Registry
     out.push_str("</g>\n");
 }
 
-/// A CamelCase type name in at most two lines when it is longer than fits
-/// (about 16 characters at 13 px in a block), broken at the capital nearest
-/// the middle, as the studio's canvas does.
-fn split_name(name: &str) -> Vec<String> {
-    if name.chars().count() <= 16 {
-        return vec![name.to_owned()];
-    }
-    let middle = name.len() / 2;
-    let split = name
-        .char_indices()
-        .filter(|(i, c)| *i > 0 && c.is_ascii_uppercase())
-        .map(|(i, _)| i)
-        .min_by_key(|i| i.abs_diff(middle));
-    match split {
-        Some(i) => vec![name[..i].to_owned(), name[i..].to_owned()],
-        None => vec![name.to_owned()],
-    }
-}
-
 fn value_text(v: &ParamValue) -> String {
     v.display()
 }
 
 /// The SVG (a standalone `<svg>` element that scales to its container).
 pub fn blocks_svg(card: &Card, registry: &Registry) -> String {
-    let row_w = 5.0 * BLOCK_W + 4.0 * GAP_X;
-    let width = row_w + 2.0 * MARGIN;
-    let top_mem = MARGIN;
-    let top_loop = top_mem + BLOCK_H + GAP_Y;
-    let blocks: Vec<Rect> = (0..5)
-        .map(|i| Rect {
-            x: MARGIN + i as f32 * (BLOCK_W + GAP_X),
-            y: top_loop,
-        })
-        .collect();
-    let mem_center = (blocks[2].cx() + blocks[4].cx()) / 2.0;
-    let memory = Rect {
-        x: mem_center - BLOCK_W / 2.0,
-        y: top_mem,
-    };
-    let height = top_loop + BLOCK_H + RETURN_DROP + MARGIN + 14.0;
+    let diagram = Diagram::new((0.0, 0.0), Diagram::width_for_block(BLOCK_W));
+    let (width, height) = diagram.size;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -271,46 +213,12 @@ pub fn blocks_svg(card: &Card, registry: &Registry) -> String {
         out,
         r#"<rect width="{width}" height="{height}" rx="{RADIUS}" fill="{CANVAS}"/>"#
     );
-    for pair in blocks.windows(2) {
-        if let [a, b] = pair {
-            arrow(&mut out, &[(a.right(), a.cy()), (b.x, b.cy())], None);
-        }
+    for a in diagram.arrows() {
+        arrow(&mut out, &a);
     }
-    let (first, last) = (blocks[0], blocks[4]);
-    let low = first.bottom() + RETURN_DROP;
-    arrow(
-        &mut out,
-        &[
-            (last.cx(), last.bottom()),
-            (last.cx(), low),
-            (first.cx(), low),
-            (first.cx(), first.bottom()),
-        ],
-        Some(("add the scored genome", 1, "middle", 0.0, 15.0)),
-    );
-    let (pb, ev) = (blocks[2], blocks[4]);
-    arrow(
-        &mut out,
-        &[
-            (memory.x, memory.cy()),
-            (pb.cx(), memory.cy()),
-            (pb.cx(), pb.y),
-        ],
-        Some(("read", 1, "end", -6.0, 4.0)),
-    );
-    arrow(
-        &mut out,
-        &[
-            (ev.cx(), ev.y),
-            (ev.cx(), memory.cy()),
-            (memory.right(), memory.cy()),
-        ],
-        Some(("write", 0, "start", 6.0, 4.0)),
-    );
-    for (slot, r) in LOOP.iter().zip(&blocks) {
-        block(&mut out, *r, *slot, card, registry);
+    for slot in LOOP.iter().chain([&Slot::Memory]) {
+        block(&mut out, diagram.block(*slot), *slot, card, registry);
     }
-    block(&mut out, memory, Slot::Memory, card, registry);
     out.push_str("</svg>\n");
     out
 }
