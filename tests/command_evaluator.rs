@@ -33,6 +33,7 @@ fn evaluator(task: &Task, params: CommandParams) -> CommandEvaluator {
         parallel: 2,
         run_dir: None,
         key_vars: &[],
+        meter: Default::default(),
     };
     CommandEvaluator::build(params, &ctx).unwrap()
 }

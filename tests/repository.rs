@@ -155,6 +155,7 @@ async fn the_command_evaluator_gets_the_folder_as_program_path() {
         parallel: 1,
         run_dir: None,
         key_vars: &[],
+        meter: Default::default(),
     };
     let params = CommandParams {
         argv: vec![

@@ -187,6 +187,7 @@ async fn every_case_through_the_command_evaluator_on_stdout_and_in_metrics_json(
             parallel: 1,
             run_dir: None,
             key_vars: &[],
+            meter: Default::default(),
         };
         let ev = CommandEvaluator::build(params, &ctx).unwrap();
         for (id, (case, error)) in (1..).zip(CASES) {

@@ -20,6 +20,7 @@ use egui_kittest::kittest::Queryable as _;
 use galapagos::engine::agent_run::{AgentExit, AgentRun, AgentStep, AgentWire};
 use galapagos::engine::events::RunEvent;
 use galapagos::engine::genome::{FITNESS_KEY, Genome, TokenUsage};
+use galapagos::engine::meter::Cap;
 use galapagos::engine::selection::PolicyStatus;
 use galapagos::studio::run::{InspectorTab, RunHistory, RunView};
 use serde_json::json;
@@ -49,6 +50,7 @@ fn step(i: u32) -> AgentStep {
             request: json!({"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "go on"}]}).to_string(),
             response: json!({"error": {"message": "this proposal's token cap is reached", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}).to_string(),
             refused: Some("this proposal's token cap is reached (400,000 of 400,000 tokens used)".into()),
+            cap: Some(Cap::ProposalTokens),
             ..AgentStep::default()
         };
     }
@@ -189,6 +191,8 @@ fn ten_thousand_steps_open_scroll_and_show_each_step() {
     h.get_by_label("Transcript (10000 steps)");
     h.get_by_label_contains("finished");
     h.get_by_label_contains("built on #0");
+    // What stopped its spending, in the header.
+    h.get_by_label("(10 refused: proposal token cap reached)");
     h.get_by_label_contains("evaluator.py (not an editable file)");
     // Only the rows in view are laid out: the first, not the last.
     assert!(h.query_all_by_label_contains(&row(0)).count() >= 1);

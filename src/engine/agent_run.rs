@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::meter::Cap;
 use crate::engine::usage::TokenUsage;
 
 /// The wire protocol of one relayed request.
@@ -76,6 +77,9 @@ pub struct AgentStep {
     /// token, a token or cost cap reached, a route it does not relay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+    /// When the refusal was a cap's: which (the proposal's or the run's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap: Option<Cap>,
     /// What went wrong on the way when the request was forwarded (the
     /// endpoint could not be reached, its reply broke off or was not
     /// JSON): what the agent was told instead.
@@ -143,6 +147,12 @@ impl AgentRun {
     pub fn refused(&self) -> usize {
         self.steps.iter().filter(|s| s.refused.is_some()).count()
     }
+
+    /// The first cap that refused one of its requests, if any: what
+    /// stopped the agent's spending.
+    pub fn cap_hit(&self) -> Option<Cap> {
+        self.steps.iter().find_map(|s| s.cap)
+    }
 }
 
 #[cfg(test)]
@@ -165,6 +175,7 @@ mod tests {
                 step(10, 0.5),
                 AgentStep {
                     refused: Some("token cap reached".into()),
+                    cap: Some(Cap::RunTokens),
                     ..AgentStep::default()
                 },
                 step(5, 0.25),
@@ -175,6 +186,8 @@ mod tests {
         assert_eq!((usage.prompt_tokens, usage.completion_tokens), (15, 2));
         assert_eq!(usage.cost_usd, Some(0.75));
         assert_eq!(run.refused(), 1);
+        assert_eq!(run.cap_hit(), Some(Cap::RunTokens));
+        assert_eq!(AgentRun::default().cap_hit(), None);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::engine::meter::RunMeter;
 use crate::engine::model::LanguageModel;
 use crate::engine::params::{ParamError, ParamSpec};
 use crate::engine::task::Task;
@@ -175,6 +176,9 @@ pub struct BuildContext<'a> {
     /// with its secrets ([`crate::engine::model::RunSecrets`]): an evaluator
     /// never passes them, or a variable holding one's value, to candidates.
     pub key_vars: &'a [String],
+    /// The run's meter: its spend against its budget, for a proposer that
+    /// spends while it runs (a coding agent through the model relay).
+    pub meter: Arc<RunMeter>,
 }
 
 /// A slot trait object (`dyn Population`, `dyn Proposer`, ...): which slot it

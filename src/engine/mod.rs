@@ -15,6 +15,7 @@ pub mod hub;
 pub mod launch;
 pub mod leaderboard;
 pub mod memory;
+pub mod meter;
 pub mod model;
 pub mod params;
 pub mod population;

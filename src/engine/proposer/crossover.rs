@@ -509,6 +509,7 @@ mod tests {
             parallel: 1,
             run_dir: None,
             key_vars: &[],
+            meter: Default::default(),
         };
         let entry = Entry::of::<CrossoverProposer>();
         assert!(entry.check(&ParamMap::default()).is_ok());

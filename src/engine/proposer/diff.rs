@@ -243,6 +243,7 @@ mod tests {
             parallel: 1,
             run_dir: None,
             key_vars: &[],
+            meter: Default::default(),
         };
         let mut params = ParamMap::default();
         params.set("max_code_length", ParamValue::Int(500));

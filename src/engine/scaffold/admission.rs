@@ -137,6 +137,8 @@ impl Scaffold {
             }
             if let Some(u) = &g.usage {
                 st.summary.usage.add(u);
+                // An agent's usage was counted as the relay passed it on.
+                self.meter.admitted(u, g.agent.is_some());
             }
             out.push(g);
         }

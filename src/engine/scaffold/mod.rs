@@ -24,6 +24,7 @@ use crate::engine::events::{
 };
 use crate::engine::genome::{Genome, GenomeId, GenomeMeta, Timings};
 use crate::engine::memory::{Memory, MemoryQuery};
+use crate::engine::meter::{RunBudget, RunMeter};
 use crate::engine::model::embeddings::{Embedder, embeddings_for};
 use crate::engine::model::{LanguageModel, load_user_settings};
 use crate::engine::population::{Population, Query};
@@ -90,6 +91,9 @@ pub struct Scaffold {
     queued: Vec<RunCommand>,
     /// The run and genome this run was forked from, when it is a fork.
     origin: Option<RunOrigin>,
+    /// The run's spend against its budget, shared with the proposer (the
+    /// model relay refuses an agent's request once the budget is spent).
+    meter: Arc<RunMeter>,
 }
 
 /// The loop's mutable bookkeeping.
@@ -149,12 +153,19 @@ impl Scaffold {
         if !card.card().general.objectives.is_empty() {
             task.objectives = card.card().general.objectives();
         }
+        let general = &card.card().general;
+        let meter = Arc::new(RunMeter::new(RunBudget::new(
+            general.max_tokens,
+            general.max_cost_usd,
+            general.stop.max_cost_usd,
+        )));
         let ctx = BuildContext {
             task: &task,
             model: Arc::clone(&model),
-            parallel: card.card().general.parallel.max(1) as usize,
+            parallel: general.parallel.max(1) as usize,
             run_dir,
             key_vars,
+            meter: Arc::clone(&meter),
         };
         let population = card.build(&ctx)?;
         let policy = card.build(&ctx)?;
@@ -204,6 +215,7 @@ impl Scaffold {
             steer_only: false,
             queued: Vec::new(),
             origin: None,
+            meter,
         })
     }
 
@@ -277,6 +289,7 @@ impl Scaffold {
             .restore(&checkpoint.memory)
             .map_err(ResumeError::Memory)?;
         self.rng = checkpoint.rng.clone();
+        self.meter.start_from(&checkpoint.usage);
         self.steering = checkpoint.steering.clone();
         self.share_notes();
         self.resume = Some(checkpoint);

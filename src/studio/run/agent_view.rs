@@ -261,7 +261,12 @@ fn header_ui(ui: &mut egui::Ui, run: &AgentRun) {
         ui.label(format!("· {} steps", run.steps.len()));
         let refused = run.refused();
         if refused > 0 {
-            ui.label(RichText::new(format!("({refused} refused)")).color(BAD));
+            // What stopped its spending: the proposal's cap or the run's budget.
+            let text = match run.cap_hit() {
+                Some(cap) => format!("({refused} refused: {} reached)", cap.label()),
+                None => format!("({refused} refused)"),
+            };
+            ui.label(RichText::new(text).color(BAD));
         }
         ui.label(format!(
             "· {} tokens ({} in, {} out)",

@@ -179,8 +179,9 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> Response
     // Not in the `if let`: its guard would live through `refuse`, which
     // locks the session again.
     let reached = lock(&session).cap_reached();
-    if let Some(why) = reached {
-        return refuse(draft, Trouble::CapReached, why);
+    if let Some(refusal) = reached {
+        draft.step.cap = Some(refusal.cap);
+        return refuse(draft, Trouble::CapReached, refusal.why);
     }
     let mut json: Option<Value> = if route.suffix == "/models" {
         None

@@ -8,16 +8,20 @@ use ring::rand::SecureRandom as _;
 
 use super::Shared;
 use crate::engine::agent_run::AgentStep;
+use crate::engine::meter::{Cap, Refusal, RunMeter};
 use crate::engine::usage::TokenUsage;
 
 /// What one proposal may spend through the relay; `None` is no cap.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct SessionCaps {
     /// Tokens (prompt and completion) over every request.
     pub max_tokens: Option<u64>,
     /// USD over every request (counted where the run's price table knows
     /// the model).
     pub max_cost_usd: Option<f64>,
+    /// The run's meter: the session's usage counts toward the run's budget
+    /// as it comes, and a request is refused once that budget is spent.
+    pub run: Option<Arc<RunMeter>>,
 }
 
 /// What the relay keeps for one token.
@@ -31,25 +35,34 @@ pub(super) struct SessionState {
 }
 
 impl SessionState {
-    /// Why a further request is refused, when a cap is reached.
-    pub fn cap_reached(&self) -> Option<String> {
+    /// Why a further request is refused, when a cap is reached: the
+    /// proposal's own caps first, then the run's budget.
+    pub fn cap_reached(&self) -> Option<Refusal> {
         if let Some(max) = self.caps.max_tokens
             && self.usage.total_tokens() >= max
         {
-            return Some(format!(
-                "this proposal's token cap is reached ({} of {max} tokens used)",
-                self.usage.total_tokens()
-            ));
+            return Some(Refusal {
+                cap: Cap::ProposalTokens,
+                why: format!(
+                    "this proposal's token cap is reached ({} of {max} tokens used, the proposer's \
+                     max_tokens)",
+                    self.usage.total_tokens()
+                ),
+            });
         }
         if let Some(max) = self.caps.max_cost_usd
             && self.usage.cost_usd.unwrap_or(0.0) >= max
         {
-            return Some(format!(
-                "this proposal's cost cap is reached (${:.6} of ${max:.6} spent)",
-                self.usage.cost_usd.unwrap_or(0.0)
-            ));
+            return Some(Refusal {
+                cap: Cap::ProposalCost,
+                why: format!(
+                    "this proposal's cost cap is reached (${:.6} of ${max:.6} spent, the proposer's \
+                     max_cost_usd)",
+                    self.usage.cost_usd.unwrap_or(0.0)
+                ),
+            });
         }
-        None
+        self.caps.run.as_ref().and_then(|run| run.reached())
     }
 
     /// The next step's index and its start, in milliseconds since the
@@ -64,6 +77,9 @@ impl SessionState {
     pub fn record(&mut self, step: AgentStep) {
         if let Some(u) = &step.usage {
             self.usage.add(u);
+            if let Some(run) = &self.caps.run {
+                run.relayed(u);
+            }
         }
         let at = self.steps.partition_point(|s| s.index < step.index);
         self.steps.insert(at, step);
@@ -183,6 +199,7 @@ mod tests {
             caps: SessionCaps {
                 max_tokens: Some(100),
                 max_cost_usd: Some(0.5),
+                run: None,
             },
             started: Instant::now(),
             usage: TokenUsage::default(),
@@ -193,11 +210,17 @@ mod tests {
         s.usage.prompt_tokens = 99;
         assert_eq!(s.cap_reached(), None);
         s.usage.completion_tokens = 1;
-        assert!(s.cap_reached().is_some_and(|w| w.contains("token cap")));
+        assert!(
+            s.cap_reached()
+                .is_some_and(|r| r.cap == Cap::ProposalTokens && r.why.contains("token cap"))
+        );
         s.usage = TokenUsage {
             cost_usd: Some(0.5),
             ..TokenUsage::default()
         };
-        assert!(s.cap_reached().is_some_and(|w| w.contains("cost cap")));
+        assert!(
+            s.cap_reached()
+                .is_some_and(|r| r.cap == Cap::ProposalCost && r.why.contains("cost cap"))
+        );
     }
 }

@@ -14,7 +14,7 @@ use crate::engine::agent_run::AgentWire;
 pub enum Trouble {
     /// A missing, wrong or finished token: 401.
     BadToken,
-    /// The proposal's token or cost cap is reached. OpenAI answers a spent
+    /// The proposal's token or cost cap, or the run's budget, is reached. OpenAI answers a spent
     /// quota with 429 `insufficient_quota`; Anthropic a spent credit
     /// balance with 400 `invalid_request_error`.
     CapReached,

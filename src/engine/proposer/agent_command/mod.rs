@@ -31,6 +31,7 @@ use crate::engine::agent_run::{AgentExit, AgentRun};
 use crate::engine::component::{BuildContext, Component, ComponentInfo};
 use crate::engine::genome::{Genome, Tree};
 use crate::engine::memory::{Knowledge, MemoryQuery};
+use crate::engine::meter::RunMeter;
 use crate::engine::model::relay::SessionCaps;
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::task::files::EditRules;
@@ -221,6 +222,9 @@ pub struct AgentCommandProposer {
     /// The run's model relay (None: the run's model calls no endpoint, as
     /// the offline model: the agent then has no model to call).
     relay: Option<relay::Link>,
+    /// The run's meter: each session's spend counts toward the run's
+    /// budget, and the relay refuses a request once it is spent.
+    meter: Arc<RunMeter>,
 }
 
 impl std::fmt::Debug for AgentCommandProposer {
@@ -317,6 +321,7 @@ impl Component for AgentCommandProposer {
             root,
             next: AtomicU64::new(0),
             relay: relay::Link::for_model(ctx.model.as_ref()),
+            meter: Arc::clone(&ctx.meter),
             params,
         })
     }
@@ -451,7 +456,8 @@ impl Proposer for AgentCommandProposer {
         }
         run.command = self.command_line(&ws, &prompt);
         let stdin = (self.params.prompt_via == PromptVia::Stdin).then(|| prompt.clone());
-        // A session of the run's relay: a fresh token, the card's caps.
+        // A session of the run's relay: a fresh token, the card's caps and
+        // the run's budget.
         let (session, relay_env, relay_socket) = match &self.relay {
             None => (None, Vec::new(), None),
             Some(link) => match link.relay().await {
@@ -459,6 +465,7 @@ impl Proposer for AgentCommandProposer {
                     let session = relay.session(SessionCaps {
                         max_tokens: self.params.max_tokens,
                         max_cost_usd: self.params.max_cost_usd,
+                        run: Some(Arc::clone(&self.meter)),
                     });
                     let env = session.env(&bridge::base_url());
                     (Some(session), env, Some(relay.unix_socket().to_path_buf()))

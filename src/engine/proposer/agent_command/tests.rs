@@ -58,6 +58,7 @@ fn proposer(task: &Task, script: &str, timeout_secs: f64) -> AgentCommandPropose
         root: workspace::Root::new(None).unwrap(),
         next: AtomicU64::new(0),
         relay: None,
+        meter: Arc::default(),
         params,
     }
 }

@@ -1,0 +1,241 @@
+//! The run's meter: what the run has spent (tokens and USD) against the
+//! caps its card names (`general.max_tokens`, `general.max_cost_usd`,
+//! `general.stop.max_cost_usd`), shared by the loop and the model relay.
+//!
+//! The loop counts an iteration's usage when it admits its genomes; a coding
+//! agent spends through the relay while its proposal is still running. So
+//! that an agent cannot spend past the run's budget, the relay counts each
+//! relayed reply's usage here as it comes ([`RunMeter::relayed`]) and asks
+//! before forwarding a request whether the run's budget is reached
+//! ([`RunMeter::reached`]); the loop tells the meter what it admits
+//! ([`RunMeter::admitted`]), leaving out what the relay already counted.
+//! The spend is therefore the run's recorded usage plus what agents have
+//! spent in proposals not yet admitted (and what a proposal spent after its
+//! agent was done, which no genome carries but the endpoint billed).
+
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::usage::TokenUsage;
+
+/// Which cap refused a relayed request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cap {
+    /// The proposer's `max_tokens`: tokens of one proposal.
+    ProposalTokens,
+    /// The proposer's `max_cost_usd`: USD of one proposal.
+    ProposalCost,
+    /// `general.max_tokens`: tokens of the whole run.
+    RunTokens,
+    /// `general.max_cost_usd` or `general.stop.max_cost_usd`: USD of the
+    /// whole run.
+    RunCost,
+}
+
+impl Cap {
+    /// Whether the cap is the run's (not one proposal's).
+    pub fn is_run(self) -> bool {
+        matches!(self, Self::RunTokens | Self::RunCost)
+    }
+
+    /// A short label: "proposal token cap", "run cost budget".
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::ProposalTokens => "proposal token cap",
+            Self::ProposalCost => "proposal cost cap",
+            Self::RunTokens => "run token budget",
+            Self::RunCost => "run cost budget",
+        }
+    }
+}
+
+/// A cap reached, and the sentence that says so.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Refusal {
+    pub cap: Cap,
+    pub why: String,
+}
+
+/// The run's caps, as its card names them (`None`: no cap).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunBudget {
+    /// `general.max_tokens`.
+    pub max_tokens: Option<u64>,
+    /// The lower of `general.max_cost_usd` and `general.stop.max_cost_usd`,
+    /// with the name of the field it came from.
+    pub max_cost_usd: Option<(f64, &'static str)>,
+}
+
+impl RunBudget {
+    /// The budget from the card's three fields.
+    pub fn new(
+        max_tokens: Option<u64>,
+        max_cost_usd: Option<f64>,
+        stop_max_cost_usd: Option<f64>,
+    ) -> Self {
+        let cost = match (max_cost_usd, stop_max_cost_usd) {
+            (Some(a), Some(b)) if b < a => Some((b, "general.stop.max_cost_usd")),
+            (Some(a), _) => Some((a, "general.max_cost_usd")),
+            (None, Some(b)) => Some((b, "general.stop.max_cost_usd")),
+            (None, None) => None,
+        };
+        Self {
+            max_tokens,
+            max_cost_usd: cost,
+        }
+    }
+
+    /// Whether the run has any cap.
+    pub fn is_capped(&self) -> bool {
+        self.max_tokens.is_some() || self.max_cost_usd.is_some()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Spent {
+    /// Usage the relay did not count: recorded before this invocation (a
+    /// resumed run's checkpoint) and admitted from proposals that did not
+    /// go through the relay.
+    counted: TokenUsage,
+    /// Every relayed reply's usage, as it came.
+    relayed: TokenUsage,
+}
+
+/// The run's spend against its [`RunBudget`]; one per run, shared (in an
+/// `Arc`) by the loop and the relay's sessions.
+#[derive(Debug, Default)]
+pub struct RunMeter {
+    budget: RunBudget,
+    spent: Mutex<Spent>,
+}
+
+impl RunMeter {
+    pub fn new(budget: RunBudget) -> Self {
+        Self {
+            budget,
+            spent: Mutex::new(Spent::default()),
+        }
+    }
+
+    pub fn budget(&self) -> &RunBudget {
+        &self.budget
+    }
+
+    fn spent_mut(&self) -> std::sync::MutexGuard<'_, Spent> {
+        // Sums of numbers: a panic elsewhere cannot leave them half-written.
+        self.spent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A resumed run starts from what its record says it spent.
+    pub fn start_from(&self, recorded: &TokenUsage) {
+        let mut s = self.spent_mut();
+        s.counted = *recorded;
+        s.relayed = TokenUsage::default();
+    }
+
+    /// The loop admitted a genome that used `usage`; `via_relay` when the
+    /// relay counted it already (a coding agent's proposal).
+    pub fn admitted(&self, usage: &TokenUsage, via_relay: bool) {
+        if !via_relay {
+            self.spent_mut().counted.add(usage);
+        }
+    }
+
+    /// The relay passed on a reply that used `usage`.
+    pub fn relayed(&self, usage: &TokenUsage) {
+        self.spent_mut().relayed.add(usage);
+    }
+
+    /// Everything the run has spent so far.
+    pub fn spent(&self) -> TokenUsage {
+        let s = self.spent_mut();
+        let mut total = s.counted;
+        total.add(&s.relayed);
+        total
+    }
+
+    /// The run's cap that is reached, if any: a further relayed request is
+    /// then refused.
+    pub fn reached(&self) -> Option<Refusal> {
+        let spent = self.spent();
+        if let Some(max) = self.budget.max_tokens
+            && spent.total_tokens() >= max
+        {
+            return Some(Refusal {
+                cap: Cap::RunTokens,
+                why: format!(
+                    "the run's token budget is spent ({} of {max} tokens used, general.max_tokens)",
+                    spent.total_tokens()
+                ),
+            });
+        }
+        if let Some((max, field)) = self.budget.max_cost_usd
+            && spent.cost_usd.unwrap_or(0.0) >= max
+        {
+            return Some(Refusal {
+                cap: Cap::RunCost,
+                why: format!(
+                    "the run's cost budget is spent (${:.6} of ${max:.6}, {field})",
+                    spent.cost_usd.unwrap_or(0.0)
+                ),
+            });
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn used(tokens: u64, cost: f64) -> TokenUsage {
+        TokenUsage {
+            prompt_tokens: tokens,
+            cost_usd: Some(cost),
+            ..TokenUsage::default()
+        }
+    }
+
+    #[test]
+    fn the_lower_cost_cap_is_the_runs_and_named() {
+        let b = RunBudget::new(None, Some(2.0), Some(1.0));
+        assert_eq!(b.max_cost_usd, Some((1.0, "general.stop.max_cost_usd")));
+        let b = RunBudget::new(None, Some(0.5), Some(1.0));
+        assert_eq!(b.max_cost_usd, Some((0.5, "general.max_cost_usd")));
+        assert!(!RunBudget::new(None, None, None).is_capped());
+        assert!(RunBudget::new(Some(3), None, None).is_capped());
+    }
+
+    #[test]
+    fn relayed_usage_counts_once_and_reaches_the_cap_at_it_not_before() {
+        let m = RunMeter::new(RunBudget::new(Some(100), Some(1.0), None));
+        m.start_from(&used(20, 0.2));
+        assert_eq!(m.reached(), None);
+        // An agent's replies count as they come; its genome, admitted
+        // later, is not counted again.
+        m.relayed(&used(40, 0.3));
+        m.admitted(&used(40, 0.3), true);
+        assert_eq!(m.spent().prompt_tokens, 60);
+        // Another proposer's genome counts when admitted.
+        m.admitted(&used(39, 0.1), false);
+        assert_eq!(m.spent().prompt_tokens, 99);
+        assert_eq!(m.reached(), None);
+        m.relayed(&used(1, 0.0));
+        let r = m.reached().unwrap();
+        assert_eq!(r.cap, Cap::RunTokens);
+        assert!(r.why.contains("100 of 100 tokens") && r.why.contains("general.max_tokens"));
+
+        let m = RunMeter::new(RunBudget::new(None, None, Some(0.5)));
+        m.relayed(&used(1, 0.25));
+        assert_eq!(m.reached(), None);
+        m.relayed(&used(1, 0.25));
+        let r = m.reached().unwrap();
+        assert_eq!(r.cap, Cap::RunCost);
+        assert!(r.why.contains("general.stop.max_cost_usd"), "{}", r.why);
+        assert!(Cap::RunCost.is_run() && !Cap::ProposalCost.is_run());
+    }
+}
