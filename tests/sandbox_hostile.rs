@@ -10,8 +10,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
+use common::host_memory::{HostMemory, Seen};
 use common::hostile::{Hostile, ModelServer, Outcome};
 
 /// Forks 3,000 processes that wait, then reports how many it started.
@@ -56,6 +57,19 @@ fn command_run(
     evaluator: &str,
     iterations: u32,
 ) -> (Vec<serde_json::Value>, String) {
+    command_run_at(program, evaluator, iterations, None, None)
+}
+
+/// [`command_run`] with `--parallel` when given, the run guarded by
+/// `memory` when given (killed should the host's memory fall below its
+/// floor).
+fn command_run_at(
+    program: &str,
+    evaluator: &str,
+    iterations: u32,
+    parallel: Option<u32>,
+    memory: Option<&HostMemory>,
+) -> (Vec<serde_json::Value>, String) {
     let root = tempfile::tempdir().unwrap();
     let (home, task, out) = (
         root.path().join("home"),
@@ -95,6 +109,12 @@ fn command_run(
         .arg(&task)
         .args(["--iterations", &iterations.to_string(), "--quiet", "--out"])
         .arg(&out)
+        .args(
+            parallel
+                .map(|p| ["--parallel".to_owned(), p.to_string()])
+                .into_iter()
+                .flatten(),
+        )
         .args([
             "--api-base",
             &format!("http://127.0.0.1:{}/v1", server.port),
@@ -104,9 +124,23 @@ fn command_run(
         .env("OPENAI_API_KEY", common::hostile::SECRET)
         .env("HOME", &home)
         .current_dir(root.path())
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    if let Some(memory) = memory {
+        memory.guard(o.id());
+    }
+    let o = o.wait_with_output().unwrap();
+    if let Some(memory) = memory {
+        memory.unguard();
+    }
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        !memory.is_some_and(HostMemory::breached),
+        "the run was killed: the host's available memory fell below the floor"
+    );
     assert!(
         o.status.success(),
         "{}\n{stderr}",
@@ -320,47 +354,72 @@ def run():
     return float(written)
 "#;
 
-/// The machine's memory held by in-memory file systems (tmpfs, /dev/shm:
-/// `Shmem` in /proc/meminfo), in MiB: what candidates' scratch takes from
-/// the host outside their processes' memory, whatever else the machine
-/// runs meanwhile (builds, other tests).
-fn shmem_mib() -> u64 {
-    let text = std::fs::read_to_string("/proc/meminfo").unwrap();
-    let line = text.lines().find(|l| l.starts_with("Shmem:")).unwrap();
-    line.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<u64>()
-        .unwrap()
-        / 1024
+/// The writable-space quota of every candidate here (the default).
+const QUOTA_MIB: u64 = 512;
+
+/// What a run of four candidates at once may take from the host's available
+/// memory beyond their four quotas: the run's own processes (galapagos, the
+/// worker, four interpreters each holding an 8 MiB block: a few hundred MiB)
+/// and what the rest of the machine allocates meanwhile (other tests, a
+/// build's compiler: a GiB or two). Without the quota the four would take
+/// 4 x 4 GiB.
+const HOST_MARGIN_MIB: u64 = 2048;
+
+/// The tests that fill in-memory file systems measure the host's memory:
+/// one at a time.
+static HOST_MEMORY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Watch the host's memory for runs of four candidates at once: the floor
+/// is MemAvailable now less four quotas and [`HOST_MARGIN_MIB`].
+fn watch_four_at_once() -> HostMemory {
+    HostMemory::watch(4 * QUOTA_MIB + HOST_MARGIN_MIB)
+}
+
+/// The host kept more available memory than four quotas (and the margin)
+/// take, throughout.
+fn assert_host_held(seen: &Seen) {
+    println!(
+        "MemAvailable {} MiB at the start, {} MiB at the lowest (floor {} MiB); \
+         in-memory file systems {} MiB at the start, {} MiB at the highest; {} samples",
+        seen.start_available,
+        seen.min_available,
+        seen.floor,
+        seen.start_shmem,
+        seen.max_shmem,
+        seen.samples
+    );
+    assert!(seen.samples > 0, "{seen:?}");
+    assert!(
+        !seen.breached && seen.min_available >= seen.floor,
+        "the host's available memory fell from {} MiB to {} MiB, below {} MiB \
+         (4 x the {QUOTA_MIB} MiB quota and a {HOST_MARGIN_MIB} MiB margin): \
+         the run was killed at the floor: {seen:?}",
+        seen.start_available,
+        seen.min_available,
+        seen.floor,
+    );
 }
 
 #[test]
 fn four_gib_written_everywhere_a_candidate_can_stops_at_the_quota_and_four_at_once_hold_the_host() {
+    let _one_at_a_time = HOST_MEMORY.lock().unwrap_or_else(|e| e.into_inner());
     let hostile = Hostile::new();
-    let before = shmem_mib();
-    let highest = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(before));
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let sampler = {
-        let (highest, done) = (
-            std::sync::Arc::clone(&highest),
-            std::sync::Arc::clone(&done),
-        );
-        std::thread::spawn(move || {
-            while !done.load(std::sync::atomic::Ordering::SeqCst) {
-                highest.fetch_max(shmem_mib(), std::sync::atomic::Ordering::SeqCst);
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-        })
-    };
-    // Four candidates at once, each filling what it can write.
-    let outcome = hostile.run_with_env(FILL_4_GIB, "", 8, &[]);
+    let memory = watch_four_at_once();
+    // One candidate at a time, then four at once, each filling what it can
+    // write.
+    let outcome = hostile.run_guarded(
+        FILL_4_GIB,
+        "kind: subprocess, timeout_secs: 20.0",
+        8,
+        1,
+        &memory,
+    );
     let outcome4 = {
         let card_parallel = "kind: subprocess, timeout_secs: 60.0";
-        hostile.run_evaluator_parallel(FILL_4_GIB, card_parallel, 8, 4)
+        hostile.run_guarded(FILL_4_GIB, card_parallel, 8, 4, &memory)
     };
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
-    sampler.join().unwrap();
+    let seen = memory.finish();
+    assert_host_held(&seen);
     for o in [&outcome, &outcome4] {
         assert!(o.success, "{}\n{}", o.stdout, o.stderr);
         assert!(o.children().len() >= 8, "{}", o.stderr);
@@ -378,14 +437,16 @@ fn four_gib_written_everywhere_a_candidate_can_stops_at_the_quota_and_four_at_on
     }
     // At most 4 x 512 MiB of scratch at once, and some slack for what else
     // runs on the machine (the tests beside this one).
-    let rise = highest
-        .load(std::sync::atomic::Ordering::SeqCst)
-        .saturating_sub(before);
+    let rise = seen.max_shmem.saturating_sub(seen.start_shmem);
     assert!(
         rise < 4 * 512 + 512,
-        "in-memory file systems grew by {rise} MiB (from {before} MiB)"
+        "in-memory file systems grew by {rise} MiB (from {} MiB)",
+        seen.start_shmem
     );
-    println!("in-memory file systems grew by at most {rise} MiB, from {before} MiB");
+    println!(
+        "in-memory file systems grew by at most {rise} MiB, from {} MiB",
+        seen.start_shmem
+    );
 }
 
 /// Writes 1 GiB into each of its own folder, HOME, TMPDIR and /dev/shm
@@ -410,14 +471,18 @@ except OSError:
 print('{"combined_score": 1.0}')
 "#;
 
-#[test]
-fn four_gib_written_everywhere_a_command_can_stops_at_one_quota() {
-    let (genomes, stderr) = command_run(FILL_4_GIB_COMMAND, "", 2);
+/// Every child of a command run of [`FILL_4_GIB_COMMAND`] failed at the
+/// quota, named with its size, having written at most the quota in all.
+fn assert_command_stopped_at_the_quota(
+    genomes: &[serde_json::Value],
+    stderr: &str,
+    at_least: usize,
+) {
     let children: Vec<&serde_json::Value> = genomes
         .iter()
         .filter(|g| g["iteration"].as_u64() > Some(0))
         .collect();
-    assert!(children.len() >= 2, "{stderr}");
+    assert!(children.len() >= at_least, "{stderr}");
     for child in children {
         let evidence = Outcome::evidence(child);
         assert!(child["valid"] == false, "{evidence}");
@@ -439,4 +504,21 @@ fn four_gib_written_everywhere_a_command_can_stops_at_one_quota() {
         assert!(wrote <= 512, "wrote {wrote} MiB: {evidence}");
         println!("a command candidate wrote {wrote} MiB in all before its write failed");
     }
+}
+
+#[test]
+fn four_gib_written_everywhere_a_command_can_stops_at_one_quota() {
+    let _one_at_a_time = HOST_MEMORY.lock().unwrap_or_else(|e| e.into_inner());
+    let (genomes, stderr) = command_run(FILL_4_GIB_COMMAND, "", 2);
+    assert_command_stopped_at_the_quota(&genomes, &stderr, 2);
+}
+
+#[test]
+fn four_commands_at_once_writing_4_gib_each_hold_the_host() {
+    let _one_at_a_time = HOST_MEMORY.lock().unwrap_or_else(|e| e.into_inner());
+    let memory = watch_four_at_once();
+    let (genomes, stderr) = command_run_at(FILL_4_GIB_COMMAND, "", 8, Some(4), Some(&memory));
+    let seen = memory.finish();
+    assert_host_held(&seen);
+    assert_command_stopped_at_the_quota(&genomes, &stderr, 8);
 }

@@ -226,7 +226,7 @@ impl Hostile {
         iterations: u32,
         env: &[(&str, &str)],
     ) -> Outcome {
-        self.run_evaluator_at(program, evaluator, iterations, env, None)
+        self.run_evaluator_at(program, evaluator, iterations, env, None, None)
     }
 
     /// [`Hostile::run_evaluator`] with `parallel` iterations in flight.
@@ -237,7 +237,27 @@ impl Hostile {
         iterations: u32,
         parallel: u32,
     ) -> Outcome {
-        self.run_evaluator_at(program, evaluator, iterations, &[], Some(parallel))
+        self.run_evaluator_at(program, evaluator, iterations, &[], Some(parallel), None)
+    }
+
+    /// [`Hostile::run_evaluator_parallel`] with the run guarded by `memory`
+    /// (killed should the host's available memory fall below its floor).
+    pub fn run_guarded(
+        &self,
+        program: &str,
+        evaluator: &str,
+        iterations: u32,
+        parallel: u32,
+        memory: &super::host_memory::HostMemory,
+    ) -> Outcome {
+        self.run_evaluator_at(
+            program,
+            evaluator,
+            iterations,
+            &[],
+            Some(parallel),
+            Some(memory),
+        )
     }
 
     fn run_evaluator_at(
@@ -247,6 +267,7 @@ impl Hostile {
         iterations: u32,
         env: &[(&str, &str)],
         parallel: Option<u32>,
+        memory: Option<&super::host_memory::HostMemory>,
     ) -> Outcome {
         let n = self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let out = self.root.path().join(format!("runs{n}"));
@@ -290,8 +311,18 @@ impl Hostile {
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("XDG_CACHE_HOME")
             .current_dir(self.root.path())
-            .output()
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .unwrap();
+        if let Some(memory) = memory {
+            memory.guard(o.id());
+        }
+        let o = o.wait_with_output().unwrap();
+        if let Some(memory) = memory {
+            memory.unguard();
+        }
         let run_dir = std::fs::read_dir(&out)
             .ok()
             .and_then(|mut entries| entries.find_map(|e| e.ok().map(|e| e.path())))
