@@ -30,6 +30,30 @@ pub struct PanelLayout {
     pub left_width: f32,
     /// Width of the inspector in points.
     pub inspector_width: f32,
+    /// The Run tab's panes.
+    pub run: RunPanes,
+}
+
+/// How the Run tab divides its room (persisted): the share of its height
+/// the search views (plot, tree, islands, beam...) take above the table, and
+/// the share of its width the genome inspector takes beside it. Both follow
+/// their dividers when dragged.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunPanes {
+    /// The search views' share of the Run tab's height.
+    pub plot_share: f32,
+    /// The genome inspector's share of the width under the search views.
+    pub inspector_share: f32,
+}
+
+impl Default for RunPanes {
+    fn default() -> Self {
+        Self {
+            plot_share: 0.5,
+            inspector_share: 0.42,
+        }
+    }
 }
 
 impl Default for PanelLayout {
@@ -39,6 +63,7 @@ impl Default for PanelLayout {
             show_inspector: true,
             left_width: 240.0,
             inspector_width: 300.0,
+            run: RunPanes::default(),
         }
     }
 }

@@ -487,6 +487,8 @@ impl App {
     /// The shown tab, through its [`TabPanel`].
     fn tab_ui(&mut self, ui: &mut Ui, palette: Palette) {
         let tab = self.state.tab;
+        // the Run tab's panes are kept with the persisted state
+        self.run_view.panes = self.state.layout.run;
         let leaderboard = (tab == Tab::Leaderboard).then(|| self.leaderboard_frame());
         let live_run_dir = self.run_view.live_run_dir().map(Path::to_path_buf);
         let mut ctx = TabCtx {
@@ -518,6 +520,7 @@ impl App {
             Tab::Leaderboard => &mut self.leaderboard,
         };
         panel.ui(ui, &mut ctx, &mut self.commands);
+        self.state.layout.run = self.run_view.panes;
     }
 
     /// Per-frame work outside drawing: finished dialogs and run events.

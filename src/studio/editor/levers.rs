@@ -264,7 +264,8 @@ fn objectives_ui(ui: &mut Ui, g: &General, commands: &mut Commands, errors: &Err
             for (metric, direction) in &g.objectives {
                 let id = row(ui, metric, "An objective and which way is better");
                 ui.vertical(|ui| {
-                    ui.horizontal(|ui| {
+                    // wrapped, so Remove stays in view in a narrow window
+                    ui.horizontal_wrapped(|ui| {
                         let (now, other) = match direction {
                             Direction::Max => ("max", Direction::Min),
                             Direction::Min => ("min", Direction::Max),

@@ -151,7 +151,18 @@ pub fn param_row_ui(
     let mut reset = false;
     ui.vertical(|ui| {
         ui.horizontal(|ui| {
-            value_ui(ui, spec.ty, label.id, &value, default, &mut set);
+            // the value takes what the Reset button leaves of the row, so
+            // the button stays inside the inspector
+            let reset_room = if explicit.is_some() {
+                reset_width(ui)
+            } else {
+                0.0
+            };
+            let room = (ui.available_width() - reset_room).max(60.0);
+            ui.scope(|ui| {
+                ui.set_max_width(room);
+                value_ui(ui, spec.ty, label.id, &value, default, &mut set);
+            });
             if explicit.is_some()
                 && ui
                     .small_button("Reset")
@@ -172,6 +183,20 @@ pub fn param_row_ui(
         });
     }
     ui.end_row();
+}
+
+/// The room a small Reset button takes in a row, its spacing included.
+fn reset_width(ui: &Ui) -> f32 {
+    let text = ui
+        .painter()
+        .layout_no_wrap(
+            "Reset".to_owned(),
+            egui::TextStyle::Button.resolve(ui.style()),
+            egui::Color32::WHITE,
+        )
+        .size()
+        .x;
+    text + 2.0 * ui.spacing().button_padding.x + ui.spacing().item_spacing.x + 2.0
 }
 
 fn value_ui(
@@ -208,8 +233,25 @@ fn value_ui(
                 other => other.display(),
             };
             let mut picked = None;
+            // as wide as its text and arrow, at most the room left
+            let natural = ui
+                .painter()
+                .layout_no_wrap(
+                    current.clone(),
+                    egui::TextStyle::Button.resolve(ui.style()),
+                    egui::Color32::WHITE,
+                )
+                .size()
+                .x
+                + ui.spacing().icon_width
+                + 3.0 * ui.spacing().button_padding.x;
+            let width = natural
+                .max(ui.spacing().combo_width)
+                .min(ui.available_width());
             let response = egui::ComboBox::from_id_salt(label.with("choice"))
                 .selected_text(current.as_str())
+                .width(width)
+                .truncate()
                 .show_ui(ui, |ui| {
                     for option in options {
                         if ui.selectable_label(current == *option, *option).clicked() {

@@ -376,6 +376,8 @@ impl Inspector {
                         ui.selectable_value(&mut self.diff_mode, DiffMode::SideBySide, "side by side");
                     });
                     ui.separator();
+                    // code keeps its lines: the area scrolls sideways
+                    ui.style_mut().wrap_mode = Some(egui::TextWrapMode::Extend);
                     let base = picked.filter(|_| self.against_pick).or(parent);
                     match base.filter(|b| !b.content.is_single() || !genome.content.is_single()) {
                         Some(base) => {
@@ -406,6 +408,7 @@ impl Inspector {
                     }
                 }
                 InspectorTab::Program if !genome.content.is_single() => {
+                    ui.style_mut().wrap_mode = Some(egui::TextWrapMode::Extend);
                     super::files_view::program_ui(
                         ui,
                         &genome.content,
@@ -415,6 +418,7 @@ impl Inspector {
                     );
                 }
                 InspectorTab::Program => {
+                    ui.style_mut().wrap_mode = Some(egui::TextWrapMode::Extend);
                     let theme = egui_extras::syntax_highlighting::CodeTheme::from_memory(
                         ui.ctx(),
                         ui.style(),

@@ -15,8 +15,8 @@
 //! Data flow: the worker reports [`RunEvent`]s into a plain [`RunHistory`]
 //! that the panels read each frame; a finished run stays browsable until the
 //! next [`RunView::start`]. The views of the genomes (plot, tree, table,
-//! islands, beam) are [`GenomeView`]s; the toolbar, log and status bar are in
-//! `bars.rs`.
+//! islands, beam) are [`GenomeView`](crate::studio::panel::GenomeView)s; the toolbar, log and status bar are in
+//! `bars.rs`, the resizable panes they are drawn in in `panes.rs`.
 
 pub mod agent_view;
 mod bars;
@@ -27,6 +27,7 @@ pub mod history;
 pub mod inspector;
 pub mod models;
 pub mod objectives;
+mod panes;
 pub mod plot;
 pub mod steer;
 pub mod structure;
@@ -55,7 +56,7 @@ use crate::engine::model::LanguageModel;
 use crate::engine::registry::Registry;
 use crate::engine::run_thread::{RunHandle, start};
 use crate::studio::command::Commands;
-use crate::studio::panel::{GenomeView, TabCtx, TabPanel};
+use crate::studio::panel::{TabCtx, TabPanel};
 
 /// Time spent draining events per frame before yielding to drawing.
 pub const DRAIN_BUDGET: Duration = Duration::from_millis(5);
@@ -151,6 +152,9 @@ pub struct RunView {
     select_later: Option<GenomeId>,
     /// The notes box under the toolbar.
     notes: steer::NotesBox,
+    /// How the plot, table and inspector share the tab (the studio keeps
+    /// it with its persisted state).
+    pub panes: crate::studio::state::RunPanes,
     /// Which files of the live run's program may change.
     edit_rules: Option<crate::engine::task::files::EditRules>,
 }
@@ -659,90 +663,7 @@ impl RunView {
             }
             return;
         }
-        let mut clicked: Option<GenomeId> = None;
-        let history = &self.history;
-        let selected = self.selected;
-        // enough for the plot under its view switch also at 1024x640
-        let plot_height = (ui.available_height() * 0.5).clamp(200.0, 520.0);
-        egui::Panel::top("run_plot_panel")
-            .resizable(true)
-            .default_size(plot_height)
-            .size_range(100.0..=ui.available_height() * 0.8)
-            .show(ui, |ui| {
-                let islands = self.structure.has_islands();
-                let beam = self.structure.has_beam();
-                let objectives = history.metric_names.len() >= 2;
-                let models = models::ModelSharesView::model_count(history) >= 2;
-                if (self.view == SearchView::Islands && !islands)
-                    || (self.view == SearchView::Beam && !beam)
-                    || (self.view == SearchView::Objectives && !objectives)
-                    || (self.view == SearchView::Models && !models)
-                {
-                    self.view = SearchView::Plot;
-                }
-                ui.horizontal(|ui| {
-                    for v in [
-                        SearchView::Plot,
-                        SearchView::Tree,
-                        SearchView::Islands,
-                        SearchView::Beam,
-                        SearchView::Objectives,
-                        SearchView::Models,
-                    ] {
-                        let shown = match v {
-                            SearchView::Islands => islands,
-                            SearchView::Beam => beam,
-                            SearchView::Objectives => objectives,
-                            SearchView::Models => models,
-                            _ => true,
-                        };
-                        if shown {
-                            ui.selectable_value(&mut self.view, v, v.label())
-                                .on_hover_text(v.hint());
-                        }
-                    }
-                });
-                if matches!(self.view, SearchView::Islands | SearchView::Beam)
-                    && self.structure.sync(history, structure::FEED_BUDGET)
-                {
-                    ui.ctx().request_repaint();
-                }
-                let mut islands = structure::IslandGrids(&self.structure);
-                let mut beam = structure::BeamHistory(&self.structure);
-                let view: &mut dyn GenomeView = match self.view {
-                    SearchView::Plot => &mut self.plot,
-                    SearchView::Tree => &mut self.tree,
-                    SearchView::Islands => &mut islands,
-                    SearchView::Beam => &mut beam,
-                    SearchView::Objectives => &mut self.objectives,
-                    SearchView::Models => &mut self.models,
-                };
-                if let Some(id) = view.ui(ui, history, selected) {
-                    clicked = Some(id);
-                }
-            });
-        self.inspector.live = self.is_running();
-        self.inspector.pinned = history.steering.pins.iter().map(|p| p.genome).collect();
-        self.inspector.fork_blocker = self
-            .is_running()
-            .then_some("Stop the run first: the studio runs one run at a time");
-        egui::Panel::right("run_inspector_panel")
-            .resizable(true)
-            .default_size((ui.available_width() * 0.5).max(320.0))
-            .size_range(260.0..=ui.available_width() * 0.8)
-            .show(ui, |ui| {
-                if let Some(id) =
-                    self.inspector
-                        .ui(ui, history, selected, self.picked, &self.language)
-                {
-                    clicked = Some(id);
-                }
-            });
-        egui::CentralPanel::default().show(ui, |ui| {
-            if let Some(id) = self.table.ui(ui, history, selected) {
-                clicked = Some(id);
-            }
-        });
+        let clicked = self.panes_ui(ui);
         match self.inspector.action.take() {
             Some(steer::InspectorAction::Edit(id)) => self.open_editor(id),
             Some(steer::InspectorAction::Pin(id)) => {

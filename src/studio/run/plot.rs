@@ -536,11 +536,12 @@ impl GenomeView for FitnessPlot {
             .map(|(p, _)| p.id)
             .collect();
         let drawn = &self.drawn;
-        let y_label = self.metric.label(&history.fitness_basis());
+        // the y label runs along the plot's height: cut to fit it there
+        let y_label = super::panes::axis_label(ui, &self.metric, &history.fitness_basis());
         let x_label = self.x_axis.label();
         let plot = Plot::new("fitness_plot")
             .x_axis_label(x_label)
-            .y_axis_label(y_label)
+            .y_axis_label(y_label.clone())
             .allow_double_click_reset(true)
             .label_formatter(|pos| match pos {
                 egui_plot::HoverPosition::NearDataPoint {
@@ -633,9 +634,11 @@ impl GenomeView for FitnessPlot {
             }
             (plot_ui.plot_bounds(), plot_ui.auto_bounds())
         });
-        response
-            .response
-            .widget_info(|| egui::WidgetInfo::labeled(egui::Role::Canvas, true, "Fitness plot"));
+        response.response.widget_info(|| {
+            let mut info = egui::WidgetInfo::labeled(egui::Role::Canvas, true, "Fitness plot");
+            info.current_text_value = Some(format!("x: {x_label}; y: {y_label}"));
+            info
+        });
         let (bounds, auto) = response.inner;
         self.last_bounds = Some(bounds);
         self.last_auto = auto;
