@@ -252,14 +252,9 @@ impl StructureMirror {
                     .weak(),
             );
         }
-        let (lo, hi) = history
-            .genomes
-            .iter()
-            .filter_map(|g| g.fitness().filter(|f| f.is_finite() && g.valid))
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), f| {
-                (a.min(f), b.max(f))
-            });
+        let (lo, hi) = score_range(history);
         let span = if hi > lo { hi - lo } else { 1.0 };
+        score_legend(ui, lo, hi, &history.fitness_basis());
         let bins = view.feature_bins.max(1);
         let dims = view.feature_dimensions.len();
         let (cols, rows) = match dims {
@@ -270,12 +265,14 @@ impl StructureMirror {
         let n = view.islands.len().max(1);
         let avail = ui.available_size();
         // Island cards in a grid: as many per row as gives the largest cells
-        // (the title and the counts take about 40 points above each grid).
+        // (the title and the counts take about 40 points above each grid,
+        // the axes' names about 18 below).
         let layout = |per_row: usize| {
             let card_w = avail.x / per_row as f32 - 8.0;
             let lines = n.div_ceil(per_row);
             let card_h = (avail.y - 4.0) / lines as f32 - 8.0;
-            let cell = ((card_w - 8.0) / cols as f32).min((card_h - 40.0) / rows as f32);
+            // the title and counts above each grid, its axes' names below
+            let cell = ((card_w - 8.0) / cols as f32).min((card_h - 58.0) / rows as f32);
             (cell, card_w)
         };
         let per_row = (1..=n)
@@ -383,6 +380,14 @@ impl StructureMirror {
                                     Stroke::new(1.0, color),
                                     egui::StrokeKind::Outside,
                                 );
+                                if let Some(axes) = axes_text(&view.feature_dimensions) {
+                                    ui.label(RichText::new(axes).small().weak()).on_hover_text(
+                                        format!(
+                                            "Cells are {bins} bins per feature, low to high from the bottom left corner; \
+                                             each shows its elite's score by colour"
+                                        ),
+                                    );
+                                }
                                 if let Some(p) = response.hover_pos() {
                                     let x = ((p.x - rect.left()) / cell) as usize;
                                     let y = ((rect.bottom() - p.y) / cell) as usize;
@@ -452,6 +457,8 @@ impl StructureMirror {
             ))
             .small(),
         );
+        let (lo, hi) = score_range(history);
+        score_legend(ui, lo, hi, &history.fitness_basis());
         let avail = ui.available_size();
         let cell_h = ((avail.y - 24.0) / width as f32).clamp(3.0, 28.0);
         let cell_w = 10.0f32.min(avail.x / self.beam.len() as f32).max(3.0);
@@ -463,13 +470,6 @@ impl StructureMirror {
             egui::WidgetInfo::labeled(egui::Role::Grid, true, "beam membership over time")
         });
         let painter = ui.painter_at(rect);
-        let (lo, hi) = history
-            .genomes
-            .iter()
-            .filter_map(|g| g.fitness().filter(|f| f.is_finite() && g.valid))
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), f| {
-                (a.min(f), b.max(f))
-            });
         let span = if hi > lo { hi - lo } else { 1.0 };
         let cell_rect = |col: usize, rank: usize| {
             Rect::from_min_size(
@@ -537,6 +537,57 @@ impl StructureMirror {
         }
         clicked
     }
+}
+
+/// The lowest and highest score of the history's valid genomes (infinite
+/// when there are none).
+fn score_range(history: &RunHistory) -> (f64, f64) {
+    history
+        .genomes
+        .iter()
+        .filter_map(|g| g.fitness().filter(|f| f.is_finite() && g.valid))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), f| {
+            (a.min(f), b.max(f))
+        })
+}
+
+/// The names of a MAP-Elites grid's axes: x the first feature, y the
+/// second (`None` without features).
+fn axes_text(dimensions: &[String]) -> Option<String> {
+    match dimensions {
+        [] => None,
+        [x] => Some(format!("x: {x}")),
+        [x, y, ..] => Some(format!("x: {x} · y: {y}")),
+    }
+}
+
+/// What the cells' colour means: the score scale from the run's lowest to
+/// its highest score, as a colour bar between the two figures.
+fn score_legend(ui: &mut egui::Ui, lo: f64, hi: f64, basis: &str) {
+    ui.horizontal(|ui| {
+        ui.label(RichText::new(format!("colour: score ({basis})")).small());
+        if lo > hi {
+            ui.label(RichText::new("no valid genome yet").small().weak());
+            return;
+        }
+        ui.label(RichText::new(format!("{lo:.4}")).small());
+        let (rect, response) = ui.allocate_exact_size(vec2(120.0, 10.0), Sense::hover());
+        response.widget_info(|| {
+            egui::WidgetInfo::labeled(egui::Role::Image, true, "score colour scale")
+        });
+        let painter = ui.painter_at(rect);
+        let steps = 24;
+        let w = rect.width() / steps as f32;
+        for k in 0..steps {
+            let t = (k as f32 + 0.5) / steps as f32;
+            let r = Rect::from_min_size(
+                pos2(rect.left() + k as f32 * w, rect.top()),
+                vec2(w + 0.5, rect.height()),
+            );
+            painter.rect_filled(r, 0.0, score_color(t));
+        }
+        ui.label(RichText::new(format!("{hi:.4}")).small());
+    });
 }
 
 /// A mirror's islands and their MAP-Elites grids, as a run view.
