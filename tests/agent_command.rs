@@ -77,9 +77,17 @@ fn a_run_killed_during_an_agent_proposal_leaves_no_process_and_resume_redoes_it(
     std::fs::create_dir_all(&home).unwrap();
     // Told to hang, the agent leaves a survivor in a session of its own and
     // never ends; told to edit, it changes a weight.
-    let script = "if [ \"$AGENT_MODE\" = hang ]; then setsid sleep 955.25 & sleep 955.5; fi; \
-                  sed -i 's/0.40, 0.70/0.40, 0.71/' fitpkg/model.py";
-    let card = card(dir.path(), script, &["AGENT_MODE"]);
+    // The sleeps' lengths are this test process's own marks: another run
+    // of this test on the machine (another checkout's) has other ones.
+    let (survivor, sleeper) = (
+        format!("955.{}1", std::process::id()),
+        format!("955.{}2", std::process::id()),
+    );
+    let script = format!(
+        "if [ \"$AGENT_MODE\" = hang ]; then setsid sleep {survivor} & sleep {sleeper}; fi; \
+         sed -i 's/0.40, 0.70/0.40, 0.71/' fitpkg/model.py"
+    );
+    let card = card(dir.path(), &script, &["AGENT_MODE"]);
     let out = dir.path().join("runs");
     let mut run = galapagos(&home)
         .arg("run")
@@ -104,7 +112,7 @@ fn a_run_killed_during_an_agent_proposal_leaves_no_process_and_resume_redoes_it(
         })
     };
     wait_for(120, "the agent to start", || {
-        workspace_made() && processes_with("955.25") > 0 && processes_with("955.5") > 0
+        workspace_made() && processes_with(&survivor) > 0 && processes_with(&sleeper) > 0
     });
     let run_dir = std::fs::read_dir(&out)
         .unwrap()
@@ -122,7 +130,7 @@ fn a_run_killed_during_an_agent_proposal_leaves_no_process_and_resume_redoes_it(
     run.wait().unwrap();
     // The agent's processes die with the run: none is left.
     wait_for(30, "the agent's processes to die with the run", || {
-        processes_with("955.25") == 0 && processes_with("955.5") == 0
+        processes_with(&survivor) == 0 && processes_with(&sleeper) == 0
     });
 
     let resumed = galapagos(&home)

@@ -57,10 +57,9 @@ pub(crate) mod sandboxed;
 use json::{metrics_from_stdout, parse_object, read_limited};
 use metrics::take_metrics;
 
-use super::worker::capture::Capture;
 use super::worker::code_dir::EVAL_HELPER;
-use super::worker::process::kill_groups;
 use super::worker::sandbox::{self, Sandbox};
+use super::worker::supervise::{Ended, GroupGuard, Streams, supervise};
 use super::{Candidate, Evaluation, Evaluator, Metric, Observed};
 use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::params::{ParamError, ParamSpec, ParamType, param_table};
@@ -256,22 +255,6 @@ const PASSED: [&str; 24] = [
 /// Is the variable `name` passed to a command?
 fn passed(name: &str) -> bool {
     PASSED.contains(&name) || name.starts_with("LC_")
-}
-
-/// How long the output of a command that has exited is still read (a
-/// process that left its group may hold the pipes open).
-const OUTPUT_GRACE: Duration = Duration::from_secs(1);
-
-/// The process group of a running command, killed when dropped (a stopped
-/// run drops the evaluation).
-struct GroupGuard(Option<u32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0.take() {
-            kill_groups(&[i64::from(pid)]);
-        }
-    }
 }
 
 /// The scratch dir's dir holding `galapagos_eval.py`: the command's `PYTHONPATH`.
@@ -516,7 +499,7 @@ impl CommandEvaluator {
                 };
             }
         };
-        let mut guard = GroupGuard(child.id());
+        let guard = GroupGuard::new(child.id());
         let pipes = (
             child.stdout.take().map(|s| s.into_owned_fd()),
             child.stderr.take().map(|s| s.into_owned_fd()),
@@ -532,55 +515,28 @@ impl CommandEvaluator {
         ) else {
             return Evaluation::invalid("cannot read the evaluator command's output".to_owned());
         };
-        let kept = self.params.isolation.output_bytes();
-        let (mut cap_out, mut cap_err) = (Capture::new(kept), Capture::new(kept));
-        let (mut out_open, mut err_open) = (true, true);
-        let deadline =
-            tokio::time::Instant::now() + Duration::from_secs_f64(self.params.timeout_secs);
-        let mut status = None;
-        let mut cpu_secs = None;
-        let mut timed_out = false;
-        // Until it exits and both streams are closed: after the exit the
-        // group is killed, which closes what a leftover still held; a
-        // process that left the group gets `OUTPUT_GRACE` more, no longer.
-        let mut grace: Option<tokio::time::Instant> = None;
-        let mut sent_bytes: Vec<u8> = Vec::new();
-        let mut sent_open = sent.is_some();
-        while status.is_none() || out_open || err_open || sent_open {
-            tokio::select! {
-                r = async { sent.as_ref()?.readable().await.ok() }, if sent_open => {
-                    if r.is_none() || !read_sent(sent.as_ref(), &mut sent_bytes) {
-                        sent_open = false;
-                    }
-                }
-                (s, cpu) = sandboxed::wait_measured(&mut child), if status.is_none() => {
-                    status = Some(s);
-                    cpu_secs = cpu;
-                    if let Some(pid) = guard.0 {
-                        kill_groups(&[i64::from(pid)]);
-                    }
-                    grace = Some(tokio::time::Instant::now() + OUTPUT_GRACE);
-                }
-                () = tokio::time::sleep_until(grace.unwrap_or(deadline)), if grace.is_some() => break,
-                r = out.readable(), if out_open => {
-                    if r.is_err() || !cap_out.pump(&out) { out_open = false; }
-                }
-                r = err.readable(), if err_open => {
-                    if r.is_err() || !cap_err.pump(&err) { err_open = false; }
-                }
-                () = tokio::time::sleep_until(deadline), if !timed_out && status.is_none() => {
-                    timed_out = true;
-                    if let Some(pid) = guard.0 {
-                        kill_groups(&[i64::from(pid)]);
-                    }
-                    let _ = child.start_kill();
-                }
-            }
-        }
-        guard.0 = None;
-        cap_out.drain(&out);
-        cap_err.drain(&err);
-        while sent_open && read_sent(sent.as_ref(), &mut sent_bytes) {}
+        let streams = Streams {
+            out,
+            err,
+            kept: self.params.isolation.output_bytes(),
+            // up to two result files' worth
+            sent: sent.as_ref().map(|p| {
+                (
+                    p,
+                    usize::try_from(2 * (json::MAX_RESULT_FILE + 64)).unwrap_or(usize::MAX),
+                )
+            }),
+        };
+        let timeout = Duration::from_secs_f64(self.params.timeout_secs);
+        let Ended {
+            status,
+            cpu_secs,
+            timed_out,
+            stdout: cap_out,
+            stderr: cap_err,
+            sent: sent_bytes,
+            ..
+        } = supervise(&mut child, guard, streams, timeout).await;
         let reported = sandboxed::Reported::parse(&sent_bytes);
         let results = match sent {
             Some(_) => Results::Sent(&reported),
@@ -748,25 +704,6 @@ impl Results<'_> {
                     .then(|| read_limited(&path))
             }
             Self::Sent(sent) => sent.text(name),
-        }
-    }
-}
-
-/// Read what is waiting on the results pipe into `into` (up to two result
-/// files' worth); false at its end.
-fn read_sent(pipe: Option<&pipe::Receiver>, into: &mut Vec<u8>) -> bool {
-    let Some(pipe) = pipe else { return false };
-    let mut buf = [0u8; 65536];
-    loop {
-        match pipe.try_read(&mut buf) {
-            Ok(0) => return false,
-            Ok(n) => {
-                if (into.len() as u64) < 2 * (json::MAX_RESULT_FILE + 64) {
-                    into.extend_from_slice(&buf[..n]);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
-            Err(_) => return false,
         }
     }
 }

@@ -185,7 +185,7 @@ pub(super) fn bwrap_args(cell: &Cell<'_>, command: &[OsString]) -> Vec<OsString>
     // The command's shell is the container's pid 1, so bubblewrap waits
     // for it and the kernel adds its CPU time (and that of what it waited
     // for: the command) to bubblewrap's own children's, which the run
-    // reads ([`wait_measured`]).
+    // reads (`worker::supervise`).
     let mut args: Vec<OsString> = vec!["--as-pid-1".into()];
     args.extend(sandbox::bwrap_args(&jail, command));
     args
@@ -234,57 +234,8 @@ fn pid1_shell(after: &[OsString]) -> String {
     )
 }
 
-/// Linux reports CPU times in `/proc` in units of `USER_HZ`, 100 a second
-/// on every architecture it runs on here.
-const USER_HZ: f64 = 100.0;
-
-/// Wait for the sandbox `child` (bubblewrap) to exit and reap it, with the
-/// CPU time (user + system, seconds) its container used as the kernel
-/// counts it: read from `/proc/<pid>/stat` (its waited-for children's
-/// times) after it exited and before it is reaped, so nothing the
-/// candidate can write is read. None when it cannot be read.
-pub(super) async fn wait_measured(
-    child: &mut tokio::process::Child,
-) -> (std::io::Result<std::process::ExitStatus>, Option<f64>) {
-    let cpu = match child.id() {
-        Some(pid) => exited_children_cpu(pid).await,
-        None => None,
-    };
-    (child.wait().await, cpu)
-}
-
-/// Once the process `pid` (a child of this one, not yet reaped) has
-/// exited: the CPU time of the children it waited for.
-async fn exited_children_cpu(pid: u32) -> Option<f64> {
-    use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
-    let raw = Pid::from_raw(i32::try_from(pid).ok()?)?;
-    // Waits for the exit without reaping: the process stays a zombie, its
-    // /proc entry readable, until `child.wait()` reaps it.
-    let exited = tokio::task::spawn_blocking(move || {
-        loop {
-            match waitid(
-                WaitId::Pid(raw),
-                WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
-            ) {
-                Err(rustix::io::Errno::INTR) => {}
-                other => return other,
-            }
-        }
-    });
-    exited.await.ok()?.ok()?;
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the command name (in parentheses, which may hold anything):
-    // state is field 3; cutime and cstime are fields 16 and 17.
-    let rest = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
-    let (cutime, cstime) = (ticks(13)?, ticks(14)?);
-    #[expect(clippy::cast_precision_loss, reason = "CPU ticks far below 2^52")]
-    Some((cutime + cstime) as f64 / USER_HZ)
-}
-
 /// `argv` run through `prlimit` in the candidate's sandbox, under a shell
-/// that is the container's pid 1 (its CPU time: [`wait_measured`]).
+/// that is the container's pid 1 (its CPU time: `worker::supervise`).
 pub(super) fn command(
     bwrap: &Path,
     prlimit: &Path,

@@ -51,6 +51,7 @@ pub(crate) mod process;
 pub(crate) mod protocol;
 pub(crate) mod run_as;
 pub(crate) mod sandbox;
+pub(crate) mod supervise;
 
 use lanes::{LanePool, accept_lanes};
 pub(crate) use lanes::{Lanes, bind_lanes};

@@ -33,10 +33,10 @@ use tokio::net::unix::pipe;
 use super::AgentCommandParams;
 use super::workspace::{INFO, Workspace};
 use crate::engine::agent_run::AgentExit;
-use crate::engine::evaluator::worker::capture::Capture;
 use crate::engine::evaluator::worker::limits::Limits;
-use crate::engine::evaluator::worker::process::{kill_groups, signal_name};
+use crate::engine::evaluator::worker::process::signal_name;
 use crate::engine::evaluator::worker::sandbox::{self, Interpreter, Jail, SCRATCH_ROOT};
+use crate::engine::evaluator::worker::supervise::{Ended, GroupGuard, Streams, supervise};
 
 /// Variables the proposer sets for every agent; a card may not.
 pub(super) const RESERVED_VARS: [&str; 2] = ["HOME", "TMPDIR"];
@@ -76,20 +76,6 @@ pub(super) struct Ran {
     pub(super) stdout: String,
     pub(super) stderr: String,
 }
-
-/// The process group of a running sandbox, killed when dropped.
-struct GroupGuard(Option<u32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0.take() {
-            kill_groups(&[i64::from(pid)]);
-        }
-    }
-}
-
-/// How long output is still read once the agent has exited.
-const OUTPUT_GRACE: Duration = Duration::from_secs(1);
 
 /// `name` found as a spawn outside the sandbox would (a path, or a name on
 /// PATH).
@@ -343,7 +329,7 @@ impl Prison {
             Ok(c) => c,
             Err(e) => return not_started(format!("cannot start bubblewrap: {e}")),
         };
-        let mut guard = GroupGuard(child.id());
+        let guard = GroupGuard::new(child.id());
         if let (Some(text), Some(mut stdin)) = (job.stdin.clone(), child.stdin.take()) {
             // A task of its own: an agent that reads no stdin must not
             // block the proposal.
@@ -365,45 +351,22 @@ impl Prison {
         ) else {
             return not_started("cannot read the agent's output".into());
         };
-        let kept =
-            usize::try_from(job.params.output_limit_kb.saturating_mul(1000)).unwrap_or(usize::MAX);
-        let (mut cap_out, mut cap_err) = (Capture::new(kept), Capture::new(kept));
-        let (mut out_open, mut err_open) = (true, true);
-        let deadline =
-            tokio::time::Instant::now() + Duration::from_secs_f64(job.params.timeout_secs);
-        let mut status = None;
-        let mut timed_out = false;
-        let mut grace: Option<tokio::time::Instant> = None;
-        let mut wall_ms = 0.0;
-        while status.is_none() || out_open || err_open {
-            tokio::select! {
-                s = child.wait(), if status.is_none() => {
-                    wall_ms = ms();
-                    status = Some(s);
-                    if let Some(pid) = guard.0 {
-                        kill_groups(&[i64::from(pid)]);
-                    }
-                    grace = Some(tokio::time::Instant::now() + OUTPUT_GRACE);
-                }
-                () = tokio::time::sleep_until(grace.unwrap_or(deadline)), if grace.is_some() => break,
-                r = out.readable(), if out_open => {
-                    if r.is_err() || !cap_out.pump(&out) { out_open = false; }
-                }
-                r = err.readable(), if err_open => {
-                    if r.is_err() || !cap_err.pump(&err) { err_open = false; }
-                }
-                () = tokio::time::sleep_until(deadline), if !timed_out && status.is_none() => {
-                    timed_out = true;
-                    if let Some(pid) = guard.0 {
-                        kill_groups(&[i64::from(pid)]);
-                    }
-                    let _ = child.start_kill();
-                }
-            }
-        }
-        guard.0 = None;
-        cap_out.drain(&out);
-        cap_err.drain(&err);
+        let streams = Streams {
+            out,
+            err,
+            kept: usize::try_from(job.params.output_limit_kb.saturating_mul(1000))
+                .unwrap_or(usize::MAX),
+            sent: None,
+        };
+        let timeout = Duration::from_secs_f64(job.params.timeout_secs);
+        let Ended {
+            status,
+            timed_out,
+            exited_at,
+            stdout: cap_out,
+            stderr: cap_err,
+            ..
+        } = supervise(&mut child, guard, streams, timeout).await;
         let exit = if timed_out {
             AgentExit::TimedOut
         } else {
@@ -415,7 +378,8 @@ impl Prison {
         };
         Ran {
             exit,
-            wall_ms: if wall_ms > 0.0 { wall_ms } else { ms() },
+            wall_ms: exited_at
+                .map_or_else(ms, |at| at.duration_since(started).as_secs_f64() * 1000.0),
             stdout: cap_out.text(),
             stderr: cap_err.text(),
         }
