@@ -150,7 +150,7 @@ pub enum Command {
     },
     /// Open the studio (the default with no subcommand).
     Studio {
-        /// Card to open.
+        /// Card to open: a file, a built-in card's name, or NAMESPACE/NAME[@VERSION] on a hub.
         #[arg(long)]
         card: Option<PathBuf>,
         /// Task folder to select.

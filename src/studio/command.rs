@@ -163,6 +163,25 @@ pub enum UiCommand {
     SetExportResults(PathBuf),
     /// Pick the leaderboard to attach with a native dialog.
     BrowseExportResults,
+    /// Publish the card to a hub folder as a new version (off the UI thread).
+    PublishToHub {
+        /// The hub folder.
+        hub: PathBuf,
+        /// Publish under this namespace instead of the card's own.
+        namespace: Option<String>,
+        /// The version (required when the name has versions).
+        version: Option<String>,
+    },
+    /// List the configured hubs' cards again (off the UI thread).
+    RefreshHubCards,
+    /// Pull `NAMESPACE/NAME[@VERSION]` from a hub and open it as a new card.
+    OpenHubCard {
+        /// The hub (folder or site address); `None`: the first configured
+        /// hub that has it.
+        hub: Option<String>,
+        /// `NAMESPACE/NAME[@VERSION]`.
+        reference: String,
+    },
 
     // ---- leaderboard ----
     /// Start the Leaderboard tab's batch (its form, in the persisted state).
@@ -277,7 +296,10 @@ impl UiCommand {
             | Self::ImportBundle(_)
             | Self::BrowseImport
             | Self::SetExportResults(_)
-            | Self::BrowseExportResults => CommandGroup::Hub,
+            | Self::BrowseExportResults
+            | Self::PublishToHub { .. }
+            | Self::RefreshHubCards
+            | Self::OpenHubCard { .. } => CommandGroup::Hub,
             Self::StartLeaderboard
             | Self::StopLeaderboard
             | Self::OpenLeaderboard(_)

@@ -43,6 +43,21 @@ pub enum JobResult {
     },
     /// A hub bundle was imported (or failed to).
     Imported(Result<Box<crate::engine::card::Card>, String>),
+    /// The configured hubs were listed: their cards, and each hub that
+    /// could not be read with why.
+    HubCards(Vec<crate::engine::hub::pull::ListedCard>, Vec<String>),
+    /// A card was published to a hub (the message), or why not.
+    Published(Result<String, String>),
+    /// A card was pulled from a hub (and where from), or why not.
+    Pulled(
+        Result<
+            (
+                Box<crate::engine::card::Card>,
+                crate::studio::editor::publish::PulledFrom,
+            ),
+            String,
+        >,
+    ),
     /// A recorded run was read for the read-only view (or failed to be).
     OpenedRun(Result<Box<crate::studio::run::ArchivedRun>, String>),
     /// A recorded run's best-so-far curve was read for comparison.

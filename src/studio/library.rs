@@ -1,6 +1,7 @@
 //! The card library: the built-in cards (embedded in the binary, so listed
 //! wherever the studio was opened), the cards of a folder (`cards/`) and the
-//! recently opened ones, listed in the left panel.
+//! recently opened ones, listed in the left panel, with the cards of the
+//! hubs the user settings file lists and a search box over them.
 
 use std::path::{Path, PathBuf};
 
@@ -71,6 +72,125 @@ pub struct BuiltinEntry {
     pub ok: bool,
 }
 
+/// The cards of the configured hubs, as last listed.
+#[derive(Clone, Debug, Default)]
+pub struct HubShelf {
+    /// The cards, in the hubs' order.
+    pub cards: Vec<crate::engine::hub::pull::ListedCard>,
+    /// Hubs that could not be read, and why.
+    pub problems: Vec<String>,
+    /// What the search box holds.
+    pub search: String,
+    /// A listing is under way.
+    pub loading: bool,
+    /// A listing was asked for (the first one goes when the library is drawn).
+    pub requested: bool,
+    /// The hubs to list instead of the user settings file's (tests, embedding).
+    pub hubs_override: Option<Vec<String>>,
+    /// Where pulled cards are cached instead of the per-user cache (tests,
+    /// embedding).
+    pub cache_override: Option<PathBuf>,
+}
+
+impl HubShelf {
+    /// A listing came back.
+    pub fn set(&mut self, cards: Vec<crate::engine::hub::pull::ListedCard>, problems: Vec<String>) {
+        self.cards = cards;
+        self.problems = problems;
+        self.loading = false;
+    }
+
+    /// The cards the search matches (every word in the name, title, summary
+    /// or tags).
+    pub fn matching(&self) -> Vec<&crate::engine::hub::pull::ListedCard> {
+        let words: Vec<String> = self
+            .search
+            .split_whitespace()
+            .map(str::to_lowercase)
+            .collect();
+        self.cards
+            .iter()
+            .filter(|c| {
+                let text = format!("{} {} {} {}", c.id(), c.title, c.summary, c.tags.join(" "))
+                    .to_lowercase();
+                words.iter().all(|w| text.contains(w))
+            })
+            .collect()
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, commands: &mut Commands) {
+        if !self.requested {
+            self.requested = true;
+            commands.push(UiCommand::RefreshHubCards);
+        }
+        ui.horizontal(|ui| {
+            ui.label(egui::RichText::new("Hubs").small().strong());
+            if self.loading {
+                ui.spinner();
+            }
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                if ui
+                    .small_button("Refresh hubs")
+                    .on_hover_text("List the cards of the hubs in the user settings file again")
+                    .clicked()
+                {
+                    commands.push(UiCommand::RefreshHubCards);
+                }
+            });
+        });
+        for problem in &self.problems {
+            ui.add(
+                egui::Label::new(
+                    egui::RichText::new(problem)
+                        .small()
+                        .color(ui.visuals().error_fg_color),
+                )
+                .truncate(),
+            )
+            .on_hover_text(problem);
+        }
+        if self.cards.is_empty() {
+            if !self.loading && self.problems.is_empty() {
+                ui.weak("No hub cards. Hubs are listed under \"hubs\" in the user settings file");
+            }
+            return;
+        }
+        let label = ui.label(egui::RichText::new("Search hub cards").small());
+        ui.add(
+            egui::TextEdit::singleline(&mut self.search)
+                .hint_text("name, title, summary, tag")
+                .desired_width(f32::INFINITY),
+        )
+        .labelled_by(label.id);
+        let shown = self.matching();
+        if shown.is_empty() {
+            ui.weak("No hub card matches");
+        }
+        let mut open = None;
+        for card in shown {
+            let latest = card.versions.last().cloned().unwrap_or_default();
+            let response = ui
+                .selectable_label(false, format!("{} ({})", card.title, card.id()))
+                .on_hover_text(format!(
+                    "{}@{latest} from {} (opens as a new card: Save asks where)\n{}",
+                    card.id(),
+                    card.hub,
+                    card.summary
+                ));
+            if response.clicked() {
+                open = Some(UiCommand::OpenHubCard {
+                    hub: Some(card.hub.clone()),
+                    reference: format!("{}@{latest}", card.id()),
+                });
+            }
+            summary_ui(ui, &card.summary, true);
+        }
+        if let Some(c) = open {
+            commands.push(c);
+        }
+    }
+}
+
 /// The built-in cards and the cards found in a folder.
 #[derive(Clone, Debug, Default)]
 pub struct Library {
@@ -81,6 +201,8 @@ pub struct Library {
     /// The folder's cards, sorted by file name, without the copies of
     /// built-in cards (same name, same text).
     pub files: Vec<LibraryEntry>,
+    /// The configured hubs' cards.
+    pub hubs: HubShelf,
 }
 
 impl Library {
@@ -134,13 +256,15 @@ impl Library {
                 .iter()
                 .map(|p| LibraryEntry::of(p, registry))
                 .collect(),
+            hubs: HubShelf::default(),
         }
     }
 
     /// The library panel: the cards of the library folder and the recent ones
-    /// (what a person comes back to), then the built-in cards. Clicking opens.
+    /// (what a person comes back to), the configured hubs' cards with a
+    /// search box, then the built-in cards. Clicking opens.
     pub fn ui(
-        &self,
+        &mut self,
         ui: &mut egui::Ui,
         recent: &[PathBuf],
         current: Option<&Path>,
@@ -189,6 +313,9 @@ impl Library {
         if !self.files.is_empty() || !recent.is_empty() {
             ui.add_space(crate::studio::theme::SECTION_GAP);
         }
+        // the team's cards before the built-in ones: what a person looks for
+        self.hubs.ui(ui, commands);
+        ui.add_space(crate::studio::theme::SECTION_GAP);
         ui.label(egui::RichText::new("Built-in").small().strong());
         for entry in &self.builtin {
             let response = ui

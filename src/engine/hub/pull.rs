@@ -400,8 +400,19 @@ fn fetch_index(base: &str) -> Result<SiteIndex, String> {
     runtime()?.block_on(read_index(&client, &site_root(base)))
 }
 
-/// Pull `r` from the first of `hubs` that has it, check it and cache it.
+/// Pull `r` from the first of `hubs` that has it, check it and cache it in
+/// the per-user cache ([`cache_dir`]).
 pub fn pull(r: &HubRef, hubs: &[String], registry: &Registry) -> Result<Pulled, String> {
+    pull_into(r, hubs, registry, &cache_dir())
+}
+
+/// [`pull`] with the cache in `cache` instead of the per-user one.
+pub fn pull_into(
+    r: &HubRef,
+    hubs: &[String],
+    registry: &Registry,
+    cache: &Path,
+) -> Result<Pulled, String> {
     if hubs.is_empty() {
         return Err(format!(
             "{r}: no hub to pull from: pass --hub DIR|URL or list hubs under \"hubs\" in {}",
@@ -454,7 +465,7 @@ pub fn pull(r: &HubRef, hubs: &[String], registry: &Registry) -> Result<Pulled, 
             source: found.source,
             pulled: super::folder::now_utc(),
         };
-        let dir = cache_dir()
+        let dir = cache
             .join(hub_key(hub))
             .join(&r.namespace)
             .join(&r.name)

@@ -91,7 +91,9 @@ impl App {
                 self.state.runs_folder = dir;
             }
             UiCommand::RefreshLibrary => {
+                let hubs = std::mem::take(&mut self.library.hubs);
                 self.library = Library::scan(&self.library.folder.clone(), &self.registry);
+                self.library.hubs = hubs;
                 self.lb_choices = None;
             }
             UiCommand::ConfirmDiscard => match self.pending.take() {
@@ -177,6 +179,9 @@ impl App {
         // a revision the previous card never had: what is kept per revision
         // (the problems, the run model, the YAML text) is made again
         doc.revision = self.doc.revision.wrapping_add(1);
+        self.details
+            .publish
+            .document_changed(&doc.card.namespace, &doc.card.name);
         self.doc = doc;
     }
 
@@ -239,12 +244,16 @@ impl App {
     }
 
     pub(super) fn import_now(&mut self, card: Card) {
-        self.info(format!(
-            "Imported {}/{} (not saved yet)",
-            card.namespace, card.name
-        ));
+        let imported = format!("Imported {}/{} (not saved yet)", card.namespace, card.name);
         self.set_doc(Document::unsaved(card));
         self.problems_revision = None;
+        match self.details.publish.origin() {
+            Some(from) => {
+                let text = format!("Opened {} (not saved yet)", from.text);
+                self.info(text);
+            }
+            None => self.info(imported),
+        }
     }
 
     pub(super) fn dialog_start(&self) -> Option<PathBuf> {

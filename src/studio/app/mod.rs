@@ -208,9 +208,30 @@ impl App {
         app
     }
 
+    /// List these hubs' cards in the library instead of those of the user
+    /// settings file (tests, embedding).
+    pub fn set_hubs(&mut self, hubs: Vec<String>) {
+        self.library.hubs.hubs_override = Some(hubs.clone());
+        self.library.hubs.requested = false;
+        self.details.publish.set_hubs(hubs);
+    }
+
+    /// Cache the cards opened from a hub in `dir` instead of the per-user
+    /// cache (tests, embedding).
+    pub fn set_hub_cache(&mut self, dir: PathBuf) {
+        self.library.hubs.cache_override = Some(dir);
+    }
+
+    /// The library's hub cards, as last listed.
+    pub fn hub_shelf(&self) -> &crate::studio::library::HubShelf {
+        &self.library.hubs
+    }
+
     /// Scan a different folder for the library (tests, custom installs).
     pub fn set_library_folder(&mut self, folder: &Path) {
+        let hubs = std::mem::take(&mut self.library.hubs);
         self.library = Library::scan(folder, &self.registry);
+        self.library.hubs = hubs;
         self.lb_choices = None;
     }
 
@@ -219,9 +240,21 @@ impl App {
     pub fn launch(&mut self, launch: StudioLaunch) {
         let nothing_given = launch.card.is_none() && launch.task.is_none();
         match launch.card {
-            // a name with no such file is the built-in card of that name
+            // a name with no such file is the built-in card of that name,
+            // else NAMESPACE/NAME[@VERSION] is pulled from the hubs
             Some(card) => match crate::engine::builtin::card_for_arg(&card) {
                 Some(builtin) => self.open_builtin_now(builtin.name),
+                None if !card.exists()
+                    && card
+                        .to_str()
+                        .and_then(crate::engine::hub::pull::HubRef::parse)
+                        .is_some() =>
+                {
+                    self.commands.push(UiCommand::OpenHubCard {
+                        hub: None,
+                        reference: card.display().to_string(),
+                    });
+                }
                 None => self.open_now(&card),
             },
             None if nothing_given => {
@@ -384,6 +417,13 @@ impl App {
                 }),
                 JobResult::Imported(Ok(card)) => self.imported(card),
                 JobResult::Imported(Err(e)) => self.error(format!("import: {e}")),
+                JobResult::HubCards(cards, problems) => self.library.hubs.set(cards, problems),
+                JobResult::Published(outcome) => self.published(outcome),
+                JobResult::Pulled(Ok((card, from))) => {
+                    self.details.publish.pulled(from);
+                    self.imported(card);
+                }
+                JobResult::Pulled(Err(e)) => self.error(e),
                 JobResult::OpenedRun(Ok(run)) => self.opened_run(run),
                 JobResult::OpenedRun(Err(e)) => self.error(format!("open run: {e}")),
                 JobResult::Curve { dir, curve } => self.runs.set_curve(dir, curve),

@@ -10,6 +10,7 @@ pub mod inspector;
 pub mod levers;
 pub mod palette;
 pub mod params_ui;
+pub mod publish;
 pub mod tabs;
 
 use crate::engine::card::{Card, Problem};

@@ -1,6 +1,6 @@
 //! The card's three tabs: Blocks (the canvas above the general settings),
-//! Details (the card's descriptive fields and hub bundles) and YAML (the card
-//! as it would be saved).
+//! Details (the card's descriptive fields, hub bundles and publishing to a
+//! hub) and YAML (the card as it would be saved).
 
 use std::path::PathBuf;
 
@@ -11,6 +11,7 @@ use crate::studio::editor::canvas::{CanvasView, canvas_ui};
 use crate::studio::editor::details::details_ui;
 use crate::studio::editor::general::general_ui;
 use crate::studio::editor::levers::levers_ui;
+use crate::studio::editor::publish::PublishForm;
 use crate::studio::panel::{TabCtx, TabPanel};
 use crate::studio::theme;
 
@@ -44,8 +45,8 @@ impl TabPanel for BlocksTab {
     }
 }
 
-/// The Details tab: the card's descriptive fields, then hub export and
-/// import.
+/// The Details tab: the card's descriptive fields, then hub bundle export
+/// and import, and publishing to a hub.
 #[derive(Default)]
 pub struct DetailsTab {
     /// The hub-bundle path field (export folder or bundle to import).
@@ -53,6 +54,8 @@ pub struct DetailsTab {
     /// The leaderboard a hub export attaches as its README's "Results"
     /// section (a batch folder; empty: none).
     pub results_field: String,
+    /// Publish to hub.
+    pub publish: PublishForm,
 }
 
 impl TabPanel for DetailsTab {
@@ -63,6 +66,8 @@ impl TabPanel for DetailsTab {
                 details_ui(ui, &ctx.editor, commands);
                 ui.add_space(theme::SECTION_GAP);
                 self.hub_ui(ui, ctx, commands);
+                ui.add_space(theme::SECTION_GAP);
+                self.publish.ui(ui, ctx, commands);
             });
     }
 }
