@@ -43,6 +43,19 @@ impl Slot {
         Self::Memory,
     ];
 
+    /// Whether a block of this slot may, unless it says otherwise
+    /// ([`Component::LIVE`]), take new parameters while its run is paused:
+    /// a selection policy (rebuilt, its state carried over through
+    /// `checkpoint` / `restore`), a prompt builder and a proposer (they keep
+    /// no state between iterations). A population holds the genomes, an
+    /// evaluator its processes and a memory its notes: not in flight.
+    pub const fn live_by_default(self) -> bool {
+        matches!(
+            self,
+            Self::SelectionPolicy | Self::PromptBuilder | Self::Proposer
+        )
+    }
+
     /// The card key (`selection_policy`).
     pub fn key(self) -> &'static str {
         match self {
@@ -214,6 +227,10 @@ pub trait Component: Sized + 'static {
     /// blocks do not provide it is refused when it is checked, naming both
     /// slots and the fix ([`crate::engine::registry::Registry::conflicts`]).
     const NEEDS: &'static [Need] = &[];
+    /// Whether a paused run may rebuild this block from new parameters and go
+    /// on (see [`Slot::live_by_default`], the slot's rule this defaults to;
+    /// a block that keeps state it cannot carry over says `false`).
+    const LIVE: bool = <Self::Slot as SlotTrait>::SLOT.live_by_default();
 
     /// Checks across parameters that the table's types and ranges cannot
     /// express (e.g. two lists of the same length). Run once, when a card is
@@ -274,6 +291,51 @@ impl RestoreError {
         Self::Field {
             field: field.to_owned(),
             reason: reason.into(),
+        }
+    }
+}
+
+/// Two blocks that do not go together: the block in `slot` needs what the
+/// block in `need.slot` does not provide. Its text names both slots and the
+/// fix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    /// The slot whose block needs something.
+    pub slot: Slot,
+    /// Its kind and type name.
+    pub kind: &'static str,
+    pub type_name: &'static str,
+    /// What it needs, and from which slot.
+    pub need: Need,
+    /// The kind and type name in that slot, which lacks it.
+    pub other_kind: String,
+    pub other_type_name: Option<&'static str>,
+    /// The first kind of `need.slot` that provides it, with its type name.
+    pub fix: Option<(&'static str, &'static str)>,
+}
+
+impl std::fmt::Display for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let other = self.need.slot.key();
+        write!(
+            f,
+            "{} ({} `{}`) {}, but {other} is `{}`",
+            self.type_name,
+            self.slot.key(),
+            self.kind,
+            self.need,
+            self.other_kind
+        )?;
+        if let Some(name) = self.other_type_name {
+            write!(f, " ({name})")?;
+        }
+        match self.fix {
+            Some((kind, name)) => write!(
+                f,
+                "; switch {other} to `{kind}` ({name}), or pick another {}",
+                self.slot.key().replace('_', " ")
+            ),
+            None => write!(f, "; pick another {}", self.slot.key().replace('_', " ")),
         }
     }
 }

@@ -5,18 +5,28 @@
 
 use std::sync::Arc;
 
+use crate::engine::card::ValidCard;
 use crate::engine::genome::{Genome, GenomeId, TokenUsage, Tree};
+use crate::engine::model::LanguageModel;
 use crate::engine::redact::Redactor;
 use crate::engine::selection::PolicyStatus;
 use crate::engine::steering::Steering;
+use crate::engine::steering::settings::{Fixed, SettingsChange};
 
 /// Commands a UI (or the CLI's signal handler) sends to a running scaffold.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum RunCommand {
     /// Finish the iterations in flight, then wait without starting new ones.
     Pause,
     /// Continue after a pause.
     Resume,
+    /// While paused: run on with this card's settings. Taken only when every
+    /// difference can change in flight ([`crate::engine::steering::settings::compare`]):
+    /// the blocks whose parameters changed are rebuilt, the change is logged
+    /// and recorded with the iteration it takes effect at
+    /// ([`RunEvent::SettingsChanged`]); otherwise nothing changes and
+    /// [`RunEvent::SettingsRefused`] names what cannot.
+    Reconfigure(Box<NewSettings>),
     /// End the run: in-flight iterations are abandoned (their evaluator
     /// processes are killed) and the run finishes as `stopped`.
     Stop,
@@ -33,6 +43,33 @@ pub enum RunCommand {
     Pin(GenomeId),
     /// Stop showing a pinned genome.
     Unpin(GenomeId),
+}
+
+/// New settings for a paused run ([`RunCommand::Reconfigure`]): the checked
+/// card, fitted to the run's task, and the model built from its `llm`
+/// section when that changed (the front end resolves models: its settings
+/// file and flags; the run wraps it in its redactor).
+#[derive(Clone)]
+pub struct NewSettings {
+    pub card: ValidCard,
+    pub model: Option<Arc<dyn LanguageModel>>,
+}
+
+impl std::fmt::Debug for NewSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewSettings")
+            .field("card", &self.card.card().name)
+            .field("model", &self.model.as_ref().map(|m| m.describe()))
+            .finish()
+    }
+}
+
+impl RunCommand {
+    /// [`RunCommand::Reconfigure`] with `card` and, for a changed `llm`
+    /// section, the model built from it.
+    pub fn reconfigure(card: ValidCard, model: Option<Arc<dyn LanguageModel>>) -> Self {
+        Self::Reconfigure(Box::new(NewSettings { card, model }))
+    }
 }
 
 /// Severity of a log line.
@@ -207,6 +244,11 @@ pub enum RunEvent {
     Paused,
     /// The run resumed.
     Resumed,
+    /// New settings took effect (after [`RunCommand::Reconfigure`]).
+    SettingsChanged(SettingsChange),
+    /// New settings were refused: these cannot change in flight (or the run
+    /// was not paused); the run goes on as it was.
+    SettingsRefused(Vec<Fixed>),
     /// The run ended (last event).
     Finished(RunSummary),
 }
@@ -263,6 +305,20 @@ impl RunEvent {
             Self::Finished(mut summary) => {
                 summary.status.redact(r);
                 Self::Finished(summary)
+            }
+            Self::SettingsChanged(mut change) => {
+                for c in &mut change.changes {
+                    r.string(&mut c.from);
+                    r.string(&mut c.to);
+                }
+                Self::SettingsChanged(change)
+            }
+            Self::SettingsRefused(mut fixed) => {
+                for f in &mut fixed {
+                    r.string(&mut f.what);
+                    r.string(&mut f.why);
+                }
+                Self::SettingsRefused(fixed)
             }
             other @ (Self::IterationStarted { .. } | Self::Paused | Self::Resumed) => other,
         }

@@ -123,6 +123,18 @@ fn fit(
     Ok((card, settings))
 }
 
+/// `card` as a run of `task` would use it (the task's settings mapped onto
+/// it, as [`RunPlan::new`] does): what a front end sends a paused run as its
+/// new settings ([`crate::engine::events::RunCommand::Reconfigure`]), so
+/// that only what the user changed differs from the card the run has.
+pub fn fit_to_task(
+    card: ValidCard,
+    task: &Task,
+    registry: &Registry,
+) -> Result<ValidCard, LaunchError> {
+    fit(card, task, registry).map(|(card, _)| card)
+}
+
 /// The limits a child program must keep, checked against the initial
 /// program before any model is asked: a program already over them would
 /// have every child rejected while each prompt carried it whole.

@@ -107,20 +107,34 @@ struct Spent {
 /// `Arc`) by the loop and the relay's sessions.
 #[derive(Debug, Default)]
 pub struct RunMeter {
-    budget: RunBudget,
+    /// Changed when the run's budget changes while it is paused.
+    budget: Mutex<RunBudget>,
     spent: Mutex<Spent>,
 }
 
 impl RunMeter {
     pub fn new(budget: RunBudget) -> Self {
         Self {
-            budget,
+            budget: Mutex::new(budget),
             spent: Mutex::new(Spent::default()),
         }
     }
 
-    pub fn budget(&self) -> &RunBudget {
-        &self.budget
+    pub fn budget(&self) -> RunBudget {
+        self.budget_mut().clone()
+    }
+
+    /// The run's caps changed (its settings changed while it was paused):
+    /// what it spent so far is measured against these from now on.
+    pub fn set_budget(&self, budget: RunBudget) {
+        *self.budget_mut() = budget;
+    }
+
+    fn budget_mut(&self) -> std::sync::MutexGuard<'_, RunBudget> {
+        // Plain values: a panic elsewhere cannot leave them half-written.
+        self.budget
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn spent_mut(&self) -> std::sync::MutexGuard<'_, Spent> {
@@ -162,7 +176,8 @@ impl RunMeter {
     /// then refused.
     pub fn reached(&self) -> Option<Refusal> {
         let spent = self.spent();
-        if let Some(max) = self.budget.max_tokens
+        let budget = self.budget();
+        if let Some(max) = budget.max_tokens
             && spent.total_tokens() >= max
         {
             return Some(Refusal {
@@ -173,7 +188,7 @@ impl RunMeter {
                 ),
             });
         }
-        if let Some((max, field)) = self.budget.max_cost_usd
+        if let Some((max, field)) = budget.max_cost_usd
             && spent.cost_usd.unwrap_or(0.0) >= max
         {
             return Some(Refusal {
@@ -237,5 +252,17 @@ mod tests {
         assert_eq!(r.cap, Cap::RunCost);
         assert!(r.why.contains("general.stop.max_cost_usd"), "{}", r.why);
         assert!(Cap::RunCost.is_run() && !Cap::ProposalCost.is_run());
+    }
+
+    #[test]
+    fn a_budget_changed_in_flight_measures_what_was_spent_against_the_new_caps() {
+        let m = RunMeter::new(RunBudget::new(Some(50), None, None));
+        m.relayed(&used(60, 0.0));
+        assert_eq!(m.reached().map(|r| r.cap), Some(Cap::RunTokens));
+        m.set_budget(RunBudget::new(Some(100), None, Some(0.1)));
+        assert_eq!(m.reached(), None, "raised: room again");
+        assert_eq!(m.budget().max_tokens, Some(100));
+        m.relayed(&used(1, 0.1));
+        assert_eq!(m.reached().map(|r| r.cap), Some(Cap::RunCost));
     }
 }

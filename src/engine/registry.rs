@@ -8,6 +8,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
+pub use crate::engine::component::Conflict;
 use crate::engine::component::{
     BuildContext, Component, ComponentInfo, Feature, Fills, Need, RegistryError, Slot, SlotTrait,
 };
@@ -45,6 +46,8 @@ pub struct Entry {
     pub provides: &'static [Feature],
     /// What it needs from the blocks of other slots.
     pub needs: &'static [Need],
+    /// Whether its parameters may change in flight ([`Component::LIVE`]).
+    pub live: bool,
     check: CheckFn,
     effective: EffectiveFn,
     build: BuildFn,
@@ -67,6 +70,7 @@ impl Entry {
             defaults: defaults_of::<T::Params>(),
             provides: T::PROVIDES,
             needs: T::NEEDS,
+            live: T::LIVE,
             check: check_params::<T>,
             effective: effective_params::<T::Params>,
             build: build_component::<T>,
@@ -109,6 +113,7 @@ impl Entry {
             slot: self.slot,
             kind: self.info.kind,
             params: (self.check)(params)?,
+            live: self.live,
             build: self.build,
             detached: self.detached,
         })
@@ -188,6 +193,8 @@ where
 pub struct Configured {
     pub slot: Slot,
     pub kind: &'static str,
+    /// Whether a paused run may rebuild it from new parameters.
+    pub live: bool,
     params: TypedParams,
     build: BuildFn,
     detached: DetachedFn,
@@ -231,51 +238,6 @@ impl Configured {
             .downcast::<Box<S>>()
             .ok()
             .map(|b| *b)
-    }
-}
-
-/// Two blocks that do not go together: the block in `slot` needs what the
-/// block in `need.slot` does not provide. Its text names both slots and the
-/// fix.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Conflict {
-    /// The slot whose block needs something.
-    pub slot: Slot,
-    /// Its kind and type name.
-    pub kind: &'static str,
-    pub type_name: &'static str,
-    /// What it needs, and from which slot.
-    pub need: Need,
-    /// The kind and type name in that slot, which lacks it.
-    pub other_kind: String,
-    pub other_type_name: Option<&'static str>,
-    /// The first kind of `need.slot` that provides it, with its type name.
-    pub fix: Option<(&'static str, &'static str)>,
-}
-
-impl std::fmt::Display for Conflict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let other = self.need.slot.key();
-        write!(
-            f,
-            "{} ({} `{}`) {}, but {other} is `{}`",
-            self.type_name,
-            self.slot.key(),
-            self.kind,
-            self.need,
-            self.other_kind
-        )?;
-        if let Some(name) = self.other_type_name {
-            write!(f, " ({name})")?;
-        }
-        match self.fix {
-            Some((kind, name)) => write!(
-                f,
-                "; switch {other} to `{kind}` ({name}), or pick another {}",
-                self.slot.key().replace('_', " ")
-            ),
-            None => write!(f, "; pick another {}", self.slot.key().replace('_', " ")),
-        }
     }
 }
 

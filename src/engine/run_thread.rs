@@ -155,7 +155,10 @@ pub async fn run_plan(
     let changes = plan.steering_changes().map(<[RunCommand]>::to_vec);
     let mut scaffold = match built {
         Ok(Ok(s)) => {
-            let s = s.with_notices(notices).forked_from(origin);
+            let s = s
+                .with_notices(notices)
+                .forked_from(origin)
+                .with_redactor(Arc::clone(&redactor));
             match changes {
                 Some(changes) => s.steer_only(changes),
                 None => s,

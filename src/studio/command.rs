@@ -216,6 +216,14 @@ pub enum UiCommand {
         /// The genome whose program the fork starts from.
         genome: u64,
     },
+    /// Stop the live run and fork it from `genome` with the current card
+    /// (settings that cannot change in flight).
+    ForkInstead {
+        /// The live run's folder.
+        dir: PathBuf,
+        /// The genome the fork starts from.
+        genome: u64,
+    },
     /// Continue a recorded run live up to `iterations` (the new budget).
     ResumeRun {
         /// The run folder (appended to).
@@ -311,6 +319,7 @@ impl UiCommand {
             | Self::OpenRun(_)
             | Self::LoadCurve(_)
             | Self::ForkRun { .. }
+            | Self::ForkInstead { .. }
             | Self::ResumeRun { .. } => CommandGroup::Run,
             Self::OpenModelSettings | Self::CloseModelSettings | Self::SaveModelSettings(_) => {
                 CommandGroup::Model

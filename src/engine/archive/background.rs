@@ -23,6 +23,7 @@ use super::{ArchiveError, Checkpoint, RunRecorder};
 use crate::engine::card::Card;
 use crate::engine::events::{LogLevel, RunInfo, RunSummary};
 use crate::engine::genome::Genome;
+use crate::engine::steering::settings::SettingsChange;
 
 /// Iterations that may wait for the writer before `record_iteration` blocks
 /// (back-pressure on a disk slower than the loop).
@@ -41,6 +42,7 @@ enum Job {
         checkpoint: Box<Checkpoint>,
     },
     Log(LogLevel, String),
+    SettingsChanged(Box<Card>, SettingsChange),
     Finish {
         summary: Box<RunSummary>,
         done: SyncSender<Result<(), ArchiveError>>,
@@ -147,6 +149,13 @@ fn write_all(
                 written.send_modify(|n| *n += 1);
             }
             Job::Log(level, message) => inner.log(level, &message),
+            Job::SettingsChanged(card, change) => {
+                if let Err(e) = inner.settings_changed(&card, &change)
+                    && let Ok(mut f) = failed.lock()
+                {
+                    f.get_or_insert(e);
+                }
+            }
             Job::Finish { summary, done } => {
                 let first = failed.lock().ok().and_then(|mut f| f.take());
                 let result = inner.finish(&summary);
@@ -184,6 +193,19 @@ impl RunRecorder for BackgroundRecorder {
 
     fn log(&mut self, level: LogLevel, message: &str) {
         self.send(Job::Log(level, message.to_owned())).ok();
+    }
+
+    /// Queued in order with the iterations, so the iterations after it are
+    /// recorded after it.
+    fn settings_changed(
+        &mut self,
+        card: &Card,
+        change: &SettingsChange,
+    ) -> Result<(), ArchiveError> {
+        if let Some(e) = self.take_failure() {
+            return Err(e);
+        }
+        self.send(Job::SettingsChanged(Box::new(card.clone()), change.clone()))
     }
 
     fn progress(&self) -> Option<tokio::sync::watch::Receiver<u64>> {

@@ -12,6 +12,7 @@ use super::{ArchiveError, Checkpoint, RunRecorder};
 use crate::engine::card::Card;
 use crate::engine::events::{RunInfo, RunOrigin, RunSummary};
 use crate::engine::genome::Genome;
+use crate::engine::steering::settings::SettingsChange;
 
 /// Writes `card.yaml`, `genomes.jsonl` (flushed per iteration) and `summary.json`.
 pub struct JsonlRecorder {
@@ -91,6 +92,16 @@ impl RunRecorder for JsonlRecorder {
         .map_err(|e| io_err(&path, e))?;
         self.genomes = Some(BufWriter::new(file));
         Ok(())
+    }
+
+    /// `card.yaml` is the card the run goes on with.
+    fn settings_changed(
+        &mut self,
+        card: &Card,
+        _change: &SettingsChange,
+    ) -> Result<(), ArchiveError> {
+        let path = self.dir.join("card.yaml");
+        std::fs::write(&path, card.to_yaml()).map_err(|e| io_err(&path, e))
     }
 
     fn record_iteration(

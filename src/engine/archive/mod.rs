@@ -27,6 +27,7 @@ use crate::engine::card::Card;
 use crate::engine::events::{LogLevel, RunInfo, RunSummary};
 use crate::engine::genome::{Genome, TokenUsage};
 use crate::engine::rng::SearchRng;
+use crate::engine::steering::settings::SettingsChange;
 
 pub use background::BackgroundRecorder;
 pub use jsonl::{JsonlRecorder, read_genomes};
@@ -108,6 +109,16 @@ pub trait RunRecorder: Send {
         checkpoint: &Checkpoint,
     ) -> Result<(), ArchiveError>;
     fn log(&mut self, _level: LogLevel, _message: &str) {}
+    /// The run's settings changed in flight: from `change.iteration` on it
+    /// runs with `card` (what a resumed run is built from). A recorder that
+    /// keeps the card keeps the new one and the change.
+    fn settings_changed(
+        &mut self,
+        _card: &Card,
+        _change: &SettingsChange,
+    ) -> Result<(), ArchiveError> {
+        Ok(())
+    }
     fn finish(&mut self, summary: &RunSummary) -> Result<(), ArchiveError>;
     /// For a recorder that writes after `record_iteration` returns: how many
     /// of its calls have been written (or failed) so far. `None` (the
@@ -141,6 +152,16 @@ impl RunRecorder for Recorders {
         for r in &mut self.0 {
             r.log(level, message);
         }
+    }
+
+    fn settings_changed(
+        &mut self,
+        card: &Card,
+        change: &SettingsChange,
+    ) -> Result<(), ArchiveError> {
+        self.0
+            .iter_mut()
+            .try_for_each(|r| r.settings_changed(card, change))
     }
 
     fn finish(&mut self, summary: &RunSummary) -> Result<(), ArchiveError> {

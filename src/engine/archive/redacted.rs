@@ -10,6 +10,7 @@ use crate::engine::card::Card;
 use crate::engine::events::{LogLevel, RunInfo, RunSummary};
 use crate::engine::genome::Genome;
 use crate::engine::redact::Redactor;
+use crate::engine::steering::settings::SettingsChange;
 
 /// `inner`, given only redacted records.
 pub struct Redacted {
@@ -72,6 +73,19 @@ impl RunRecorder for Redacted {
 
     fn log(&mut self, level: LogLevel, message: &str) {
         self.inner.log(level, &self.redactor.text(message));
+    }
+
+    fn settings_changed(
+        &mut self,
+        card: &Card,
+        change: &SettingsChange,
+    ) -> Result<(), ArchiveError> {
+        let mut change = change.clone();
+        for c in &mut change.changes {
+            self.redactor.string(&mut c.from);
+            self.redactor.string(&mut c.to);
+        }
+        self.inner.settings_changed(card, &change)
     }
 
     fn finish(&mut self, summary: &RunSummary) -> Result<(), ArchiveError> {

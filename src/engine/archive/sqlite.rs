@@ -3,7 +3,8 @@
 //! Schema (version [`SCHEMA_VERSION`]):
 //! - `meta(key PRIMARY KEY, value)`: schema_version, card_yaml, task_dir, seed,
 //!   model, offline, started_unix, ended_unix, status, max_iterations, and
-//!   for a fork forked_from_run and forked_from_genome.
+//!   for a fork forked_from_run and forked_from_genome, and the settings
+//!   changed in flight (settings_changes).
 //! - `genomes(id PRIMARY KEY, iteration, attempt, parent_id, valid, score, json)`:
 //!   every genome, the whole record as JSON plus indexed columns for listing.
 //! - `events(seq PRIMARY KEY, unix, level, message)`: the run's log.
@@ -22,6 +23,7 @@ use super::{ArchiveError, Checkpoint, RunRecorder, unix_now};
 use crate::engine::card::Card;
 use crate::engine::events::{LogLevel, RunInfo, RunOrigin, RunSummary};
 use crate::engine::genome::{Genome, GenomeId};
+use crate::engine::steering::settings::SettingsChange;
 
 /// File name inside a run folder.
 pub const ARCHIVE_FILE: &str = "archive.sqlite";
@@ -32,6 +34,9 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// The `meta` keys of a fork's origin: the parent run's folder and genome.
 const FORKED_FROM_RUN: &str = "forked_from_run";
 const FORKED_FROM_GENOME: &str = "forked_from_genome";
+/// The `meta` key of the settings changed in flight (a JSON list of
+/// [`SettingsChange`], each with the iteration it took effect at).
+const SETTINGS_CHANGES: &str = "settings_changes";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -152,6 +157,16 @@ impl Archive {
             ended_unix: get("ended_unix")?.parse().ok(),
             forked_from: self.forked_from()?,
         })
+    }
+
+    /// The settings changed in flight, in order, each with the iteration it
+    /// took effect at.
+    pub fn settings_changes(&self) -> Result<Vec<SettingsChange>, ArchiveError> {
+        match self.meta_value(SETTINGS_CHANGES)? {
+            None => Ok(Vec::new()),
+            Some(json) => serde_json::from_str(&json)
+                .map_err(|e| corrupt(&self.path, format!("{SETTINGS_CHANGES}: {e}"))),
+        }
     }
 
     /// The run and genome this run was forked from (`None` for a run
@@ -602,6 +617,31 @@ impl RunRecorder for SqliteRecorder {
                 params![unix_now() as i64, level, message],
             )
             .ok();
+    }
+
+    /// The card a resumed run is built from becomes the new one; the change
+    /// joins the list of changes (`settings_changes`, JSON).
+    fn settings_changed(
+        &mut self,
+        card: &Card,
+        change: &SettingsChange,
+    ) -> Result<(), ArchiveError> {
+        let mut all: Vec<SettingsChange> = self
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = ?1",
+                [SETTINGS_CHANGES],
+                |r| r.get::<_, String>(0),
+            )
+            .optional()
+            .map_err(|e| io(&self.path, e))?
+            .and_then(|json| serde_json::from_str(&json).ok())
+            .unwrap_or_default();
+        all.push(change.clone());
+        let json = serde_json::to_string(&all).map_err(|e| io(&self.path, e))?;
+        self.set_meta("card_yaml", &card.to_yaml())?;
+        self.set_meta("max_iterations", &card.general.max_iterations.to_string())?;
+        self.set_meta(SETTINGS_CHANGES, &json)
     }
 
     fn finish(&mut self, summary: &RunSummary) -> Result<(), ArchiveError> {

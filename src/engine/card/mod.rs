@@ -544,6 +544,11 @@ impl ValidCard {
         self.card
     }
 
+    /// The checked block of `slot`.
+    pub fn configured(&self, slot: Slot) -> Option<&crate::engine::registry::Configured> {
+        self.slots.get(&slot)
+    }
+
     /// Build the component of `S`'s slot (`dyn Population`, ...) from its
     /// decoded parameters.
     pub fn build<S: ?Sized + SlotTrait>(

@@ -94,7 +94,7 @@ pub(super) struct Shared {
     pub(super) evaluator: Arc<dyn Evaluator>,
     pub(super) memory: SharedMemory,
     /// The novelty gate between proposal and evaluation, when the card has one.
-    pub(super) gate: Option<Gate>,
+    pub(super) gate: Option<Arc<Gate>>,
 }
 
 pub(super) struct Outcome {

@@ -32,13 +32,14 @@ use crate::engine::prompt::PromptBuilder;
 use crate::engine::proposer::{Proposer, SharedMemory};
 use crate::engine::rng::{SearchRng, seeded};
 use crate::engine::selection::SelectionPolicy;
-use crate::engine::steering::{Change, Steering};
+use crate::engine::steering::Steering;
 use crate::engine::task::Task;
 
 mod admission;
 mod errors;
 mod gate;
 mod iteration;
+mod settings;
 mod shares;
 mod steering;
 
@@ -94,6 +95,8 @@ pub struct Scaffold {
     /// The run's spend against its budget, shared with the proposer (the
     /// model relay refuses an agent's request once the budget is spent).
     meter: Arc<RunMeter>,
+    /// What rebuilding blocks with new settings while paused needs.
+    live: settings::Rebuild,
 }
 
 /// The loop's mutable bookkeeping.
@@ -179,6 +182,7 @@ impl Scaffold {
         });
         let memory = Arc::new(tokio::sync::RwLock::new(memory));
         let seed = card.card().seed;
+        let valid = card.clone();
         let card = card.card();
         let gate = match &card.general.novelty {
             None => None,
@@ -216,6 +220,7 @@ impl Scaffold {
             queued: Vec::new(),
             origin: None,
             meter,
+            live: settings::Rebuild::new(valid, run_dir, key_vars),
         })
     }
 
@@ -313,7 +318,7 @@ impl Scaffold {
         run_dir: Option<std::path::PathBuf>,
     ) -> RunSummary {
         let started = Instant::now();
-        let general = self.card.general.clone();
+        let mut general = self.card.general.clone();
         let info = RunInfo {
             card_name: self.card.name.clone(),
             task_name: self.task.name.clone(),
@@ -362,7 +367,7 @@ impl Scaffold {
             events.log(LogLevel::Info, msg).await;
         }
 
-        let shared = Arc::new(Shared {
+        let mut shared = Arc::new(Shared {
             brief: self.task.brief(self.evaluator.timeout_secs()),
             max_response_bytes: usize::try_from(general.max_response_bytes).unwrap_or(usize::MAX),
             fitness_metric: self.task.config.fitness_metric(),
@@ -370,7 +375,7 @@ impl Scaffold {
             proposer: Arc::clone(&self.proposer),
             evaluator: Arc::clone(&self.evaluator),
             memory: Arc::clone(&self.memory),
-            gate: self.gate.take(),
+            gate: self.gate.take().map(Arc::new),
         });
         let gate_pool = shared.gate.as_ref().map(|g| g.settings.pool as usize);
         if let Some(gate) = &shared.gate {
@@ -547,6 +552,8 @@ impl Scaffold {
             if matches!(st.stop, Some(RunStatus::Stopped)) {
                 break; // abandon in-flight work: dropping it kills evaluator processes
             }
+            self.take_settings(&mut shared, &mut general, &mut st, &events)
+                .await;
 
             while !paused
                 && !self.steer_only
@@ -760,37 +767,5 @@ impl Scaffold {
             }
             events.log(LogLevel::Warn, notice).await;
         }
-    }
-
-    /// Apply a command; a person's program comes back as the job to run.
-    async fn apply(
-        &mut self,
-        cmd: RunCommand,
-        paused: &mut bool,
-        st: &mut LoopState,
-        events: &EventSink,
-    ) -> Option<iteration::Job> {
-        let stop = &mut st.stop;
-        match cmd {
-            RunCommand::Pause if !*paused => {
-                *paused = true;
-                events.send(RunEvent::Paused).await;
-            }
-            RunCommand::Resume if *paused => {
-                *paused = false;
-                events.send(RunEvent::Resumed).await;
-            }
-            RunCommand::Stop => {
-                *stop = Some(RunStatus::Stopped);
-            }
-            RunCommand::Inject { parent, program } => {
-                return self.person_job(parent, program, st, events).await;
-            }
-            RunCommand::SetNotes(text) => self.steer(Change::Notes { text }, st, events).await,
-            RunCommand::Pin(genome) => self.steer(Change::Pin { genome }, st, events).await,
-            RunCommand::Unpin(genome) => self.steer(Change::Unpin { genome }, st, events).await,
-            RunCommand::Pause | RunCommand::Resume => {}
-        }
-        None
     }
 }

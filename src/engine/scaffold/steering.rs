@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::engine::archive::Checkpoint;
 use crate::engine::component::RestoreError;
-use crate::engine::events::{EventSink, LogLevel, RunCommand, RunEvent};
+use crate::engine::events::{EventSink, LogLevel, RunCommand, RunEvent, RunStatus};
 use crate::engine::genome::{Genome, GenomeId, Tree};
 use crate::engine::memory::{Knowledge, Memory, MemoryQuery};
 use crate::engine::population::Population;
@@ -166,9 +166,7 @@ impl Scaffold {
                 if let Err(e) = r.record_iteration(&[], &checkpoint) {
                     st.record_error = Some(e.to_string());
                     st.stop
-                        .get_or_insert(crate::engine::events::RunStatus::Failed(format!(
-                            "cannot record the run: {e}"
-                        )));
+                        .get_or_insert(RunStatus::Failed(format!("cannot record the run: {e}")));
                 }
             }
         }
@@ -265,6 +263,39 @@ impl Scaffold {
             compared: Vec::new(),
             program: Some(program),
         })
+    }
+
+    /// Apply a command; a person's program comes back as the job to run.
+    pub(super) async fn apply(
+        &mut self,
+        cmd: RunCommand,
+        paused: &mut bool,
+        st: &mut LoopState,
+        events: &EventSink,
+    ) -> Option<Job> {
+        let stop = &mut st.stop;
+        match cmd {
+            RunCommand::Pause if !*paused => {
+                *paused = true;
+                events.send(RunEvent::Paused).await;
+            }
+            RunCommand::Resume if *paused => {
+                *paused = false;
+                events.send(RunEvent::Resumed).await;
+            }
+            RunCommand::Stop => {
+                *stop = Some(RunStatus::Stopped);
+            }
+            RunCommand::Inject { parent, program } => {
+                return self.person_job(parent, program, st, events).await;
+            }
+            RunCommand::SetNotes(text) => self.steer(Change::Notes { text }, st, events).await,
+            RunCommand::Pin(genome) => self.steer(Change::Pin { genome }, st, events).await,
+            RunCommand::Unpin(genome) => self.steer(Change::Unpin { genome }, st, events).await,
+            RunCommand::Reconfigure(new) => self.live.pending = Some((new, *paused)),
+            RunCommand::Pause | RunCommand::Resume => {}
+        }
+        None
     }
 
     /// A line in the run's log and its record.

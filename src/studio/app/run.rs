@@ -20,7 +20,7 @@ impl App {
                 if !self.run_view.is_running() {
                     self.info("No run is in progress");
                 } else if self.run_view.history().paused {
-                    self.run_view.resume();
+                    self.resume_live();
                 } else if !self.run_view.is_paused() {
                     self.run_view.pause();
                 }
@@ -43,7 +43,8 @@ impl App {
                 }
             }
             UiCommand::ResumeRun { dir, iterations } => self.resume_run(&dir, iterations),
-            UiCommand::ForkRun { dir, genome } => self.fork_run(&dir, genome),
+            UiCommand::ForkRun { dir, genome } => self.fork_run(&dir, genome, false),
+            UiCommand::ForkInstead { dir, genome } => self.fork_run(&dir, genome, true),
             other => self.misrouted(&other),
         }
     }
@@ -114,8 +115,10 @@ impl App {
     /// Start a new run from genome `genome` of the run in `dir` with the
     /// card being edited, recorded under the runs folder (the engine's
     /// [`RunPlan::fork`], as the CLI's `fork`).
-    fn fork_run(&mut self, dir: &Path, genome: u64) {
-        if self.run_view.is_running() {
+    /// `instead`: the live run is stopped for it (its settings could not
+    /// change in flight).
+    fn fork_run(&mut self, dir: &Path, genome: u64, instead: bool) {
+        if self.run_view.is_running() && !instead {
             self.error(
                 "A run is in progress; stop it before forking (the studio runs one run at a time)",
             );
@@ -157,6 +160,39 @@ impl App {
             "Forked genome #{genome} of {} into {into}",
             dir.display()
         ));
+    }
+
+    /// Resume the paused live run with the settings of the card on the
+    /// Blocks tab (those that can change in flight; see
+    /// [`crate::studio::run::RunView::resume_with`]), or say what cannot.
+    fn resume_live(&mut self) {
+        let card = match self.doc.card.clone().check(&self.registry) {
+            Ok(c) => c,
+            Err(problems) => {
+                let first = problems
+                    .first()
+                    .map(|p| format!("{}: {}", p.field, p.message));
+                return self.error(format!(
+                    "Resume: the card on the Blocks tab does not check ({}); fix or undo the change first",
+                    first.unwrap_or_default()
+                ));
+            }
+        };
+        let model = self.build_run_model(card.card()).map(|(m, _)| m);
+        match self.run_view.resume_with(card, model, &self.registry) {
+            Ok(changes) if changes.is_empty() => {}
+            Ok(changes) => {
+                let list: Vec<String> = changes.iter().map(ToString::to_string).collect();
+                self.info(format!("Resumed with {}", list.join(", ")));
+            }
+            Err(fixed) => {
+                let list: Vec<String> = fixed.iter().map(ToString::to_string).collect();
+                self.error(format!(
+                    "Still paused: cannot change in flight: {}",
+                    list.join("; ")
+                ));
+            }
+        }
     }
 
     /// Continue the recorded run in `dir` live up to `iterations` total: the

@@ -25,9 +25,17 @@ impl RunView {
                 };
                 if ui
                     .add_enabled(self.history.paused, egui::Button::new(label))
+                    .on_hover_text(
+                        "continue; settings changed on the Blocks tab meanwhile take effect \
+                         from the next iteration when they can change in flight",
+                    )
                     .clicked()
                 {
-                    self.resume();
+                    if self.settings.in_app {
+                        self.settings.resume_clicked = true;
+                    } else {
+                        self.resume();
+                    }
                 }
             } else if ui
                 .add_enabled(running, egui::Button::new("Pause"))
@@ -93,14 +101,12 @@ impl RunView {
                 .on_hover_text(dir.display().to_string());
             }
             if running {
-                ui.add(
-                    egui::Label::new(
-                        RichText::new("card edits apply to the next run")
-                            .weak()
-                            .italics(),
-                    )
-                    .truncate(),
-                );
+                let hint = if self.history.paused {
+                    "settings changed on the Blocks tab apply on Resume"
+                } else {
+                    "pause to change settings; card edits apply on Resume or to the next run"
+                };
+                ui.add(egui::Label::new(RichText::new(hint).weak().italics()).truncate());
             }
             let used = texts.min_rect();
             let ui = ui_full;

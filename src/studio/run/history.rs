@@ -125,6 +125,12 @@ pub struct RunHistory {
     /// in the run view while the run waits; a genome admitted or the run's
     /// end clears it.
     pub warning: Option<String>,
+    /// The settings changed in flight, each with the iteration it took
+    /// effect at.
+    pub settings_changes: Vec<crate::engine::steering::settings::SettingsChange>,
+    /// What the last change of settings could not change, until the next
+    /// change or resume.
+    pub refused: Option<Vec<crate::engine::steering::settings::Fixed>>,
 }
 
 impl RunHistory {
@@ -284,6 +290,14 @@ impl RunHistory {
             }
             RunEvent::MemoryUpdated { notes } => self.memory_notes = notes,
             RunEvent::Steered(steering) => self.steering = steering,
+            RunEvent::SettingsChanged(change) => {
+                if let Some(info) = &mut self.info {
+                    info.max_iterations = change.max_iterations;
+                }
+                self.refused = None;
+                self.settings_changes.push(change);
+            }
+            RunEvent::SettingsRefused(fixed) => self.refused = Some(fixed),
             RunEvent::Paused => {
                 self.paused = true;
                 self.paused_at.get_or_insert_with(Instant::now);

@@ -29,6 +29,7 @@ pub mod models;
 pub mod objectives;
 mod panes;
 pub mod plot;
+mod settings;
 pub mod steer;
 pub mod structure;
 pub mod table;
@@ -157,6 +158,8 @@ pub struct RunView {
     pub panes: crate::studio::state::RunPanes,
     /// Which files of the live run's program may change.
     edit_rules: Option<crate::engine::task::files::EditRules>,
+    /// The live run's settings, to change them while paused.
+    settings: settings::LiveSettings,
 }
 
 /// The registry a run view builds a card's population with to replay it:
@@ -189,14 +192,16 @@ pub struct ArchivedRun {
 pub fn read_archive(dir: &Path) -> Result<ArchivedRun, String> {
     let archive = Archive::open(dir).map_err(|e| e.to_string())?;
     let contents = archive.contents().map_err(|e| e.to_string())?;
+    let settings_changes = archive.settings_changes().map_err(|e| e.to_string())?;
     drop(archive);
-    let history = RunHistory::from_archive(
+    let mut history = RunHistory::from_archive(
         dir,
         &contents.meta,
         contents.genomes,
         &contents.events,
         contents.checkpoint.as_ref(),
     );
+    history.settings_changes = settings_changes;
     Ok(ArchivedRun {
         dir: dir.to_path_buf(),
         history,
@@ -238,6 +243,7 @@ impl RunView {
         self.language = language_of(plan.task_dir());
         self.load_history(RunHistory::new());
         self.edit_rules = Some(plan.task().edit_rules());
+        self.settings.track(&plan);
         self.set_population(&plan.card().population);
         self.objectives
             .set_objectives(plan.card().general.objectives());
@@ -280,6 +286,7 @@ impl RunView {
         history.reopen_for_resume();
         self.load_history(history);
         self.edit_rules = Some(plan.task().edit_rules());
+        self.settings.track(&plan);
         self.set_population(&plan.card().population);
         self.objectives
             .set_objectives(plan.card().general.objectives());
@@ -547,6 +554,9 @@ impl RunView {
                             }
                         }
                         RunEvent::Paused | RunEvent::Resumed => self.pause_requested = false,
+                        RunEvent::SettingsChanged(_) | RunEvent::SettingsRefused(_) => {
+                            self.settings.answered(&event);
+                        }
                         RunEvent::Finished(_) => {
                             self.pause_requested = false;
                             self.stop_requested = false;
@@ -615,6 +625,7 @@ impl RunView {
         }
         self.toolbar_ui(ui);
         self.warning_ui(ui);
+        self.refused_ui(ui);
         if self.notes.open {
             ui.separator();
             let live = self.is_running();
@@ -695,7 +706,9 @@ impl RunView {
 /// The Run tab.
 impl TabPanel for RunView {
     fn ui(&mut self, ui: &mut egui::Ui, _ctx: &mut TabCtx<'_>, commands: &mut Commands) {
+        self.settings.in_app = true;
         RunView::ui(self, ui);
+        self.settings_commands(commands);
         if let Some(genome) = self.inspector.fork_clicked.take()
             && let Some(dir) = self.history.info.as_ref().and_then(|i| i.run_dir.clone())
         {

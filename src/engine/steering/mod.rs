@@ -8,6 +8,12 @@
 //! A program written by a person is a child like any other, marked by its
 //! proposer label ([`crate::engine::genome::PERSON_PATCH`]; see
 //! [`crate::engine::genome::Genome::is_by_person`]).
+//!
+//! The run's settings changed while it is paused (the policy's ratios, the
+//! prompt's settings, the model, the budget) are compared and described in
+//! [`settings`].
+
+pub mod settings;
 
 use serde::{Deserialize, Serialize};
 

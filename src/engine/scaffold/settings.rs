@@ -1,0 +1,250 @@
+//! Changing a paused run's settings in flight (see
+//! [`crate::engine::steering::settings`] for what may change): the blocks
+//! whose parameters changed are rebuilt through the registry from the new
+//! checked card, the loop takes the new budget and stop rules, a changed
+//! `llm` section swaps in the model the front end built from it, and the
+//! change is logged, recorded and announced with the iteration it takes
+//! effect at.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::iteration::Shared;
+use super::{LoopState, Scaffold};
+use crate::engine::card::{General, ValidCard};
+use crate::engine::component::{BuildContext, Slot};
+use crate::engine::events::{EventSink, LogLevel, NewSettings, RunEvent};
+use crate::engine::meter::RunBudget;
+use crate::engine::model::{LanguageModel, RedactedModel};
+use crate::engine::prompt::PromptBuilder;
+use crate::engine::proposer::Proposer;
+use crate::engine::redact::Redactor;
+use crate::engine::selection::SelectionPolicy;
+use crate::engine::steering::settings::{Fixed, SettingsChange, compare};
+
+/// What the loop keeps to rebuild blocks from new settings: the checked
+/// card the blocks were built from (what new settings are compared with),
+/// what they were built with, and the settings sent and not yet taken.
+pub(super) struct Rebuild {
+    valid: ValidCard,
+    run_dir: Option<PathBuf>,
+    key_vars: Vec<String>,
+    /// New settings, and whether the run was paused when they came (a
+    /// Resume may follow at once); taken before the next dispatch.
+    pub(super) pending: Option<(Box<NewSettings>, bool)>,
+    /// The run's redactor, wrapped around a model taken in flight.
+    redactor: Option<Arc<Redactor>>,
+}
+
+impl Rebuild {
+    pub(super) fn new(
+        valid: ValidCard,
+        run_dir: Option<&std::path::Path>,
+        key_vars: &[String],
+    ) -> Self {
+        Self {
+            valid,
+            run_dir: run_dir.map(std::path::Path::to_path_buf),
+            key_vars: key_vars.to_vec(),
+            pending: None,
+            redactor: None,
+        }
+    }
+}
+
+impl Scaffold {
+    /// The run's redactor (see [`crate::engine::run_thread::run_plan`]): a
+    /// model taken in flight is wrapped in it, as the first one was, and a
+    /// model with a secret it does not know is refused.
+    #[must_use]
+    pub fn with_redactor(mut self, redactor: Arc<Redactor>) -> Self {
+        self.live.redactor = Some(redactor);
+        self
+    }
+
+    /// Take the new settings sent while paused, if any (see
+    /// [`crate::engine::events::RunCommand::Reconfigure`]), and say so in
+    /// the log, the record and the events; or say what cannot change, and
+    /// change nothing.
+    pub(super) async fn take_settings(
+        &mut self,
+        shared: &mut Arc<Shared>,
+        general: &mut General,
+        st: &mut LoopState,
+        events: &EventSink,
+    ) {
+        let Some((new, paused)) = self.live.pending.take() else {
+            return;
+        };
+        match self.rebuild(*new, paused, shared, general, st.last_iteration + 1) {
+            Ok(None) => {}
+            Ok(Some(change)) => {
+                if let Some(r) = st.recorder.as_mut()
+                    && let Err(e) = r.settings_changed(&self.card, &change)
+                {
+                    st.record_error.get_or_insert(e.to_string());
+                }
+                self.say(st, events, LogLevel::Info, change.to_string())
+                    .await;
+                events.send(RunEvent::SettingsChanged(change)).await;
+            }
+            Err(fixed) => {
+                let list: Vec<String> = fixed.iter().map(ToString::to_string).collect();
+                let line = format!(
+                    "settings not changed: {}; fork the run from a genome to try them",
+                    list.join("; ")
+                );
+                self.say(st, events, LogLevel::Warn, line).await;
+                events.send(RunEvent::SettingsRefused(fixed)).await;
+            }
+        }
+    }
+
+    /// Rebuild the blocks whose parameters changed (a policy keeps its state
+    /// through `checkpoint` / `restore`; the proposer is rebuilt with a new
+    /// model) and take the new budget and stop rules, from iteration `from`
+    /// on; all or nothing. `None` when nothing changed.
+    fn rebuild(
+        &mut self,
+        NewSettings { card: new, model }: NewSettings,
+        paused: bool,
+        shared: &mut Arc<Shared>,
+        general: &mut General,
+        from: u64,
+    ) -> Result<Option<SettingsChange>, Vec<Fixed>> {
+        if !paused {
+            return Err(vec![Fixed {
+                what: "run".to_owned(),
+                why: "pause it first: settings change between iterations".to_owned(),
+            }]);
+        }
+        let changes = compare(&self.live.valid, &new)?;
+        if changes.is_empty() {
+            return Ok(None);
+        }
+        let llm_changed = self.live.valid.card().llm != new.card().llm;
+        let model = if llm_changed {
+            self.new_model(model)?
+        } else {
+            Arc::clone(&self.model)
+        };
+        let ctx = BuildContext {
+            task: &self.task,
+            model: Arc::clone(&model),
+            parallel: general.parallel.max(1) as usize,
+            run_dir: self.live.run_dir.as_deref(),
+            key_vars: &self.live.key_vars,
+            meter: Arc::clone(&self.meter),
+        };
+        let old = self.live.valid.card();
+        let changed = |slot: Slot| old.slot(slot) != new.card().slot(slot);
+        let failed = |slot: Slot, why: String| {
+            vec![Fixed {
+                what: slot.key().to_owned(),
+                why,
+            }]
+        };
+        let mut policy = None;
+        if changed(Slot::SelectionPolicy) {
+            let mut p: Box<dyn SelectionPolicy> = new
+                .build(&ctx)
+                .map_err(|e| failed(Slot::SelectionPolicy, e.to_string()))?;
+            p.restore(&self.policy.checkpoint()).map_err(|e| {
+                failed(
+                    Slot::SelectionPolicy,
+                    format!("its state cannot be carried over: {e}"),
+                )
+            })?;
+            policy = Some(p);
+        }
+        let mut prompt_builder = Arc::clone(&shared.prompt_builder);
+        if changed(Slot::PromptBuilder) {
+            let p: Box<dyn PromptBuilder> = new
+                .build(&ctx)
+                .map_err(|e| failed(Slot::PromptBuilder, e.to_string()))?;
+            prompt_builder = Arc::from(p);
+        }
+        let mut proposer = Arc::clone(&shared.proposer);
+        if changed(Slot::Proposer) || llm_changed {
+            let p: Box<dyn Proposer> = new
+                .build(&ctx)
+                .map_err(|e| failed(Slot::Proposer, e.to_string()))?;
+            proposer = Arc::from(p);
+        }
+        // Every block built: the change is taken whole. Iterations in
+        // flight keep the blocks they started with.
+        if let Some(p) = policy {
+            self.policy = p;
+        }
+        self.prompt_builder = Arc::clone(&prompt_builder);
+        self.proposer = Arc::clone(&proposer);
+        *shared = Arc::new(Shared {
+            brief: shared.brief.clone(),
+            max_response_bytes: shared.max_response_bytes,
+            fitness_metric: shared.fitness_metric.clone(),
+            prompt_builder,
+            proposer,
+            evaluator: Arc::clone(&shared.evaluator),
+            memory: Arc::clone(&shared.memory),
+            gate: shared.gate.clone(),
+        });
+        let next = &new.card().general;
+        general.max_iterations = next.max_iterations;
+        general.max_cost_usd = next.max_cost_usd;
+        general.max_tokens = next.max_tokens;
+        general.stop = next.stop.clone();
+        // A coding agent's requests are measured against the new caps.
+        self.meter.set_budget(RunBudget::new(
+            next.max_tokens,
+            next.max_cost_usd,
+            next.stop.max_cost_usd,
+        ));
+        self.model = model;
+        self.card = new.card().clone();
+        self.live.valid = new;
+        Ok(Some(SettingsChange {
+            iteration: from,
+            changes,
+            max_iterations: general.max_iterations,
+        }))
+    }
+
+    /// The model built from changed `llm` settings, in the run's redactor.
+    /// Refused when none was sent, or when it uses a secret the run did not
+    /// start with (another key variable or endpoint credentials): the run's
+    /// redactor would not keep it out of the record.
+    fn new_model(
+        &self,
+        model: Option<Arc<dyn LanguageModel>>,
+    ) -> Result<Arc<dyn LanguageModel>, Vec<Fixed>> {
+        let fixed = |why: String| {
+            vec![Fixed {
+                what: "llm".to_owned(),
+                why,
+            }]
+        };
+        let Some(model) = model else {
+            return Err(fixed(
+                "no model was built from the new llm settings".to_owned(),
+            ));
+        };
+        // A model that learns from a run (adaptive weights) learns from
+        // this one alone, as the first one did.
+        let model = model.for_run().unwrap_or(model);
+        for (place, value) in model.secrets() {
+            // A value too short for any redactor to look for is no secret
+            // the run keeps out of its record either.
+            let secret = !Redactor::new([(place.clone(), value.clone())]).is_empty();
+            let covered = !secret || self.live.redactor.as_ref().is_some_and(|r| r.finds(&value));
+            if !covered {
+                return Err(fixed(format!(
+                    "its secret ({place}) is not one the run started with; fork instead"
+                )));
+            }
+        }
+        Ok(match &self.live.redactor {
+            Some(r) => RedactedModel::wrap(model, Arc::clone(r)),
+            None => model,
+        })
+    }
+}
