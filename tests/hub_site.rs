@@ -5,7 +5,11 @@
 //! loopback, and headless Chromium (Debian's package) checks every page
 //! loads with no console error, every link resolves, search narrows the
 //! index, the card page's YAML is the published card.yaml byte for byte,
-//! and the leaderboard page's numbers are leaderboard.json's.
+//! and the leaderboard page's numbers are leaderboard.json's. Then again
+//! with the page's scripts off: the index lists every card, the tag links
+//! are pages listing each tag's cards, card pages show the YAML and every
+//! version, the leaderboard table has its numbers, and the controls only the
+//! script works (search, Copy, sorting) are not shown.
 //!
 //! Without Chromium the test says so and passes, except under CI=true (or
 //! GALAPAGOS_REQUIRE_CHROMIUM=1) where it fails.
@@ -162,6 +166,46 @@ pub fn make_hub(home: &Path, dir: &Path) -> (PathBuf, PathBuf) {
         .args(["--namespace", "evil", "--hub"])
         .arg(&hub));
     (hub, lb)
+}
+
+/// The open leaderboard page's table holds `lb_json`'s numbers: one row per
+/// published line (best_of_n, topk 1 and topk 2), each cell's text and value.
+fn assert_leaderboard_is(browser: &mut chromium::Browser, lb_json: &Value) {
+    let rows: Vec<Vec<(String, String)>> = serde_json::from_value(
+        browser
+            .eval(
+                "Array.from(document.querySelectorAll('#leaderboard tbody tr')).map(tr => \
+                 Array.from(tr.cells).map(td => [td.getAttribute('data-value') || '', td.textContent]))",
+            )
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rows.len(), 3, "best_of_n, topk 1 and topk 2: {rows:?}");
+    for row in &rows {
+        let card_id = &row[0].0;
+        let name = card_id.rsplit('/').next().unwrap();
+        let line = lb_json["cards"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["card"] == name)
+            .unwrap_or_else(|| panic!("{name} not in leaderboard.json"));
+        let mean = line["best"]["mean"].as_f64().unwrap();
+        assert_eq!(row[3].0.parse::<f64>().unwrap(), mean, "{name} mean");
+        assert_eq!(row[3].1, format!("{mean:.4}"));
+        let (lo, hi) = (
+            line["best"]["ci_low"].as_f64().unwrap(),
+            line["best"]["ci_high"].as_f64().unwrap(),
+        );
+        assert_eq!(row[4].0.parse::<f64>().unwrap(), lo);
+        assert_eq!(row[4].1, format!("[{lo:.4}, {hi:.4}]"));
+        assert_eq!(row[5].1, lb_json["iterations"].to_string());
+        assert_eq!(
+            row[6].1,
+            lb_json["seeds"].as_array().unwrap().len().to_string()
+        );
+        assert_eq!(row[2].1, lb_json["model"].as_str().unwrap());
+    }
 }
 
 fn same_origin_html(base: &str, href: &str) -> bool {
@@ -345,41 +389,7 @@ fn the_site_works_in_a_real_browser() {
     browser
         .goto(&format!("{base}leaderboards/circle_packing.html"))
         .unwrap();
-    let rows: Vec<Vec<(String, String)>> = serde_json::from_value(
-        browser
-            .eval(
-                "Array.from(document.querySelectorAll('#leaderboard tbody tr')).map(tr => \
-                 Array.from(tr.cells).map(td => [td.getAttribute('data-value') || '', td.textContent]))",
-            )
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(rows.len(), 3, "best_of_n, topk 1 and topk 2: {rows:?}");
-    for row in &rows {
-        let card_id = &row[0].0;
-        let name = card_id.rsplit('/').next().unwrap();
-        let line = lb_json["cards"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["card"] == name)
-            .unwrap_or_else(|| panic!("{name} not in leaderboard.json"));
-        let mean = line["best"]["mean"].as_f64().unwrap();
-        assert_eq!(row[3].0.parse::<f64>().unwrap(), mean, "{name} mean");
-        assert_eq!(row[3].1, format!("{mean:.4}"));
-        let (lo, hi) = (
-            line["best"]["ci_low"].as_f64().unwrap(),
-            line["best"]["ci_high"].as_f64().unwrap(),
-        );
-        assert_eq!(row[4].0.parse::<f64>().unwrap(), lo);
-        assert_eq!(row[4].1, format!("[{lo:.4}, {hi:.4}]"));
-        assert_eq!(row[5].1, lb_json["iterations"].to_string());
-        assert_eq!(
-            row[6].1,
-            lb_json["seeds"].as_array().unwrap().len().to_string()
-        );
-        assert_eq!(row[2].1, lb_json["model"].as_str().unwrap());
-    }
+    assert_leaderboard_is(&mut browser, &lb_json);
     // Sorting by a column reorders the rows.
     let order = browser
         .eval(
@@ -393,12 +403,14 @@ fn the_site_works_in_a_real_browser() {
         "ascending after two clicks: {order:?}"
     );
     assert!(browser.take_problems().is_empty());
+    drop(browser);
+
+    without_scripts(&base, &hub, &lb_json);
 
     // Screenshots for the README (GALAPAGOS_HUB_SCREENSHOTS=DIR), phone and desktop.
     if let Some(dir) = std::env::var_os("GALAPAGOS_HUB_SCREENSHOTS") {
         let dir = PathBuf::from(dir);
         std::fs::create_dir_all(&dir).unwrap();
-        drop(browser);
         for (w, h, tag) in [(390, 844, "phone"), (1920, 1080, "desktop")] {
             let mut b = chromium::Browser::start(w, h).unwrap();
             for (page, name) in [
@@ -412,4 +424,191 @@ fn the_site_works_in_a_real_browser() {
             }
         }
     }
+}
+
+/// A visible element's (or every matching element's) text, as a list.
+fn texts(browser: &mut chromium::Browser, selector: &str, js_map: &str) -> Vec<String> {
+    serde_json::from_value(
+        browser
+            .eval(&format!(
+                "Array.from(document.querySelectorAll({})).filter(e => e.getClientRects().length > 0).map({js_map})",
+                serde_json::to_string(selector).unwrap()
+            ))
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+/// The `NS/NAME` of the cards an index or tag page shows.
+fn listed_cards(browser: &mut chromium::Browser) -> BTreeSet<String> {
+    texts(
+        browser,
+        "#cards > li",
+        "li => li.querySelector('.id').textContent.split(' · ')[0]",
+    )
+    .into_iter()
+    .collect()
+}
+
+/// The site with JavaScript off: everything but search, Copy and sorting.
+fn without_scripts(base: &str, hub: &Path, lb_json: &Value) {
+    use galapagos::engine::card::Card;
+    use galapagos::engine::hub::folder::HubFolder;
+    let registry = galapagos::engine::registry::Registry::builtin();
+    let folder = HubFolder::open(hub).unwrap();
+    // every card: its versions, latest card.yaml and tags
+    let mut cards = Vec::new();
+    for list in folder.cards().unwrap() {
+        let versions: Vec<String> = list.versions.iter().map(|v| v.version.clone()).collect();
+        let latest = versions.last().unwrap().clone();
+        let path = hub
+            .join(&list.namespace)
+            .join(&list.name)
+            .join(&latest)
+            .join("card.yaml");
+        let yaml = std::fs::read_to_string(&path).unwrap();
+        let tags = Card::from_yaml(&yaml, &path.display().to_string(), &registry)
+            .unwrap()
+            .tags;
+        cards.push((
+            format!("{}/{}", list.namespace, list.name),
+            versions,
+            yaml,
+            tags,
+        ));
+    }
+    let all: BTreeSet<String> = cards.iter().map(|c| c.0.clone()).collect();
+
+    let mut browser = chromium::Browser::start(1280, 900).unwrap();
+    browser.disable_scripts().unwrap();
+
+    // The index lists every card; the search box, which needs the script,
+    // is not shown (and stays hidden: the script is off).
+    browser.goto(&format!("{base}index.html")).unwrap();
+    assert_eq!(
+        browser
+            .eval("document.querySelector('.js-only').hidden")
+            .unwrap(),
+        true,
+        "the page's script ran"
+    );
+    assert_eq!(listed_cards(&mut browser), all);
+    assert_eq!(
+        browser
+            .eval("document.getElementById('search').getClientRects().length")
+            .unwrap(),
+        0
+    );
+    assert!(browser.take_problems().is_empty());
+
+    // Tag filters are links to pages: each lists exactly that tag's cards.
+    let tag_links: Vec<Vec<String>> = serde_json::from_value(
+        browser
+            .eval(
+                "Array.from(document.querySelectorAll('nav[aria-label=Tags] a'))\
+                 .map(a => [a.textContent, a.href])",
+            )
+            .unwrap(),
+    )
+    .unwrap();
+    let all_tags: BTreeSet<&String> = cards.iter().flat_map(|c| &c.3).collect();
+    assert_eq!(
+        tag_links
+            .iter()
+            .map(|l| &l[0])
+            .collect::<BTreeSet<&String>>(),
+        all_tags,
+        "a link per tag"
+    );
+    for link in &tag_links {
+        let (tag, href) = (&link[0], &link[1]);
+        browser.goto(href).unwrap();
+        let want: BTreeSet<String> = cards
+            .iter()
+            .filter(|c| c.3.contains(tag))
+            .map(|c| c.0.clone())
+            .collect();
+        assert!(!want.is_empty());
+        assert_eq!(listed_cards(&mut browser), want, "tag {tag} ({href})");
+        let on = texts(
+            &mut browser,
+            "nav[aria-label=Tags] a.on",
+            "a => a.textContent",
+        );
+        assert_eq!(on, std::slice::from_ref(tag), "{href} marks its tag");
+        assert!(browser.take_problems().is_empty(), "{href}");
+    }
+
+    // Every card page shows the card's YAML (byte for byte) and every
+    // version, newest first; a version's diff opens without the script.
+    for (id, versions, yaml, _) in &cards {
+        browser
+            .goto(&format!("{base}cards/{id}/index.html"))
+            .unwrap();
+        let shown = browser
+            .eval("document.getElementById('card-yaml').textContent")
+            .unwrap();
+        assert_eq!(shown.as_str().unwrap(), yaml, "{id}");
+        let mut listed = texts(
+            &mut browser,
+            "#versions + .panel tbody tr",
+            "tr => tr.cells[0].textContent",
+        );
+        listed.reverse();
+        assert_eq!(&listed, versions, "{id}");
+        assert_eq!(
+            texts(&mut browser, "a[download]", "a => a.textContent"),
+            ["Download card.yaml"],
+            "{id}"
+        );
+        assert!(
+            texts(&mut browser, "button", "b => b.textContent").is_empty(),
+            "{id}: no button that needs the script is shown"
+        );
+        assert_eq!(
+            browser
+                .eval("document.querySelectorAll('svg.blocks g.block').length")
+                .unwrap(),
+            6,
+            "{id}"
+        );
+        assert!(browser.take_problems().is_empty(), "{id}");
+    }
+    browser
+        .goto(&format!("{base}cards/default/topk/index.html"))
+        .unwrap();
+    let diff = browser
+        .eval(
+            "(() => { const d = document.querySelector('#versions + .panel details'); d.open = true; \
+             return d.querySelector('.diff').getClientRects().length > 0 && d.querySelector('.diff').textContent; })()",
+        )
+        .unwrap();
+    let diff = diff.as_str().unwrap_or_default();
+    assert!(diff.contains("+  k: 6"), "{diff}");
+
+    // The leaderboard's table and numbers are there; its headings are text
+    // (sorting needs the script).
+    browser
+        .goto(&format!("{base}leaderboards/circle_packing.html"))
+        .unwrap();
+    assert_leaderboard_is(&mut browser, lb_json);
+    assert_eq!(
+        texts(
+            &mut browser,
+            "#leaderboard thead th",
+            "th => th.textContent"
+        ),
+        [
+            "Card",
+            "Version",
+            "Model",
+            "Best mean",
+            "95 % interval",
+            "Iterations",
+            "Seeds",
+            "Cost (USD)"
+        ]
+    );
+    assert!(texts(&mut browser, "#leaderboard button", "b => b.textContent").is_empty());
+    assert!(browser.take_problems().is_empty());
 }

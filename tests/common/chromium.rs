@@ -260,6 +260,16 @@ impl Browser {
         std::fs::write(path, bytes).map_err(|e| e.to_string())
     }
 
+    /// Turn the page's scripts off, as a reader with JavaScript disabled
+    /// has them (the DevTools' own `eval` still runs).
+    pub fn disable_scripts(&mut self) -> Result<(), String> {
+        self.call(
+            "Emulation.setScriptExecutionDisabled",
+            json!({"value": true}),
+        )
+        .map(|_| ())
+    }
+
     /// Take the problems seen so far.
     pub fn take_problems(&mut self) -> Vec<Problem> {
         // drain what already arrived

@@ -2,6 +2,7 @@
 
 /// `style.css`: readable from a phone's 360 px to a desktop's 1920 px.
 pub const STYLE_CSS: &str = r#"*{box-sizing:border-box}
+[hidden]{display:none!important}
 html{-webkit-text-size-adjust:100%}
 body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2127;background:#f3f4f6}
 a{color:#1f6fd6}
@@ -51,8 +52,9 @@ footer{max-width:1280px;margin:2rem auto;padding:0 1rem;color:#5b626d;font-size:
 @media (max-width:600px){body{font-size:15px}main{padding:.6rem}h1{font-size:1.35rem}.meta{grid-template-columns:1fr}.meta dt{margin-top:.3rem}th,td{padding:.35rem .4rem}}
 "#;
 
-/// `site.js`: search on the index, Copy buttons, sortable tables. The pages
-/// work without it (but for search).
+/// `site.js`: search on the index, Copy buttons, sortable tables (it turns
+/// their headings into buttons). The pages work without it (but for search,
+/// Copy and sorting, whose controls only it shows).
 pub const SITE_JS: &str = r##""use strict";
 (function () {
   document.querySelectorAll(".js-only").forEach(function (el) { el.hidden = false; });
@@ -95,8 +97,11 @@ pub const SITE_JS: &str = r##""use strict";
   document.querySelectorAll("table.sortable").forEach(function (table) {
     var heads = Array.prototype.slice.call(table.querySelectorAll("thead th"));
     heads.forEach(function (th, col) {
-      var button = th.querySelector("button");
-      if (!button) { return; }
+      // a heading becomes a button here: without the script it is text
+      var button = document.createElement("button");
+      button.type = "button";
+      while (th.firstChild) { button.appendChild(th.firstChild); }
+      th.appendChild(button);
       button.addEventListener("click", function () {
         var descending = th.getAttribute("aria-sort") !== "descending";
         heads.forEach(function (h) { h.removeAttribute("aria-sort"); });

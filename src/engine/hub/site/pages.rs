@@ -188,9 +188,10 @@ pub fn leaderboard(task: &str, rows: &[(&CardData, &Version, &PublishedResult)])
         m(b.2).total_cmp(&m(a.2))
     });
     let mut b = format!(
-        r#"<h1>Leaderboard: {}</h1><p class="muted">Best score at the budget, mean over seeds with its 95 % bootstrap interval, as published with each card. Click a heading to sort.</p><div class="panel"><table class="sortable wide" id="leaderboard"><thead><tr>"#,
+        r#"<h1>Leaderboard: {}</h1><p class="muted">Best score at the budget, mean over seeds with its 95 % bootstrap interval, as published with each card.<span class="js-only" hidden> Click a heading to sort.</span></p><div class="panel"><table class="sortable wide" id="leaderboard"><thead><tr>"#,
         esc(task)
     );
+    // the headings are text; the script makes them sort buttons
     for (label, num_col) in [
         ("Card", false),
         ("Version", false),
@@ -202,10 +203,7 @@ pub fn leaderboard(task: &str, rows: &[(&CardData, &Version, &PublishedResult)])
         ("Cost (USD)", true),
     ] {
         let class = if num_col { " class=\"num\"" } else { "" };
-        let _ = write!(
-            b,
-            r#"<th{class} scope="col"><button type="button">{label}</button></th>"#
-        );
+        let _ = write!(b, r#"<th{class} scope="col">{label}</th>"#);
     }
     b.push_str("</tr></thead><tbody>");
     for (c, v, r) in rows {
