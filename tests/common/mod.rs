@@ -189,6 +189,7 @@ pub fn cli_run(card: &str, task: &str, iterations: u32, out: &Path) -> (f64, f64
     (grab("best:"), grab("initial:"), stdout)
 }
 
+pub mod agents;
 pub mod host_memory;
 pub mod hostile;
 pub mod llm_server;

@@ -344,13 +344,18 @@ fn answer_model(out: &mut TcpStream, path: &str, request: &Value, turn: &Turn) -
     let include_usage = request["stream_options"]["include_usage"]
         .as_bool()
         .unwrap_or(false);
+    let tag = REPLIES.fetch_add(1, Ordering::Relaxed);
     let body = match (path, stream) {
-        ("/chat/completions", false) => chat(model, text, tool_calls, usage).to_string(),
-        ("/chat/completions", true) => chat_stream(model, text, tool_calls, usage, include_usage),
-        ("/responses", false) => response(model, text, tool_calls, usage, "completed").to_string(),
-        ("/responses", true) => responses_stream(model, text, tool_calls, usage),
-        (_, false) => message(model, text, tool_calls, usage).to_string(),
-        (_, true) => messages_stream(model, text, tool_calls, usage),
+        ("/chat/completions", false) => chat(tag, model, text, tool_calls, usage).to_string(),
+        ("/chat/completions", true) => {
+            chat_stream(tag, model, text, tool_calls, usage, include_usage)
+        }
+        ("/responses", false) => {
+            response(tag, model, text, tool_calls, usage, "completed").to_string()
+        }
+        ("/responses", true) => responses_stream(tag, model, text, tool_calls, usage),
+        (_, false) => message(tag, model, text, tool_calls, usage).to_string(),
+        (_, true) => messages_stream(tag, model, text, tool_calls, usage),
     };
     let body = body.into_bytes();
     if let Some(n) = cut {
@@ -386,8 +391,17 @@ fn answer_model(out: &mut TcpStream, path: &str, request: &Value, turn: &Turn) -
     false
 }
 
-fn call_id(i: usize) -> String {
-    format!("call_{i:04}")
+/// Replies answered so far by any scripted upstream of the test binary:
+/// each reply's tool-call ids carry its number, unique as real ones are
+/// (an agent may tell tool calls apart by id).
+static REPLIES: AtomicU64 = AtomicU64::new(0);
+
+fn call_id(tag: u64, i: usize) -> String {
+    format!("call_{tag:04}_{i}")
+}
+
+fn item_id(kind: &str, tag: u64, i: usize) -> String {
+    format!("{kind}_{tag:04}_{i}")
 }
 
 fn chat_usage(u: Usage) -> Value {
@@ -397,14 +411,14 @@ fn chat_usage(u: Usage) -> Value {
         "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}})
 }
 
-fn chat(model: &str, text: &str, calls: &[ToolCall], u: Usage) -> Value {
+fn chat(tag: u64, model: &str, text: &str, calls: &[ToolCall], u: Usage) -> Value {
     let mut message = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }, "refusal": null});
     if !calls.is_empty() {
         message["tool_calls"] = calls
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                json!({"id": call_id(i), "type": "function",
+                json!({"id": call_id(tag, i), "type": "function",
                 "function": {"name": c.name, "arguments": c.arguments.to_string()}})
             })
             .collect();
@@ -423,6 +437,7 @@ fn pieces(text: &str) -> Vec<String> {
 }
 
 fn chat_stream(
+    tag: u64,
     model: &str,
     text: &str,
     calls: &[ToolCall],
@@ -449,7 +464,7 @@ fn chat_stream(
     }
     for (i, c) in calls.iter().enumerate() {
         out += &chunk(
-            json!([{"index": 0, "delta": {"tool_calls": [{"index": i, "id": call_id(i), "type": "function",
+            json!([{"index": 0, "delta": {"tool_calls": [{"index": i, "id": call_id(tag, i), "type": "function",
                 "function": {"name": c.name, "arguments": ""}}]}, "finish_reason": null}]),
             Value::Null,
         );
@@ -475,7 +490,7 @@ fn chat_stream(
     out + "data: [DONE]\n\n"
 }
 
-fn response_output(text: &str, calls: &[ToolCall]) -> Vec<Value> {
+fn response_output(tag: u64, text: &str, calls: &[ToolCall]) -> Vec<Value> {
     let mut output = Vec::new();
     if !text.is_empty() {
         output.push(json!({"type": "message", "id": "msg_scripted", "status": "completed", "role": "assistant",
@@ -483,24 +498,31 @@ fn response_output(text: &str, calls: &[ToolCall]) -> Vec<Value> {
     }
     for (i, c) in calls.iter().enumerate() {
         output.push(
-            json!({"type": "function_call", "id": format!("fc_{i:04}"), "call_id": call_id(i),
+            json!({"type": "function_call", "id": item_id("fc", tag, i), "call_id": call_id(tag, i),
             "name": c.name, "arguments": c.arguments.to_string(), "status": "completed"}),
         );
     }
     output
 }
 
-fn response(model: &str, text: &str, calls: &[ToolCall], u: Usage, status: &str) -> Value {
+fn response(
+    tag: u64,
+    model: &str,
+    text: &str,
+    calls: &[ToolCall],
+    u: Usage,
+    status: &str,
+) -> Value {
     json!({"id": "resp_scripted", "object": "response", "created_at": 1_700_000_000,
         "status": status, "error": null, "incomplete_details": null, "model": model,
-        "output": if status == "completed" { response_output(text, calls) } else { vec![] },
+        "output": if status == "completed" { response_output(tag, text, calls) } else { vec![] },
         "usage": if status == "completed" { json!({"input_tokens": u.prompt,
             "input_tokens_details": {"cached_tokens": u.cached},
             "output_tokens": u.completion, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": u.prompt + u.completion}) } else { Value::Null }})
 }
 
-fn responses_stream(model: &str, text: &str, calls: &[ToolCall], u: Usage) -> String {
+fn responses_stream(tag: u64, model: &str, text: &str, calls: &[ToolCall], u: Usage) -> String {
     let mut seq = 0u64;
     let mut out = String::new();
     let mut event = |kind: &str, mut data: Value| {
@@ -511,7 +533,7 @@ fn responses_stream(model: &str, text: &str, calls: &[ToolCall], u: Usage) -> St
     };
     event(
         "response.created",
-        json!({"response": response(model, text, calls, u, "in_progress")}),
+        json!({"response": response(tag, model, text, calls, u, "in_progress")}),
     );
     let mut index = 0;
     if !text.is_empty() {
@@ -540,16 +562,16 @@ fn responses_stream(model: &str, text: &str, calls: &[ToolCall], u: Usage) -> St
         event(
             "response.output_item.done",
             json!({"output_index": index,
-            "item": response_output(text, &[])[0]}),
+            "item": response_output(tag, text, &[])[0]}),
         );
         index += 1;
     }
     for (i, c) in calls.iter().enumerate() {
-        let id = format!("fc_{i:04}");
+        let id = item_id("fc", tag, i);
         event(
             "response.output_item.added",
             json!({"output_index": index,
-            "item": {"type": "function_call", "id": id, "call_id": call_id(i), "name": c.name,
+            "item": {"type": "function_call", "id": id, "call_id": call_id(tag, i), "name": c.name,
                 "arguments": "", "status": "in_progress"}}),
         );
         for p in pieces(&c.arguments.to_string()) {
@@ -567,24 +589,24 @@ fn responses_stream(model: &str, text: &str, calls: &[ToolCall], u: Usage) -> St
         event(
             "response.output_item.done",
             json!({"output_index": index,
-            "item": response_output("", &calls[i..=i])[0]}),
+            "item": response_output(tag, "", calls)[i]}),
         );
         index += 1;
     }
     event(
         "response.completed",
-        json!({"response": response(model, text, calls, u, "completed")}),
+        json!({"response": response(tag, model, text, calls, u, "completed")}),
     );
     out
 }
 
-fn message_content(text: &str, calls: &[ToolCall]) -> Vec<Value> {
+fn message_content(tag: u64, text: &str, calls: &[ToolCall]) -> Vec<Value> {
     let mut content = Vec::new();
     if !text.is_empty() {
         content.push(json!({"type": "text", "text": text}));
     }
     for (i, c) in calls.iter().enumerate() {
-        content.push(json!({"type": "tool_use", "id": format!("toolu_{i:04}"), "name": c.name, "input": c.arguments}));
+        content.push(json!({"type": "tool_use", "id": item_id("toolu", tag, i), "name": c.name, "input": c.arguments}));
     }
     content
 }
@@ -594,14 +616,14 @@ fn anthropic_usage(u: Usage, output: u64) -> Value {
         "cache_read_input_tokens": u.cached, "output_tokens": output})
 }
 
-fn message(model: &str, text: &str, calls: &[ToolCall], u: Usage) -> Value {
+fn message(tag: u64, model: &str, text: &str, calls: &[ToolCall], u: Usage) -> Value {
     json!({"id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
-        "content": message_content(text, calls),
+        "content": message_content(tag, text, calls),
         "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
         "stop_sequence": null, "usage": anthropic_usage(u, u.completion)})
 }
 
-fn messages_stream(model: &str, text: &str, calls: &[ToolCall], u: Usage) -> String {
+fn messages_stream(tag: u64, model: &str, text: &str, calls: &[ToolCall], u: Usage) -> String {
     let mut out = String::new();
     let mut event = |kind: &str, mut data: Value| {
         data["type"] = json!(kind);
@@ -633,7 +655,7 @@ fn messages_stream(model: &str, text: &str, calls: &[ToolCall], u: Usage) -> Str
         event(
             "content_block_start",
             json!({"index": index, "content_block": {"type": "tool_use",
-            "id": format!("toolu_{i:04}"), "name": c.name, "input": {}}}),
+            "id": item_id("toolu", tag, i), "name": c.name, "input": {}}}),
         );
         for p in pieces(&c.arguments.to_string()) {
             event(

@@ -55,8 +55,9 @@ pub enum PromptVia {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentCommandParams {
-    /// The agent's command line: `{workspace}`, `{prompt_file}` and
-    /// `{prompt}` are replaced.
+    /// The agent's command line: `{workspace}`, `{prompt_file}`,
+    /// `{prompt}`, `{model}` (the run's model) and `{relay_url}` (the model
+    /// relay's base URL inside the sandbox) are replaced.
     pub command: Vec<String>,
     pub prompt_via: PromptVia,
     /// Wall-clock limit of one proposal's agent, in seconds.
@@ -115,7 +116,8 @@ const SPECS: &[ParamSpec] = &[
     ParamSpec {
         key: "command",
         doc: "The agent's command line, one argument per entry; {workspace} is the workspace (also its \
-              working dir), {prompt_file} the prompt's file, {prompt} the prompt's text",
+              working dir), {prompt_file} the prompt's file, {prompt} the prompt's text, {model} the run's \
+              model, {relay_url} the model relay's base URL inside the sandbox (add /v1 for OpenAI's APIs)",
         ty: ParamType::TextList,
     },
     ParamSpec {
@@ -355,8 +357,13 @@ impl AgentCommandProposer {
     fn command_line(&self, ws: &workspace::Workspace, prompt: &str) -> Vec<String> {
         let prompt_file = ws.prompt_file();
         let model = self.relay.as_ref().map_or("", |r| r.model.as_str());
+        let relay_url = self
+            .relay
+            .as_ref()
+            .map_or_else(String::new, |_| bridge::base_url());
         let fill = |a: &str| {
             a.replace("{model}", model)
+                .replace("{relay_url}", &relay_url)
                 .replace("{workspace}", &ws.work.to_string_lossy())
                 .replace("{prompt_file}", &prompt_file.to_string_lossy())
                 .replace("{prompt}", prompt)
