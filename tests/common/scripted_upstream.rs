@@ -344,7 +344,7 @@ fn answer_model(out: &mut TcpStream, path: &str, request: &Value, turn: &Turn) -
     let include_usage = request["stream_options"]["include_usage"]
         .as_bool()
         .unwrap_or(false);
-    let tag = REPLIES.fetch_add(1, Ordering::Relaxed);
+    let tag = reply_tag(request);
     let body = match (path, stream) {
         ("/chat/completions", false) => chat(tag, model, text, tool_calls, usage).to_string(),
         ("/chat/completions", true) => {
@@ -391,17 +391,24 @@ fn answer_model(out: &mut TcpStream, path: &str, request: &Value, turn: &Turn) -
     false
 }
 
-/// Replies answered so far by any scripted upstream of the test binary:
-/// each reply's tool-call ids carry its number, unique as real ones are
-/// (an agent may tell tool calls apart by id).
-static REPLIES: AtomicU64 = AtomicU64::new(0);
+/// The tag of a reply's tool-call ids: a hash of the request, so that the
+/// calls of different requests have different ids, as real ones do (an
+/// agent may tell tool calls apart by id: Claude Code loops when two
+/// replies reuse one), and the same request gets the same reply (a test
+/// may compare a reply sent directly with one through the relay).
+fn reply_tag(request: &Value) -> u64 {
+    // FNV-1a, 32 bits.
+    request.to_string().bytes().fold(0x811c_9dc5_u64, |h, b| {
+        ((h ^ u64::from(b)).wrapping_mul(0x0100_0193)) & 0xffff_ffff
+    })
+}
 
 fn call_id(tag: u64, i: usize) -> String {
-    format!("call_{tag:04}_{i}")
+    format!("call_{tag:08x}_{i}")
 }
 
 fn item_id(kind: &str, tag: u64, i: usize) -> String {
-    format!("{kind}_{tag:04}_{i}")
+    format!("{kind}_{tag:08x}_{i}")
 }
 
 fn chat_usage(u: Usage) -> Value {
