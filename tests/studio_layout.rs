@@ -360,9 +360,11 @@ fn block_panels(h: &Harness<'static, App>) -> (f32, f32) {
 
 /// At 1024×640 the block inspector's Reset buttons (beam_search's policy,
 /// whose strategy is a long dropdown) and the Objectives' Remove buttons
-/// (the pareto card) are whole inside their panel and the window.
+/// (the pareto card) are whole inside their panel and the window; at
+/// 1920×1080 the inspector is wide enough for beam_search's longest
+/// parameter name.
 #[test]
-fn reset_and_remove_buttons_are_inside_their_panels_at_1024() {
+fn reset_and_remove_buttons_fit_their_panels_and_names_are_whole_at_1920() {
     let runs = tempfile::tempdir().unwrap();
     let win = window(SMALL);
     let h = studio(runs.path(), "beam_search.yaml", SMALL);
@@ -409,6 +411,17 @@ fn reset_and_remove_buttons_are_inside_their_panels_at_1024() {
     for r in h.query_all_by_label("Reset").map(|n| n.rect()) {
         assert!(inside(r, window(LARGE)) && r.left() >= inspector, "{r:?}");
     }
+    let key = "beam_selection_strategy";
+    let r = h
+        .get(
+            egui_kittest::kittest::by()
+                .label(key)
+                .include_labels()
+                .role(egui::accesskit::Role::Label),
+        )
+        .rect();
+    // 23 monospace characters of about 7 px
+    assert!(r.width() > 7.0 * 23.0 - 4.0, "{key} cut at 1920: {r:?}");
 }
 
 /// The Islands view names each grid's axes and shows what the colour
@@ -467,4 +480,50 @@ fn island_grids_name_their_axes_and_show_the_score_scale() {
         low.right() <= scale.left() + 1.0 && high.left() >= scale.right() - 1.0,
         "the scale's ends {low:?} {high:?} around {scale:?}"
     );
+}
+
+/// The studio opens at 1400×880 and is maximised to 1920×1080: the genome
+/// inspector and the block inspector take their shares of the wider window
+/// (not the points they had), the block inspector with room for
+/// beam_search's longest parameter name.
+#[test]
+fn the_inspectors_keep_their_shares_when_the_window_grows() {
+    let runs = tempfile::tempdir().unwrap();
+    let opened = egui::vec2(1400.0, 880.0);
+    let mut h = studio(runs.path(), "beam_search.yaml", opened);
+    let (_, block_inspector) = block_panels(&h);
+    let block_share = (opened.x - block_inspector) / opened.x;
+    h.state_mut()
+        .run_view
+        .load_history(history((0..20).map(genome)));
+    h.state_mut().state.tab = Tab::Run;
+    h.run_steps(4);
+    let (_, x) = dividers(&h);
+    let share = (opened.x - x) / opened.x;
+    h.set_size(LARGE);
+    h.run_steps(4);
+    let (_, x) = dividers(&h);
+    let now = (LARGE.x - x) / LARGE.x;
+    assert!(
+        (now - share).abs() < 0.02,
+        "the genome inspector's share went from {share} to {now}"
+    );
+    h.get_by_label("Blocks").click();
+    h.run_steps(4);
+    let (_, block_inspector) = block_panels(&h);
+    let now = (LARGE.x - block_inspector) / LARGE.x;
+    assert!(
+        now >= block_share - 0.01 && now >= 0.2,
+        "the block inspector's share went from {block_share} to {now}"
+    );
+    let key = "beam_selection_strategy";
+    let r = h
+        .get(
+            egui_kittest::kittest::by()
+                .label(key)
+                .include_labels()
+                .role(egui::accesskit::Role::Label),
+        )
+        .rect();
+    assert!(r.width() > 7.0 * 23.0 - 4.0, "{key} cut: {r:?}");
 }

@@ -60,3 +60,20 @@ pub trait GenomeView {
         selected: Option<GenomeId>,
     ) -> Option<GenomeId>;
 }
+
+/// Set the size along its axis of the panel `salt` that `ui` shows next,
+/// as egui remembers it (a drag sets it the same way). For a tab or window
+/// that changed size: the pane takes its share of the new size instead of
+/// keeping its points. egui keys a panel's state by its parent's scope id
+/// and its salt; a panel not shown yet has none and starts at its default.
+pub fn set_panel_size(ui: &egui::Ui, salt: &str, size: f32, width: bool) {
+    let id = ui.scope_id().with(salt);
+    if let Some(mut state) = egui::PanelState::load(ui.ctx(), id) {
+        if width {
+            state.outer_rect.set_width(size);
+        } else {
+            state.outer_rect.set_height(size);
+        }
+        ui.ctx().data_mut(|d| d.insert_persisted(id, state));
+    }
+}

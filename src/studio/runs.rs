@@ -80,8 +80,11 @@ pub fn fork_tree(listings: &[RunListing]) -> Vec<(usize, usize)> {
     out
 }
 
-/// The run column's text of a run `depth` forks deep: indented under its
-/// parent, with the genome it was forked from.
+/// How far a fork's row is indented under its parent's, per level.
+pub const TREE_INDENT: f32 = 16.0;
+
+/// The run column's text of a run `depth` forks deep, with the genome it
+/// was forked from (the row is indented by [`TREE_INDENT`] per level).
 pub fn tree_label(name: &str, depth: usize, listing: &RunListing) -> String {
     match (&listing.forked_from, depth) {
         (Some(origin), 0) => format!(
@@ -92,7 +95,7 @@ pub fn tree_label(name: &str, depth: usize, listing: &RunListing) -> String {
                 |n| n.to_string_lossy().into_owned()
             )
         ),
-        (Some(origin), d) => format!("{}- {name} · from #{}", "   ".repeat(d - 1), origin.genome),
+        (Some(origin), _) => format!("- {name} · from #{}", origin.genome),
         (None, _) => name.to_owned(),
     }
 }
@@ -416,13 +419,16 @@ impl RunsPanel {
                         Some(origin) => format!("{}\nforked from {origin}", l.dir.display()),
                         None => l.dir.display().to_string(),
                     };
-                    if ui
-                        .selectable_label(is_sel, text)
-                        .on_hover_text(hover)
-                        .clicked()
-                    {
-                        select = Some(l.dir.clone());
-                    }
+                    ui.horizontal(|ui| {
+                        ui.add_space(TREE_INDENT * depth as f32);
+                        if ui
+                            .selectable_label(is_sel, text)
+                            .on_hover_text(hover)
+                            .clicked()
+                        {
+                            select = Some(l.dir.clone());
+                        }
+                    });
                     ui.label(&l.card);
                     ui.label(&l.task);
                     ui.label(l.best_score.map_or("-".to_owned(), |b| format!("{b:.5}")));

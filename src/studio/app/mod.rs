@@ -141,6 +141,9 @@ pub struct App {
     message: Option<Message>,
     applied_theme: Option<ThemeChoice>,
     window_title: String,
+    /// The window's width last frame (the block inspector keeps its share
+    /// of it when it changes).
+    last_window_width: Option<f32>,
     /// The Blocks tab (the canvas's pan and zoom).
     blocks: BlocksTab,
     /// The Details tab (the hub bundle and results fields).
@@ -188,6 +191,7 @@ impl App {
             message: None,
             applied_theme: None,
             window_title: String::new(),
+            last_window_width: None,
             blocks: BlocksTab::default(),
             details: DetailsTab::default(),
             yaml: YamlTab::default(),
@@ -645,15 +649,24 @@ impl App {
         // the block inspector only where blocks are edited
         if self.state.layout.show_inspector && self.state.tab == Tab::Editor {
             let max = (window * 0.26).max(220.0);
+            // at least a fifth of a wide window, where long parameter names
+            // fit whole; the share it had of a window that changed size
+            let mut width = self.state.layout.inspector_width.max(window * 0.22);
+            if let Some(before) = self.last_window_width.filter(|w| (w - window).abs() > 0.5) {
+                width = (self.state.layout.inspector_width * window / before).max(window * 0.22);
+                crate::studio::panel::set_panel_size(ui, "studio-inspector", width.min(max), true);
+            }
             let r = egui::Panel::right("studio-inspector")
                 .resizable(true)
-                .default_size(self.state.layout.inspector_width.min(max))
+                .default_size(width.min(max))
                 .size_range(220.0..=max)
                 .show(ui, |ui| {
                     // both ways: a wide parameter row scrolls instead of
-                    // widening the panel past its bounds
+                    // widening the panel past its bounds; never narrower
+                    // than the panel, which would shrink it to its rows
                     egui::ScrollArea::both()
                         .id_salt("inspector-scroll")
+                        .auto_shrink([false, true])
                         .show(ui, |ui| {
                             ui.add_space(4.0);
                             let ectx = editor_ctx!(self, palette);
@@ -661,6 +674,7 @@ impl App {
                         });
                 });
             self.state.layout.inspector_width = r.response.rect.width();
+            self.last_window_width = Some(window);
         }
         egui::CentralPanel::default().show(ui, |ui| self.tab_ui(ui, palette));
 

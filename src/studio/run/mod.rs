@@ -156,6 +156,8 @@ pub struct RunView {
     /// How the plot, table and inspector share the tab (the studio keeps
     /// it with its persisted state).
     pub panes: crate::studio::state::RunPanes,
+    /// The room the panes had last frame.
+    panes_room: Option<egui::Vec2>,
     /// Which files of the live run's program may change.
     edit_rules: Option<crate::engine::task::files::EditRules>,
     /// The live run's settings, to change them while paused.

@@ -8,7 +8,7 @@
 //! squeezed).
 
 use crate::engine::genome::GenomeId;
-use crate::studio::panel::GenomeView;
+use crate::studio::panel::{GenomeView, set_panel_size};
 
 use super::{Metric, RunView, SearchView, models, structure};
 
@@ -16,6 +16,10 @@ use super::{Metric, RunView, SearchView, models, structure};
 /// inspector, in points.
 const MIN_PLOT: f32 = 100.0;
 const MIN_INSPECTOR: f32 = 260.0;
+
+/// The panes' panels.
+const PLOT_PANEL: &str = "run_plot_panel";
+const INSPECTOR_PANEL: &str = "run_inspector_panel";
 
 /// Fill `ui` to its whole room, so its panel keeps its size.
 fn fill(ui: &mut egui::Ui) {
@@ -70,10 +74,20 @@ impl RunView {
     /// of them.
     pub(super) fn panes_ui(&mut self, ui: &mut egui::Ui) -> Option<GenomeId> {
         let mut clicked: Option<GenomeId> = None;
-        let height = ui.available_height();
+        // a window (or tab) of another size: the panes take their shares of
+        // it, not the points they had
+        let room = ui.available_size();
+        let resized = self
+            .panes_room
+            .is_some_and(|before| (before - room).length() > 0.5);
+        self.panes_room = Some(room);
+        let height = room.y;
         let max_plot = (height * 0.8).max(MIN_PLOT);
         let plot_height = (height * self.panes.plot_share).clamp(MIN_PLOT.min(max_plot), max_plot);
-        let plot = egui::Panel::top("run_plot_panel")
+        if resized {
+            set_panel_size(ui, PLOT_PANEL, plot_height, false);
+        }
+        let plot = egui::Panel::top(PLOT_PANEL)
             .resizable(true)
             .default_size(plot_height)
             .size_range(MIN_PLOT..=max_plot)
@@ -101,9 +115,12 @@ impl RunView {
         let max_inspector = (width * 0.8).max(MIN_INSPECTOR);
         let inspector_width = (width * self.panes.inspector_share)
             .clamp(MIN_INSPECTOR.min(max_inspector), max_inspector);
+        if resized {
+            set_panel_size(ui, INSPECTOR_PANEL, inspector_width, true);
+        }
         let history = &self.history;
         let selected = self.selected;
-        let inspector = egui::Panel::right("run_inspector_panel")
+        let inspector = egui::Panel::right(INSPECTOR_PANEL)
             .resizable(true)
             .default_size(inspector_width)
             .size_range(MIN_INSPECTOR..=max_inspector)
