@@ -53,8 +53,19 @@ fn studio_with(state: State, card: &str, size: egui::Vec2) -> Harness<'static, A
             },
             app,
         );
-    h.run();
+    settle(&mut h);
     h
+}
+
+/// Run frames until the studio asks for no more, waiting (a generous bound)
+/// while its background work (the task check, the library) is not done:
+/// under load that takes more frames than `Harness::run` allows.
+fn settle(h: &mut Harness<'static, App>) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while h.try_run().is_err() {
+        assert!(Instant::now() < deadline, "the studio never settled");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn studio(runs: &Path, card: &str, size: egui::Vec2) -> Harness<'static, App> {
@@ -183,7 +194,7 @@ fn the_beam_and_inspector_panes_keep_their_sizes_when_a_genome_is_selected() {
     let archived = read_archive(&run).unwrap();
     h.state_mut().run_view.show_archived(archived);
     h.state_mut().state.tab = Tab::Run;
-    h.run();
+    settle(&mut h);
     h.get_by_label("Beam").click();
     step_until(&mut h, 60, |h| {
         h.query_by_label("beam membership over time").is_some()
@@ -451,7 +462,7 @@ fn island_grids_name_their_axes_and_show_the_score_scale() {
         });
     h.state_mut().run_view.show_archived(archived);
     h.state_mut().state.tab = Tab::Run;
-    h.run();
+    settle(&mut h);
     h.get_by_label("Islands").click();
     step_until(&mut h, 60, |h| h.query_by_label("island 0 grid").is_some());
     let win = window(SMALL);
