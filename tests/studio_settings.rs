@@ -1,8 +1,9 @@
 //! Changing settings while paused, through the studio (egui_kittest, clicked
-//! by label): Pause, change parameters in the Blocks tab's block inspector,
-//! Resume. The policy's ratios and the prompt's system message take effect
-//! at the iteration the run records and says in its log; a change that
-//! cannot be made in flight keeps the run paused, names the block and
+//! by label): Pause, change parameters in the Blocks tab's block inspector
+//! or its General settings, Resume. The policy's ratios, the prompt's system
+//! message and the model's temperature (seen by a loopback endpoint) take
+//! effect at the iteration the run records and says in its log; a change
+//! that cannot be made in flight keeps the run paused, names the block and
 //! offers "Fork instead", which starts a new run from the best genome with
 //! the changed card.
 #![allow(
@@ -21,6 +22,10 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
 use galapagos::engine::archive::Archive;
 use galapagos::engine::card::Card;
+use galapagos::engine::model::settings::save_settings_to;
+use galapagos::engine::model::{
+    EndpointSettings, LlmSettings, ModelRequest, ModelSettings, OfflineModel,
+};
 use galapagos::engine::params::ParamValue;
 use galapagos::studio::App;
 use galapagos::studio::state::State;
@@ -29,6 +34,18 @@ use galapagos::studio::state::State;
 const MARK: &str = " STEERED-BY-HAND";
 
 fn app(runs: &Path, task: &Path, size: egui::Vec2, wgpu: bool) -> Harness<'static, App> {
+    app_with(runs, task, size, wgpu, None)
+}
+
+/// The studio with the model settings file `settings` (none: no file, the
+/// offline model).
+fn app_with(
+    runs: &Path,
+    task: &Path,
+    size: egui::Vec2,
+    wgpu: bool,
+    settings: Option<PathBuf>,
+) -> Harness<'static, App> {
     let state = State {
         runs_folder: runs.to_path_buf(),
         last_task_folder: Some(task.to_path_buf()),
@@ -41,7 +58,7 @@ fn app(runs: &Path, task: &Path, size: egui::Vec2, wgpu: bool) -> Harness<'stati
             app.logic(ui.ctx());
             app.show(ui);
         },
-        App::new(state, common::registry()).with_settings_path(None),
+        App::new(state, common::registry()).with_settings_path(settings),
     )
 }
 
@@ -276,6 +293,115 @@ fn a_change_that_cannot_be_made_in_flight_is_named_and_fork_instead_starts_a_for
     let a = Archive::open(&run_dir).unwrap();
     assert!(a.settings_changes().unwrap().is_empty());
     assert!(a.meta().unwrap().card_yaml.contains("num_islands: 2"));
+}
+
+/// Answers as the offline model would, in the Chat Completions shape.
+fn chat(s: &common::llm_server::Seen) -> common::llm_server::Reply {
+    let text = |i: usize| {
+        s.body["messages"][i]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let reply = OfflineModel::new().reply_text(&ModelRequest {
+        system: text(0),
+        user: text(1),
+        seed: s.body.to_string().len() as u64,
+    });
+    common::llm_server::Reply::json(
+        200,
+        &serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": reply}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}),
+    )
+}
+
+#[test]
+fn pause_change_the_temperature_and_resume_the_endpoint_sees_it_from_the_recorded_iteration() {
+    let server = common::llm_server::LlmServer::start(chat);
+    let tmp = tempfile::tempdir().unwrap();
+    let task = temp_task(tmp.path());
+    // The studio's model settings: one loopback endpoint that needs no key.
+    let settings = tmp.path().join("config").join("settings.json");
+    let mut model_settings = ModelSettings::default();
+    model_settings.endpoints.push(EndpointSettings {
+        name: "loopback".into(),
+        key_required: Some(false),
+        api_key_env: "GALAPAGOS_TEST_NO_KEY".into(),
+        model: Some("loop-model".into()),
+        ..EndpointSettings::for_base(&server.base("/v1"))
+    });
+    save_settings_to(&settings, &model_settings).unwrap();
+    let mut h = app_with(
+        &tmp.path().join("runs"),
+        &task,
+        egui::vec2(1400.0, 900.0),
+        false,
+        Some(settings),
+    );
+    h.run();
+    let mut c = slow_islands();
+    c.llm = Some(LlmSettings {
+        temperature: Some(0.7),
+        ..LlmSettings::default()
+    });
+    // One request per iteration.
+    c.general.inner_retry_times = 0;
+    let run_dir = start_and_pause(&mut h, c);
+    assert!(
+        h.state()
+            .run_view
+            .history()
+            .info
+            .as_ref()
+            .is_some_and(|i| i.model.contains("loop-model")),
+        "{:?}",
+        h.state().run_view.history().info
+    );
+
+    h.get_by_label("Blocks").click();
+    h.run_steps(2);
+    h.get_by_role_and_label(Role::SpinButton, "temperature")
+        .set_value_accesskit(0.2);
+    h.run_steps(2);
+    h.get_by_label("Run (running)").click();
+    h.run_steps(2);
+    h.get_by_role_and_label(Role::Button, "Resume").click();
+    h.run_steps(2);
+    let message = h.state().message().unwrap_or_default().to_owned();
+    assert_eq!(message, "Resumed with llm.temperature 0.7 -> 0.2");
+    step_until(&mut h, "the change", |a| {
+        a.run_view.history().settings_changes.len() == 1
+    });
+    let k = h.state().run_view.history().settings_changes[0].iteration;
+    step_until(&mut h, "children from the change on", |a| {
+        a.run_view
+            .history()
+            .genomes
+            .iter()
+            .filter(|g| g.iteration >= k)
+            .count()
+            >= 3
+    });
+    stop(&mut h);
+    // Each request's temperature: 0.7 before iteration k, 0.2 from it on.
+    let temps: Vec<f64> = server
+        .seen()
+        .iter()
+        .filter_map(|s| s.body["temperature"].as_f64())
+        .collect();
+    let hot = temps
+        .iter()
+        .take_while(|t| (**t - 0.7).abs() < 1e-9)
+        .count();
+    assert_eq!(hot as u64, k - 1, "{temps:?}");
+    assert!(
+        temps.len() >= hot + 3 && temps[hot..].iter().all(|t| (t - 0.2).abs() < 1e-9),
+        "{temps:?}"
+    );
+    let yaml = Archive::open(&run_dir).unwrap().meta().unwrap().card_yaml;
+    assert!(yaml.contains("temperature: 0.2"), "{yaml}");
 }
 
 /// The README's pictures at 1024×640: a refused change with "Fork instead",

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use crate::engine::card::{Card, General};
 use crate::engine::component::Slot;
+use crate::engine::model::LlmSettings;
 use crate::engine::params::ParamValue;
 use crate::engine::registry::Registry;
 use crate::studio::state::Tab;
@@ -91,6 +92,9 @@ pub enum UiCommand {
     SetGeneral(General),
     /// Set the run seed.
     SetSeed(u64),
+    /// Set (or unset) the model's sampling temperature, the card's
+    /// `llm.temperature`.
+    SetTemperature(Option<f64>),
     /// Replace the card's descriptive fields.
     SetMeta(Box<CardMeta>),
     /// Step back one card edit.
@@ -274,6 +278,7 @@ impl UiCommand {
             | Self::ResetParam { .. }
             | Self::SetGeneral(_)
             | Self::SetSeed(_)
+            | Self::SetTemperature(_)
             | Self::SetMeta(_) => CommandGroup::CardEdit,
             Self::Undo
             | Self::Redo
@@ -415,6 +420,13 @@ pub fn apply_card_edit(
         UiCommand::SetSeed(seed) => {
             next.seed = *seed;
             "seed".to_owned()
+        }
+        UiCommand::SetTemperature(t) => {
+            let mut llm = next.llm.take().unwrap_or_default();
+            llm.temperature = *t;
+            // a section that says nothing is left out
+            next.llm = (llm != LlmSettings::default()).then_some(llm);
+            "llm.temperature".to_owned()
         }
         UiCommand::SetMeta(meta) => {
             (**meta).clone().write_to(&mut next);

@@ -177,6 +177,31 @@ pub fn general_ui(
 
             let id = row(
                 ui,
+                "temperature",
+                "The model's sampling temperature (the card's llm.temperature; a model of the card \
+                 may set its own); unset: the endpoint's or the provider's default. Changes in \
+                 flight: pause, change it, Resume",
+            );
+            ui.vertical(|ui| {
+                ui.horizontal(|ui| {
+                    let t = ctx.card.llm.as_ref().and_then(|l| l.temperature);
+                    let mut on = t.is_some();
+                    if ui.checkbox(&mut on, "set").changed() {
+                        commands.push(UiCommand::SetTemperature(on.then_some(0.7)));
+                    } else if let Some(t) = t
+                        && let Some(n) = float_field(ui, id, t, 0.0, 2.0)
+                    {
+                        commands.push(UiCommand::SetTemperature(Some(n)));
+                    }
+                });
+                if let Some(reason) = ctx.problems.at("llm.temperature") {
+                    field_error_ui(ui, reason);
+                }
+            });
+            ui.end_row();
+
+            let id = row(
+                ui,
                 "task folder",
                 "A task folder: initial_program.* and evaluator.py (OpenEvolve), or initial.* and evaluate.py \
                  (ShinkaEvolve)",
