@@ -302,3 +302,123 @@ fn a_hub_name_given_at_launch_is_pulled_and_a_missing_one_is_an_error() {
     assert!(message.contains("has no team/nothing"), "{message}");
     assert!(!files_under(&cache).iter().any(|f| f.contains("nothing")));
 }
+
+/// `galapagos hub serve` on a free loopback port; killed on drop.
+struct Served {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(home: &Path, hub: &Path) -> Served {
+    use std::io::BufRead as _;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .args(["hub", "serve"])
+        .arg(hub)
+        .args(["--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let line = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("hub serve printed no address");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    Served { child, url }
+}
+
+/// A hub site's address lists its cards from its index.json and opens one
+/// over HTTP; a hub that is down is named under Hubs, and the others still
+/// list.
+#[test]
+fn the_library_lists_a_hub_site_and_names_a_hub_that_is_down() {
+    let tmp = tempfile::tempdir().unwrap();
+    let registry = Arc::new(Registry::builtin());
+    let hub_dir = tmp.path().join("hub");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let cache = tmp.path().join("cache");
+    let hub = HubFolder::init(&hub_dir).unwrap();
+    for name in ["topk", "shinka"] {
+        let b = galapagos::engine::builtin::card(name).unwrap();
+        let card = Card::from_yaml(b.yaml, name, &registry).unwrap();
+        hub.publish(&card, &registry, &PublishOptions::default())
+            .unwrap();
+    }
+    let served = serve(&home, &hub_dir);
+    // a loopback port nothing listens on
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/", l.local_addr().unwrap())
+    };
+
+    let mut app = App::new(State::default(), registry.clone());
+    app.launch(galapagos::studio::StudioLaunch {
+        card: Some(concat!(env!("CARGO_MANIFEST_DIR"), "/cards/best_of_n.yaml").into()),
+        task: None,
+    });
+    app.set_hubs(vec![down.clone(), served.url.clone()]);
+    app.set_hub_cache(cache.clone());
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1600.0, 1000.0))
+        .with_max_steps(16)
+        .build_ui_state(|ui, app: &mut App| app.show(ui), app);
+    settle(&mut h);
+    wait_until(&mut h, "the hub listing", |a| {
+        !a.hub_shelf().loading && a.hub_shelf().requested && !a.hub_shelf().cards.is_empty()
+    });
+    let shelf = h.state().hub_shelf();
+    assert_eq!(
+        shelf.cards.iter().map(|c| c.id()).collect::<Vec<_>>(),
+        ["default/shinka", "default/topk"]
+    );
+    assert!(shelf.cards.iter().all(|c| c.hub == served.url));
+    assert_eq!(shelf.problems.len(), 1, "{:?}", shelf.problems);
+    assert!(
+        shelf.problems[0].contains(&down) && shelf.problems[0].contains("cannot reach the hub"),
+        "{:?}",
+        shelf.problems
+    );
+    // the problem is on screen
+    let problem = shelf.problems[0].clone();
+    h.get_by_label(&problem);
+
+    click(&mut h, "Top-K (default/topk)");
+    wait_until(&mut h, "the pulled card", |a| a.doc.card.name == "topk");
+    let message = h.state().message().unwrap().to_owned();
+    assert!(
+        message.starts_with(&format!("Opened default/topk@1 from {}", served.url)),
+        "{message}"
+    );
+    assert!(
+        files_under(&cache)
+            .iter()
+            .any(|f| f.ends_with("default/topk/1/source.json")),
+        "{:?}",
+        files_under(&cache)
+    );
+}
