@@ -43,17 +43,15 @@ fn tool_names(body: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The text of an Anthropic `system` (a string or text blocks).
-fn system_text(body: &Value) -> String {
-    match &body["system"] {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
+/// The working directory Claude Code tells the model (its environment
+/// section, in the system prompt or, in later versions, a message), from
+/// the raw body: the path ends at the escaped newline after it.
+fn working_dir(body: &str) -> Option<String> {
+    let label = "Primary working directory: ";
+    let at = body.find(label)? + label.len();
+    let rest = &body[at..];
+    let end = rest.find(['\\', '"'])?;
+    Some(rest[..end].trim().to_owned())
 }
 
 /// The text of the tool results in an Anthropic conversation, in order.
@@ -95,19 +93,10 @@ fn claude_turns(request: &Received, n: usize) -> Turn {
     if !(tools.iter().any(|t| t == "Read") && tools.iter().any(|t| t == "Edit")) {
         return done();
     }
-    let system = system_text(&body);
-    let Some(workdir) = system
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("- Primary working directory: "))
-        .or_else(|| {
-            system
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("Primary working directory: "))
-        })
-    else {
-        return Turn::text("No working directory in the system prompt.", 1, 1);
+    let Some(workdir) = working_dir(&request.body) else {
+        return Turn::text("No working directory in the request.", 1, 1);
     };
-    let file = format!("{}/fitpkg/model.py", workdir.trim());
+    let file = format!("{workdir}/fitpkg/model.py");
     let results = tool_results(&body);
     match results.as_slice() {
         [] => Turn::tool(

@@ -220,7 +220,7 @@ pub fn run_and_check(
         let score = g["scores"]["combined_score"].as_f64().unwrap();
         assert!(
             (score - parent_score).abs() > 1e-9,
-            "the edit changed the program's score: {g:#}"
+            "the edit changed the score of the initial program: {g:#}"
         );
         assert!(
             g["diff"].as_str().unwrap().contains("+WEIGHTS = [0.40, 0."),
