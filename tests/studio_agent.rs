@@ -4,14 +4,13 @@
 //! tokens and cost, a refusal with its reason, the agent's output and the
 //! diff it produced.
 //!
-//! The README's screenshots of the tab (not part of the suite):
-//! `cargo test --release --test studio_agent -- --ignored`
+//! (The README's screenshots of the tab are of a real run:
+//! `tests/studio_agent_run.rs`.)
 #![allow(
     clippy::unwrap_used,
     reason = "integration tests: a panic is a failed test"
 )]
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -186,7 +185,7 @@ fn row(i: u32) -> String {
 
 #[test]
 fn ten_thousand_steps_open_scroll_and_show_each_step() {
-    let mut h = harness(egui::vec2(1400.0, 900.0), view(10_000));
+    let mut h = harness(egui::vec2(1400.0, 1200.0), view(10_000));
     h.run_steps(3);
     h.get_by_label("Transcript (10000 steps)");
     h.get_by_label_contains("finished");
@@ -266,28 +265,11 @@ fn a_genome_without_an_agent_has_no_agent_tab() {
 }
 
 #[test]
-#[ignore = "writes the README's screenshots"]
-fn screenshots_of_the_agent_tab() {
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/screenshots");
-    for size in [egui::vec2(1024.0, 640.0), egui::vec2(1920.0, 1080.0)] {
-        let mut h = Harness::builder()
-            .with_size(size)
-            .with_step_dt(1.0 / 60.0)
-            .wgpu()
-            .build_ui_state(
-                |ui, view: &mut RunView| {
-                    view.logic(ui.ctx());
-                    egui::CentralPanel::default().show(ui, |ui| view.ui(ui));
-                },
-                view(10_000),
-            );
-        h.run_steps(3);
-        h.get_by_label_contains(&row(0)).click();
-        h.run_steps(3);
-        h.remove_cursor();
-        h.run_steps(2);
-        let path = out.join(format!("agent-tab-{}x{}.png", size.x, size.y));
-        h.render().unwrap().save(&path).unwrap();
-        eprintln!("wrote {}", path.display());
-    }
+fn a_short_inspector_scrolls_the_header_list_and_step_as_one() {
+    let mut h = harness(egui::vec2(1024.0, 640.0), view(10_000));
+    h.run_steps(3);
+    h.get_by_label("Transcript (10000 steps)");
+    assert!(h.query_all_by_label_contains(&row(0)).count() >= 1);
+    // The chosen step is under the list, in the same scroll.
+    h.get_by_label_contains("Step #0");
 }

@@ -75,7 +75,7 @@ fn mono(ui: &mut egui::Ui, text: &str) {
 
 fn message_ui(ui: &mut egui::Ui, m: &MessageView) {
     let title = match &m.result_of {
-        Some(id) => format!("{} ← result of {id}", m.role),
+        Some(id) => format!("{} · result of {id}", m.role),
         None => m.role.clone(),
     };
     ui.label(RichText::new(title).strong());
@@ -132,20 +132,22 @@ impl AgentView {
             self.transcript = Transcript::new(run);
             self.selected = 0;
         }
-        header_ui(ui, run);
-        ui.horizontal(|ui| {
-            let n = run.steps.len();
-            for (section, title) in [
-                (AgentSection::Transcript, format!("Transcript ({n} steps)")),
-                (AgentSection::Output, "stdout and stderr".to_owned()),
-                (AgentSection::Diff, "Diff it produced".to_owned()),
-            ] {
-                ui.selectable_value(&mut self.section, section, title);
-            }
-        });
-        ui.separator();
+        // A short inspector (1024x640) has room for a row or two under the
+        // genome's header: the agent's header, the list (four rows high)
+        // and the chosen step then scroll as one.
+        if self.section == AgentSection::Transcript && ui.available_height() < SHORT {
+            egui::ScrollArea::vertical()
+                .id_salt("agent_short")
+                .auto_shrink(false)
+                .show(ui, |ui| {
+                    self.header_and_sections(ui, run);
+                    self.transcript_ui(ui, run, true);
+                });
+            return;
+        }
+        self.header_and_sections(ui, run);
         match self.section {
-            AgentSection::Transcript => self.transcript_ui(ui, run),
+            AgentSection::Transcript => self.transcript_ui(ui, run, false),
             AgentSection::Output => {
                 egui::ScrollArea::vertical()
                     .id_salt("agent_output")
@@ -181,13 +183,32 @@ impl AgentView {
         }
     }
 
-    fn transcript_ui(&mut self, ui: &mut egui::Ui, run: &AgentRun) {
+    fn header_and_sections(&mut self, ui: &mut egui::Ui, run: &AgentRun) {
+        header_ui(ui, run);
+        ui.horizontal(|ui| {
+            let n = run.steps.len();
+            for (section, title) in [
+                (AgentSection::Transcript, format!("Transcript ({n} steps)")),
+                (AgentSection::Output, "stdout and stderr".to_owned()),
+                (AgentSection::Diff, "Diff it produced".to_owned()),
+            ] {
+                ui.selectable_value(&mut self.section, section, title);
+            }
+        });
+        ui.separator();
+    }
+
+    fn transcript_ui(&mut self, ui: &mut egui::Ui, run: &AgentRun, inline: bool) {
         if run.steps.is_empty() {
             ui.label(RichText::new("The agent sent no request through the relay.").weak());
             return;
         }
         let row_height = ui.text_style_height(&egui::TextStyle::Body).max(18.0);
-        let list_height = (ui.available_height() * 0.42).max(row_height * 4.0);
+        let list_height = if inline {
+            row_height * 4.0
+        } else {
+            (ui.available_height() * 0.42).max(row_height * 4.0)
+        };
         let mut clicked = None;
         egui::ScrollArea::vertical()
             .id_salt("agent_steps")
@@ -205,14 +226,16 @@ impl AgentView {
                         .usage
                         .and_then(|u| u.cost_usd)
                         .map_or_else(String::new, |c| format!("${c:.4}"));
+                    // The gist comes early, so that a narrow inspector still
+                    // shows what the step did; the protocol's full name and the
+                    // step's time are in its details below.
                     let text = format!(
-                        "#{:<4} {:<18} {:>3}  {:>7} {:>8} {:>7}  {}",
+                        "#{:<4} {:<5} {:>3} {:>6} {:>8}  {}",
                         s.index,
-                        s.wire.label(),
+                        wire_tag(s.wire),
                         s.status,
                         tokens,
                         cost,
-                        secs(s.duration_ms),
                         s.line
                     );
                     let mut rich = RichText::new(text).monospace();
@@ -239,11 +262,48 @@ impl AgentView {
         let Some(view) = self.transcript.detail(run, i) else {
             return;
         };
+        if inline {
+            step_ui(ui, step, view);
+            return;
+        }
         egui::ScrollArea::vertical()
             .id_salt(("agent_step", i))
             .auto_shrink(false)
             .show(ui, |ui| step_ui(ui, step, view));
     }
+}
+
+/// Below this height (points) the tab's header, the transcript's list and
+/// the chosen step scroll as one.
+const SHORT: f32 = 420.0;
+
+/// A protocol in a row of the step list: a few letters.
+fn wire_tag(wire: crate::engine::agent_run::AgentWire) -> &'static str {
+    use crate::engine::agent_run::AgentWire;
+    match wire {
+        AgentWire::ChatCompletions => "chat",
+        AgentWire::Responses => "resp",
+        AgentWire::AnthropicMessages => "msgs",
+        AgentWire::Other => "other",
+    }
+}
+
+/// The command line on one line, each long or multi-line argument (a
+/// prompt passed as one) cut to its start with its length.
+fn command_line(argv: &[String]) -> String {
+    const KEEP: usize = 48;
+    argv.iter()
+        .map(|a| {
+            let first = a.lines().next().unwrap_or("");
+            if first.len() == a.len() && a.chars().count() <= KEEP {
+                a.clone()
+            } else {
+                let head: String = first.chars().take(KEEP).collect();
+                format!("{head}… ({} characters)", a.chars().count())
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn header_ui(ui: &mut egui::Ui, run: &AgentRun) {
@@ -280,7 +340,13 @@ fn header_ui(ui: &mut egui::Ui, run: &AgentRun) {
         }
     });
     if !run.command.is_empty() {
-        ui.label(RichText::new(run.command.join(" ")).monospace().weak());
+        // One line: an argument as long as a prompt would push the
+        // transcript out of view; the whole command line is its tooltip.
+        ui.add(
+            egui::Label::new(RichText::new(command_line(&run.command)).monospace().weak())
+                .truncate(),
+        )
+        .on_hover_text(run.command.join(" "));
     }
     if !run.dropped.is_empty() {
         ui.label(RichText::new(format!("{} changes dropped:", run.dropped.len())).color(BAD));
@@ -291,6 +357,38 @@ fn header_ui(ui: &mut egui::Ui, run: &AgentRun) {
     if let Some(notes) = &run.notes {
         ui.label(RichText::new(format!("notes: {}", notes.lines().next().unwrap_or(""))).weak());
     }
+}
+
+/// A step's tokens and cost: "2.7k prompt (1.5k cached, 300 cache writes) +
+/// 116 completion tokens (40 reasoning) · $0.0071", each part in brackets
+/// only when the reply reported some.
+fn usage_line(u: &crate::engine::usage::TokenUsage) -> String {
+    let mut input = Vec::new();
+    if u.cached_tokens > 0 {
+        input.push(format!("{} cached", format_tokens(u.cached_tokens)));
+    }
+    if u.cache_write_tokens > 0 {
+        input.push(format!(
+            "{} cache writes",
+            format_tokens(u.cache_write_tokens)
+        ));
+    }
+    let input = if input.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", input.join(", "))
+    };
+    let reasoning = if u.reasoning_tokens > 0 {
+        format!(" ({} reasoning)", format_tokens(u.reasoning_tokens))
+    } else {
+        String::new()
+    };
+    format!(
+        "{} prompt{input} + {} completion tokens{reasoning} · {}",
+        format_tokens(u.prompt_tokens),
+        format_tokens(u.completion_tokens),
+        cost_text(u.cost_usd)
+    )
 }
 
 fn step_ui(ui: &mut egui::Ui, step: &crate::engine::agent_run::AgentStep, view: &StepView) {
@@ -312,13 +410,7 @@ fn step_ui(ui: &mut egui::Ui, step: &crate::engine::agent_run::AgentStep, view: 
     });
     match &step.usage {
         Some(u) => {
-            ui.label(format!(
-                "{} prompt ({} cached) + {} completion tokens · {}",
-                format_tokens(u.prompt_tokens),
-                format_tokens(u.cached_tokens),
-                format_tokens(u.completion_tokens),
-                cost_text(u.cost_usd)
-            ));
+            ui.label(usage_line(u));
         }
         None => {
             ui.label(RichText::new("no usage reported").weak());

@@ -24,9 +24,21 @@ pub struct ToolCallView {
 }
 
 impl ToolCallView {
-    /// `name(arguments)` on one line, cut to `chars`.
+    /// `name(arguments)` on one line, cut to `chars`; arguments that are
+    /// one string field (`{"command": "ls"}`, as shell tools take them)
+    /// are that string (`bash(ls)`).
     pub fn line(&self, chars: usize) -> String {
-        one_line(&format!("{}({})", self.name, self.arguments), chars)
+        let single = serde_json::from_str::<serde_json::Value>(&self.arguments)
+            .ok()
+            .and_then(|v| match v {
+                serde_json::Value::Object(map) if map.len() == 1 => map
+                    .values()
+                    .next()
+                    .and_then(|v| v.as_str().map(str::to_owned)),
+                _ => None,
+            });
+        let arguments = single.as_deref().unwrap_or(&self.arguments);
+        one_line(&format!("{}({arguments})", self.name), chars)
     }
 }
 
@@ -450,7 +462,7 @@ pub fn summary(step: &AgentStep) -> StepSummary {
         if let Some(e) = &v.error {
             one_line(e, LINE_CHARS)
         } else if !v.tool_calls.is_empty() {
-            let calls: Vec<String> = v.tool_calls.iter().map(|c| c.line(60)).collect();
+            let calls: Vec<String> = v.tool_calls.iter().map(|c| c.line(LINE_CHARS)).collect();
             one_line(&calls.join(" · "), LINE_CHARS)
         } else if !v.reply.trim().is_empty() {
             one_line(&v.reply, LINE_CHARS)
@@ -563,7 +575,22 @@ mod tests {
         assert_eq!(v.reply, "Do");
         assert_eq!(v.tool_calls[0].arguments, r#"{"command":1}"#);
         let s = summary(&second);
-        assert!(s.line.starts_with("bash("), "{}", s.line);
+        // A number is not a command: the arguments as they came.
+        assert!(s.line.starts_with(r#"bash({"command":1})"#), "{}", s.line);
+        let call = |arguments: &str| ToolCallView {
+            id: "c3".into(),
+            name: "bash".into(),
+            arguments: arguments.into(),
+        };
+        assert_eq!(
+            call(r#"{"command":"ls -la\ncat x"}"#).line(60),
+            "bash(ls -la cat x)"
+        );
+        assert_eq!(
+            call(r#"{"a":"1","b":"2"}"#).line(60),
+            r#"bash({"a":"1","b":"2"})"#
+        );
+        assert_eq!(call("not json").line(60), "bash(not json)");
     }
 
     #[test]
