@@ -241,17 +241,18 @@ impl StructureMirror {
                 ))
                 .small(),
             );
+            // on the same line where it fits, leaving the grids the room
+            if let Some(last) = self.migrations.last() {
+                ui.label(
+                    RichText::new(format!("· last at iteration {last}"))
+                        .small()
+                        .weak(),
+                );
+            }
             if self.fed < history.genomes.len() {
                 ui.weak(format!("replaying {} / {}", self.fed, history.genomes.len()));
             }
         });
-        if let Some(last) = self.migrations.last() {
-            ui.label(
-                RichText::new(format!("last migration at iteration {last}"))
-                    .small()
-                    .weak(),
-            );
-        }
         let (lo, hi) = score_range(history);
         let span = if hi > lo { hi - lo } else { 1.0 };
         score_legend(ui, lo, hi, &history.fitness_basis());
