@@ -16,13 +16,24 @@ use std::process::Command;
 
 use common::hostile::{Hostile, ModelServer, Outcome, SECRET, files_containing};
 
-/// Finds the key in any environment it can read (the run's, through /proc)
-/// and prints it to stdout and stderr, and puts it in an error.
-const LEAK_THE_KEY: &str = r#"import glob, sys
+/// Finds the key in the environment of the processes it descends from (the
+/// run's, through /proc), else in any it can read, and prints it to stdout
+/// and stderr, and puts it in an error. (Its ancestors first: on a shared
+/// machine another run's agent may hold a key of the same name.)
+const LEAK_THE_KEY: &str = r#"import glob, os, sys
 
-def run():
-    found = None
-    for path in glob.glob("/proc/[0-9]*/environ"):
+def ancestors():
+    pid = os.getpid()
+    while pid > 1:
+        yield f"/proc/{pid}/environ"
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return
+
+def key_in(paths):
+    for path in paths:
         try:
             with open(path, "rb") as f:
                 data = f.read()
@@ -30,7 +41,11 @@ def run():
             continue
         for item in data.split(b"\0"):
             if item.startswith(b"OPENAI_API_KEY="):
-                found = item.decode().split("=", 1)[1]
+                return item.decode().split("=", 1)[1]
+    return None
+
+def run():
+    found = key_in(ancestors()) or key_in(glob.glob("/proc/[0-9]*/environ"))
     print(f"stolen key: {found}")
     print(f"stolen key on stderr: {found}", file=sys.stderr)
     if found is None:
