@@ -45,9 +45,15 @@ fn main() {
         Some(Command::Hub { command }) => galapagos::cli::hub::hub(&command),
         Some(Command::Models { command }) => galapagos::cli::models::models(&command),
         Some(Command::Studio { card, task }) => studio(card, task),
-        Some(Command::AgentBridge { socket, command }) => {
-            galapagos::engine::proposer::agent_command::bridge::run(socket.as_deref(), &command)
-        }
+        Some(Command::AgentBridge {
+            socket,
+            stdin,
+            command,
+        }) => galapagos::engine::proposer::agent_command::bridge::run(
+            socket.as_deref(),
+            stdin.as_deref(),
+            &command,
+        ),
         None => studio(None, None),
     };
     std::process::exit(code);

@@ -316,3 +316,48 @@ fn contains(dir: &Path, needle: &str) -> bool {
             }
         })
 }
+
+/// The bridge's lifeline: when the pipe on its stdin closes (its run is
+/// gone, however it ended), the bridge stops the agent and exits, without
+/// waiting for a parent-death signal.
+#[test]
+fn the_bridge_stops_the_agent_when_its_lifeline_closes() {
+    let mark = format!("956.{}", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = dir.path().join("prompt.md");
+    std::fs::write(&prompt, "the prompt\n").unwrap();
+    let seen = dir.path().join("seen");
+    let script = format!("cat > {}; sleep {mark}", seen.display());
+    let mut bridge = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .arg("agent-bridge")
+        .arg("--stdin")
+        .arg(&prompt)
+        .args(["--", "/bin/sh", "-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The agent reads the prompt's file as its stdin, then sleeps.
+    wait_for(60, "the agent to read its stdin and sleep", || {
+        std::fs::read_to_string(&seen).is_ok_and(|t| t == "the prompt\n")
+            && processes_with(&format!("sleep {mark}")) > 0
+    });
+    drop(bridge.stdin.take()); // the run's end of the lifeline
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = bridge.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the bridge outlived its lifeline"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(137));
+    wait_for(30, "the agent to be stopped", || processes_with(&mark) == 0);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut bridge.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("the run is gone"), "{err}");
+}

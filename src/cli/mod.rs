@@ -53,6 +53,9 @@ pub enum Command {
         /// The relay's Unix socket.
         #[arg(long)]
         socket: Option<PathBuf>,
+        /// The file the agent reads as its stdin (else stdin is empty).
+        #[arg(long)]
+        stdin: Option<PathBuf>,
         /// The agent's command line.
         #[arg(last = true, required = true)]
         command: Vec<String>,

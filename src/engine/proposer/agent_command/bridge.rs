@@ -16,6 +16,7 @@
 //! `127.0.0.1:PORT` (where the agent's SDK is pointed) and copies every
 //! connection to the socket and back.
 
+use std::os::fd::AsFd as _;
 use std::path::{Path, PathBuf};
 
 /// The port the bridge listens on inside the sandbox (the namespace is
@@ -27,11 +28,15 @@ pub fn base_url() -> String {
     format!("http://127.0.0.1:{PORT}")
 }
 
-/// Its arguments before the agent's command line (`socket`: the relay's).
-pub fn args(socket: Option<&Path>) -> Vec<String> {
+/// Its arguments before the agent's command line (`socket`: the relay's;
+/// `stdin`: the file the agent reads as its stdin).
+pub fn args(socket: Option<&Path>, stdin: Option<&Path>) -> Vec<String> {
     let mut args = vec!["agent-bridge".to_owned()];
     if let Some(socket) = socket {
         args.extend(["--socket".to_owned(), socket.to_string_lossy().into_owned()]);
+    }
+    if let Some(stdin) = stdin {
+        args.extend(["--stdin".to_owned(), stdin.to_string_lossy().into_owned()]);
     }
     args.push("--".into());
     args
@@ -59,10 +64,17 @@ pub fn executable() -> Result<PathBuf, String> {
         })
 }
 
-/// Run as the sandbox's pid 1: die with the parent, start `agent`, bridge
-/// `127.0.0.1:PORT` to `socket` when there is one, until the agent exits;
-/// its exit status (128 + N for a signal).
-pub fn run(socket: Option<&Path>, agent: &[String]) -> i32 {
+/// Run as the sandbox's pid 1: die with the parent, start `agent` (its
+/// stdin the file `stdin`, else empty), bridge `127.0.0.1:PORT` to `socket`
+/// when there is one, until the agent exits; its exit status (128 + N for a
+/// signal).
+///
+/// When the bridge's own stdin is a pipe, it is the run's lifeline: the run
+/// holds its other end, so it closes when the run ends in any way (a kill
+/// -9 included), and then the bridge kills the agent and exits, which ends
+/// every process of the sandbox. This holds even where a parent-death signal
+/// would not reach it.
+pub fn run(socket: Option<&Path>, stdin: Option<&Path>, agent: &[String]) -> i32 {
     if let Err(e) =
         rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
     {
@@ -94,7 +106,28 @@ pub fn run(socket: Option<&Path>, agent: &[String]) -> i32 {
                 }
             },
         };
-        let mut child = match tokio::process::Command::new(program).args(args).spawn() {
+        let agent_stdin = match stdin {
+            None => std::process::Stdio::null(),
+            Some(path) => match std::fs::File::open(path) {
+                Ok(f) => std::process::Stdio::from(f),
+                Err(e) => {
+                    eprintln!("galapagos agent-bridge: cannot open {}: {e}", path.display());
+                    return 2;
+                }
+            },
+        };
+        let lifeline = std::io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .ok()
+            .and_then(|fd| tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok());
+        let mut child = match tokio::process::Command::new(program)
+            .args(args)
+            .stdin(agent_stdin)
+            .kill_on_drop(true)
+            .process_group(0)
+            .spawn()
+        {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("galapagos agent-bridge: cannot start `{program}`: {e}");
@@ -111,6 +144,18 @@ pub fn run(socket: Option<&Path>, agent: &[String]) -> i32 {
                         Err(_) => 1,
                     };
                 }
+                r = async { lifeline.as_ref()?.readable().await.ok() }, if lifeline.is_some() => {
+                    if r.is_none() || !lifeline_alive(lifeline.as_ref()) {
+                        // The agent's process group (in the sandbox, the
+                        // bridge's exit ends the rest).
+                        if let Some(pid) = child.id().and_then(|p| rustix::process::Pid::from_raw(i32::try_from(p).ok()?)) {
+                            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+                        }
+                        let _ = child.start_kill();
+                        eprintln!("galapagos agent-bridge: the run is gone; the agent is stopped");
+                        return 137;
+                    }
+                }
                 accepted = async { listener.as_ref()?.accept().await.ok() }, if listener.is_some() => {
                     if let (Some((mut tcp, _)), Some(socket)) = (accepted, socket.clone()) {
                         drop(tokio::spawn(async move {
@@ -123,4 +168,18 @@ pub fn run(socket: Option<&Path>, agent: &[String]) -> i32 {
             }
         }
     })
+}
+
+/// Drain what is waiting on the lifeline; false once it is closed.
+fn lifeline_alive(pipe: Option<&tokio::net::unix::pipe::Receiver>) -> bool {
+    let Some(pipe) = pipe else { return false };
+    let mut buf = [0u8; 256];
+    loop {
+        match pipe.try_read(&mut buf) {
+            Ok(0) => return false,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+            Err(_) => return false,
+        }
+    }
 }

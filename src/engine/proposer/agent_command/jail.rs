@@ -10,12 +10,15 @@
 //! process group of its own, which is killed at the time limit, once the
 //! agent has exited and when the proposal is dropped. Everything inside is
 //! in a pid namespace whose pid 1 is `galapagos agent-bridge`
-//! ([`super::bridge`]), which sets its own parent-death signal after its
-//! exec; bubblewrap has one for the run (`--die-with-parent`). So a kill -9
-//! of the run kills bubblewrap, then pid 1, and with it the kernel kills
-//! the whole namespace: no agent process is left. (A shell as pid 1, as
-//! the command evaluator has, was seen to outlive bubblewrap as root: the
-//! signal bubblewrap sets before its exec did not reach it.)
+//! ([`super::bridge`]): when it exits, the kernel kills the whole namespace.
+//! Two things end it with the run: a pipe on its stdin whose other end only
+//! the proposal holds (the lifeline: it closes when the proposal ends or the
+//! run dies, a kill -9 included, and the bridge then stops the agent and
+//! exits), and a parent-death signal it sets after its exec, with
+//! bubblewrap's own for the run (`--die-with-parent`). The signals alone
+//! were seen to miss under load: a killed run once left the bridge and its
+//! agent running. The agent reads the prompt's file as its stdin when the
+//! card says `prompt_via: stdin` (the bridge opens it).
 //!
 //! The network is a fresh namespace with only `lo`: no host, no port of the
 //! machine's loopback is reachable. The run's model relay reaches the agent
@@ -27,7 +30,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncWriteExt as _;
 use tokio::net::unix::pipe;
 
 use super::AgentCommandParams;
@@ -60,8 +62,9 @@ pub(super) struct Prison {
 pub(super) struct Job<'a> {
     pub(super) argv: &'a [String],
     pub(super) ws: &'a Workspace,
-    /// The prompt on stdin (None: stdin is empty).
-    pub(super) stdin: Option<String>,
+    /// The prompt's file (`.galapagos/prompt.md`) on the agent's stdin
+    /// (else stdin is empty).
+    pub(super) prompt_on_stdin: bool,
     pub(super) params: &'a AgentCommandParams,
     /// The relay's variables (its address inside the sandbox, the token).
     pub(super) relay_env: Vec<(String, String)>,
@@ -253,9 +256,12 @@ impl Prison {
         inner.extend(job.argv[1..].iter().map(Into::into));
         let mut pid1: Vec<OsString> = vec![bridge.into()];
         pid1.extend(
-            super::bridge::args(job.relay_socket.as_deref())
-                .into_iter()
-                .map(Into::into),
+            super::bridge::args(
+                job.relay_socket.as_deref(),
+                job.prompt_on_stdin.then(|| job.ws.prompt_file()).as_deref(),
+            )
+            .into_iter()
+            .map(Into::into),
         );
         pid1.extend(sandbox::as_user(run_as, &inner));
         // The candidates' sandbox, its `--chdir DIR --` replaced by what the
@@ -315,29 +321,27 @@ impl Prison {
             Ok(c) => c,
             Err(e) => return not_started(e),
         };
+        // The bridge's lifeline (see `bridge::run`): its stdin, whose write
+        // end only this proposal holds, so it closes when the proposal ends
+        // or the run dies.
+        let (lifeline, _lifeline_held) = match std::io::pipe() {
+            Ok(ends) => ends,
+            Err(e) => return not_started(format!("cannot make the agent's lifeline pipe: {e}")),
+        };
         cmd.current_dir(&job.ws.work)
-            .stdin(if job.stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
+            .stdin(Stdio::from(lifeline))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        let mut child = match cmd.spawn() {
+        let spawned = cmd.spawn();
+        // The lifeline's read end is the sandbox's alone from here.
+        drop(cmd);
+        let mut child = match spawned {
             Ok(c) => c,
             Err(e) => return not_started(format!("cannot start bubblewrap: {e}")),
         };
         let guard = GroupGuard::new(child.id());
-        if let (Some(text), Some(mut stdin)) = (job.stdin.clone(), child.stdin.take()) {
-            // A task of its own: an agent that reads no stdin must not
-            // block the proposal.
-            drop(tokio::spawn(async move {
-                let _ = stdin.write_all(text.as_bytes()).await;
-                let _ = stdin.shutdown().await;
-            }));
-        }
         let pipes = (
             child.stdout.take().map(|s| s.into_owned_fd()),
             child.stderr.take().map(|s| s.into_owned_fd()),

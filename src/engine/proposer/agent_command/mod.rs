@@ -462,7 +462,7 @@ impl Proposer for AgentCommandProposer {
             return failed(run, e);
         }
         run.command = self.command_line(&ws, &prompt);
-        let stdin = (self.params.prompt_via == PromptVia::Stdin).then(|| prompt.clone());
+        let prompt_on_stdin = self.params.prompt_via == PromptVia::Stdin;
         // A session of the run's relay: a fresh token, the card's caps and
         // the run's budget.
         let (session, relay_env, relay_socket) = match &self.relay {
@@ -492,7 +492,7 @@ impl Proposer for AgentCommandProposer {
             .run(&jail::Job {
                 argv: &run.command,
                 ws: &ws,
-                stdin,
+                prompt_on_stdin,
                 params: &self.params,
                 relay_env,
                 relay_socket,
