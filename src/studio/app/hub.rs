@@ -65,12 +65,23 @@ impl App {
                 version,
             } => self.publish_to_hub(hub, namespace, version),
             UiCommand::RefreshHubCards => {
-                if let Some(ctx) = self.ctx.clone() {
-                    self.library.hubs.loading = true;
-                    let registry = self.registry.clone();
-                    let hubs = self.library.hubs.hubs_override.clone();
-                    self.jobs
-                        .spawn("hub-list", &ctx, move || list_hubs(hubs, &registry));
+                // Which hubs: a small read of the user settings file. With
+                // none there is nothing to list, and no job to wait for.
+                let hubs = match self.library.hubs.hubs_override.clone() {
+                    Some(hubs) => Ok(hubs),
+                    None => crate::engine::hub::pull::configured_hubs(&[]),
+                };
+                match hubs {
+                    Err(e) => self.library.hubs.set(Vec::new(), vec![e]),
+                    Ok(hubs) if hubs.is_empty() => self.library.hubs.set(Vec::new(), Vec::new()),
+                    Ok(hubs) => {
+                        if let Some(ctx) = self.ctx.clone() {
+                            self.library.hubs.loading = true;
+                            let registry = self.registry.clone();
+                            self.jobs
+                                .spawn("hub-list", &ctx, move || list_hubs(&hubs, &registry));
+                        }
+                    }
                 }
             }
             UiCommand::OpenHubCard { hub, reference } => {
@@ -209,14 +220,10 @@ fn export_with_results(
 
 /// The cards of every configured hub (`hubs`, else the user settings file's),
 /// and why a hub could not be read.
-fn list_hubs(hubs: Option<Vec<String>>, registry: &Registry) -> JobResult {
-    let hubs = match hubs.map_or_else(|| crate::engine::hub::pull::configured_hubs(&[]), Ok) {
-        Ok(h) => h,
-        Err(e) => return JobResult::HubCards(Vec::new(), vec![e]),
-    };
+fn list_hubs(hubs: &[String], registry: &Registry) -> JobResult {
     let mut cards = Vec::new();
     let mut problems = Vec::new();
-    for hub in &hubs {
+    for hub in hubs {
         match crate::engine::hub::pull::list_cards(hub, registry) {
             Ok(listed) => cards.extend(listed),
             Err(e) => problems.push(e),
