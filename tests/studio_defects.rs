@@ -629,3 +629,40 @@ fn the_block_inspector_shows_whole_parameter_names() {
         }
     }
 }
+
+/// A recorded run opened read-only under a long folder name at 1024×640:
+/// "viewing …" is cut short (whole on hover) before the plot's controls on
+/// the right, which stay whole and in the window.
+#[test]
+fn a_viewed_run_with_a_long_folder_name_leaves_the_plot_controls_whole() {
+    let registry = common::registry();
+    let tmp = tempfile::tempdir().unwrap();
+    let task = common::temp_task(tmp.path());
+    let runs = tmp.path().join("runs");
+    let mut card = common::with_evaluator(common::card("best_of_n.yaml", &registry), "trivial");
+    card.general.max_iterations = 3;
+    let name = format!(
+        "best_of_n-circle_packing-20261127-004500-{}",
+        "x".repeat(80)
+    );
+    let dir = runs.join(&name);
+    record(card, &task, &dir, &registry);
+    let mut h = studio(&runs, SMALL);
+    let archived = galapagos::studio::run::read_archive(&dir).unwrap();
+    h.state_mut().run_view.show_archived(archived);
+    h.state_mut().state.tab = Tab::Run;
+    h.run();
+    let win = window(SMALL);
+    let viewing = h
+        .get_by_label_contains(&format!("viewing {}", &name[..20]))
+        .rect();
+    let axis = h.get_by_label("y axis:").rect();
+    let log = h.get_by_label_contains("Log (").rect();
+    for (what, r) in [("y axis label", axis), ("Log button", log)] {
+        assert!(inside(r, win), "{what} {r:?} outside the window");
+    }
+    assert!(
+        viewing.right() <= axis.left() + 0.5,
+        "the viewing label {viewing:?} runs under the y axis label {axis:?}"
+    );
+}

@@ -66,51 +66,10 @@ impl RunView {
                 Some(_) => ui.visuals().weak_text_color(),
                 None => ui.visuals().strong_text_color(),
             };
-            // what follows shares the room the plot controls on the right
-            // leave; each text truncates (whole on hover, and a failure's
-            // whole reason in the log) instead of running under them
-            let room = (ui.available_width() - 340.0).max(40.0);
-            let mut texts = ui.new_child(
-                egui::UiBuilder::new()
-                    .max_rect(egui::Rect::from_min_size(
-                        ui.cursor().min,
-                        egui::vec2(room, ui.available_height()),
-                    ))
-                    .layout(egui::Layout::left_to_right(egui::Align::Center)),
-            );
-            let ui_full = &mut *ui;
-            let ui = &mut texts;
-            if self.handle.is_some() || self.history.started_at.is_some() {
-                let shown = RichText::new(first_line(&state)).color(color).strong();
-                ui.add(egui::Label::new(shown).truncate())
-                    .on_hover_text(&state);
-            }
-            if let Some(info) = &self.history.info {
-                let text = format!("{} on {}", info.card_name, info.task_name);
-                ui.add(egui::Label::new(&text).truncate()).on_hover_text(text);
-            }
-            if let Some(dir) = &self.viewing {
-                let name = dir.file_name().map_or_else(
-                    || dir.display().to_string(),
-                    |n| n.to_string_lossy().into_owned(),
-                );
-                ui.label(
-                    RichText::new(format!("viewing {name} (read-only)"))
-                        .color(ui.visuals().warn_fg_color),
-                )
-                .on_hover_text(dir.display().to_string());
-            }
-            if running {
-                let hint = if self.history.paused {
-                    "settings changed on the Blocks tab apply on Resume"
-                } else {
-                    "pause to change settings; card edits apply on Resume or to the next run"
-                };
-                ui.add(egui::Label::new(RichText::new(hint).weak().italics()).truncate());
-            }
-            let used = texts.min_rect();
-            let ui = ui_full;
-            ui.advance_cursor_after_rect(used);
+            // The plot's controls take their room on the right first; the
+            // run's state, card and hints share what is left, each text
+            // truncated (whole on hover, and a failure's whole reason in the
+            // log) instead of running under them.
             ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
                 let errors = self
                     .history
@@ -151,6 +110,39 @@ impl RunView {
                 let label = ui.label("y axis:");
                 combo.labelled_by(label.id);
                 self.plot.metric = metric;
+                ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
+                    if self.handle.is_some() || self.history.started_at.is_some() {
+                        let shown = RichText::new(first_line(&state)).color(color).strong();
+                        ui.add(egui::Label::new(shown).truncate())
+                            .on_hover_text(&state);
+                    }
+                    if let Some(info) = &self.history.info {
+                        let text = format!("{} on {}", info.card_name, info.task_name);
+                        ui.add(egui::Label::new(&text).truncate()).on_hover_text(text);
+                    }
+                    if let Some(dir) = &self.viewing {
+                        let name = dir.file_name().map_or_else(
+                            || dir.display().to_string(),
+                            |n| n.to_string_lossy().into_owned(),
+                        );
+                        ui.add(
+                            egui::Label::new(
+                                RichText::new(format!("viewing {name} (read-only)"))
+                                    .color(ui.visuals().warn_fg_color),
+                            )
+                            .truncate(),
+                        )
+                        .on_hover_text(dir.display().to_string());
+                    }
+                    if running {
+                        let hint = if self.history.paused {
+                            "settings changed on the Blocks tab apply on Resume"
+                        } else {
+                            "pause to change settings; card edits apply on Resume or to the next run"
+                        };
+                        ui.add(egui::Label::new(RichText::new(hint).weak().italics()).truncate());
+                    }
+                });
             });
         });
     }
