@@ -15,7 +15,7 @@
 //! test fails when it cannot be installed; elsewhere it says so and passes
 //! without running.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
@@ -40,39 +40,6 @@ const COMPLETION_PRICE: f64 = 10.0;
 enum Wire {
     Chat,
     Anthropic,
-}
-
-/// The venv of `package` with its command `exe`, installed when missing.
-fn agent(package: &str, exe: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("GALAPAGOS_AGENTS_DIR").map_or_else(
-        || Path::new(env!("CARGO_TARGET_TMPDIR")).join("agents"),
-        PathBuf::from,
-    );
-    let venv = root.join(package);
-    let bin = venv.join("bin");
-    if bin.join(exe).is_file() {
-        return Some(bin);
-    }
-    let run = |cmd: &mut Command| -> Result<(), String> {
-        let o = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-        if o.status.success() {
-            Ok(())
-        } else {
-            Err(format!("{cmd:?}: {}", String::from_utf8_lossy(&o.stderr)))
-        }
-    };
-    let installed = run(Command::new("python3").args(["-m", "venv"]).arg(&venv))
-        .and_then(|()| run(Command::new(bin.join("pip")).args(["install", "--quiet", package])));
-    match installed {
-        Ok(()) => Some(bin),
-        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("cannot install {package} from PyPI: {e}")
-        }
-        Err(e) => {
-            eprintln!("skipped: cannot install {package} from PyPI: {e}");
-            None
-        }
-    }
 }
 
 /// The usage the scripted endpoint reports for its `n`th model request
@@ -184,7 +151,7 @@ fn a_real_agents_tokens_and_cost_over_anthropic_messages_are_the_scripted_usage_
 }
 
 fn check(wire: Wire) {
-    let Some(bin) = agent("mini-swe-agent", "mini") else {
+    let Some(bin) = common::agents::pypi("mini-swe-agent", "mini") else {
         return;
     };
     // Request n: a sed that changes the weights, then (once the agent has

@@ -34,39 +34,6 @@ use common::scripted_upstream::{Received, ScriptedUpstream, Turn, Usage};
 const SECRET: &str = "sk-agent-tab-DO-NOT-LEAK-0be5a1";
 const MODEL: &str = "scripted-coder";
 
-/// The venv of `package` with its command `exe`, installed when missing.
-fn agent(package: &str, exe: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("GALAPAGOS_AGENTS_DIR").map_or_else(
-        || Path::new(env!("CARGO_TARGET_TMPDIR")).join("agents"),
-        PathBuf::from,
-    );
-    let venv = root.join(package);
-    let bin = venv.join("bin");
-    if bin.join(exe).is_file() {
-        return Some(bin);
-    }
-    let run = |cmd: &mut Command| -> Result<(), String> {
-        let o = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-        if o.status.success() {
-            Ok(())
-        } else {
-            Err(format!("{cmd:?}: {}", String::from_utf8_lossy(&o.stderr)))
-        }
-    };
-    let installed = run(Command::new("python3").args(["-m", "venv"]).arg(&venv))
-        .and_then(|()| run(Command::new(bin.join("pip")).args(["install", "--quiet", package])));
-    match installed {
-        Ok(()) => Some(bin),
-        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("cannot install {package} from PyPI: {e}")
-        }
-        Err(e) => {
-            eprintln!("skipped: cannot install {package} from PyPI: {e}");
-            None
-        }
-    }
-}
-
 /// The edit of the `p`th proposal: a model homing in on the signal
 /// (its weight, then its frequency too), each one better than the last.
 fn edit(p: usize) -> String {
@@ -188,7 +155,7 @@ fn real_run(dir: &Path, bin: &Path, upstream: &ScriptedUpstream, iterations: u32
 
 #[test]
 fn the_agent_tab_shows_a_real_agents_run() {
-    let Some(bin) = agent("mini-swe-agent", "mini") else {
+    let Some(bin) = common::agents::pypi("mini-swe-agent", "mini") else {
         return;
     };
     let proposals = AtomicUsize::new(0);
