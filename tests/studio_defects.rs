@@ -290,13 +290,14 @@ fn the_runs_tab_scrolls_to_the_curves_and_card_diff_at_1024_by_640() {
     h.run();
     h.get_by_label("Runs").click();
     h.run_steps(2);
-    for name in ["run-a", "run-b", "run-c"] {
+    // One at a time: each ticked run's curve is read in the background and
+    // changes the layout when it arrives, so the next click waits for it
+    // (a click aimed at a row that has since moved would miss).
+    for (i, name) in ["run-a", "run-b", "run-c"].into_iter().enumerate() {
         h.get_by_label(&format!("compare {name}")).click();
-        h.run_steps(1);
+        step_until(&mut h, 120, |h| h.state().runs.compared().len() == i + 1);
     }
-    step_until(&mut h, 60, |h| {
-        h.state().runs.compared().len() == 3 && h.query_by_label("+ seed: 7").is_some()
-    });
+    step_until(&mut h, 120, |h| h.query_by_label("+ seed: 7").is_some());
     let win = window(SMALL);
     // the curves: the plot under its title is drawn whole, a usable height
     h.get_by_label("compared runs' best fitness").scroll_to_me();
