@@ -667,3 +667,21 @@ fn a_viewed_run_with_a_long_folder_name_leaves_the_plot_controls_whole() {
         "the viewing label {viewing:?} runs under the y axis label {axis:?}"
     );
 }
+
+/// With no hub configured, the library lists the built-in cards first (the
+/// empty hubs section under them), so at 1024×640 they are in view.
+#[test]
+fn with_no_hub_the_built_in_cards_come_first_in_the_library() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut h = studio(runs.path(), SMALL);
+    h.state_mut().set_hubs(Vec::new());
+    h.run();
+    let win = window(SMALL);
+    let first = h.get_by_label("AdaEvolve").rect();
+    let hubs = h.get_by_label("Refresh hubs").rect();
+    assert!(inside(first, win), "the first built-in card {first:?}");
+    assert!(
+        first.bottom() <= hubs.top(),
+        "built-in {first:?} under the hubs {hubs:?}"
+    );
+}

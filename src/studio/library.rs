@@ -118,6 +118,11 @@ impl HubShelf {
             .collect()
     }
 
+    /// Cards, problems or a listing under way.
+    fn has_something_to_show(&self) -> bool {
+        !self.cards.is_empty() || !self.problems.is_empty() || self.loading
+    }
+
     fn ui(&mut self, ui: &mut egui::Ui, commands: &mut Commands) {
         if !self.requested {
             self.requested = true;
@@ -313,10 +318,22 @@ impl Library {
         if !self.files.is_empty() || !recent.is_empty() {
             ui.add_space(crate::studio::theme::SECTION_GAP);
         }
-        // the team's cards before the built-in ones: what a person looks for
-        self.hubs.ui(ui, commands);
-        ui.add_space(crate::studio::theme::SECTION_GAP);
+        // the team's cards before the built-in ones: what a person looks
+        // for; with no hub card to show, the built-in ones come first
+        let hubs_first = self.hubs.has_something_to_show();
+        if hubs_first {
+            self.hubs.ui(ui, commands);
+            ui.add_space(crate::studio::theme::SECTION_GAP);
+        }
         ui.label(egui::RichText::new("Built-in").small().strong());
+        self.builtin_ui(ui, commands);
+        if !hubs_first {
+            ui.add_space(crate::studio::theme::SECTION_GAP);
+            self.hubs.ui(ui, commands);
+        }
+    }
+
+    fn builtin_ui(&self, ui: &mut egui::Ui, commands: &mut Commands) {
         for entry in &self.builtin {
             let response = ui
                 .selectable_label(false, entry.title.as_str())
