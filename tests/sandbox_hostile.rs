@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::host_memory::{HostMemory, Seen};
-use common::hostile::{Hostile, ModelServer, Outcome};
+use common::hostile::{Hostile, ModelServer, Outcome, stopped_at_the_quota};
 
 /// Forks 3,000 processes that wait, then reports how many it started.
 const FORK_3000: &str = r#"import os, time
@@ -484,24 +484,8 @@ fn assert_command_stopped_at_the_quota(
         .collect();
     assert!(children.len() >= at_least, "{stderr}");
     for child in children {
-        let evidence = Outcome::evidence(child);
-        assert!(child["valid"] == false, "{evidence}");
-        assert!(
-            child["error"]
-                .as_str()
-                .unwrap_or("")
-                .starts_with("exceeded the 512 MiB writable-space quota"),
-            "{evidence}"
-        );
         // Its folder, HOME, TMPDIR and /dev/shm share the one quota.
-        let said = child["artifacts"]["stderr"].as_str().unwrap_or("");
-        let wrote: u64 = said
-            .split("wrote ")
-            .nth(1)
-            .and_then(|rest| rest.split(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no total on stderr: {evidence}"));
-        assert!(wrote <= 512, "wrote {wrote} MiB: {evidence}");
+        let wrote = stopped_at_the_quota(child);
         println!("a command candidate wrote {wrote} MiB in all before its write failed");
     }
 }

@@ -17,7 +17,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::Duration;
 
-use common::hostile::{Hostile, Outcome, SECRET, SSH_KEY, processes_with};
+use common::hostile::{Hostile, Outcome, SECRET, SSH_KEY, processes_with, stopped_at_the_quota};
 use common::slurm::{Cluster, cluster, eventually};
 
 /// Scores the probes the candidate's `run()` reports (1: it got through).
@@ -452,22 +452,6 @@ fn four_gib_written_everywhere_on_a_node_stops_at_one_quota() {
     assert!(outcome.success, "{}\n{}", outcome.stdout, outcome.stderr);
     assert!(!outcome.children().is_empty(), "{}", outcome.stderr);
     for child in outcome.children() {
-        let evidence = Outcome::evidence(child);
-        assert!(child["valid"] == false, "{evidence}");
-        assert!(
-            child["error"]
-                .as_str()
-                .unwrap_or("")
-                .starts_with("exceeded the 512 MiB writable-space quota"),
-            "{evidence}"
-        );
-        let said = child["artifacts"]["stderr"].as_str().unwrap_or("");
-        let wrote: u64 = said
-            .split("wrote ")
-            .nth(1)
-            .and_then(|rest| rest.split(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no total on stderr: {evidence}"));
-        assert!(wrote <= 512, "wrote {wrote} MiB: {evidence}");
+        stopped_at_the_quota(child);
     }
 }

@@ -367,3 +367,28 @@ pub fn processes_with(token: &str) -> Vec<u32> {
     }
     found
 }
+
+/// Checks that the genome `child` of a candidate that tried to write past
+/// its writable-space quota failed naming the 512 MiB quota, and that its
+/// stderr's "wrote N" total (MiB, across its folder, HOME, TMPDIR and
+/// /dev/shm) is within it; returns N.
+pub fn stopped_at_the_quota(child: &serde_json::Value) -> u64 {
+    let evidence = Outcome::evidence(child);
+    assert!(child["valid"] == false, "{evidence}");
+    assert!(
+        child["error"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("exceeded the 512 MiB writable-space quota"),
+        "{evidence}"
+    );
+    let said = child["artifacts"]["stderr"].as_str().unwrap_or("");
+    let wrote: u64 = said
+        .split("wrote ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no total on stderr: {evidence}"));
+    assert!(wrote <= 512, "wrote {wrote} MiB: {evidence}");
+    wrote
+}
