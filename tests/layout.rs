@@ -2,16 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("src is readable").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
+#[path = "layout_rules/imports.rs"]
+mod imports;
+
+use imports::rust_files;
 
 /// One module layout: a module with files of its own is a folder whose
 /// `mod.rs` declares them (a slot folder, `evaluator/command/`), never a
@@ -69,77 +63,130 @@ fn a_long_source_file_says_why_at_its_top() {
     );
 }
 
-/// The engine's top-level modules (`card`, `registry`, `component`, the slot
-/// folders...) import each other without a cycle, so each can be read and
-/// tested from the bottom up. Counted: `crate::engine::X` outside comments
-/// and test modules.
+/// Every folder's modules import each other without a cycle (the engine's top-level modules, the slot folders,
+/// `model/`, the studio's files...), so each can be read and tested from the bottom up. Counted: paths through
+/// `crate::`, `super::` and `self::` outside comments, literals and test modules (see `layout_rules/imports.rs`).
 #[test]
-fn the_engine_modules_form_no_cycle() {
-    use std::collections::{BTreeMap, BTreeSet};
-    let engine = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
-    let mut files = Vec::new();
-    rust_files(&engine, &mut files);
-    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for path in &files {
-        let rel = path.strip_prefix(&engine).expect("under src/engine");
-        let first = rel.components().next().expect("a component");
-        let module = first
-            .as_os_str()
-            .to_string_lossy()
-            .trim_end_matches(".rs")
-            .to_owned();
-        // A module's tests in a file of their own (`#[cfg(test)] mod tests;`)
-        // are not part of the module's imports.
-        if path.file_name().is_some_and(|n| n == "tests.rs") {
-            continue;
-        }
-        let text = std::fs::read_to_string(path).expect("readable");
-        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
-        for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
-            for (i, _) in line.match_indices("crate::engine::") {
-                let rest = &line[i + "crate::engine::".len()..];
-                let to: String = rest
-                    .chars()
-                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                    .collect();
-                if !to.is_empty() && to != module {
-                    edges.entry(module.clone()).or_default().insert(to);
-                }
-            }
-        }
-    }
-    // Depth-first search for a back edge; report the cycle it closes.
-    fn visit(
-        node: &str,
-        edges: &BTreeMap<String, BTreeSet<String>>,
-        path: &mut Vec<String>,
-        done: &mut BTreeSet<String>,
-    ) -> Option<Vec<String>> {
-        if let Some(at) = path.iter().position(|n| n == node) {
-            let mut cycle = path[at..].to_vec();
-            cycle.push(node.to_owned());
-            return Some(cycle);
-        }
-        if done.contains(node) {
-            return None;
-        }
-        path.push(node.to_owned());
-        for next in edges.get(node).into_iter().flatten() {
-            if let Some(cycle) = visit(next, edges, path, done) {
-                return Some(cycle);
-            }
-        }
-        path.pop();
-        done.insert(node.to_owned());
-        None
-    }
-    assert!(edges.len() > 10, "found only {} modules", edges.len());
-    let mut done = BTreeSet::new();
-    for node in edges.keys() {
-        if let Some(cycle) = visit(node, &edges, &mut Vec::new(), &mut done) {
-            panic!("engine modules import in a cycle: {}", cycle.join(" -> "));
+fn every_folder_imports_without_a_cycle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = imports::graph(&src);
+    let edges: usize = graph.folders.values().flat_map(|e| e.values()).map(|t| t.len()).sum();
+    assert!(
+        graph.folders.len() > 30 && edges > 100,
+        "read only {} folders and {edges} edges",
+        graph.folders.len()
+    );
+    let cycles = imports::cycles(&graph);
+    assert!(cycles.is_empty(), "modules import in a cycle:\n{}", cycles.join("\n"));
+}
+
+/// No slot folder imports another slot's implementations: an implementation depends on its slot's trait, other
+/// slots' traits (a selection policy reads a `Population`), the component vocabulary, shared engine types and the
+/// isolation kit (`engine::sandbox`), never on the files of another slot's blocks.
+#[test]
+fn no_slot_imports_another_slots_blocks() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = slot_crossings(&imports::graph(&src));
+    assert!(found.is_empty(), "slot folders importing another slot's blocks:\n{}", found.join("\n"));
+}
+
+const SLOTS: [&str; 6] = ["population", "selection", "prompt", "proposer", "evaluator", "memory"];
+
+/// Paths from a slot folder into a module below another slot folder's own module.
+fn slot_crossings(graph: &imports::Graph) -> Vec<String> {
+    let slot_of = |m: &[String]| -> Option<String> {
+        (m.first().map(String::as_str) == Some("engine"))
+            .then(|| m.get(1).filter(|s| SLOTS.contains(&s.as_str())).cloned())
+            .flatten()
+    };
+    let mut found = Vec::new();
+    for (from, to, why) in &graph.refs {
+        if let (Some(a), Some(b)) = (slot_of(from), slot_of(to))
+            && a != b
+            && to.len() > 2
+        {
+            found.push(format!("{a} -> {} ({why})", to.join("::")));
         }
     }
+    found
+}
+
+/// A tree to plant violations in: `files` as (path under src, contents).
+fn planted(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("folders");
+        std::fs::write(path, text).expect("written");
+    }
+    dir
+}
+
+#[test]
+fn a_planted_cycle_is_found_in_any_folder() {
+    // siblings deep in the tree, one through `super::`, the other through `crate::`, in a brace group
+    let tree = planted(&[
+        ("lib.rs", "pub mod app;\n"),
+        ("app/mod.rs", "pub mod tabs;\n"),
+        ("app/tabs/mod.rs", "pub mod panel;\npub mod runs;\n"),
+        ("app/tabs/panel.rs", "use super::runs::RunsTab;\npub struct Panel;\n"),
+        ("app/tabs/runs.rs", "use crate::app::tabs::{panel::Panel, self};\npub struct RunsTab;\n"),
+    ]);
+    let graph = imports::graph(tree.path());
+    let cycles = imports::cycles(&graph);
+    assert_eq!(cycles.len(), 1, "{cycles:?}");
+    assert!(cycles[0].starts_with("app::tabs: panel -> runs -> panel"), "{cycles:?}");
+    // the same tree without the back edge has none; a path in a comment or a string is no edge
+    let clean = planted(&[
+        ("lib.rs", "pub mod app;\n"),
+        ("app/mod.rs", "pub mod tabs;\n"),
+        ("app/tabs/mod.rs", "pub mod panel;\npub mod runs;\n"),
+        ("app/tabs/panel.rs", "use super::runs::RunsTab;\npub struct Panel;\n"),
+        (
+            "app/tabs/runs.rs",
+            "// use super::panel::Panel;\nconst S: &str = \"crate::app::tabs::panel\";\npub struct RunsTab;\n",
+        ),
+    ]);
+    assert!(imports::cycles(&imports::graph(clean.path())).is_empty());
+}
+
+#[test]
+fn a_planted_cycle_through_a_reexport_is_found() {
+    // `check` names the folder's re-export of `openai::Client`: an edge to `openai`, which names `check` back
+    let tree = planted(&[
+        ("lib.rs", "pub mod model;\n"),
+        ("model/mod.rs", "mod check;\nmod openai;\npub use openai::{Client as OpenAi};\n"),
+        ("model/check.rs", "use super::OpenAi;\npub fn run() {}\n"),
+        ("model/openai.rs", "pub struct Client;\nfn f() { crate::model::check::run() }\n"),
+    ]);
+    let cycles = imports::cycles(&imports::graph(tree.path()));
+    assert_eq!(cycles.len(), 1, "{cycles:?}");
+    assert!(cycles[0].starts_with("model: check -> openai -> check"), "{cycles:?}");
+}
+
+#[test]
+fn a_planted_slot_crossing_is_found() {
+    let tree = planted(&[
+        ("lib.rs", "pub mod engine;\n"),
+        ("engine/mod.rs", "pub mod evaluator;\npub mod proposer;\npub mod sandbox;\n"),
+        ("engine/sandbox/mod.rs", "pub struct Jail;\n"),
+        ("engine/evaluator/mod.rs", "pub mod worker;\npub trait Evaluator {}\n"),
+        ("engine/evaluator/worker.rs", "pub struct Limits;\n"),
+        ("engine/proposer/mod.rs", "pub mod agent;\n"),
+        (
+            "engine/proposer/agent.rs",
+            "use crate::engine::{sandbox::Jail, evaluator::Evaluator};\n",
+        ),
+    ]);
+    assert!(slot_crossings(&imports::graph(tree.path())).is_empty());
+    std::fs::write(
+        tree.path().join("engine/proposer/agent.rs"),
+        "use crate::engine::{sandbox::Jail, evaluator::worker::Limits};\n",
+    )
+    .expect("written");
+    let found = slot_crossings(&imports::graph(tree.path()));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("proposer -> engine::evaluator::worker"), "{found:?}");
 }
 
 /// Card kinds are named only where their blocks live: the registry's table
@@ -228,4 +275,64 @@ fn card_kinds_are_compared_only_in_the_registry_and_component_files() {
          what the block provides instead):\n{}",
         found.join("\n")
     );
+}
+
+/// The test files that use the studio are declared with `required-features = ["studio"]` in Cargo.toml, so that
+/// `cargo test --no-default-features` builds every test the engine and the command line have.
+#[test]
+fn every_studio_test_requires_the_studio_feature() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    let mut tests = Vec::new();
+    for entry in std::fs::read_dir(root.join("tests")).expect("tests/").flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let name = path.file_stem().expect("a name").to_string_lossy().into_owned();
+            tests.push((name, std::fs::read_to_string(&path).expect("readable")));
+        }
+    }
+    assert!(tests.len() > 40, "found only {} test files", tests.len());
+    let missing = undeclared_studio_tests(&manifest, &tests);
+    assert!(
+        missing.is_empty(),
+        "test files using the studio without `required-features = [\"studio\"]` in Cargo.toml: {missing:?}"
+    );
+}
+
+/// The names of `tests` (name, text) that use the studio or egui and have no `[[test]]` entry requiring the
+/// feature in `manifest`.
+fn undeclared_studio_tests(manifest: &str, tests: &[(String, String)]) -> Vec<String> {
+    let declared: Vec<&str> = manifest
+        .split("[[test]]")
+        .skip(1)
+        .filter(|entry| {
+            let entry = entry.split("\n[").next().unwrap_or("");
+            entry.contains("required-features") && entry.contains("\"studio\"")
+        })
+        .filter_map(|entry| {
+            let line = entry.lines().find(|l| l.trim_start().starts_with("name"))?;
+            Some(line.split('"').nth(1)?)
+        })
+        .collect();
+    tests
+        .iter()
+        .filter(|(_, text)| {
+            let code = imports::code_of(text);
+            code.contains("galapagos::studio") || code.contains("egui")
+        })
+        .map(|(name, _)| name.clone())
+        .filter(|name| !declared.contains(&name.as_str()))
+        .collect()
+}
+
+#[test]
+fn a_planted_undeclared_studio_test_is_found() {
+    let manifest = "[package]\nname = \"x\"\n\n[[test]]\nname = \"studio_a\"\nrequired-features = [\"studio\"]\n\n\
+                    [[test]]\nname = \"studio_b\"\n\n[[bench]]\nname = \"b\"\nrequired-features = [\"studio\"]\n";
+    let tests = [
+        ("studio_a".to_owned(), "use galapagos::studio::Studio;".to_owned()),
+        ("studio_b".to_owned(), "use egui_kittest::Harness;".to_owned()),
+        ("engine".to_owned(), "// galapagos::studio in a comment\nuse galapagos::engine;".to_owned()),
+    ];
+    assert_eq!(undeclared_studio_tests(manifest, &tests), vec!["studio_b".to_owned()]);
 }

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use galapagos::engine::genome::{FITNESS_KEY, Genome, GenomeId};
-use galapagos::engine::population::diversity::{NgramSet, solution_distance};
+use galapagos::engine::text::ngrams::{NgramSet, solution_distance};
 use galapagos::engine::population::{
     BeamParams, BeamPopulation, BeamView, GenomeStore, InMemoryParams, InMemoryPopulation,
     Population, Query, Structure,

@@ -60,8 +60,8 @@ fn endpoint_of(args: &ModelArgs) -> Result<Option<(EndpointSettings, String)>, S
                     "--provider: unknown provider `{name}` (known: {})",
                     presets::names()
                 )
-            })?
-            .endpoint(),
+            })
+            .map(EndpointSettings::of_preset)?,
         None => EndpointSettings::default(),
     };
     if let Some(base) = &args.api_base {

@@ -4,10 +4,7 @@
 //! the command line with `--provider NAME`, the studio's model dialog offers
 //! them in a list.
 
-use std::collections::BTreeMap;
-
 use super::openai::KeyHeader;
-use super::settings::EndpointSettings;
 use super::wire::Protocol;
 
 /// One provider's settings.
@@ -243,54 +240,10 @@ pub fn names() -> String {
         .join(", ")
 }
 
-impl Preset {
-    /// An endpoint with this preset's settings and default model.
-    pub fn endpoint(&self) -> EndpointSettings {
-        EndpointSettings {
-            name: self.name.to_owned(),
-            provider: Some(self.name.to_owned()),
-            model: Some(self.model.to_owned()),
-            ..self.fill(EndpointSettings::default())
-        }
-    }
-
-    /// `endpoint` with what it leaves unset taken from this preset: the base
-    /// when empty, the key variable when it is the default, the protocol,
-    /// key header, headers and `api-version` when unset.
-    pub fn fill(&self, mut e: EndpointSettings) -> EndpointSettings {
-        let defaults = EndpointSettings::default();
-        if e.api_base.trim().is_empty() {
-            self.api_base.clone_into(&mut e.api_base);
-        }
-        if e.api_key_env == defaults.api_key_env {
-            self.api_key_env.clone_into(&mut e.api_key_env);
-        }
-        if e.key_required.is_none() && !self.key_required {
-            e.key_required = Some(false);
-        }
-        if e.protocol.is_none() {
-            e.protocol = Some(self.protocol);
-        }
-        if e.key_header.is_none() && self.key_header != KeyHeader::for_protocol(self.protocol) {
-            e.key_header = Some(self.key_header);
-        }
-        if e.headers.is_empty() {
-            e.headers = self
-                .headers
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect::<BTreeMap<_, _>>();
-        }
-        if e.api_version.is_none() {
-            e.api_version = self.api_version.map(str::to_owned);
-        }
-        e
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::model::settings::EndpointSettings;
 
     #[test]
     fn every_preset_is_a_valid_endpoint_and_names_are_unique() {
@@ -299,7 +252,7 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), PRESETS.len());
         for p in PRESETS {
-            let e = p.endpoint();
+            let e = EndpointSettings::of_preset(p);
             assert!(e.validate().is_ok(), "{}: {:?}", p.name, e.validate().err());
             assert_eq!(preset(p.name), Some(p));
         }
@@ -313,10 +266,11 @@ mod tests {
         let Some(azure) = preset("azure") else {
             panic!("azure preset")
         };
-        let e = azure.fill(EndpointSettings {
+        let e = (EndpointSettings {
             api_base: "https://mine.openai.azure.com/openai/deployments/{deployment}".into(),
             ..EndpointSettings::default()
-        });
+        })
+        .filled_from(azure);
         assert!(e.api_base.starts_with("https://mine."));
         assert_eq!(e.api_key_env, "AZURE_OPENAI_API_KEY");
         assert_eq!(e.key_header, Some(KeyHeader::ApiKey));
@@ -324,10 +278,11 @@ mod tests {
         let Some(anthropic) = preset("anthropic") else {
             panic!("anthropic preset")
         };
-        let e = anthropic.fill(EndpointSettings {
+        let e = (EndpointSettings {
             api_key_env: "MY_CLAUDE_KEY".into(),
             ..EndpointSettings::default()
-        });
+        })
+        .filled_from(anthropic);
         assert_eq!(e.api_key_env, "MY_CLAUDE_KEY");
         assert_eq!(e.protocol, Some(Protocol::AnthropicMessages));
         assert_eq!(e.api_base, "https://api.anthropic.com/v1");

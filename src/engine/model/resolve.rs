@@ -135,7 +135,7 @@ pub fn build_model_with_env(
     let mut resolved: Vec<(ModelSpec, EndpointSettings, &str)> = Vec::new();
     for spec in specs {
         let (mut endpoint, source) = if let Some(p) = preset {
-            let mut ep = p.endpoint();
+            let mut ep = EndpointSettings::of_preset(p);
             if let Some(base) = &overrides.api_base {
                 base.trim().clone_into(&mut ep.api_base);
             }

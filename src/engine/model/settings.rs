@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
 use super::openai::{DEFAULT_API_KEY_ENV, KeyHeader, OpenAiConfig, validate_env_name};
-use super::presets;
+use super::presets::{self, Preset};
 use super::pricing::PriceTable;
 use super::wire::Protocol;
 
@@ -123,6 +123,49 @@ impl Default for EndpointSettings {
 }
 
 impl EndpointSettings {
+    /// An endpoint with `preset`'s settings and default model.
+    pub fn of_preset(preset: &Preset) -> Self {
+        EndpointSettings {
+            name: preset.name.to_owned(),
+            provider: Some(preset.name.to_owned()),
+            model: Some(preset.model.to_owned()),
+            ..EndpointSettings::default().filled_from(preset)
+        }
+    }
+
+    /// This endpoint with what it leaves unset taken from `preset`: the base
+    /// when empty, the key variable when it is the default, the protocol,
+    /// key header, headers and `api-version` when unset.
+    pub fn filled_from(mut self, preset: &Preset) -> Self {
+        let defaults = EndpointSettings::default();
+        if self.api_base.trim().is_empty() {
+            preset.api_base.clone_into(&mut self.api_base);
+        }
+        if self.api_key_env == defaults.api_key_env {
+            preset.api_key_env.clone_into(&mut self.api_key_env);
+        }
+        if self.key_required.is_none() && !preset.key_required {
+            self.key_required = Some(false);
+        }
+        if self.protocol.is_none() {
+            self.protocol = Some(preset.protocol);
+        }
+        if self.key_header.is_none() && preset.key_header != KeyHeader::for_protocol(preset.protocol) {
+            self.key_header = Some(preset.key_header);
+        }
+        if self.headers.is_empty() {
+            self.headers = preset
+                .headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect::<BTreeMap<_, _>>();
+        }
+        if self.api_version.is_none() {
+            self.api_version = preset.api_version.map(str::to_owned);
+        }
+        self
+    }
+
     /// Default settings for `api_base`.
     pub fn for_base(api_base: &str) -> Self {
         Self {
@@ -137,7 +180,7 @@ impl EndpointSettings {
         match self.provider.as_deref() {
             None => Ok(self),
             Some(name) => match presets::preset(name) {
-                Some(p) => Ok(p.fill(self)),
+                Some(p) => Ok(self.filled_from(p)),
                 None => Err(ConfigError::invalid(format!(
                     "unknown provider `{name}` (known: {})",
                     presets::names()

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::diversity::NgramSet;
-use super::{BeamView, GenomeStore, Population, Query, Structure, query_store};
+use crate::engine::text::ngrams::NgramSet;
+use super::{BeamView, GenomeStore, Population, Query, Structure, beam_score, query_store};
 use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
@@ -39,16 +39,6 @@ impl Default for BeamParams {
             beam_diversity_weight: 0.3,
             beam_depth_penalty: 0.0,
         }
-    }
-}
-
-/// The beam score of a genome: `fitness × exp(−penalty × depth)` (raw
-/// fitness when the penalty is 0). Shared with the beam selection policy.
-pub fn beam_score(fitness: f64, depth: u32, penalty: f64) -> f64 {
-    if penalty > 0.0 && depth > 0 {
-        fitness * (-penalty * f64::from(depth)).exp()
-    } else {
-        fitness
     }
 }
 

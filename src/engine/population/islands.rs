@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::diversity::NgramSet;
+use crate::engine::text::ngrams::NgramSet;
 use super::{GenomeStore, IslandView, IslandsView, Population, Query, Structure, query_store};
 use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};

@@ -5,13 +5,12 @@
 mod store;
 // implementations (one file each) are declared below the trait
 mod beam;
-pub mod diversity;
 mod in_memory;
 mod islands;
 
 use std::sync::Arc;
 
-pub use beam::{BeamParams, BeamPopulation, BeamStats, beam_score};
+pub use beam::{BeamParams, BeamPopulation, BeamStats};
 pub use in_memory::{InMemoryParams, InMemoryPopulation};
 pub use islands::{IslandsParams, IslandsPopulation};
 pub use store::GenomeStore;
@@ -251,6 +250,16 @@ impl SlotTrait for dyn Population {
 impl<T: Population + 'static> Fills<dyn Population> for T {
     fn boxed(self) -> Box<dyn Population> {
         Box::new(self)
+    }
+}
+
+/// The beam score of a genome: `fitness × exp(−penalty × depth)` (raw
+/// fitness when the penalty is 0). Shared by the beam population and the beam selection policy.
+pub fn beam_score(fitness: f64, depth: u32, penalty: f64) -> f64 {
+    if penalty > 0.0 && depth > 0 {
+        fitness * (-penalty * f64::from(depth)).exp()
+    } else {
+        fitness
     }
 }
 

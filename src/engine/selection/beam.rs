@@ -19,7 +19,7 @@ use crate::engine::component::{
 };
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
-use crate::engine::population::diversity::NgramSet;
+use crate::engine::text::ngrams::NgramSet;
 use crate::engine::population::{Population, Query, Structure, beam_score};
 use crate::engine::rng::SearchRng;
 

@@ -11,6 +11,7 @@ pub mod begin_patch;
 pub mod fences;
 pub mod hunks;
 pub mod markers;
+pub mod ngrams;
 pub mod patch;
 pub mod paths;
 pub mod tree;

@@ -86,7 +86,7 @@ impl EndpointDraft {
             stall_timeout_secs: old.stall_timeout_secs,
             max_attempts: old.max_attempts,
             concurrency: old.concurrency,
-            ..p.endpoint()
+            ..EndpointSettings::of_preset(p)
         };
         *self = EndpointDraft::of(&fresh);
     }

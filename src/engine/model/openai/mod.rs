@@ -40,12 +40,14 @@ use super::{ConfigError, LanguageModel, ModelError, ModelReply, ModelRequest};
 use crate::engine::rng::seeded;
 
 mod config;
+mod not_found;
 mod retry_after;
 
 pub use config::{
     CREDENTIAL_HEADERS, KeyHeader, OpenAiConfig, REASONING_EFFORTS, is_local_base,
     validate_env_name, validate_headers,
 };
+pub use not_found::{NotFound, not_found};
 pub use retry_after::{parse_retry_after, retry_after_from};
 
 /// Environment variable holding the API key when none is named.
@@ -471,7 +473,7 @@ impl OpenAiModel {
             };
         }
         if status == StatusCode::NOT_FOUND {
-            let why = super::check::not_found(cfg, &text);
+            let why = not_found::not_found(cfg, &text);
             return Attempt::Stop(ModelError::Fatal {
                 message: format!(
                     "HTTP 404 from {} for model `{}`: {} ({})",

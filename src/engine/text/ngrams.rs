@@ -1,6 +1,6 @@
 //! Cheap, embedding-free program diversity: character 3-gram Jaccard
 //! distance, shared by the beam population's diversity-aware
-//! prune and the beam selection policy's `diversity_weighted` strategy.
+//! prune, the islands population and the beam selection policy's `diversity_weighted` strategy.
 //!
 //! Each text is turned into its 3-gram set once ([`NgramSet::new`]): every
 //! 3-gram of Unicode scalar values is packed exactly into one `u64`
