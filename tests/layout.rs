@@ -70,14 +70,23 @@ fn a_long_source_file_says_why_at_its_top() {
 fn every_folder_imports_without_a_cycle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let graph = imports::graph(&src);
-    let edges: usize = graph.folders.values().flat_map(|e| e.values()).map(|t| t.len()).sum();
+    let edges: usize = graph
+        .folders
+        .values()
+        .flat_map(|e| e.values())
+        .map(|t| t.len())
+        .sum();
     assert!(
         graph.folders.len() > 30 && edges > 100,
         "read only {} folders and {edges} edges",
         graph.folders.len()
     );
     let cycles = imports::cycles(&graph);
-    assert!(cycles.is_empty(), "modules import in a cycle:\n{}", cycles.join("\n"));
+    assert!(
+        cycles.is_empty(),
+        "modules import in a cycle:\n{}",
+        cycles.join("\n")
+    );
 }
 
 /// No slot folder imports another slot's implementations: an implementation depends on its slot's trait, other
@@ -87,10 +96,21 @@ fn every_folder_imports_without_a_cycle() {
 fn no_slot_imports_another_slots_blocks() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let found = slot_crossings(&imports::graph(&src));
-    assert!(found.is_empty(), "slot folders importing another slot's blocks:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "slot folders importing another slot's blocks:\n{}",
+        found.join("\n")
+    );
 }
 
-const SLOTS: [&str; 6] = ["population", "selection", "prompt", "proposer", "evaluator", "memory"];
+const SLOTS: [&str; 6] = [
+    "population",
+    "selection",
+    "prompt",
+    "proposer",
+    "evaluator",
+    "memory",
+];
 
 /// Paths from a slot folder into a module below another slot folder's own module.
 fn slot_crossings(graph: &imports::Graph) -> Vec<String> {
@@ -129,19 +149,31 @@ fn a_planted_cycle_is_found_in_any_folder() {
         ("lib.rs", "pub mod app;\n"),
         ("app/mod.rs", "pub mod tabs;\n"),
         ("app/tabs/mod.rs", "pub mod panel;\npub mod runs;\n"),
-        ("app/tabs/panel.rs", "use super::runs::RunsTab;\npub struct Panel;\n"),
-        ("app/tabs/runs.rs", "use crate::app::tabs::{panel::Panel, self};\npub struct RunsTab;\n"),
+        (
+            "app/tabs/panel.rs",
+            "use super::runs::RunsTab;\npub struct Panel;\n",
+        ),
+        (
+            "app/tabs/runs.rs",
+            "use crate::app::tabs::{panel::Panel, self};\npub struct RunsTab;\n",
+        ),
     ]);
     let graph = imports::graph(tree.path());
     let cycles = imports::cycles(&graph);
     assert_eq!(cycles.len(), 1, "{cycles:?}");
-    assert!(cycles[0].starts_with("app::tabs: panel -> runs -> panel"), "{cycles:?}");
+    assert!(
+        cycles[0].starts_with("app::tabs: panel -> runs -> panel"),
+        "{cycles:?}"
+    );
     // the same tree without the back edge has none; a path in a comment or a string is no edge
     let clean = planted(&[
         ("lib.rs", "pub mod app;\n"),
         ("app/mod.rs", "pub mod tabs;\n"),
         ("app/tabs/mod.rs", "pub mod panel;\npub mod runs;\n"),
-        ("app/tabs/panel.rs", "use super::runs::RunsTab;\npub struct Panel;\n"),
+        (
+            "app/tabs/panel.rs",
+            "use super::runs::RunsTab;\npub struct Panel;\n",
+        ),
         (
             "app/tabs/runs.rs",
             "// use super::panel::Panel;\nconst S: &str = \"crate::app::tabs::panel\";\npub struct RunsTab;\n",
@@ -155,22 +187,37 @@ fn a_planted_cycle_through_a_reexport_is_found() {
     // `check` names the folder's re-export of `openai::Client`: an edge to `openai`, which names `check` back
     let tree = planted(&[
         ("lib.rs", "pub mod model;\n"),
-        ("model/mod.rs", "mod check;\nmod openai;\npub use openai::{Client as OpenAi};\n"),
+        (
+            "model/mod.rs",
+            "mod check;\nmod openai;\npub use openai::{Client as OpenAi};\n",
+        ),
         ("model/check.rs", "use super::OpenAi;\npub fn run() {}\n"),
-        ("model/openai.rs", "pub struct Client;\nfn f() { crate::model::check::run() }\n"),
+        (
+            "model/openai.rs",
+            "pub struct Client;\nfn f() { crate::model::check::run() }\n",
+        ),
     ]);
     let cycles = imports::cycles(&imports::graph(tree.path()));
     assert_eq!(cycles.len(), 1, "{cycles:?}");
-    assert!(cycles[0].starts_with("model: check -> openai -> check"), "{cycles:?}");
+    assert!(
+        cycles[0].starts_with("model: check -> openai -> check"),
+        "{cycles:?}"
+    );
 }
 
 #[test]
 fn a_planted_slot_crossing_is_found() {
     let tree = planted(&[
         ("lib.rs", "pub mod engine;\n"),
-        ("engine/mod.rs", "pub mod evaluator;\npub mod proposer;\npub mod sandbox;\n"),
+        (
+            "engine/mod.rs",
+            "pub mod evaluator;\npub mod proposer;\npub mod sandbox;\n",
+        ),
         ("engine/sandbox/mod.rs", "pub struct Jail;\n"),
-        ("engine/evaluator/mod.rs", "pub mod worker;\npub trait Evaluator {}\n"),
+        (
+            "engine/evaluator/mod.rs",
+            "pub mod worker;\npub trait Evaluator {}\n",
+        ),
         ("engine/evaluator/worker.rs", "pub struct Limits;\n"),
         ("engine/proposer/mod.rs", "pub mod agent;\n"),
         (
@@ -186,7 +233,10 @@ fn a_planted_slot_crossing_is_found() {
     .expect("written");
     let found = slot_crossings(&imports::graph(tree.path()));
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].starts_with("proposer -> engine::evaluator::worker"), "{found:?}");
+    assert!(
+        found[0].starts_with("proposer -> engine::evaluator::worker"),
+        "{found:?}"
+    );
 }
 
 /// Card kinds are named only where their blocks live: the registry's table
@@ -284,10 +334,17 @@ fn every_studio_test_requires_the_studio_feature() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
     let mut tests = Vec::new();
-    for entry in std::fs::read_dir(root.join("tests")).expect("tests/").flatten() {
+    for entry in std::fs::read_dir(root.join("tests"))
+        .expect("tests/")
+        .flatten()
+    {
         let path = entry.path();
         if path.extension().is_some_and(|e| e == "rs") {
-            let name = path.file_stem().expect("a name").to_string_lossy().into_owned();
+            let name = path
+                .file_stem()
+                .expect("a name")
+                .to_string_lossy()
+                .into_owned();
             tests.push((name, std::fs::read_to_string(&path).expect("readable")));
         }
     }
@@ -311,7 +368,7 @@ fn undeclared_studio_tests(manifest: &str, tests: &[(String, String)]) -> Vec<St
         })
         .filter_map(|entry| {
             let line = entry.lines().find(|l| l.trim_start().starts_with("name"))?;
-            Some(line.split('"').nth(1)?)
+            line.split('"').nth(1)
         })
         .collect();
     tests
@@ -330,9 +387,75 @@ fn a_planted_undeclared_studio_test_is_found() {
     let manifest = "[package]\nname = \"x\"\n\n[[test]]\nname = \"studio_a\"\nrequired-features = [\"studio\"]\n\n\
                     [[test]]\nname = \"studio_b\"\n\n[[bench]]\nname = \"b\"\nrequired-features = [\"studio\"]\n";
     let tests = [
-        ("studio_a".to_owned(), "use galapagos::studio::Studio;".to_owned()),
-        ("studio_b".to_owned(), "use egui_kittest::Harness;".to_owned()),
-        ("engine".to_owned(), "// galapagos::studio in a comment\nuse galapagos::engine;".to_owned()),
+        (
+            "studio_a".to_owned(),
+            "use galapagos::studio::Studio;".to_owned(),
+        ),
+        (
+            "studio_b".to_owned(),
+            "use egui_kittest::Harness;".to_owned(),
+        ),
+        (
+            "engine".to_owned(),
+            "// galapagos::studio in a comment\nuse galapagos::engine;".to_owned(),
+        ),
     ];
-    assert_eq!(undeclared_studio_tests(manifest, &tests), vec!["studio_b".to_owned()]);
+    assert_eq!(
+        undeclared_studio_tests(manifest, &tests),
+        vec!["studio_b".to_owned()]
+    );
+}
+
+/// Every colour the studio paints is defined in its theme (`studio/theme.rs`: the chrome's palette, the colours of
+/// data and the slot accents), so one categorical palette and one meaning per colour hold across the views.
+#[test]
+fn every_studio_colour_is_defined_in_the_theme() {
+    let studio = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/studio");
+    let found = colours_outside_the_theme(&studio);
+    assert!(
+        found.is_empty(),
+        "colours defined outside studio/theme.rs:\n{}",
+        found.join("\n")
+    );
+}
+
+/// `file:line` of each colour made from numbers outside `theme.rs` under `dir`.
+fn colours_outside_the_theme(dir: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    let mut found = Vec::new();
+    for path in files.iter().filter(|p| !p.ends_with("theme.rs")) {
+        let text = std::fs::read_to_string(path).expect("readable");
+        for (n, line) in imports::code_of(&text).lines().enumerate() {
+            if [
+                "Color32::from_rgb",
+                "Color32::from_rgba",
+                "Color32::from_gray",
+                "Rgba::from_rgb",
+            ]
+            .iter()
+            .any(|c| line.contains(c))
+            {
+                found.push(format!("{}:{}", path.display(), n + 1));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_planted_colour_outside_the_theme_is_found() {
+    let tree = planted(&[
+        (
+            "theme.rs",
+            "pub const A: Color32 = Color32::from_rgb(1, 2, 3);\n",
+        ),
+        (
+            "run/plot.rs",
+            "// Color32::from_rgb(1, 2, 3) in a comment\nconst B: Color32 = Color32::from_rgb(9, 9, 9);\n",
+        ),
+    ]);
+    let found = colours_outside_the_theme(tree.path());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].ends_with("run/plot.rs:2"), "{found:?}");
 }

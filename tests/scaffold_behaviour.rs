@@ -9,7 +9,6 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use galapagos::engine::genome::{FITNESS_KEY, Genome, GenomeId};
-use galapagos::engine::text::ngrams::{NgramSet, solution_distance};
 use galapagos::engine::population::{
     BeamParams, BeamPopulation, BeamView, GenomeStore, InMemoryParams, InMemoryPopulation,
     Population, Query, Structure,
@@ -19,6 +18,7 @@ use galapagos::engine::selection::{
     BeamPolicy, BeamSelectionParams, BeamStrategy, BestOfNAttemptsParams, BestOfNAttemptsPolicy,
     BestOfNParams, BestOfNPolicy, Selection, SelectionError, SelectionPolicy,
 };
+use galapagos::engine::text::ngrams::{NgramSet, solution_distance};
 use rand::RngExt as _;
 
 /// A genome with an id, an optional parent, a score (`None` = invalid) and content.

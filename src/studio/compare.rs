@@ -10,24 +10,12 @@ use std::path::{Path, PathBuf};
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Line, Plot, PlotPoints};
 
-use crate::engine::archive::Archive;
+use crate::engine::archive::{Archive, timestamp};
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::run::diff_view::{self, DiffMode};
 use crate::studio::run::history::{card_name_of, format_duration, format_tokens};
 use crate::studio::theme;
-
-/// Colours of the compared runs' curves: a run gets the first one no other
-/// ticked run has, and keeps it.
-pub const CURVE_COLORS: [Color32; 8] = [
-    Color32::from_rgb(90, 160, 230),
-    Color32::from_rgb(240, 180, 60),
-    Color32::from_rgb(120, 200, 120),
-    Color32::from_rgb(225, 95, 85),
-    Color32::from_rgb(175, 125, 225),
-    Color32::from_rgb(80, 200, 200),
-    Color32::from_rgb(230, 130, 190),
-    Color32::from_rgb(170, 170, 170),
-];
+use crate::studio::theme::data;
 
 /// What the summary table shows of a run.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -125,7 +113,7 @@ pub fn read_curve(dir: &Path) -> Result<Curve, String> {
     }
     digest.best = best;
     Ok(Curve {
-        label: crate::studio::runs::run_label(&digest.card, &task, meta.started_unix),
+        label: run_label(&digest.card, &task, meta.started_unix),
         points,
         digest,
     })
@@ -163,15 +151,15 @@ impl RunCompare {
             .iter()
             .filter_map(|d| self.colors.get(d).copied())
             .collect();
-        let free = (0..CURVE_COLORS.len())
+        let free = (0..data::SERIES.len())
             .find(|i| !used.contains(i))
-            .unwrap_or(self.colors.len() % CURVE_COLORS.len());
+            .unwrap_or(self.colors.len() % data::SERIES.len());
         self.colors.insert(dir.to_path_buf(), free);
     }
 
     /// The colour of a run's curve.
     pub fn color_of(&self, dir: &Path) -> Color32 {
-        CURVE_COLORS[self.colors.get(dir).copied().unwrap_or(0) % CURVE_COLORS.len()]
+        data::series(self.colors.get(dir).copied().unwrap_or(0))
     }
 
     /// Ask for the curves of ticked runs that are missing or stale.
@@ -431,4 +419,30 @@ fn card_diff_ui(
             ui.weak("Tick two runs to diff their cards.");
         }
     }
+}
+/// `YYYY-MM-DD HH:MM:SS` (UTC) of a unix time; empty for 0 (unknown).
+pub fn format_started(unix: u64) -> String {
+    if unix == 0 {
+        return String::new();
+    }
+    let t = timestamp(unix);
+    // YYYYMMDD-HHMMSS
+    match (
+        t.get(0..4),
+        t.get(4..6),
+        t.get(6..8),
+        t.get(9..11),
+        t.get(11..13),
+        t.get(13..15),
+    ) {
+        (Some(y), Some(mo), Some(d), Some(h), Some(mi), Some(se)) => {
+            format!("{y}-{mo}-{d} {h}:{mi}:{se}")
+        }
+        _ => t,
+    }
+}
+
+/// The legend text of a run: `card · task · start time`.
+pub fn run_label(card: &str, task: &str, started_unix: u64) -> String {
+    format!("{card} · {task} · {}", format_started(started_unix))
 }

@@ -5,60 +5,122 @@
 //!   rest of the studio in a [`TabCtx`] and says what it wants changed as
 //!   [`UiCommand`](crate::studio::command::UiCommand)s; the app applies them
 //!   at the end of the frame.
-//! - A [`GenomeView`] shows a run's genomes (the fitness plot, the genealogy
-//!   tree, the archive table, the islands and the beam) and reports the genome
-//!   clicked, which the run view selects everywhere.
 //!
-//! A new tab is a type implementing [`TabPanel`], a [`Tab`](crate::studio::state::Tab)
-//! variant and its line in the app's dispatch; a new run view is a
-//! [`GenomeView`] and a [`SearchView`](crate::studio::run::SearchView) variant.
+//! What every tab reads ([`TabCtx`]: the card being edited as a [`CardCtx`], the [`Folders`]) is defined here,
+//! below the tabs: this module names no tab, so the tabs can import it without a circle. What only one tab needs
+//! it keeps itself (the Leaderboard tab's cards and model are handed to that panel by the app).
 
 use std::path::Path;
 
 use egui::Ui;
 
-use crate::engine::genome::GenomeId;
+use crate::engine::card::{Card, Problem};
+use crate::engine::component::Slot;
+use crate::engine::registry::Registry;
 use crate::studio::command::Commands;
-use crate::studio::editor::EditorCtx;
-use crate::studio::editor::general::Folders;
-use crate::studio::leaderboard::LeaderboardCtx;
-use crate::studio::run::RunHistory;
 use crate::studio::state::LeaderboardForm;
+use crate::studio::theme::Palette;
 
 /// What a tab reads from the rest of the studio in one frame.
 pub struct TabCtx<'a> {
     /// The card, the registry, the card's problems, the selected block,
     /// colours, and whether a run is active.
-    pub editor: EditorCtx<'a>,
+    pub card: CardCtx<'a>,
     /// The card's revision (bumped by every edit).
     pub revision: u64,
     /// The task and runs folders, and what is known about the task folder.
     pub folders: Folders<'a>,
     /// The folder the active run records into, if a run is active.
     pub live_run_dir: Option<&'a Path>,
-    /// The Leaderboard tab's cards and model (worked out only while that tab
-    /// is shown).
-    pub leaderboard: Option<LeaderboardCtx<'a>>,
     /// The Leaderboard tab's form (persisted with the studio's state).
     pub leaderboard_form: &'a mut LeaderboardForm,
+}
+
+/// The live validation result of the card, looked up by field path.
+#[derive(Clone, Debug, Default)]
+pub struct Problems(pub Vec<Problem>);
+
+impl Problems {
+    /// Validate a card.
+    pub fn of(card: &Card, registry: &Registry) -> Self {
+        Self(card.validate(registry))
+    }
+
+    /// The reason at exactly this field (`selection_policy.n`).
+    pub fn at(&self, field: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|p| p.field == field)
+            .map(|p| p.message.as_str())
+    }
+
+    /// Every problem under a prefix (`selection_policy`).
+    pub fn under<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a Problem> + 'a {
+        self.0.iter().filter(move |p| {
+            p.field == prefix
+                || p.field
+                    .strip_prefix(prefix)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
+    }
+
+    /// Whether the card is valid.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Number of problems.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// One line for disabled buttons: the first problem and how many more.
+    pub fn summary(&self) -> Option<String> {
+        let first = self.0.first()?;
+        let more = self.0.len() - 1;
+        let head = format!("{}: {}", first.field, first.message);
+        Some(if more == 0 {
+            head
+        } else {
+            format!("{head} (and {more} more)")
+        })
+    }
+}
+
+/// The card being edited as the tabs read it each frame.
+pub struct CardCtx<'a> {
+    /// The card being edited.
+    pub card: &'a Card,
+    /// The implementations.
+    pub registry: &'a Registry,
+    /// The card's live problems.
+    pub problems: &'a Problems,
+    /// The selected block.
+    pub selected: Slot,
+    /// Colours.
+    pub palette: Palette,
+    /// True while a run is active (edits are still allowed; they affect the next run).
+    pub running: bool,
+}
+
+/// Where the task and run folders are, for the settings panel.
+pub struct Folders<'a> {
+    /// The task folder as typed.
+    pub task: &'a Path,
+    /// Why the task folder cannot be used, if so.
+    pub task_problem: Option<&'a str>,
+    /// What the task folder is (its layout, where its description comes from).
+    pub task_notes: &'a [String],
+    /// What is wrong with it (missing EVOLVE-BLOCK markers, ...).
+    pub task_warnings: &'a [String],
+    /// Where runs are recorded.
+    pub runs: &'a Path,
 }
 
 /// The central area of one tab.
 pub trait TabPanel {
     /// Draw the tab into `ui`; what should change goes into `commands`.
     fn ui(&mut self, ui: &mut Ui, ctx: &mut TabCtx<'_>, commands: &mut Commands);
-}
-
-/// A view of a run's genomes.
-pub trait GenomeView {
-    /// Draw `history` into `ui`, marking the `selected` genome. Returns the
-    /// genome clicked in this frame, if any.
-    fn ui(
-        &mut self,
-        ui: &mut Ui,
-        history: &RunHistory,
-        selected: Option<GenomeId>,
-    ) -> Option<GenomeId>;
 }
 
 /// Set the size along its axis of the panel `salt` that `ui` shows next,
@@ -75,5 +137,36 @@ pub fn set_panel_size(ui: &egui::Ui, salt: &str, size: f32, width: bool) {
             state.outer_rect.set_height(size);
         }
         ui.ctx().data_mut(|d| d.insert_persisted(id, state));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problems_lookup() {
+        let p = Problems(vec![
+            Problem {
+                field: "selection_policy.n".into(),
+                message: "too big".into(),
+            },
+            Problem {
+                field: "selection_policy_x".into(),
+                message: "other".into(),
+            },
+            Problem {
+                field: "general.parallel".into(),
+                message: "bad".into(),
+            },
+        ]);
+        assert_eq!(p.at("selection_policy.n"), Some("too big"));
+        assert_eq!(p.under("selection_policy").count(), 1);
+        assert_eq!(p.len(), 3);
+        assert_eq!(
+            p.summary().unwrap(),
+            "selection_policy.n: too big (and 2 more)"
+        );
+        assert!(Problems::default().summary().is_none());
     }
 }

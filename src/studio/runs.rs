@@ -12,37 +12,11 @@ use std::path::{Path, PathBuf};
 
 use egui::{Color32, RichText, Ui};
 
-use crate::engine::archive::{Archive, RunListing, list_runs, timestamp};
+use crate::engine::archive::{Archive, RunListing, list_runs};
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::compare::RunCompare;
-pub use crate::studio::compare::{CURVE_COLORS, Curve, RunDigest, read_curve};
-
-/// `YYYY-MM-DD HH:MM:SS` (UTC) of a unix time; empty for 0 (unknown).
-pub fn format_started(unix: u64) -> String {
-    if unix == 0 {
-        return String::new();
-    }
-    let t = timestamp(unix);
-    // YYYYMMDD-HHMMSS
-    match (
-        t.get(0..4),
-        t.get(4..6),
-        t.get(6..8),
-        t.get(9..11),
-        t.get(11..13),
-        t.get(13..15),
-    ) {
-        (Some(y), Some(mo), Some(d), Some(h), Some(mi), Some(se)) => {
-            format!("{y}-{mo}-{d} {h}:{mi}:{se}")
-        }
-        _ => t,
-    }
-}
-
-/// The legend text of a run: `card · task · start time`.
-pub fn run_label(card: &str, task: &str, started_unix: u64) -> String {
-    format!("{card} · {task} · {}", format_started(started_unix))
-}
+use crate::studio::compare::format_started;
+pub use crate::studio::compare::{Curve, RunDigest, read_curve};
 
 /// The runs in tree order: each run followed by the runs forked from it
 /// (depth first, in list order), as (index into `listings`, depth). A fork
@@ -542,11 +516,11 @@ impl crate::studio::panel::TabPanel for RunsPanel {
     ) {
         let rctx = RunsCtx {
             busy: ctx
-                .editor
+                .card
                 .running
                 .then_some("A run is in progress; stop it first"),
             live_dir: ctx.live_run_dir,
-            error: ctx.editor.palette.error,
+            error: ctx.card.palette.error,
         };
         RunsPanel::ui(self, ui, &rctx, commands);
     }
@@ -555,6 +529,7 @@ impl crate::studio::panel::TabPanel for RunsPanel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::studio::compare::run_label;
 
     #[test]
     fn start_times_and_labels() {

@@ -1,5 +1,6 @@
-//! The studio's look: one restrained palette, spacing tokens and the slot
-//! accent colours. Every colour the studio paints is defined here.
+//! The studio's look: one restrained palette for the chrome, the colours of data (one categorical palette for
+//! series and the colours that mean one thing, [`data`]), spacing tokens and the slot accent colours. Every colour
+//! the studio paints is defined here.
 
 use egui::{Color32, CornerRadius, Stroke};
 use serde::{Deserialize, Serialize};
@@ -36,6 +37,87 @@ pub const BLOCK_RADIUS: u8 = 6;
 pub const BLOCK_STROKE: f32 = 1.0;
 /// Width of a selected block's border.
 pub const BLOCK_STROKE_SELECTED: f32 = 2.0;
+
+/// The colours of data, the same in both themes (they sit on plots and code, not on the chrome): one categorical
+/// palette for things told apart by colour alone (runs compared, models, islands, a leaderboard's cards), and the
+/// colours that mean one thing wherever they appear.
+pub mod data {
+    use egui::Color32;
+
+    /// The categorical palette: the `i`th series is [`series`]`(i)`.
+    pub const SERIES: [Color32; 8] = [
+        Color32::from_rgb(90, 160, 230),
+        Color32::from_rgb(240, 180, 60),
+        Color32::from_rgb(120, 200, 120),
+        Color32::from_rgb(225, 95, 85),
+        Color32::from_rgb(175, 125, 225),
+        Color32::from_rgb(80, 200, 200),
+        Color32::from_rgb(230, 130, 190),
+        Color32::from_rgb(170, 170, 170),
+    ];
+
+    /// The colour of series `i` (the palette repeats past its length).
+    pub fn series(i: usize) -> Color32 {
+        SERIES[i % SERIES.len()]
+    }
+
+    /// A valid genome, a gain, a check that passed.
+    pub const GOOD: Color32 = Color32::from_rgb(95, 190, 110);
+    /// An invalid genome, a loss, a refusal.
+    pub const BAD: Color32 = Color32::from_rgb(230, 95, 85);
+    /// A valid genome's point.
+    pub const VALID: Color32 = SERIES[0];
+    /// A genome the novelty gate or a rule rejected before evaluation.
+    pub const REJECTED: Color32 = Color32::from_rgb(200, 140, 230);
+    /// The best genome, the best-so-far curve, a front.
+    pub const BEST: Color32 = SERIES[1];
+    /// The selected genome's marker.
+    pub const SELECTED: Color32 = Color32::from_rgb(250, 250, 250);
+    /// An inspiration link.
+    pub const INSPIRATION: Color32 = Color32::from_rgb(120, 200, 200);
+    /// A thing in no series (a genome on no island when nodes are coloured by island).
+    pub const NO_GROUP: Color32 = Color32::from_rgb(200, 200, 200);
+    /// A genome a person wrote.
+    pub const PERSON: Color32 = Color32::from_rgb(80, 210, 160);
+    /// A hunk header, a tool call: structure inside text.
+    pub const STRUCTURE: Color32 = Color32::from_rgb(110, 160, 230);
+    /// Lines added and removed, as text colour.
+    pub const ADDED: Color32 = Color32::from_rgb(90, 180, 100);
+    pub const REMOVED: Color32 = Color32::from_rgb(210, 90, 90);
+    /// Lines added and removed, as a background behind code.
+    pub const ADDED_BG: Color32 = Color32::from_rgba_premultiplied(30, 100, 40, 90);
+    pub const REMOVED_BG: Color32 = Color32::from_rgba_premultiplied(120, 30, 30, 90);
+    /// The badge of a run on the offline model.
+    pub const OFFLINE_BADGE: Color32 = Color32::from_rgb(200, 150, 40);
+    /// The badge of a run whose candidates run without the sandbox.
+    pub const UNSANDBOXED_BADGE: Color32 = Color32::from_rgb(190, 40, 40);
+
+    /// A score in `0..=1` as a colour (dark blue → teal → green → yellow).
+    pub fn score(t: f32) -> Color32 {
+        const STOPS: [(f32, [f32; 3]); 4] = [
+            (0.0, [68.0, 60.0, 140.0]),
+            (0.4, [40.0, 140.0, 150.0]),
+            (0.75, [90.0, 200.0, 100.0]),
+            (1.0, [250.0, 225.0, 40.0]),
+        ];
+        let t = if t.is_finite() {
+            t.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let mut prev = STOPS[0];
+        for stop in STOPS {
+            if t <= stop.0 {
+                let span = (stop.0 - prev.0).max(1e-6);
+                let f = (t - prev.0) / span;
+                let c = |k: usize| (prev.1[k] + (stop.1[k] - prev.1[k]) * f).round() as u8;
+                return Color32::from_rgb(c(0), c(1), c(2));
+            }
+            prev = stop;
+        }
+        Color32::from_rgb(250, 225, 40)
+    }
+}
 
 /// Colours derived from the current theme, for painting the block editor.
 #[derive(Clone, Copy, Debug)]

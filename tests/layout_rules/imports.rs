@@ -72,7 +72,10 @@ pub fn code_of(text: &str) -> String {
                 }
             }
             out.push(' ');
-        } else if c == b'r' && matches!(b.get(i + 1), Some(b'#') | Some(b'"')) && !ident_byte(prev(b, i)) {
+        } else if c == b'r'
+            && matches!(b.get(i + 1), Some(b'#') | Some(b'"'))
+            && !ident_byte(prev(b, i))
+        {
             // raw string r"..." / r#"..."#
             let mut j = i + 1;
             let mut hashes = 0;
@@ -184,13 +187,22 @@ fn tokens(code: &str) -> Vec<Tok> {
 }
 
 /// One use tree (or a plain path) from `at`: every leaf as (path, the name it is bound to).
-fn parse_tree(toks: &[Tok], at: &mut usize, prefix: &[String], out: &mut Vec<(Vec<String>, String)>) {
+fn parse_tree(
+    toks: &[Tok],
+    at: &mut usize,
+    prefix: &[String],
+    out: &mut Vec<(Vec<String>, String)>,
+) {
     let mut path = prefix.to_vec();
     loop {
         match toks.get(*at) {
             Some(Tok::Ident(name)) => {
                 *at += 1;
-                if name == "self" && !path.is_empty() && prefix.len() == path.len() && !prefix.is_empty() {
+                if name == "self"
+                    && !path.is_empty()
+                    && prefix.len() == path.len()
+                    && !prefix.is_empty()
+                {
                     // `{self, ...}` names the prefix itself
                     let bound = path.last().cloned().unwrap_or_default();
                     out.push((path.clone(), bound));
@@ -294,21 +306,16 @@ pub fn refs_of(module: &[String], code: &str) -> FileRefs {
         if is_use {
             let public = i > 0
                 && (toks[i - 1] == Tok::Ident("pub".to_owned())
-                    || (i >= 4 && toks[i - 4] == Tok::Ident("pub".to_owned()) && toks[i - 1] == Tok::Other));
+                    || (i >= 4
+                        && toks[i - 4] == Tok::Ident("pub".to_owned())
+                        && toks[i - 1] == Tok::Other));
             let mut at = i + 1;
             let mut leaves = Vec::new();
             parse_tree(&toks, &mut at, &[], &mut leaves);
             for (leaf, bound) in leaves {
-                let Some(first) = leaf.first() else { continue };
-                let local = !matches!(first.as_str(), "crate" | "super" | "self");
-                // `use std::...` and other crates: a local path only when its first name is a child module,
-                // which the caller checks against the tree
+                // `use std::...` and other crates resolve below this module, to no module of the tree
                 if let Some(abs) = resolve(&leaf) {
-                    if !local {
-                        paths.push(abs.clone());
-                    } else {
-                        paths.push(abs.clone());
-                    }
+                    paths.push(abs.clone());
                     if public && bound != "*" {
                         reexports.push((bound, abs));
                     }
@@ -325,7 +332,9 @@ pub fn refs_of(module: &[String], code: &str) -> FileRefs {
             while let Some(Tok::Ident(name)) = toks.get(at) {
                 path.push(name.clone());
                 at += 1;
-                if toks.get(at) == Some(&Tok::Colons) && matches!(toks.get(at + 1), Some(Tok::Ident(_))) {
+                if toks.get(at) == Some(&Tok::Colons)
+                    && matches!(toks.get(at + 1), Some(Tok::Ident(_)))
+                {
                     at += 1;
                 } else {
                     break;
@@ -369,13 +378,17 @@ pub fn graph(src: &Path) -> Graph {
     // a folder's re-exports: (folder, name) -> the path it stands for
     let mut reexports: BTreeMap<(ModPath, String), ModPath> = BTreeMap::new();
     for f in &files {
-        if f.file_name().is_some_and(|n| n == "tests.rs" || n == "main.rs") {
+        if f.file_name()
+            .is_some_and(|n| n == "tests.rs" || n == "main.rs")
+        {
             continue;
         }
         let module = module_of(src, f);
         let text = std::fs::read_to_string(f).unwrap_or_default();
         let refs = refs_of(&module, &code_of(&text));
-        let is_folder_root = f.file_name().is_some_and(|n| n == "mod.rs" || n == "lib.rs");
+        let is_folder_root = f
+            .file_name()
+            .is_some_and(|n| n == "mod.rs" || n == "lib.rs");
         if is_folder_root {
             for (name, target) in refs.reexports {
                 reexports.insert((module.clone(), name), target);
@@ -388,7 +401,7 @@ pub fn graph(src: &Path) -> Graph {
         let mut p = path.clone();
         for _ in 0..8 {
             let mut k = p.len();
-            while k > 0 && !modules.contains(&p[..k].to_vec()) {
+            while k > 0 && !modules.contains(&p[..k]) {
                 k -= 1;
             }
             if k < p.len()
@@ -430,7 +443,11 @@ pub fn graph(src: &Path) -> Graph {
                 target.clone(),
                 format!("{}: {}", file.display(), path.join("::")),
             ));
-            let k = module.iter().zip(&target).take_while(|(a, b)| a == b).count();
+            let k = module
+                .iter()
+                .zip(&target)
+                .take_while(|(a, b)| a == b)
+                .count();
             let (Some(from), Some(to)) = (module.get(k), target.get(k)) else {
                 continue;
             };
@@ -480,12 +497,24 @@ pub fn cycles(g: &Graph) -> Vec<String> {
         let mut done = BTreeSet::new();
         for node in edges.keys() {
             if let Some(cycle) = visit(node, edges, &mut Vec::new(), &mut done) {
-                let name = if folder.is_empty() { "crate".to_owned() } else { folder.join("::") };
+                let name = if folder.is_empty() {
+                    "crate".to_owned()
+                } else {
+                    folder.join("::")
+                };
                 let why: Vec<String> = cycle
                     .windows(2)
-                    .filter_map(|w| g.witness.get(&(folder.clone(), w[0].clone(), w[1].clone())).cloned())
+                    .filter_map(|w| {
+                        g.witness
+                            .get(&(folder.clone(), w[0].clone(), w[1].clone()))
+                            .cloned()
+                    })
                     .collect();
-                found.push(format!("{name}: {} (through {})", cycle.join(" -> "), why.join("; ")));
+                found.push(format!(
+                    "{name}: {} (through {})",
+                    cycle.join(" -> "),
+                    why.join("; ")
+                ));
                 break;
             }
         }

@@ -150,7 +150,9 @@ impl EndpointSettings {
         if self.protocol.is_none() {
             self.protocol = Some(preset.protocol);
         }
-        if self.key_header.is_none() && preset.key_header != KeyHeader::for_protocol(preset.protocol) {
+        if self.key_header.is_none()
+            && preset.key_header != KeyHeader::for_protocol(preset.protocol)
+        {
             self.key_header = Some(preset.key_header);
         }
         if self.headers.is_empty() {

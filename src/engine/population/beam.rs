@@ -14,11 +14,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::text::ngrams::NgramSet;
 use super::{BeamView, GenomeStore, Population, Query, Structure, beam_score, query_store};
 use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
+use crate::engine::text::ngrams::NgramSet;
 
 /// Parameters of [`BeamPopulation`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

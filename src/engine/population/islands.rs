@@ -35,11 +35,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::text::ngrams::NgramSet;
 use super::{GenomeStore, IslandView, IslandsView, Population, Query, Structure, query_store};
 use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
+use crate::engine::text::ngrams::NgramSet;
 
 type RankKey = (Reverse<OrdF64>, GenomeId);
 

@@ -19,9 +19,9 @@ use crate::engine::component::{
 };
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
-use crate::engine::text::ngrams::NgramSet;
 use crate::engine::population::{Population, Query, Structure, beam_score};
 use crate::engine::rng::SearchRng;
+use crate::engine::text::ngrams::NgramSet;
 
 /// How many recently expanded parents are remembered.
 pub const EXPANDED_MEMORY: usize = 50;

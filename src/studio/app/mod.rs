@@ -28,16 +28,15 @@ use crate::engine::model::{LanguageModel, ModelSettings};
 use crate::engine::registry::Registry;
 use crate::studio::command::{CommandGroup, Commands, UiCommand, apply_card_edit};
 use crate::studio::editor::canvas::CanvasView;
-use crate::studio::editor::general::Folders;
 use crate::studio::editor::inspector::inspector_ui;
 use crate::studio::editor::palette::{drag_preview_ui, palette_ui};
 use crate::studio::editor::tabs::{BlocksTab, DetailsTab, YamlTab};
-use crate::studio::editor::{EditorCtx, Problems};
 use crate::studio::files::{JobResult, Jobs, Pick, TaskCheck};
 use crate::studio::help::HelpPage;
-use crate::studio::leaderboard::{LeaderboardCtx, LeaderboardPanel};
+use crate::studio::leaderboard::{LeaderboardFrame, LeaderboardPanel};
 use crate::studio::library::Library;
 use crate::studio::model_ui::ModelDialog;
+use crate::studio::panel::{CardCtx, Folders, Problems};
 use crate::studio::panel::{TabCtx, TabPanel};
 use crate::studio::run::RunView;
 use crate::studio::runs::RunsPanel;
@@ -79,9 +78,9 @@ struct Message {
 
 /// The editor's borrows of the app, field by field (so the command queue
 /// can be borrowed mutably beside it).
-macro_rules! editor_ctx {
+macro_rules! card_ctx {
     ($app:expr, $palette:expr) => {
-        EditorCtx {
+        CardCtx {
             card: &$app.doc.card,
             registry: &$app.registry,
             problems: &$app.problems,
@@ -533,10 +532,14 @@ impl App {
         let tab = self.state.tab;
         // the Run tab's panes are kept with the persisted state
         self.run_view.panes = self.state.layout.run;
-        let leaderboard = (tab == Tab::Leaderboard).then(|| self.leaderboard_frame());
+        if tab == Tab::Leaderboard {
+            let (choices, model) = self.leaderboard_frame();
+            self.leaderboard
+                .prepare(LeaderboardFrame { choices, model });
+        }
         let live_run_dir = self.run_view.live_run_dir().map(Path::to_path_buf);
         let mut ctx = TabCtx {
-            editor: editor_ctx!(self, palette),
+            card: card_ctx!(self, palette),
             revision: self.doc.revision,
             folders: Folders {
                 task: &self.task_dir,
@@ -546,13 +549,6 @@ impl App {
                 runs: &self.state.runs_folder,
             },
             live_run_dir: live_run_dir.as_deref(),
-            leaderboard: leaderboard.as_ref().map(|(choices, model)| LeaderboardCtx {
-                choices,
-                task_dir: &self.task_dir,
-                model: model.clone(),
-                error: palette.error,
-                warn: palette.warn,
-            }),
             leaderboard_form: &mut self.state.leaderboard,
         };
         let panel: &mut dyn TabPanel = match tab {
@@ -640,7 +636,7 @@ impl App {
                                 });
                             ui.add_space(theme::SECTION_GAP);
                             ui.separator();
-                            let ectx = editor_ctx!(self, palette);
+                            let ectx = card_ctx!(self, palette);
                             palette_ui(ui, &ectx, &mut self.commands);
                         });
                 });
@@ -669,7 +665,7 @@ impl App {
                         .auto_shrink([false, true])
                         .show(ui, |ui| {
                             ui.add_space(4.0);
-                            let ectx = editor_ctx!(self, palette);
+                            let ectx = card_ctx!(self, palette);
                             inspector_ui(ui, &ectx, &mut self.commands);
                         });
                 });

@@ -17,7 +17,8 @@ use crate::engine::card::diagram::{
 use crate::engine::component::Slot;
 use crate::engine::params::ParamValue;
 use crate::studio::command::{Commands, UiCommand};
-use crate::studio::editor::{DragKind, EditorCtx};
+use crate::studio::editor::DragKind;
+use crate::studio::panel::CardCtx;
 use crate::studio::theme::{Palette, block_radius};
 
 /// Where each block goes for a canvas of `width` starting at `origin`.
@@ -138,7 +139,7 @@ impl Default for CanvasView {
 
 /// Draw the canvas in the room `ui` has, zoomed to fit unless the user
 /// moved it; clicks select blocks and drops assign implementations.
-pub fn canvas_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands, view: &mut CanvasView) {
+pub fn canvas_ui(ui: &mut Ui, ctx: &CardCtx<'_>, commands: &mut Commands, view: &mut CanvasView) {
     let room = ui.available_size();
     let layout = Layout::new(Pos2::ZERO, room.x.max(Diagram::min_width()));
     let content = Rect::from_min_size(Pos2::ZERO, layout.size);
@@ -175,7 +176,7 @@ pub fn canvas_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands, view
 }
 
 /// Draw the blocks and arrows of `layout` into the canvas's own coordinates.
-fn draw_canvas(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands, layout: &Layout) {
+fn draw_canvas(ui: &mut Ui, ctx: &CardCtx<'_>, commands: &mut Commands, layout: &Layout) {
     let (canvas_rect, _) = ui.allocate_exact_size(layout.size, Sense::hover());
     let palette = ctx.palette;
     let painter = ui.painter_at(canvas_rect);
@@ -191,7 +192,7 @@ fn draw_canvas(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands, layout
     }
 }
 
-fn block_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, rect: Rect, slot: Slot, commands: &mut Commands) {
+fn block_ui(ui: &mut Ui, ctx: &CardCtx<'_>, rect: Rect, slot: Slot, commands: &mut Commands) {
     let palette = ctx.palette;
     let id = ui.scope_id().with(("block", slot.key()));
     let response = ui.interact(rect, id, Sense::click());

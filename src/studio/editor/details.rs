@@ -4,8 +4,9 @@
 use egui::{RichText, Ui};
 
 use crate::studio::command::{CardMeta, Commands, UiCommand};
+use crate::studio::editor::field_error_ui;
 use crate::studio::editor::params_ui::{list_ui, text_field};
-use crate::studio::editor::{EditorCtx, field_error_ui};
+use crate::studio::panel::CardCtx;
 
 type Getter = fn(&mut CardMeta) -> &mut String;
 
@@ -60,7 +61,7 @@ const FIELDS: [(&str, &str, bool, Getter); 9] = [
 ];
 
 /// Draw the details form.
-pub fn details_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
+pub fn details_ui(ui: &mut Ui, ctx: &CardCtx<'_>, commands: &mut Commands) {
     let meta = CardMeta::of(ctx.card);
     egui::Grid::new("card-details")
         .num_columns(2)

@@ -2,27 +2,12 @@
 //! parallel, budgets) and the task and runs folders, edited with the same
 //! typed, live-validated widgets as block parameters.
 
-use std::path::Path;
-
 use egui::{RichText, Ui};
 
 use crate::studio::command::{Commands, UiCommand};
+use crate::studio::editor::field_error_ui;
 use crate::studio::editor::params_ui::{float_field, int_field, text_field};
-use crate::studio::editor::{EditorCtx, field_error_ui};
-
-/// Where the task and run folders are, for the settings panel.
-pub struct Folders<'a> {
-    /// The task folder as typed.
-    pub task: &'a Path,
-    /// Why the task folder cannot be used, if so.
-    pub task_problem: Option<&'a str>,
-    /// What the task folder is (its layout, where its description comes from).
-    pub task_notes: &'a [String],
-    /// What is wrong with it (missing EVOLVE-BLOCK markers, ...).
-    pub task_warnings: &'a [String],
-    /// Where runs are recorded.
-    pub runs: &'a Path,
-}
+use crate::studio::panel::{CardCtx, Folders};
 
 fn row(ui: &mut Ui, key: &str, doc: &str) -> egui::Id {
     ui.label(RichText::new(key).monospace())
@@ -31,12 +16,7 @@ fn row(ui: &mut Ui, key: &str, doc: &str) -> egui::Id {
 }
 
 /// Draw the general settings grid.
-pub fn general_ui(
-    ui: &mut Ui,
-    ctx: &EditorCtx<'_>,
-    folders: &Folders<'_>,
-    commands: &mut Commands,
-) {
+pub fn general_ui(ui: &mut Ui, ctx: &CardCtx<'_>, folders: &Folders<'_>, commands: &mut Commands) {
     let g = &ctx.card.general;
     let problem = |key: &str| ctx.problems.at(&format!("general.{key}"));
     let error_cell = |ui: &mut Ui, key: &str| {

@@ -7,12 +7,11 @@ use crate::engine::params::ParamValue;
 
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::editor::params_ui::{PARAM_COLUMNS, param_row_ui};
-use crate::studio::editor::{
-    EditorCtx, also_switch_text, companions, field_error_ui, misfit, plain,
-};
+use crate::studio::editor::{also_switch_text, companions, field_error_ui, misfit, plain};
+use crate::studio::panel::CardCtx;
 
 /// Draw the inspector of `ctx.selected`.
-pub fn inspector_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
+pub fn inspector_ui(ui: &mut Ui, ctx: &CardCtx<'_>, commands: &mut Commands) {
     let slot = ctx.selected;
     let spec = ctx.card.slot(slot);
     ui.label(

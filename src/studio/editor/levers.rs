@@ -9,8 +9,9 @@ use egui::{RichText, Ui};
 use crate::engine::card::{General, NoveltySettings};
 use crate::engine::genome::Direction;
 use crate::studio::command::{Commands, UiCommand};
+use crate::studio::editor::field_error_ui;
 use crate::studio::editor::params_ui::{float_field, int_field, text_field};
-use crate::studio::editor::{EditorCtx, field_error_ui};
+use crate::studio::panel::CardCtx;
 
 /// A new value of `general` from the current one.
 fn set(commands: &mut Commands, g: &General, change: impl FnOnce(&mut General)) {
@@ -31,7 +32,7 @@ fn heading(ui: &mut Ui, text: &str) {
 }
 
 /// Draw the three levers.
-pub fn levers_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
+pub fn levers_ui(ui: &mut Ui, ctx: &CardCtx<'_>, commands: &mut Commands) {
     let g = &ctx.card.general;
     let errors = |ui: &mut Ui, field: &str| {
         if let Some(reason) = ctx.problems.at(field) {

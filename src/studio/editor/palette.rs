@@ -5,10 +5,11 @@ use egui::{RichText, Sense, Ui};
 
 use crate::engine::component::Slot;
 use crate::studio::command::{Commands, UiCommand};
-use crate::studio::editor::{DragKind, EditorCtx, also_switch_text, companions, misfit, plain};
+use crate::studio::editor::{DragKind, also_switch_text, companions, misfit, plain};
+use crate::studio::panel::CardCtx;
 
 /// Draw the palette of all six slots.
-pub fn palette_ui(ui: &mut Ui, ctx: &EditorCtx<'_>, commands: &mut Commands) {
+pub fn palette_ui(ui: &mut Ui, ctx: &CardCtx<'_>, commands: &mut Commands) {
     ui.strong("Palette");
     ui.weak("Click to use, or drag onto a block");
     for slot in Slot::ALL {

@@ -97,7 +97,7 @@ impl PublishForm {
 
     /// The section.
     pub fn ui(&mut self, ui: &mut Ui, ctx: &TabCtx<'_>, commands: &mut Commands) {
-        let card = ctx.editor.card;
+        let card = ctx.card.card;
         let folders: Vec<String> = match self.configured() {
             Ok(hubs) => hubs
                 .iter()
@@ -180,7 +180,7 @@ impl PublishForm {
                  or make one with galapagos hub init",
             );
         }
-        let blocker = ctx.editor.problems.summary();
+        let blocker = ctx.card.problems.summary();
         let publish = ui.add_enabled(
             !hub.is_empty() && blocker.is_none(),
             egui::Button::new("Publish"),
@@ -200,7 +200,7 @@ impl PublishForm {
         }
         match &self.outcome {
             Some(Ok(text)) => {
-                ui.label(RichText::new(text).color(ctx.editor.palette.ok));
+                ui.label(RichText::new(text).color(ctx.card.palette.ok));
             }
             Some(Err(why)) => {
                 ui.label(RichText::new(why).color(ui.visuals().error_fg_color));
@@ -245,7 +245,7 @@ impl PublishForm {
     /// published: the hub folder typed and the configured folders (read
     /// again when one of those changes, or after a publication).
     fn published(&mut self, ctx: &TabCtx<'_>, hub: &str) -> (String, Vec<PublishedIn>) {
-        let card = ctx.editor.card;
+        let card = ctx.card.card;
         let namespace = Some(self.namespace.trim())
             .filter(|s| !s.is_empty())
             .unwrap_or(card.namespace.as_str())

@@ -32,15 +32,15 @@ impl TabPanel for BlocksTab {
         let (rect, _) = ui.allocate_exact_size(egui::vec2(width, canvas_h), egui::Sense::hover());
         let mut canvas = ui.new_child(egui::UiBuilder::new().max_rect(rect));
         canvas.set_clip_rect(rect.intersect(ui.clip_rect()));
-        canvas_ui(&mut canvas, &ctx.editor, commands, &mut self.canvas_view);
+        canvas_ui(&mut canvas, &ctx.card, commands, &mut self.canvas_view);
         ui.separator();
         egui::ScrollArea::vertical()
             .id_salt("editor-scroll")
             .show(ui, |ui| {
                 ui.heading("General");
                 ui.add_space(4.0);
-                general_ui(ui, &ctx.editor, &ctx.folders, commands);
-                levers_ui(ui, &ctx.editor, commands);
+                general_ui(ui, &ctx.card, &ctx.folders, commands);
+                levers_ui(ui, &ctx.card, commands);
             });
     }
 }
@@ -63,7 +63,7 @@ impl TabPanel for DetailsTab {
         egui::ScrollArea::vertical()
             .id_salt("details-scroll")
             .show(ui, |ui| {
-                details_ui(ui, &ctx.editor, commands);
+                details_ui(ui, &ctx.card, commands);
                 ui.add_space(theme::SECTION_GAP);
                 self.hub_ui(ui, ctx, commands);
                 ui.add_space(theme::SECTION_GAP);
@@ -79,7 +79,7 @@ impl DetailsTab {
             "Export writes NAMESPACE/NAME/ with card.yaml and a README, plus a .tar.gz; \
              import reads such a folder or archive",
         );
-        let blocker = ctx.editor.problems.summary();
+        let blocker = ctx.card.problems.summary();
         ui.horizontal(|ui| {
             let label = ui.label("Bundle path");
             ui.add(
@@ -144,7 +144,7 @@ impl TabPanel for YamlTab {
         let text = match &mut self.text {
             Some((revision, text)) if *revision == ctx.revision => text,
             stale => {
-                let fresh = (ctx.revision, ctx.editor.card.to_yaml());
+                let fresh = (ctx.revision, ctx.card.card.to_yaml());
                 &mut stale.insert(fresh).1
             }
         };

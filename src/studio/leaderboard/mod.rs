@@ -162,6 +162,8 @@ pub struct LeaderboardPanel {
     warnings: Vec<String>,
     /// Events applied in the last `logic` call.
     last_drained: usize,
+    /// What the app handed over for the next draw.
+    frame: Option<LeaderboardFrame>,
 }
 
 impl Default for LeaderboardPanel {
@@ -178,6 +180,7 @@ impl Default for LeaderboardPanel {
             started: None,
             warnings: Vec::new(),
             last_drained: 0,
+            frame: None,
         }
     }
 }
@@ -462,13 +465,35 @@ impl crate::studio::panel::TabPanel for LeaderboardPanel {
         ctx: &mut crate::studio::panel::TabCtx<'_>,
         commands: &mut crate::studio::command::Commands,
     ) {
-        if let Some(lctx) = &ctx.leaderboard {
-            LeaderboardPanel::ui(self, ui, lctx, ctx.leaderboard_form, commands);
-        }
+        let Some(frame) = self.frame.take() else {
+            return;
+        };
+        let lctx = LeaderboardCtx {
+            choices: &frame.choices,
+            task_dir: ctx.folders.task,
+            model: frame.model.clone(),
+            error: ctx.card.palette.error,
+            warn: ctx.card.palette.warn,
+        };
+        LeaderboardPanel::ui(self, ui, &lctx, ctx.leaderboard_form, commands);
     }
 }
 
-/// What the app tells the panel each frame.
+/// What the app works out for the Leaderboard tab in a frame where it is shown: the cards that can be ticked and
+/// the model the runs will use (its description), or why there is none.
+pub struct LeaderboardFrame {
+    pub choices: Vec<CardChoice>,
+    pub model: Result<String, String>,
+}
+
+impl LeaderboardPanel {
+    /// Hand the panel what it shows in this frame (taken by its next draw).
+    pub fn prepare(&mut self, frame: LeaderboardFrame) {
+        self.frame = Some(frame);
+    }
+}
+
+/// What the panel draws from in one frame.
 pub struct LeaderboardCtx<'a> {
     /// The cards that can be ticked.
     pub choices: &'a [CardChoice],

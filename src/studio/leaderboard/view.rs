@@ -8,9 +8,9 @@ use egui_plot::{FilledArea, Line, Plot, PlotPoints};
 use super::{LeaderboardCtx, LeaderboardPanel, Source};
 use crate::engine::leaderboard::report::{CardResult, Leaderboard};
 use crate::studio::command::{Commands, UiCommand};
-use crate::studio::compare::CURVE_COLORS;
 use crate::studio::run::history::{format_duration, format_tokens};
 use crate::studio::theme;
+use crate::studio::theme::data;
 
 /// One card's curve as drawn: its runs of iterations that have a value.
 #[derive(Clone, Debug, Default)]
@@ -41,7 +41,7 @@ pub fn curves_of(lb: &Leaderboard) -> Vec<CardCurve> {
             }
             CardCurve {
                 card: c.card.clone(),
-                color: CURVE_COLORS[i % CURVE_COLORS.len()],
+                color: data::series(i),
                 segments,
             }
         })
@@ -207,8 +207,7 @@ fn table_ui(ui: &mut Ui, lb: &Leaderboard, lctx: &LeaderboardCtx<'_>) {
             ui.end_row();
             for (i, c) in lb.cards.iter().enumerate() {
                 let (rect, _) = ui.allocate_exact_size(egui::vec2(18.0, 4.0), egui::Sense::hover());
-                ui.painter()
-                    .rect_filled(rect, 1.0, CURVE_COLORS[i % CURVE_COLORS.len()]);
+                ui.painter().rect_filled(rect, 1.0, data::series(i));
                 card_cell(ui, c, lb, lctx);
                 ui.label(format!("{}/{}", c.runs.len(), lb.seeds.len()))
                     .on_hover_text("runs in these numbers / seeds");

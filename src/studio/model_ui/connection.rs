@@ -92,7 +92,7 @@ fn report_ui(ui: &mut Ui, r: &Report) {
     ui.weak(format!("{} via {} at {}", r.model, r.protocol, r.url));
     match &r.outcome {
         Ok(a) => {
-            let good = egui::Color32::from_rgb(40, 150, 70);
+            let good = crate::studio::theme::data::GOOD;
             ui.colored_label(
                 good,
                 format!(

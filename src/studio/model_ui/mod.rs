@@ -302,7 +302,8 @@ impl ModelDialog {
             .response
             .on_hover_text("An endpoint with a provider's URL, protocol, key variable and headers");
             if let Some(p) = picked {
-                self.endpoints.push(EndpointDraft::of(&p.endpoint()));
+                self.endpoints
+                    .push(EndpointDraft::of(&EndpointSettings::of_preset(p)));
                 changed = true;
             }
         });

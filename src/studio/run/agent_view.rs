@@ -6,7 +6,7 @@
 //! results, reply, tokens and cost below; the agent's output; the diff it
 //! produced.
 
-use egui::{Color32, RichText};
+use egui::RichText;
 
 use crate::engine::agent_run::{AgentExit, AgentRun};
 use crate::engine::genome::{Genome, GenomeId};
@@ -14,9 +14,7 @@ use crate::engine::model::relay::steps::{MessageView, StepView, Transcript};
 use crate::studio::run::diff_view::{self, DiffMode};
 use crate::studio::run::files_view::FileChoice;
 use crate::studio::run::history::format_tokens;
-
-const BAD: Color32 = Color32::from_rgb(230, 95, 85);
-const TOOL: Color32 = Color32::from_rgb(110, 160, 230);
+use crate::studio::theme::data;
 
 /// Characters of one message shown before "… N more".
 const MESSAGE_CHARS: usize = 6_000;
@@ -85,7 +83,7 @@ fn message_ui(ui: &mut egui::Ui, m: &MessageView) {
     for c in &m.tool_calls {
         ui.label(
             RichText::new(format!("→ {}", c.line(400)))
-                .color(TOOL)
+                .color(data::STRUCTURE)
                 .monospace(),
         );
     }
@@ -240,7 +238,7 @@ impl AgentView {
                     );
                     let mut rich = RichText::new(text).monospace();
                     if s.trouble {
-                        rich = rich.color(BAD);
+                        rich = rich.color(data::BAD);
                     }
                     let row = ui.add(
                         egui::Button::selectable(self.selected == i, rich)
@@ -316,7 +314,7 @@ fn header_ui(ui: &mut egui::Ui, run: &AgentRun) {
             AgentExit::NotStarted(why) => (format!("not started: {why}"), true),
         };
         let exit = RichText::new(exit).strong();
-        ui.label(if bad { exit.color(BAD) } else { exit });
+        ui.label(if bad { exit.color(data::BAD) } else { exit });
         ui.label(format!("· wall {}", secs(run.wall_ms)));
         ui.label(format!("· {} steps", run.steps.len()));
         let refused = run.refused();
@@ -326,7 +324,7 @@ fn header_ui(ui: &mut egui::Ui, run: &AgentRun) {
                 Some(cap) => format!("({refused} refused: {} reached)", cap.label()),
                 None => format!("({refused} refused)"),
             };
-            ui.label(RichText::new(text).color(BAD));
+            ui.label(RichText::new(text).color(data::BAD));
         }
         ui.label(format!(
             "· {} tokens ({} in, {} out)",
@@ -349,9 +347,9 @@ fn header_ui(ui: &mut egui::Ui, run: &AgentRun) {
         .on_hover_text(run.command.join(" "));
     }
     if !run.dropped.is_empty() {
-        ui.label(RichText::new(format!("{} changes dropped:", run.dropped.len())).color(BAD));
+        ui.label(RichText::new(format!("{} changes dropped:", run.dropped.len())).color(data::BAD));
         for d in &run.dropped {
-            ui.label(RichText::new(format!("  {d}")).monospace().color(BAD));
+            ui.label(RichText::new(format!("  {d}")).monospace().color(data::BAD));
         }
     }
     if let Some(notes) = &run.notes {
@@ -417,12 +415,12 @@ fn step_ui(ui: &mut egui::Ui, step: &crate::engine::agent_run::AgentStep, view: 
         }
     }
     if let Some(why) = &step.refused {
-        ui.label(RichText::new(format!("refused by the relay: {why}")).color(BAD));
+        ui.label(RichText::new(format!("refused by the relay: {why}")).color(data::BAD));
     } else if let Some(e) = &view.error {
-        ui.label(RichText::new(format!("error: {e}")).color(BAD));
+        ui.label(RichText::new(format!("error: {e}")).color(data::BAD));
     }
     if let Some(u) = &view.unreadable {
-        ui.label(RichText::new(u).color(BAD));
+        ui.label(RichText::new(u).color(data::BAD));
     }
     ui.add_space(6.0);
     if view.new_from > 0 {
@@ -451,7 +449,7 @@ fn step_ui(ui: &mut egui::Ui, step: &crate::engine::agent_run::AgentStep, view: 
     for c in &view.tool_calls {
         ui.label(
             RichText::new(format!("→ {}", c.line(400)))
-                .color(TOOL)
+                .color(data::STRUCTURE)
                 .monospace(),
         );
     }

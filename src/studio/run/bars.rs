@@ -7,11 +7,7 @@ use egui::{Color32, RichText};
 use super::{RunView, history};
 use crate::engine::events::{LogLevel, RunStatus};
 use crate::studio::run::history::Metric;
-
-/// Colour of the "offline model" badge.
-const OFFLINE_BADGE: Color32 = Color32::from_rgb(200, 150, 40);
-/// A run whose candidates have no sandbox (`evaluator.sandbox: none`).
-const UNSANDBOXED_BADGE: Color32 = Color32::from_rgb(190, 40, 40);
+use crate::studio::theme::data;
 
 impl RunView {
     pub(super) fn toolbar_ui(&mut self, ui: &mut egui::Ui) {
@@ -241,14 +237,14 @@ impl RunView {
             ui.separator();
             ui.label(
                 RichText::new(" unsandboxed ")
-                    .background_color(UNSANDBOXED_BADGE)
+                    .background_color(data::UNSANDBOXED_BADGE)
                     .color(Color32::WHITE),
             )
             .on_hover_text(warning);
         }
         if h.info.as_ref().is_some_and(|i| i.offline) {
             ui.separator();
-            ui.label(RichText::new(" offline model ").background_color(OFFLINE_BADGE).color(Color32::BLACK))
+            ui.label(RichText::new(" offline model ").background_color(data::OFFLINE_BADGE).color(Color32::BLACK))
                 .on_hover_text("the built-in offline model: no endpoint configured; it only tunes numeric literals");
         }
     }

@@ -1,15 +1,12 @@
 //! A line diff of two programs, unified or side by side, with line numbers
 //! on both sides and three lines of context around each change.
 
+use crate::studio::theme::data;
 use egui::{Color32, RichText};
 use similar::{Algorithm, DiffTag, capture_diff_slices, group_diff_ops};
 
 /// Lines of context kept around each change.
 pub const CONTEXT: usize = 3;
-/// Background of a removed line.
-const REMOVED_BG: Color32 = Color32::from_rgba_premultiplied(120, 30, 30, 90);
-/// Background of an added line.
-const ADDED_BG: Color32 = Color32::from_rgba_premultiplied(30, 100, 40, 90);
 
 /// How a diff is laid out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -132,20 +129,24 @@ pub fn diff_ui(ui: &mut egui::Ui, old: &str, new: &str, mode: DiffMode) {
                         number(ui, l.map(|l| l.0));
                         number(ui, r.map(|r| r.0));
                         match (l, r) {
-                            (Some((_, s)), _) => text(ui, &format!("- {s}"), Some(REMOVED_BG)),
-                            (None, Some((_, s))) => text(ui, &format!("+ {s}"), Some(ADDED_BG)),
+                            (Some((_, s)), _) => {
+                                text(ui, &format!("- {s}"), Some(data::REMOVED_BG))
+                            }
+                            (None, Some((_, s))) => {
+                                text(ui, &format!("+ {s}"), Some(data::ADDED_BG))
+                            }
                             (None, None) => text(ui, "", None),
                         }
                     }
                     (Row::Changed(l, r), DiffMode::SideBySide) => {
                         number(ui, l.map(|l| l.0));
                         match l {
-                            Some((_, s)) => text(ui, s, Some(REMOVED_BG)),
+                            Some((_, s)) => text(ui, s, Some(data::REMOVED_BG)),
                             None => text(ui, "", None),
                         }
                         number(ui, r.map(|r| r.0));
                         match r {
-                            Some((_, s)) => text(ui, s, Some(ADDED_BG)),
+                            Some((_, s)) => text(ui, s, Some(data::ADDED_BG)),
                             None => text(ui, "", None),
                         }
                     }

@@ -8,13 +8,12 @@
 
 use std::collections::BTreeMap;
 
-use egui::{Color32, RichText};
+use egui::RichText;
 
 use crate::engine::genome::{Genome, GenomeId, Tree};
 use crate::engine::scaffold::check_person_program;
 use crate::engine::task::files::{EditOp, EditRules};
-
-const BAD: Color32 = Color32::from_rgb(230, 95, 85);
+use crate::studio::theme::data;
 
 /// What the person did in the editor this frame.
 #[derive(Clone, Debug, PartialEq)]
@@ -210,7 +209,7 @@ impl ProgramEditor {
             });
         ui.separator();
         if let Some(e) = &self.error {
-            ui.label(RichText::new(e).color(BAD));
+            ui.label(RichText::new(e).color(data::BAD));
         } else if self.pending {
             ui.horizontal(|ui| {
                 ui.spinner();

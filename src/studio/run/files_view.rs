@@ -3,13 +3,11 @@
 //! genome diffed with (the parent or a picked genome); the whole tree's diff,
 //! one changed file's diff, or any file's text.
 
-use egui::{Color32, RichText};
+use egui::RichText;
 
 use super::diff_view::{self, DiffMode};
 use crate::engine::tree::{ChangeKind, FileChange, Tree};
-
-const ADDED: Color32 = Color32::from_rgb(90, 180, 100);
-const REMOVED: Color32 = Color32::from_rgb(210, 90, 90);
+use crate::studio::theme::data;
 
 /// Which file the inspector shows (`None`: the whole tree).
 pub type FileChoice = Option<String>;
@@ -64,8 +62,12 @@ fn list_ui(ui: &mut egui::Ui, rows: &[FileRow], choice: &mut FileChoice, diffing
             for row in rows.iter().filter(|r| !diffing || r.change.is_some()) {
                 ui.horizontal(|ui| {
                     let mark = match row.change.as_ref().map(|c| c.kind) {
-                        Some(ChangeKind::Added) => RichText::new("A").color(ADDED).monospace(),
-                        Some(ChangeKind::Deleted) => RichText::new("D").color(REMOVED).monospace(),
+                        Some(ChangeKind::Added) => {
+                            RichText::new("A").color(data::ADDED).monospace()
+                        }
+                        Some(ChangeKind::Deleted) => {
+                            RichText::new("D").color(data::REMOVED).monospace()
+                        }
                         Some(ChangeKind::Modified) => RichText::new("M").strong().monospace(),
                         None => RichText::new(" ").monospace(),
                     };
@@ -83,8 +85,8 @@ fn list_ui(ui: &mut egui::Ui, rows: &[FileRow], choice: &mut FileChoice, diffing
                         if c.binary {
                             ui.label(RichText::new("binary").weak());
                         } else {
-                            ui.label(RichText::new(format!("+{}", c.added)).color(ADDED));
-                            ui.label(RichText::new(format!("−{}", c.removed)).color(REMOVED));
+                            ui.label(RichText::new(format!("+{}", c.added)).color(data::ADDED));
+                            ui.label(RichText::new(format!("−{}", c.removed)).color(data::REMOVED));
                         }
                     }
                 });

@@ -15,13 +15,7 @@ use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId};
 use crate::studio::run::bars::first_line;
 use crate::studio::run::diff_view::{self, DiffMode};
 use crate::studio::run::history::{RunHistory, format_metric, format_tokens};
-
-/// Colour of an improvement / an added line.
-const GOOD: Color32 = Color32::from_rgb(95, 190, 110);
-/// Colour of a regression / a removed line / an error.
-const BAD: Color32 = Color32::from_rgb(230, 95, 85);
-/// Colour of hunk headers.
-const HUNK: Color32 = Color32::from_rgb(110, 160, 230);
+use crate::studio::theme::data;
 
 /// The inspector's tabs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -84,7 +78,7 @@ pub struct Inspector {
     /// The genomes pinned as inspirations (set by the run view each frame).
     pub pinned: Vec<GenomeId>,
     /// What the person asked for in the last frame (taken by the run view).
-    pub action: Option<super::steer::InspectorAction>,
+    pub action: Option<InspectorAction>,
     /// Why "Fork run from here" cannot be used now (a run is in progress),
     /// set by the run view before each frame.
     pub fork_blocker: Option<&'static str>,
@@ -118,9 +112,9 @@ pub fn delta_color(delta: f64, lower_is_better: bool, neutral: Color32) -> Color
     if delta == 0.0 || delta.is_nan() {
         neutral
     } else if better {
-        GOOD
+        data::GOOD
     } else {
-        BAD
+        data::BAD
     }
 }
 
@@ -149,11 +143,11 @@ pub fn diff_layout(diff: &str, ui: &egui::Ui) -> LayoutJob {
         let color = if line.starts_with("+++") || line.starts_with("---") {
             ui.visuals().weak_text_color()
         } else if line.starts_with('+') {
-            GOOD
+            data::GOOD
         } else if line.starts_with('-') {
-            BAD
+            data::BAD
         } else if line.starts_with("@@") {
-            HUNK
+            data::STRUCTURE
         } else {
             normal
         };
@@ -211,11 +205,11 @@ impl Inspector {
         ui.horizontal_wrapped(|ui| {
             ui.heading(format!("Genome #{}", genome.id));
             if genome.unconfirmed() {
-                ui.label(RichText::new("valid, unconfirmed").color(BAD).strong());
+                ui.label(RichText::new("valid, unconfirmed").color(data::BAD).strong());
             } else if genome.valid {
-                ui.label(RichText::new("valid").color(GOOD));
+                ui.label(RichText::new("valid").color(data::GOOD));
             } else {
-                ui.label(RichText::new("invalid").color(BAD).strong());
+                ui.label(RichText::new("invalid").color(data::BAD).strong());
             }
             if history.best_id == Some(genome.id) {
                 ui.label(RichText::new("best").strong());
@@ -270,13 +264,13 @@ impl Inspector {
             }
         });
         if let Some(err) = &genome.error {
-            ui.label(RichText::new(format!("error: {}", first_line(err))).color(BAD));
+            ui.label(RichText::new(format!("error: {}", first_line(err))).color(data::BAD));
         }
         // A would-be best evaluated again: unconfirmed ones are never parents.
         if let Some(c) = &genome.confirmation {
             let text = RichText::new(c.summary());
             ui.label(if c.unconfirmed {
-                text.color(BAD).strong()
+                text.color(data::BAD).strong()
             } else {
                 text.weak()
             });
@@ -644,7 +638,8 @@ fn diff_ui(ui: &mut egui::Ui, genome: &Genome, parent: Option<&Genome>) {
                 .as_deref()
                 .unwrap_or("the program is identical to its parent");
             ui.label(
-                RichText::new(format!("No change against parent #{}: {why}", parent.id)).color(BAD),
+                RichText::new(format!("No change against parent #{}: {why}", parent.id))
+                    .color(data::BAD),
             );
             ui.label(RichText::new("See the Response tab for what the model said.").weak());
             return;
@@ -686,7 +681,7 @@ fn output_ui(ui: &mut egui::Ui, genome: &Genome) {
     if let Some(err) = &genome.error {
         section(ui, "Error");
         ui.add(
-            egui::Label::new(RichText::new(err).monospace().color(BAD))
+            egui::Label::new(RichText::new(err).monospace().color(data::BAD))
                 .wrap()
                 .selectable(true),
         );
@@ -719,6 +714,54 @@ fn output_ui(ui: &mut egui::Ui, genome: &Genome) {
         "prompt {:.1} ms · propose {:.1} ms · evaluate {:.1} ms",
         t.prompt_ms, t.propose_ms, t.evaluate_ms
     ));
+}
+
+/// Steering asked for from the inspector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InspectorAction {
+    /// Open the genome's program in the editor.
+    Edit(GenomeId),
+    Pin(GenomeId),
+    Unpin(GenomeId),
+}
+
+impl Inspector {
+    /// Edit (and inject as a child) and pin or unpin, for a live run.
+    fn steer_buttons(&mut self, ui: &mut egui::Ui, genome: &Genome) {
+        let why_not = "the run is not live: resume it, or use `galapagos inject` / `galapagos steer` on its folder";
+        ui.horizontal_wrapped(|ui| {
+            let edit = ui
+                .add_enabled(self.live, egui::Button::new("Edit"))
+                .on_hover_text("Edit this program and submit it as a child, written by a person")
+                .on_disabled_hover_text(why_not);
+            if edit.clicked() {
+                self.action = Some(InspectorAction::Edit(genome.id));
+            }
+            if self.pinned.contains(&genome.id) {
+                if ui
+                    .add_enabled(self.live, egui::Button::new("Unpin"))
+                    .on_disabled_hover_text(why_not)
+                    .clicked()
+                {
+                    self.action = Some(InspectorAction::Unpin(genome.id));
+                }
+            } else if ui
+                .add_enabled(
+                    self.live && genome.fitness().is_some(),
+                    egui::Button::new("Pin as inspiration"),
+                )
+                .on_hover_text("Show it to the model as an inspiration in every following prompt")
+                .on_disabled_hover_text(if self.live {
+                    "only a valid genome can be shown to the model"
+                } else {
+                    why_not
+                })
+                .clicked()
+            {
+                self.action = Some(InspectorAction::Pin(genome.id));
+            }
+        });
+    }
 }
 
 #[cfg(test)]
@@ -820,9 +863,9 @@ mod tests {
     #[test]
     fn delta_colours_follow_the_metric_direction() {
         let n = Color32::GRAY;
-        assert_eq!(delta_color(0.5, false, n), GOOD);
-        assert_eq!(delta_color(0.5, true, n), BAD);
-        assert_eq!(delta_color(-0.5, true, n), GOOD);
+        assert_eq!(delta_color(0.5, false, n), data::GOOD);
+        assert_eq!(delta_color(0.5, true, n), data::BAD);
+        assert_eq!(delta_color(-0.5, true, n), data::GOOD);
         assert_eq!(delta_color(0.0, true, n), n);
     }
 }

@@ -15,7 +15,7 @@
 //! Data flow: the worker reports [`RunEvent`]s into a plain [`RunHistory`]
 //! that the panels read each frame; a finished run stays browsable until the
 //! next [`RunView::start`]. The views of the genomes (plot, tree, table,
-//! islands, beam) are [`GenomeView`](crate::studio::panel::GenomeView)s; the toolbar, log and status bar are in
+//! islands, beam) are [`GenomeView`]s; the toolbar, log and status bar are in
 //! `bars.rs`, the resizable panes they are drawn in in `panes.rs`.
 
 pub mod agent_view;
@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use egui::RichText;
+use egui::{RichText, Ui};
 use tokio::sync::mpsc::error::TryRecvError;
 
 pub use history::{Metric, RunHistory};
@@ -58,6 +58,20 @@ use crate::engine::registry::Registry;
 use crate::engine::run_thread::{RunHandle, start};
 use crate::studio::command::Commands;
 use crate::studio::panel::{TabCtx, TabPanel};
+
+/// A view of a run's genomes (the fitness plot, the genealogy tree, the archive table, the islands and the
+/// beam): it reports the genome clicked, which the run view selects everywhere. A new one is a `GenomeView` and a
+/// [`SearchView`] variant.
+pub trait GenomeView {
+    /// Draw `history` into `ui`, marking the `selected` genome. Returns the
+    /// genome clicked in this frame, if any.
+    fn ui(
+        &mut self,
+        ui: &mut Ui,
+        history: &RunHistory,
+        selected: Option<GenomeId>,
+    ) -> Option<GenomeId>;
+}
 
 /// Time spent draining events per frame before yielding to drawing.
 pub const DRAIN_BUDGET: Duration = Duration::from_millis(5);
@@ -678,11 +692,11 @@ impl RunView {
         }
         let clicked = self.panes_ui(ui);
         match self.inspector.action.take() {
-            Some(steer::InspectorAction::Edit(id)) => self.open_editor(id),
-            Some(steer::InspectorAction::Pin(id)) => {
+            Some(inspector::InspectorAction::Edit(id)) => self.open_editor(id),
+            Some(inspector::InspectorAction::Pin(id)) => {
                 self.pin(id);
             }
-            Some(steer::InspectorAction::Unpin(id)) => {
+            Some(inspector::InspectorAction::Unpin(id)) => {
                 self.unpin(id);
             }
             None => {}

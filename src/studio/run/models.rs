@@ -7,21 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use egui::Color32;
 use egui_plot::{Legend, Line, Plot, PlotPoints};
 
 use crate::engine::genome::GenomeId;
-use crate::studio::panel::GenomeView;
+use crate::studio::run::GenomeView;
 use crate::studio::run::history::RunHistory;
-
-const COLORS: [Color32; 6] = [
-    Color32::from_rgb(90, 160, 230),
-    Color32::from_rgb(240, 180, 60),
-    Color32::from_rgb(120, 200, 120),
-    Color32::from_rgb(225, 80, 70),
-    Color32::from_rgb(200, 140, 230),
-    Color32::from_rgb(160, 160, 160),
-];
+use crate::studio::theme::data;
 
 /// The shares view's state.
 pub struct ModelSharesView {
@@ -155,7 +146,7 @@ impl GenomeView for ModelSharesView {
                 for (i, (name, (points, _, _))) in self.series.iter().enumerate() {
                     plot_ui.line(
                         Line::new(name.as_str(), PlotPoints::from(points.clone()))
-                            .color(COLORS[i % COLORS.len()])
+                            .color(data::series(i))
                             .width(2.0),
                     );
                 }

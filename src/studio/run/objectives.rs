@@ -4,16 +4,12 @@
 //! card's `general.objectives` and can be flipped. Recomputed only when the
 //! history or the choice changes.
 
-use egui::Color32;
 use egui_plot::{Line, MarkerShape, Plot, PlotPoint, PlotPoints, Points};
 
 use crate::engine::genome::{Direction, GenomeId, Objective, dominates};
-use crate::studio::panel::GenomeView;
+use crate::studio::run::GenomeView;
 use crate::studio::run::history::RunHistory;
-
-const POINT_COLOR: Color32 = Color32::from_rgb(90, 160, 230);
-const FRONT_COLOR: Color32 = Color32::from_rgb(240, 180, 60);
-const SELECTED_COLOR: Color32 = Color32::from_rgb(250, 250, 250);
+use crate::studio::theme::data;
 
 /// The scatter's state.
 #[derive(Default)]
@@ -153,7 +149,7 @@ impl ObjectivesView {
                 ui.separator();
             }
             let (rect, _) = ui.allocate_exact_size(egui::vec2(14.0, 8.0), egui::Sense::hover());
-            ui.painter().rect_filled(rect, 2.0, FRONT_COLOR);
+            ui.painter().rect_filled(rect, 2.0, data::BEST);
             ui.label(
                 egui::RichText::new(format!(
                     "front ({} of {})",
@@ -214,19 +210,19 @@ impl GenomeView for ObjectivesView {
             .show(ui, |plot_ui| {
                 plot_ui.points(
                     Points::new("genomes", PlotPoints::Borrowed(&self.points))
-                        .color(POINT_COLOR.gamma_multiply(0.8))
+                        .color(data::VALID.gamma_multiply(0.8))
                         .radius(2.5)
                         .filled(true),
                 );
                 if !self.front.is_empty() {
                     plot_ui.line(
                         Line::new("front", PlotPoints::Borrowed(&self.front))
-                            .color(FRONT_COLOR)
+                            .color(data::BEST)
                             .width(2.0),
                     );
                     plot_ui.points(
                         Points::new("front", PlotPoints::Borrowed(&self.front))
-                            .color(FRONT_COLOR)
+                            .color(data::BEST)
                             .shape(MarkerShape::Circle)
                             .radius(4.0)
                             .filled(true),
@@ -235,7 +231,7 @@ impl GenomeView for ObjectivesView {
                 if let Some(p) = selected_point {
                     plot_ui.points(
                         Points::new("", PlotPoints::Owned(vec![p]))
-                            .color(SELECTED_COLOR)
+                            .color(data::SELECTED)
                             .filled(false)
                             .radius(6.0)
                             .allow_hover(false),

@@ -8,7 +8,8 @@
 //! squeezed).
 
 use crate::engine::genome::GenomeId;
-use crate::studio::panel::{GenomeView, set_panel_size};
+use crate::studio::panel::set_panel_size;
+use crate::studio::run::GenomeView;
 
 use super::{Metric, RunView, SearchView, models, structure};
 

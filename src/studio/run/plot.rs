@@ -12,24 +12,12 @@ use egui::{Color32, Vec2b};
 use egui_plot::{Line, MarkerShape, Plot, PlotBounds, PlotPoint, PlotPoints, Points};
 
 use crate::engine::genome::GenomeId;
-use crate::studio::panel::GenomeView;
+use crate::studio::run::GenomeView;
 use crate::studio::run::history::{Metric, RunHistory};
+use crate::studio::theme::data;
 
 /// Draw every point as is up to this many visible points; bin above it.
 pub const DECIMATE_ABOVE: usize = 4000;
-
-/// Colour of valid genomes.
-const VALID_COLOR: Color32 = Color32::from_rgb(90, 160, 230);
-/// Colour of invalid genomes.
-const INVALID_COLOR: Color32 = Color32::from_rgb(225, 80, 70);
-/// Colour of children rejected before evaluation (the novelty gate).
-const REJECTED_COLOR: Color32 = Color32::from_rgb(200, 140, 230);
-/// Colour of the best-so-far line.
-const BEST_COLOR: Color32 = Color32::from_rgb(240, 180, 60);
-/// Colour of the selection ring.
-const SELECTED_COLOR: Color32 = Color32::from_rgb(250, 250, 250);
-/// Children written by a person (edit and inject).
-pub const PERSON_COLOR: Color32 = Color32::from_rgb(80, 210, 160);
 
 /// What the x axis measures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -428,22 +416,22 @@ impl FitnessPlot {
             };
             swatch(
                 ui,
-                VALID_COLOR,
+                data::VALID,
                 format!("{VALID_NAME} ({})", self.valid.len()),
             );
             swatch(
                 ui,
-                INVALID_COLOR,
+                data::BAD,
                 format!("{INVALID_NAME} ({})", self.invalid.len()),
             );
             if !self.rejected.is_empty() {
                 swatch(
                     ui,
-                    REJECTED_COLOR,
+                    data::REJECTED,
                     format!("{REJECTED_NAME} ({})", self.rejected.len()),
                 );
             }
-            swatch(ui, BEST_COLOR, BEST_NAME.to_owned());
+            swatch(ui, data::BEST, BEST_NAME.to_owned());
             ui.separator();
             let label = ui.label("x:");
             egui::ComboBox::from_id_salt("plot_x_axis")
@@ -583,14 +571,14 @@ impl GenomeView for FitnessPlot {
         let response = plot.show(ui, |plot_ui| {
             plot_ui.points(
                 Points::new(VALID_NAME, PlotPoints::Borrowed(&drawn.valid))
-                    .color(VALID_COLOR.gamma_multiply(alpha))
+                    .color(data::VALID.gamma_multiply(alpha))
                     .radius(2.5)
                     .filled(true),
             );
             if !drawn.invalid.is_empty() {
                 plot_ui.points(
                     Points::new(INVALID_NAME, PlotPoints::Borrowed(&drawn.invalid))
-                        .color(INVALID_COLOR)
+                        .color(data::BAD)
                         .shape(MarkerShape::Cross)
                         .radius(5.0),
                 );
@@ -598,7 +586,7 @@ impl GenomeView for FitnessPlot {
             if !drawn.rejected.is_empty() {
                 plot_ui.points(
                     Points::new(REJECTED_NAME, PlotPoints::Borrowed(&drawn.rejected))
-                        .color(REJECTED_COLOR)
+                        .color(data::REJECTED)
                         .shape(MarkerShape::Diamond)
                         .radius(4.0),
                 );
@@ -606,7 +594,7 @@ impl GenomeView for FitnessPlot {
             if !person.is_empty() {
                 plot_ui.points(
                     Points::new(PERSON_NAME, PlotPoints::Borrowed(&person))
-                        .color(PERSON_COLOR)
+                        .color(data::PERSON)
                         .shape(MarkerShape::Square)
                         .filled(true)
                         .radius(5.0),
@@ -616,7 +604,7 @@ impl GenomeView for FitnessPlot {
             if !drawn.best.is_empty() {
                 plot_ui.line(
                     Line::new(BEST_NAME, PlotPoints::Borrowed(&drawn.best))
-                        .color(BEST_COLOR)
+                        .color(data::BEST)
                         .width(2.0)
                         .allow_band(false),
                 );
@@ -625,7 +613,7 @@ impl GenomeView for FitnessPlot {
             if let Some(p) = selected_point {
                 plot_ui.points(
                     Points::new("", PlotPoints::Owned(vec![p]))
-                        .color(SELECTED_COLOR)
+                        .color(data::SELECTED)
                         .shape(MarkerShape::Circle)
                         .filled(false)
                         .radius(6.0)

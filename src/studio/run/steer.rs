@@ -6,7 +6,7 @@
 
 use egui::RichText;
 
-use crate::engine::genome::{Genome, GenomeId};
+use crate::engine::genome::GenomeId;
 use crate::engine::steering::Steering;
 
 /// What the person asked for in the notes box this frame.
@@ -130,53 +130,5 @@ impl NotesBox {
             }
         });
         action
-    }
-}
-
-/// Steering asked for from the inspector.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InspectorAction {
-    /// Open the genome's program in the editor.
-    Edit(GenomeId),
-    Pin(GenomeId),
-    Unpin(GenomeId),
-}
-
-impl super::Inspector {
-    /// Edit (and inject as a child) and pin or unpin, for a live run.
-    pub(super) fn steer_buttons(&mut self, ui: &mut egui::Ui, genome: &Genome) {
-        let why_not = "the run is not live: resume it, or use `galapagos inject` / `galapagos steer` on its folder";
-        ui.horizontal_wrapped(|ui| {
-            let edit = ui
-                .add_enabled(self.live, egui::Button::new("Edit"))
-                .on_hover_text("Edit this program and submit it as a child, written by a person")
-                .on_disabled_hover_text(why_not);
-            if edit.clicked() {
-                self.action = Some(InspectorAction::Edit(genome.id));
-            }
-            if self.pinned.contains(&genome.id) {
-                if ui
-                    .add_enabled(self.live, egui::Button::new("Unpin"))
-                    .on_disabled_hover_text(why_not)
-                    .clicked()
-                {
-                    self.action = Some(InspectorAction::Unpin(genome.id));
-                }
-            } else if ui
-                .add_enabled(
-                    self.live && genome.fitness().is_some(),
-                    egui::Button::new("Pin as inspiration"),
-                )
-                .on_hover_text("Show it to the model as an inspiration in every following prompt")
-                .on_disabled_hover_text(if self.live {
-                    "only a valid genome can be shown to the model"
-                } else {
-                    why_not
-                })
-                .clicked()
-            {
-                self.action = Some(InspectorAction::Pin(genome.id));
-            }
-        });
     }
 }

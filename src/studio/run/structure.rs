@@ -19,9 +19,9 @@ use crate::engine::component::{Feature, Slot};
 use crate::engine::genome::{Genome, GenomeId};
 use crate::engine::population::{IslandsView, Population, Structure};
 use crate::engine::registry::{Configured, Registry};
-use crate::studio::panel::GenomeView;
+use crate::studio::run::GenomeView;
 use crate::studio::run::history::RunHistory;
-use crate::studio::run::tree::{ISLAND_COLORS, score_color};
+use crate::studio::theme::data;
 
 /// Time spent feeding genomes to the copy per frame.
 pub const FEED_BUDGET: Duration = Duration::from_millis(3);
@@ -291,7 +291,7 @@ impl StructureMirror {
                     .spacing([8.0, 8.0])
                     .show(ui, |ui| {
                         for (i, isl) in view.islands.iter().enumerate() {
-                            let color = ISLAND_COLORS[i % ISLAND_COLORS.len()];
+                            let color = data::series(i);
                             ui.vertical(|ui| {
                                 ui.set_width(card_w);
                                 let migrants = isl
@@ -354,7 +354,7 @@ impl StructureMirror {
                                     let Some(g) = history.get(*id) else { continue };
                                     let t = g.fitness().map_or(0.0, |f| ((f - lo) / span) as f32);
                                     let r = cell_rect(*x, *y);
-                                    painter.rect_filled(r, 0.0, score_color(t));
+                                    painter.rect_filled(r, 0.0, data::score(t));
                                     let migrant = g
                                         .metadata
                                         .island
@@ -488,7 +488,7 @@ impl StructureMirror {
                     .and_then(|g| g.fitness())
                     .map_or(0.0, |f| ((f - lo) / span) as f32);
                 let r = cell_rect(col, rank);
-                painter.rect_filled(r.shrink(0.3), 0.0, score_color(t));
+                painter.rect_filled(r.shrink(0.3), 0.0, data::score(t));
                 if selected == Some(*id) {
                     painter.rect_stroke(
                         r,
@@ -585,7 +585,7 @@ fn score_legend(ui: &mut egui::Ui, lo: f64, hi: f64, basis: &str) {
                 pos2(rect.left() + k as f32 * w, rect.top()),
                 vec2(w + 0.5, rect.height()),
             );
-            painter.rect_filled(r, 0.0, score_color(t));
+            painter.rect_filled(r, 0.0, data::score(t));
         }
         ui.label(RichText::new(format!("{hi:.4}")).small());
     });

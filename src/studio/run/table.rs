@@ -8,12 +8,13 @@
 use std::cmp::Ordering;
 use std::time::Instant;
 
-use egui::{Color32, RichText, Sense};
+use egui::{RichText, Sense};
 use egui_extras::{Column, TableBuilder};
 
 use crate::engine::genome::{Genome, GenomeId, OrdF64};
-use crate::studio::panel::GenomeView;
+use crate::studio::run::GenomeView;
 use crate::studio::run::history::{RunHistory, format_tokens};
+use crate::studio::theme::data;
 
 /// Minimum time between two re-sorts caused only by new genomes.
 pub const REFRESH_SECS: f64 = 0.25;
@@ -447,20 +448,19 @@ impl GenomeView for ArchiveTable {
                     });
                     row.col(|ui| {
                         if g.unconfirmed() {
-                            ui.colored_label(Color32::from_rgb(225, 80, 70), "unconfirmed")
-                                .on_hover_text(
-                                    "valid, but its evaluations disagreed: never a parent",
-                                );
+                            ui.colored_label(data::BAD, "unconfirmed").on_hover_text(
+                                "valid, but its evaluations disagreed: never a parent",
+                            );
                         } else if g.valid {
                             ui.label("yes");
                         } else if let Some(r) = &g.rejected {
-                            ui.colored_label(Color32::from_rgb(200, 140, 230), "rejected")
+                            ui.colored_label(data::REJECTED, "rejected")
                                 .on_hover_text(format!(
                                     "not evaluated: a near-duplicate, {}",
                                     r.summary()
                                 ));
                         } else {
-                            ui.colored_label(Color32::from_rgb(225, 80, 70), "no");
+                            ui.colored_label(data::BAD, "no");
                         }
                     });
                     row.col(|ui| {

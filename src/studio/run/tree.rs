@@ -21,36 +21,15 @@ use egui::epaint::{Mesh, Vertex, WHITE_UV};
 use egui::{Color32, Pos2, Rect, RichText, Sense, Shape, Stroke, Vec2, pos2, vec2};
 
 use crate::engine::genome::GenomeId;
-use crate::studio::panel::GenomeView;
+use crate::studio::run::GenomeView;
 use crate::studio::run::history::RunHistory;
-pub use crate::studio::run::tree_layout::{INVALID_COLOR, score_color};
 use crate::studio::run::tree_layout::{Layout, NONE};
+use crate::studio::theme::data;
 
 /// Minimum time between two layouts caused only by new genomes.
 pub const RELAYOUT_SECS: f64 = 0.5;
 /// Margin around the tree inside the view, in points.
 const MARGIN: f32 = 18.0;
-/// Colour of the path to the best genome.
-const BEST_PATH: Color32 = Color32::from_rgb(240, 180, 60);
-/// Colour of the selection.
-const SELECTED: Color32 = Color32::from_rgb(250, 250, 250);
-/// Colour of inspiration links (on hover).
-const INSPIRATION: Color32 = Color32::from_rgb(120, 200, 200);
-
-/// Fill of a genome on no island (the root of an island run) when nodes are
-/// coloured by island.
-const NO_ISLAND: Color32 = Color32::from_rgb(200, 200, 200);
-/// Island colours (island `i` gets `ISLAND_COLORS[i % len]`).
-pub const ISLAND_COLORS: [Color32; 8] = [
-    Color32::from_rgb(230, 120, 60),
-    Color32::from_rgb(90, 170, 240),
-    Color32::from_rgb(130, 210, 110),
-    Color32::from_rgb(210, 110, 210),
-    Color32::from_rgb(240, 210, 70),
-    Color32::from_rgb(80, 210, 200),
-    Color32::from_rgb(240, 140, 170),
-    Color32::from_rgb(170, 170, 170),
-];
 
 /// The camera: world → screen is `origin + (world - center) * scale`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -367,13 +346,11 @@ impl GenealogyView {
                     continue;
                 }
                 last_px = col;
-                let fill = if self.color_by_island && layout.color[p as usize] != INVALID_COLOR {
+                let fill = if self.color_by_island && layout.color[p as usize] != data::BAD {
                     history.genomes[p as usize]
                         .metadata
                         .island
-                        .map_or(NO_ISLAND, |i| {
-                            ISLAND_COLORS[i as usize % ISLAND_COLORS.len()]
-                        })
+                        .map_or(data::NO_GROUP, |i| data::series(i as usize))
                 } else {
                     layout.color[p as usize]
                 };
@@ -448,7 +425,7 @@ impl GenealogyView {
                     let g = &history.genomes[p];
                     let s = cam.to_screen(rect, pos2(x[p], d as f32));
                     if let Some(i) = g.metadata.island {
-                        let c = ISLAND_COLORS[i as usize % ISLAND_COLORS.len()];
+                        let c = data::series(i as usize);
                         painter.rect_stroke(
                             Rect::from_center_size(s, Vec2::splat(2.0 * radius + 3.0)),
                             1.0,
@@ -467,7 +444,7 @@ impl GenealogyView {
                         painter.rect_stroke(
                             Rect::from_center_size(s, Vec2::splat(2.0 * radius + 6.0)),
                             0.0,
-                            Stroke::new(2.0, super::plot::PERSON_COLOR),
+                            Stroke::new(2.0, data::PERSON),
                             egui::StrokeKind::Middle,
                         );
                     }
@@ -514,9 +491,9 @@ impl GenealogyView {
             }
         };
         if self.path_to_best {
-            path(history.best_id, BEST_PATH, 2.5);
+            path(history.best_id, data::BEST, 2.5);
         }
-        path(selected, SELECTED, 1.5);
+        path(selected, data::SELECTED, 1.5);
         self.drawn_nodes = nodes;
         self.drawn_edges = edges;
     }
@@ -658,7 +635,7 @@ impl GenomeView for GenealogyView {
                 if let Some(w) = history.position(ins).and_then(|q| self.world(q)) {
                     painter.add(Shape::dashed_line(
                         &[from, cam.to_screen(rect, w)],
-                        Stroke::new(1.5, INSPIRATION),
+                        Stroke::new(1.5, data::INSPIRATION),
                         5.0,
                         4.0,
                     ));

@@ -9,37 +9,10 @@ use egui::Color32;
 
 use crate::engine::genome::GenomeId;
 use crate::studio::run::history::RunHistory;
+use crate::studio::theme::data;
 
 /// No position.
 pub const NONE: u32 = u32::MAX;
-/// Colour of invalid genomes.
-pub const INVALID_COLOR: Color32 = Color32::from_rgb(225, 80, 70);
-
-/// A score in `0..=1` as a colour (dark blue → teal → green → yellow).
-pub fn score_color(t: f32) -> Color32 {
-    const STOPS: [(f32, [f32; 3]); 4] = [
-        (0.0, [68.0, 60.0, 140.0]),
-        (0.4, [40.0, 140.0, 150.0]),
-        (0.75, [90.0, 200.0, 100.0]),
-        (1.0, [250.0, 225.0, 40.0]),
-    ];
-    let t = if t.is_finite() {
-        t.clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    let mut prev = STOPS[0];
-    for stop in STOPS {
-        if t <= stop.0 {
-            let span = (stop.0 - prev.0).max(1e-6);
-            let f = (t - prev.0) / span;
-            let c = |k: usize| (prev.1[k] + (stop.1[k] - prev.1[k]) * f).round() as u8;
-            return Color32::from_rgb(c(0), c(1), c(2));
-        }
-        prev = stop;
-    }
-    Color32::from_rgb(250, 225, 40)
-}
 
 /// The cached layout: world x in leaf slots, world y in tree depths.
 #[derive(Default)]
@@ -114,9 +87,9 @@ impl Layout {
         let color = genomes
             .iter()
             .map(|g| match g.fitness().filter(|f| f.is_finite() && g.valid) {
-                Some(f) => score_color(((f - lo) / span) as f32),
-                None if g.valid => score_color(0.0),
-                None => INVALID_COLOR,
+                Some(f) => data::score(((f - lo) / span) as f32),
+                None if g.valid => data::score(0.0),
+                None => data::BAD,
             })
             .collect();
 
@@ -256,8 +229,8 @@ mod tests {
                 .collect();
             assert!(px.windows(2).all(|w| w[0] <= w[1]), "{px:?}");
         }
-        assert_eq!(l.color[3], INVALID_COLOR);
-        assert_eq!(l.color[6], score_color(1.0));
+        assert_eq!(l.color[3], data::BAD);
+        assert_eq!(l.color[6], data::score(1.0));
     }
 
     #[test]

@@ -46,4 +46,3 @@ pub fn not_found(cfg: &OpenAiConfig, body: &str) -> NotFound {
 fn mentions_model(message: &str, model: &str) -> bool {
     !model.is_empty() && message.contains(&model.to_ascii_lowercase())
 }
-
