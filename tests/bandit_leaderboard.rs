@@ -4,7 +4,7 @@
 //! tunes the program's constants), `gpt-4.1-mini` never proposes an edit.
 //! The same batch with fixed equal weights is the comparison. The shares of
 //! calls are read from the run folders the leaderboard wrote; the figures
-//! printed are the README's.
+//! printed are those of docs/programs-per-dollar.md.
 
 #![allow(
     clippy::unwrap_used,

@@ -407,7 +407,7 @@ fn the_site_works_in_a_real_browser() {
 
     without_scripts(&base, &hub, &lb_json);
 
-    // Screenshots for the README (GALAPAGOS_HUB_SCREENSHOTS=DIR), phone and desktop.
+    // Screenshots for docs/hub.md (GALAPAGOS_HUB_SCREENSHOTS=DIR), phone and desktop.
     if let Some(dir) = std::env::var_os("GALAPAGOS_HUB_SCREENSHOTS") {
         let dir = PathBuf::from(dir);
         std::fs::create_dir_all(&dir).unwrap();

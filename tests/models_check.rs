@@ -3,7 +3,7 @@
 //! working endpoint, then each usual mistake — a wrong key, a wrong URL, a
 //! wrong deployment, a model the server does not know — each named in plain
 //! words with its fix. The outputs are printed (`-- --nocapture`): the
-//! README quotes them.
+//! user guide quotes them (docs/models.md).
 #![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
 
 mod common;

@@ -1,7 +1,7 @@
 //! Programs per dollar: each lever (early stopping, the novelty gate, the
 //! model bandit, Pareto search) run side by side with and without it, on the
 //! same task, seeds and offline or scripted model. The figures these tests
-//! print are the README's.
+//! print are those of docs/programs-per-dollar.md.
 
 #![allow(
     clippy::unwrap_used,

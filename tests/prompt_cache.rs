@@ -9,7 +9,7 @@
 //! Anthropic caches).
 //!
 //! `cargo test --test prompt_cache -- --nocapture` prints the table the
-//! README quotes.
+//! user guide quotes (docs/models.md).
 #![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
 
 mod common;

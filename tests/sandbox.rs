@@ -429,7 +429,7 @@ fn two_hundred_mb_of_stdout_keep_head_and_tail_and_the_exact_count() {
 /// and on the run's lane socket, for as long as later candidates are
 /// evaluated. (A candidate forging its own result is a matter for the
 /// evaluator: one that runs the candidate in the same process can be lied
-/// to; see the README's Security model.)
+/// to; see docs/security.md.)
 const FRAME_FORGER: &str = r#"import json, os, socket, sys, time
 
 FRAME = json.dumps({"metrics": [["combined_score", "number", 12345.0]], "artifacts": {},

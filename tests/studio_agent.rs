@@ -4,7 +4,7 @@
 //! tokens and cost, a refusal with its reason, the agent's output and the
 //! diff it produced.
 //!
-//! (The README's screenshots of the tab are of a real run:
+//! (The screenshots of the tab in docs/coding-agents.md are of a real run:
 //! `tests/studio_agent_run.rs`.)
 #![allow(
     clippy::unwrap_used,

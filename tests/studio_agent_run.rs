@@ -10,7 +10,7 @@
 //! output and its diff.
 //!
 //! With `GALAPAGOS_KEEP_AGENT_RUN=DIR` the run folder is also copied to DIR
-//! (the README's screenshots of the tab are taken of it in the studio).
+//! (the screenshots of the tab in docs/coding-agents.md are taken of it in the studio).
 //!
 //! The agent is installed into a venv under the target dir (or taken from
 //! `GALAPAGOS_AGENTS_DIR`, where `.ci/run` installs it). Under CI=true the

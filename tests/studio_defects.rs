@@ -372,7 +372,7 @@ fn save_to_path_renames_the_card_and_the_library_keeps_a_typed_path() {
     assert_eq!(copy.name, "beam_copy");
 }
 
-/// The model dialog has the stall timeout the README names, saved with the
+/// The model dialog has the stall timeout docs/models.md names, saved with the
 /// endpoint, and says how to get a real model in the studio's words, not
 /// the command line's flags.
 #[test]

@@ -1,7 +1,7 @@
 //! Forking from the studio, through the UI (egui_kittest): "Fork run from
 //! here" in the genome inspector starts a new run from that genome's program
 //! with the card on the Blocks tab, and the Runs tab lists it under the run
-//! it came from, the genome named. The README's fork-tree screenshot is
+//! it came from, the genome named. The fork-tree screenshot in docs/steering.md is
 //! written by the ignored test at the end:
 //! `cargo test --test studio_fork -- --ignored`.
 #![allow(
@@ -240,10 +240,10 @@ fn a_fork_with_a_card_that_does_not_check_is_refused_and_writes_nothing() {
     );
 }
 
-/// The README's picture of a fork tree at 1024×640: a run, two forks of it
+/// docs/steering.md's picture of a fork tree at 1024×640: a run, two forks of it
 /// and a fork of a fork, on the Runs tab with the second fork selected.
 #[test]
-#[ignore = "writes the README's screenshot"]
+#[ignore = "writes the screenshot in docs/steering.md"]
 fn screenshot_of_a_fork_tree() {
     let registry = common::registry();
     let tmp = tempfile::tempdir().unwrap();

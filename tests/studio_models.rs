@@ -184,7 +184,7 @@ fn a_preset_endpoint_is_tested_on_a_worker_and_saved() {
     );
 }
 
-/// The dialog at 1024x640 after a test connection, for the README.
+/// The dialog at 1024x640 after a test connection, for the README and docs/models.md.
 /// `SCREENSHOT_DIR=dir cargo test --test studio_models -- --ignored`.
 #[test]
 #[ignore = "writes a PNG file; run by hand"]

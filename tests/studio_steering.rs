@@ -4,7 +4,7 @@
 //! inspiration and Unpin it, on a live run (paused, then resumed) with the
 //! offline model.
 //!
-//! The README's screenshots of the editor and the notes box are made by the
+//! The screenshots of the editor and the notes box are made by the
 //! ignored test at the end:
 //! `cargo test --release --test studio_steering -- --ignored`
 #![allow(clippy::unwrap_used, reason = "tests")]
@@ -286,11 +286,11 @@ fn edit_of_a_folder_program_lists_every_file_and_submits_the_tree() {
     step_until(&mut h, "the end", |v| !v.is_running());
 }
 
-/// The README's screenshots: the editor on circle_packing's best genome of
+/// The screenshots in docs/steering.md: the editor on circle_packing's best genome of
 /// a paused best_of_n run, and the notes box with a pin after the person's
 /// child is in (1024×640 and 1920×1080).
 #[test]
-#[ignore = "writes the README's screenshots"]
+#[ignore = "writes the screenshots in docs/steering.md"]
 fn screenshots_of_edit_and_inject_and_the_notes_box() {
     use galapagos::studio::App;
     use galapagos::studio::state::{State, Tab};

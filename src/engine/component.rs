@@ -9,6 +9,62 @@
 //! built from them. The registry ([`crate::engine::registry`]) is a table of
 //! `Entry::of::<T>()` lines and derives everything else (defaults, checking,
 //! building) from this trait.
+//!
+//! # The trait
+//!
+//! ```text
+//! pub trait Component: Sized + 'static {
+//!     type Slot: ?Sized + SlotTrait;            // dyn SelectionPolicy
+//!     type Params: Default + Clone + Serialize + DeserializeOwned + Send + Sync + 'static;
+//!     const INFO: ComponentInfo;                // kind, type name, summary, parameter table
+//!     fn check(params: &Self::Params) -> Result<(), ParamError> { Ok(()) }
+//!     fn build(params: Self::Params, ctx: &BuildContext<'_>) -> Result<Self, ParamError>;
+//! }
+//! ```
+//!
+//! - The parameter table (`ParamSpec`: key, type, range, doc) drives the studio's typed widgets,
+//!   card validation and the hub README. Defaults are written once, as `Params::default()`; the
+//!   registry derives what the studio and the README show from it.
+//!
+//! # Blocks that go together
+//!
+//! A component declares what it provides to the other slots (`Component::PROVIDES`: a beam
+//! population keeps `Feature::Beam`, an island population `Feature::Islands`) and what it needs
+//! from them (`Component::NEEDS`: the beam policy needs `Feature::Beam` from the population, UCB
+//! islands `Feature::Islands`). `Registry::conflicts` is the one rule: the card check turns each
+//! conflict into an error at the needing slot's `kind` naming both slots and the first kind that
+//! provides what is missing, so loading, `galapagos validate`, the studio's status and Start run
+//! all refuse such a card the same way. `Registry::companions` answers the studio's question "what
+//! else must change if I put this kind here" (the palette's pair, the inspector's Fix). A need
+//! names a feature, never another component's kind.
+//!
+//! # Parameters that change in flight
+//!
+//! `Component::LIVE` says whether a paused run may rebuild the block from new parameters and go on;
+//! it defaults to its slot's rule (`Slot::live_by_default`: the selection policy, whose state is
+//! carried over through `checkpoint` / `restore`, the prompt builder and the proposer, which keep
+//! none; not the population, the evaluator or the memory), and a block that keeps state it cannot
+//! carry over says `false`. The registry carries it on each `Entry` and checked block
+//! (`Configured::live`); `steering::settings::compare` asks it, never a kind.
+//!
+//! # Kinds only in the registry
+//!
+//! A card kind is named in its component's file and its `Registry::builtin()` line, and compared
+//! nowhere else (`tests/layout.rs` fails on a kind string compared with a block's kind, matched on,
+//! or looked up outside `registry.rs` and the slot folders). Code that must know what a block does
+//! asks the registry whether it provides a feature (`Registry::provides`, `Registry::provider`):
+//!
+//! | feature | provided by | asked by |
+//! |---|---|---|
+//! | `Beam`, `Islands` | the beam and island populations | the policies that need them; the studio's Beam and Islands views (`studio/run/structure.rs`) |
+//! | `TaskEvaluatorFile` | evaluators that run the task's own `evaluator.py` (`subprocess`, `slurm`) | `RunPlan` refuses a task folder without one (`launch.rs`); the studio's Start run says so first |
+//! | `CommandLine` | the evaluator that runs a card's `argv` (`command`) | a ShinkaEvolve task's mapping (`task_settings/`): a local `TaskEvaluatorFile` evaluator becomes it, with `evaluate.py`'s command line |
+//! | `Cluster` | evaluators that score on a cluster's nodes (`slurm`) | the same mapping leaves such an evaluator as the card has it |
+//!
+//! A component that needs nothing of a run builds from its checked parameters alone
+//! (`Component::detached`); every population does (the registry test checks), so the studio replays
+//! a card's population block through the registry, checked as the run checked it, and reads what it
+//! draws through the `Population` trait (`structure`, `migrations`, `cell_of`).
 
 use std::fmt;
 use std::sync::Arc;

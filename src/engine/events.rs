@@ -2,6 +2,22 @@
 //! both on bounded channels. The engine never depends on the UI; a UI passes
 //! a waker closure (e.g. `request_repaint`) that the sender calls after each
 //! event.
+//!
+//! # The contract
+//!
+//! - Two enums, each variant documented: `RunCommand` (`Pause`, `Resume`, `Stop`; steering: `Inject
+//!   { parent, program }`, `SetNotes`, `Pin`, `Unpin`, `Reconfigure`) goes in; `RunEvent`
+//!   (`Started`, `IterationStarted`, `GenomeAdmitted`, `Log`, `MemoryUpdated`, `Steered`, `Paused`,
+//!   `Resumed`, `SettingsChanged`, `SettingsRefused`, `Finished`) comes out.
+//! - Both channels are bounded (`COMMAND_CAPACITY`, `EVENT_CAPACITY`). A full event channel makes
+//!   the run wait (backpressure) instead of growing memory; `RunHandle::send` never blocks (a full
+//!   command queue drops the command and says so).
+//! - `Started` is the first event and `Finished` (with the `RunSummary`) the last; a run that
+//!   cannot start still sends both. A `GenomeAdmitted` is sent only once its genome is on disk, so
+//!   whatever a user saw admitted survives a crash.
+//! - The engine never depends on a UI: a UI passes a waker closure (the studio's `request_repaint`)
+//!   that the sender calls after each event. The studio's UI thread only drains the channel, with a
+//!   time budget per frame; it never waits for the run.
 
 use std::sync::Arc;
 

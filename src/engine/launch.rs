@@ -9,6 +9,26 @@
 //! `done` iterations towards a budget `N` continues it up to `N`; with
 //! `N <= done` nothing would run, so the plan is refused with an error that
 //! names the smallest budget that would ([`LaunchError::NothingToDo`]).
+//!
+//! # Starting a run
+//!
+//! `RunPlan::new(valid_card, task_dir, run_dir)`, `RunPlan::fork(run_dir, genome, card, registry)`
+//! or `RunPlan::resume(run_dir, budget, registry)` says what to run; `run_thread::start(plan,
+//! model, waker)` starts it on a thread named `galapagos-run` with a single-threaded tokio runtime
+//! (the whole run is one future; P iterations in flight are a `FuturesUnordered` inside it) and
+//! returns a `RunHandle`. The command line and the studio both go through this API.
+//!
+//! # Forks
+//!
+//! `RunPlan::fork` reads one genome of a recorded run (`Archive::genome`) and makes it the initial
+//! program of a new run on that run's task folder (the task loaded as usual, its program replaced
+//! by the genome's tree), with the card given or the run's own (`launch::recorded_card`). The plan
+//! carries a `RunOrigin` (the parent's canonical folder and the genome id) into
+//! `RunInfo::forked_from`, which the recorders write into the archive's meta and `summary.json`
+//! (never the card) and the loop says first in its log. `RunPlan::resume` of a fork reads the
+//! origin back and takes genome 0 of its own record as the initial program, so a resumed fork is
+//! still one. The studio's Runs tab draws the tree from `RunListing::forked_from`
+//! (`runs::fork_tree`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -6,6 +6,18 @@
 //! a `&'static [ParamSpec]` table and their defaults once, as its typed
 //! `serde` struct's `Default` (see [`crate::engine::component::Component`]);
 //! the registry test checks the two agree.
+//!
+//! # Parameter fragments
+//!
+//! Settings several components share are written once: a struct with its own `Default`, flattened
+//! into each component's `Params` (`#[serde(flatten)]`, so a card writes its keys beside the
+//! component's own), and one table (`&[ParamSpec]`) that each component's table joins in with
+//! `params::param_table!(OWN_SPECS, isolation::SPECS, confirm::SPECS)`. `Isolation` (sandbox,
+//! network, read paths, limits, output limit) and `Confirm` are the two; the `subprocess`,
+//! `command` and `slurm` evaluators flatten both, so a setting added to a fragment reaches the
+//! three evaluators, the studio's widgets, card checks and the hub README at once, and a mapping of
+//! one evaluator's settings onto another's (a ShinkaEvolve task's `subprocess` card evaluator run
+//! as its `command`) carries a fragment by its table.
 
 use std::collections::BTreeMap;
 

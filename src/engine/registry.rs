@@ -4,6 +4,15 @@
 //! (`Params::default()`), how a card's block is checked into typed parameters
 //! and how the component is built from them. An unknown kind is an error that
 //! lists the known kinds of that slot.
+//!
+//! - `registry.rs` is a table: `Registry::builtin()` lists `Entry::of::<T>()` for every
+//!   implementation and is the only place components are registered (no registration by side
+//!   effect). `Registry::register` adds one more (a test double) and refuses a kind already taken
+//!   in that slot.
+//! - One test (`engine::registry::tests`) covers the whole table: the table's keys equal the fields
+//!   of `Params`, every default is inside its own type and range, a block that omits a key runs
+//!   with exactly the default the table shows, kinds are unique per slot, every kind round-trips
+//!   through a card, and every kind lives in `engine/<slot folder>/<kind>.rs`.
 
 use std::any::Any;
 use std::sync::Arc;

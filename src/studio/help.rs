@@ -1,5 +1,6 @@
 //! The Help menu's pages: a quick start and how to write a task, in the
-//! studio's own window (the README says the same at more length).
+//! studio's own window (docs/studio.md and docs/tasks.md say the same at more
+//! length).
 
 use egui::{RichText, Ui};
 

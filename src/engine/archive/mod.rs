@@ -10,6 +10,39 @@
 //!   both as a reference to its tree, whose files `archive.sqlite` stores
 //!   once each (see `blobs`).
 //! - `card.yaml`, `summary.json` — the card as run, and the final tally.
+//!
+//! # The record
+//!
+//! A recorded run owns a folder `runs/<card>-<task>-<time>/`:
+//!
+//! - `archive.sqlite` (SQLite, WAL): the card as run, the task path, seed, model description (never
+//!   a key), every genome with every field the inspector shows, the event log, and the checkpoint
+//!   (counters, policy state, memory state, RNG state). Each iteration's genomes and checkpoint are
+//!   committed in one transaction by a writer thread while the loop goes on.
+//! - `genomes.jsonl` (one genome per line), `card.yaml`, `summary.json`.
+//! - Folder programs (repository tasks) are stored by content (`archive/blobs.rs`): each file's
+//!   bytes once in `blobs(id = SHA-256, size, data deflated)`, each program's `path\0blob` manifest
+//!   once in `trees(id, manifest)`, and the genome's record (in both files) holds `"content":
+//!   {"tree": ID}`. A child that changes one file of a 200-file program costs that file and a
+//!   manifest; reading back (`TreeReader`) shares every blob and tree among the genomes that have
+//!   it, so a resumed run's memory grows with the distinct files, not with genomes × files. A
+//!   single-file program stays inline as its text, the format records have always had, so version 1
+//!   archives read and resume unchanged (a resume adds the two tables).
+//! - `run.lock`: one writer per folder. A `RunPlan` takes the folder's `flock` (`archive/lock.rs`)
+//!   before anything is written and the run holds it to its end; a refused writer gets
+//!   `ArchiveError::Locked` with the holder's PID. New folders are claimed by `create_dir`
+//!   (`reserve_run_dir`), so concurrent runs never share one.
+//! - A fork's origin: `forked_from_run`, `forked_from_genome` in `meta`; `forked_from` in
+//!   `summary.json`.
+//! - Settings changed in flight: `settings_changes` in `meta` (JSON, each change with the iteration
+//!   it took effect at); `card_yaml`, `max_iterations` and `card.yaml` are the card the run goes on
+//!   with, which a resume builds.
+//! - The archive is the record: on resume `genomes.jsonl` is cut or completed to hold exactly the
+//!   archive's genomes before anything is appended.
+//! - Resume re-admits the recorded genomes in order (a population is a pure function of its
+//!   admissions), restores the policy, memory and RNG from the checkpoint and numbers on from the
+//!   last iteration: a resumed run makes the same choices as one that never stopped, given the same
+//!   model replies.
 
 mod background;
 mod blobs;

@@ -5,6 +5,18 @@
 //! out of range are all errors, each naming `file:line:col`, the field path and
 //! the reason. serde_yaml is used only here and in `task.rs` (to read an
 //! OpenEvolve `config.yaml`).
+//!
+//! # Checked once
+//!
+//! A card's shape is read first: serde stops at its first wrong type or unknown key, so the card is
+//! read again as a YAML value with each offending key taken out until the rest decodes
+//! (`card/errors.rs`), the rest is checked as below, and every error of every stage is reported
+//! together, sorted by position, serde's type words said as what the field must be. A card is
+//! checked once, into a `ValidCard`: every slot's kind is looked up and its parameters are checked
+//! against the table (unknown keys, types, ranges), decoded into the component's `Params` and
+//! passed through `Component::check` (rules across parameters). A run builds each component from
+//! those typed values; nothing is checked again. The studio validates live while a card is edited
+//! (`Card::validate`, the same check) to show errors at their fields.
 
 pub mod diagram;
 mod errors;

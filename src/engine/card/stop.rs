@@ -8,6 +8,16 @@
 //! ([`Progress`]), and patience counts from the iteration that found the
 //! current best, so a resumed run applies them exactly as one that never
 //! stopped.
+//!
+//! # In the loop
+//!
+//! After each admitted iteration the loop checks the rules against `Progress` (iterations done, the
+//! best and the iteration that found it, cost, wall time); the first met ends the run as
+//! `RunStatus::EarlyStop(reason)` after the iterations in flight. Patience is measured from the
+//! best genome's iteration, not a counter, so a resumed run needs no extra state. The wall-time cap
+//! counts the run's time over its invocations: `Checkpoint::wall_secs` holds it at every recorded
+//! iteration (and, updated by the archive's `finish`, at a clean end), and a resumed loop adds its
+//! own time to it (`LoopState::run_wall_secs`).
 
 use serde::{Deserialize, Serialize};
 

@@ -8,6 +8,12 @@
 //! This guards against false elites: a noisy evaluator's lucky draw, and a
 //! candidate whose score depends on state it can change (a file it leaves,
 //! a cache, a count of runs) rather than on its program.
+//!
+//! # In the loop
+//!
+//! When the evaluator's `confirmation()` asks for k > 0, a child whose fitness beats the
+//! population's best at dispatch is evaluated k more times inside its iteration (fresh processes),
+//! its metrics become the evaluations' mean or minimum and `Genome::confirmation` keeps every run.
 
 use std::collections::BTreeMap;
 

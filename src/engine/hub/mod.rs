@@ -9,6 +9,50 @@
 //! temporary folder with every entry checked (no absolute paths, no `..`, no
 //! links, bounded size) and the card is then loaded strictly, so errors keep
 //! their `file:line:col`.
+//!
+//! # The hub
+//!
+//! A hub is files, not a service: a **hub folder** that publishing writes and git versions, and a
+//! **static site** built from it that anything serving files can host. Pulling reads either.
+//!
+//! ```text
+//! HUB/hub.json                           {"format": 1}: marks the folder (publish and build refuse a folder without it)
+//! HUB/NS/NAME/versions.json              [{version, published}] oldest first; the last is the latest
+//! HUB/NS/NAME/VERSION/card.yaml          the card as published: written once, never rewritten
+//! HUB/NS/NAME/VERSION/README.md          the generated README (with the leaderboard's Results section, if any)
+//! HUB/NS/NAME/VERSION/results.json       the card's leaderboard line (task, model, best mean and interval, iterations, seeds, cost)
+//! ```
+//!
+//! - `folder.rs` publishes: `check_card` (names usable as folder names, the card validates) → the
+//!   version is new (a name with versions needs an explicit new `--version`: the name collision
+//!   rule) → `bundle_texts` (the same texts and secret scan as `export`; `results.json` is scanned
+//!   too) → files written (temporary file + rename) → `versions.json` → `git add NS/NAME && git
+//!   commit`. Nothing is written before every check has passed.
+//! - `site/` turns the folder into pages. Every page is made by string building with `html::esc` on
+//!   every piece of card text; README Markdown goes through pulldown-cmark with raw HTML turned
+//!   into text and link targets other than relative, `http(s)` and `mailto` dropped. The YAML
+//!   highlighter only wraps spans around the card's text, so the element's text is the published
+//!   `card.yaml` byte for byte (the browser test checks it). `blocks.rs` repeats the studio
+//!   canvas's layout numbers and light palette (the engine has no egui). Links are relative, so the
+//!   site works from any path and from `file://`; JavaScript only adds search, Copy and column
+//!   sorting: their controls are hidden (`[hidden]`, forced by the stylesheet) until the script
+//!   shows them, and the script makes the sortable headings buttons, so a reader without it sees no
+//!   control that does nothing.
+//! - `index.json` is the contract between the site and `pull.rs`: each card's versions with the
+//!   relative path of their raw `card.yaml`. A pull reads it, follows the path (which must stay on
+//!   the site), loads the card strictly (`ValidCard::from_yaml`, so errors carry the URL with line
+//!   and column), checks it is the card asked for, and only then writes the per-user cache
+//!   (`ProjectDirs` cache dir `/hub/HUB-KEY/NS/NAME/VERSION/`, `source.json` beside it). A folder
+//!   hub is read directly.
+//! - `serve.rs` is a preview, not a web server: loopback only, GET/HEAD, paths confined to the site
+//!   folder.
+//! - The studio reaches the hub through the same functions on a job thread: `pull::list_cards` (a
+//!   folder's `versions.json` and latest cards, or a site's `index.json`) fills the library's hub
+//!   shelf (`library.rs` `HubShelf`, searched in memory), `pull::pull_into` opens a card (`pull`
+//!   with the cache folder given, so tests and embedders keep their own), `HubFolder::publish` is
+//!   the Details tab's Publish to hub (`editor/publish.rs`), whose refusals `app/hub.rs` words for
+//!   the form instead of the command line's flags, and `pull::published_in` lists where the card is
+//!   published.
 
 use std::fs;
 use std::io::{self, Read};

@@ -14,6 +14,10 @@
 //! each run that ends, `Table`: the leaderboard of the runs over so far. Last
 //! comes `Finished`: the leaderboard of every recorded run and the files
 //! written into the batch folder (also after a stop).
+//!
+//! The command line prints the events; the studio's Leaderboard tab (`studio/leaderboard/`) drains
+//! them each frame within a time budget, like the run view. A run's numbers are read from its
+//! archive once, when it ends, so the table costs one read per run.
 
 use std::path::PathBuf;
 use std::sync::Arc;

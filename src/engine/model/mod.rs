@@ -1,5 +1,42 @@
 //! The language-model interface the proposer talks to, plus the built-in
 //! offline model that is the default when no endpoint is configured.
+//!
+//! # The client and the protocols
+//!
+//! One client (`openai/mod.rs`, `OpenAiModel`) owns the transport of every real model: the
+//! connection pool and concurrency limit per endpoint (`EndpointHandle`), the key read from its
+//! variable at request time, the three per-attempt limits (whole exchange, first byte, stall
+//! between chunks), retries with backoff and `Retry-After`, and turning an HTTP status into a
+//! retry, a failure or a fatal error. What goes on the wire and what a reply means belong to the
+//! protocol (`wire/`): `Protocol::{ChatCompletions, Responses, AnthropicMessages}` each write a
+//! `WireRequest` (model, system, user, the `Sampling` to send, stream, cache) as their JSON body
+//! and read a whole body or a stream of server-sent events (`wire/sse.rs`) into a `Parsed` (text
+//! and `TokenUsage`) or a `ReplyError`, of which `Truncated` and a retryable `Server` error
+//! (Anthropic's `overloaded_error` event, a Responses `response.failed` with a `server_error`) are
+//! retried like a 5xx. Error bodies of every shape are read once (`wire::ApiError`).
+//!
+//! - **Quirks** (`quirks.rs`): a table of model families by name prefix gives `Capabilities`;
+//!   `quirks::sampling` shapes the configured sampling by them and by the parameters the server
+//!   refused earlier in the run. A 400 whose `ApiError` names a parameter that was sent
+//!   (`quirks::refused_param`) becomes `Attempt::Refused`: the model remembers it (a set behind a
+//!   mutex, so iterations in flight share it), says so once through `take_notices`, and sends the
+//!   request again without it, not counting an attempt (at most five times per request).
+//! - **Presets** (`presets.rs`): one `Preset` per provider (URL, key variable and header, protocol,
+//!   headers, `api-version`, a model to start from). An endpoint in the settings names one with
+//!   `provider` and is completed from it when loaded (`EndpointSettings::with_preset`);
+//!   `--provider` builds the endpoint from it (`ModelOverrides::provider`).
+//!   `EndpointSettings::client_config` is the one place an endpoint becomes an `OpenAiConfig`.
+//!   Azure's deployment is a `{deployment}` slot in the base URL filled with the model's name
+//!   (`ApiBase::request_url`).
+//! - **Prompt caching**: the prompt builder keeps everything stable (instructions, the task) in the
+//!   system message; the Anthropic protocol marks it `cache_control: ephemeral` when `prompt_cache`
+//!   is on. `TokenUsage` carries cache reads and writes and reasoning tokens; `Price::cost_of`
+//!   prices each kind.
+//! - **Checks** (`check.rs`): one request without retries and a `GET …/models`, on a current-thread
+//!   runtime of its own (`check_endpoint`, for the command line and the studio's worker thread);
+//!   `diagnose` and `not_found` name the mistake from the status and the error body (`Mistake`),
+//!   and the client's 404 message uses the same reading. The studio runs it on a thread named
+//!   `galapagos-model-check` and polls its channel each frame (`studio/model_ui/connection.rs`).
 
 pub mod offline;
 

@@ -2,6 +2,12 @@
 //! policy, the model hears what became of its children, memory learns, and
 //! the iteration is recorded with a checkpoint; the `GenomeAdmitted` events
 //! wait until the record is on disk.
+//!
+//! On the loop's task, never concurrently: the population keeps the genome
+//! without its transcript, the policy `observe`s it, memory's `after_iteration` runs once per
+//! iteration, and the iteration's genomes go to the recorder together with a checkpoint. The
+//! memory is shared with in-flight proposers behind an async read-write lock (`SharedMemory`);
+//! the loop reads it once per dispatched iteration for the prompt.
 
 use std::sync::Arc;
 

@@ -11,6 +11,17 @@
 //! OpenAI-compatible `/embeddings` endpoint. Embeddings of compared genomes
 //! are cached by id; a failed embeddings call falls back to the token
 //! similarity for that child and says so in the run's log.
+//!
+//! # In the loop
+//!
+//! The gate sits between the proposer and the evaluator inside an iteration: a child at or above
+//! the threshold of similarity to its parent or to one of the population's fittest (the `Job`'s
+//! `compared`, queried at dispatch) becomes an invalid genome carrying `Genome::rejected` (nearest
+//! id, similarity, threshold, method) and is never evaluated; with `retry` it is a failed attempt
+//! whose reason the next prompt shows. Token similarity is `proposer::novelty`'s (shared with the
+//! proposer-level check of the `shinka` card); embeddings come from `model::embeddings` (an
+//! OpenAI-compatible `/embeddings` client, resolved from the user settings like a chat model when
+//! the scaffold is built), cached per genome id.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

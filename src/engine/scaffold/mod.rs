@@ -7,6 +7,26 @@
 //! `general.parallel == 1` an iteration is selected only after the previous
 //! one was admitted (the exact sequential semantics); with P > 1, up to P
 //! iterations are in flight and are admitted in completion order.
+//!
+//! # The loop
+//!
+//! - An **iteration** selects once, then makes up to `1 + general.inner_retry_times` proposals with
+//!   the parent held fixed, stopping at the first valid child. Every attempt becomes a genome (a
+//!   parse failure keeps the raw reply). `general.max_iterations` counts iterations; the initial
+//!   program is genome 0, iteration 0.
+//! - The loop numbers an iteration when it dispatches it and tells the policy
+//!   (`SelectionPolicy::dispatched`), so a policy whose state changes at a selection tells the
+//!   children selected before the change from those selected after it by `Genome::iteration`:
+//!   best_of_n's cycle starts at the iteration that committed to a parent, and only that cycle's
+//!   valid children count toward its N, also when it re-committed to the same genome.
+//! - **Admission** (`admission.rs`) happens on the loop's task, never concurrently.
+//! - What a model goes through on the way to a reply (an attempt that failed and is retried) it
+//!   keeps for the loop (`LanguageModel::take_notices`), which logs it as a warning at least once a
+//!   second while iterations are in flight.
+//! - The loop stops at the budget, at a cost or token cap (`general.max_cost_usd`,
+//!   `general.max_tokens`), by a rule of `general.stop`, on `Stop`, on a fatal model error (bad
+//!   credentials), after `MAX_CONSECUTIVE_MODEL_FAILURES` iterations in a row whose every model
+//!   call failed (resumable), or when the initial program does not score.
 
 use std::sync::Arc;
 use std::time::Instant;

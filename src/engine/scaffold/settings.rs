@@ -5,6 +5,29 @@
 //! `llm` section swaps in the model the front end built from it, and the
 //! change is logged, recorded and announced with the iteration it takes
 //! effect at.
+//!
+//! # How a change is taken
+//!
+//! `RunCommand::Reconfigure(NewSettings)` carries a new checked card, fitted to the run's task as a
+//! new run's would be (`launch::fit_to_task`), and, when its `llm` section changed, the model the
+//! front end built from it (front ends resolve models: the settings file, the flags). The loop
+//! notes whether the run was paused when it came and takes it before the next dispatch
+//! (`scaffold/settings.rs`): a run that was not paused refuses it; `steering::settings::compare`
+//! against the card it runs names every difference that cannot change in flight (another kind, a
+//! block that is not `LIVE`, the seed, loop settings other than the budget and the stop rules) and
+//! refuses the whole change; otherwise every changed live block is built through the registry from
+//! the new card (`ValidCard::build`, the policy then `restore`d from the old one's `checkpoint`;
+//! the proposer also when the model changed) and, only when all are built, swapped in: the prompt
+//! builder and proposer in a new `Shared` (iterations in flight keep the old one), the new budget
+//! and stop rules in the loop's `General` and the run's `RunMeter` (`set_budget`: what a coding
+//! agent spends through the relay is measured against the new caps). A new model is wrapped in the
+//! run's redactor (`Scaffold::with_redactor`) and refused when one of its secrets (a key, endpoint
+//! credentials) is not one the redactor knows: the run keeps out of its record only the secrets it
+//! started with. The change is logged (`settings changed from iteration K: …`), recorded
+//! (`RunRecorder::settings_changed`: the archive's `card_yaml`, `max_iterations` and its
+//! `settings_changes` list with the iteration; `card.yaml`), so a resume builds the run with it,
+//! and announced as `RunEvent::SettingsChanged`; a refusal changes nothing, is a warning in the log
+//! and names each fixed setting in `RunEvent::SettingsRefused`.
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -2,6 +2,17 @@
 //! model call made (told to the model, so an ensemble with adaptive weights
 //! learns from it) and each model's share of the calls and success rate,
 //! said in the run's log.
+//!
+//! # In the loop
+//!
+//! Every admitted genome that a model call made is told to the model as a `ModelOutcome` (its
+//! member, improved on its parent or not, cost) through `LanguageModel::observe`, before it enters
+//! the population; a resumed run tells the recorded genomes again, in order. An ensemble with
+//! `llm.weights: adaptive` feeds them to its bandit (`model/bandit.rs`, Thompson or UCB1,
+//! optionally per dollar), whose state is therefore a function of the outcomes in order. The loop
+//! logs each model's share and success rate. A run starts from `LanguageModel::for_run` (an
+//! adaptive ensemble: the same members with a fresh bandit), so runs that share a model (a
+//! leaderboard batch's) learn each on its own.
 
 use std::collections::BTreeMap;
 

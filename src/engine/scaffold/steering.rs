@@ -4,6 +4,41 @@
 //! and a person's program becomes a job evaluated and admitted like any
 //! child. Every change is logged and recorded with a checkpoint at once,
 //! so it survives a stop before the next iteration.
+//!
+//! # The commands
+//!
+//! What a person changes by hand goes through the loop, on its task, as commands
+//! (`scaffold/steering.rs`):
+//!
+//! - `RunCommand::Inject { parent, program }`: the loop checks the program against the parent with
+//!   `scaffold::check_person_program` (changed, and every changed path allowed by the task's
+//!   `EditRules`; the studio's editor and `galapagos inject` run the same check first), numbers it
+//!   as the next iteration and runs it as a `Job` whose `program` is set: `run_iteration` evaluates
+//!   it as it evaluates a proposal's child (the evaluator, the fitness metric, confirmation of a
+//!   would-be best) without a prompt, a model call or the novelty gate, marks it
+//!   `metadata.patch_type = "human"` (`genome::PERSON_PATCH`; `Genome::is_by_person`,
+//!   `Genome::author` "person") and hands it back as an `Outcome` that does not count toward the
+//!   budget. Admission is the one for every child: population, policy `observe`, memory
+//!   `after_iteration`, the record with its diff. Such a job is in flight like any iteration, so it
+//!   is evaluated and admitted while the run is paused too. A refusal is an error in the log that
+//!   begins with `scaffold::PERSON_REFUSED`, and nothing is recorded.
+//! - `SetNotes`, `Pin`, `Unpin` change the `Steering` from the next dispatched iteration on. The
+//!   notes reach prompts through the memory slot: the scaffold wraps the card's memory in
+//!   `NotedMemory`, whose `read` puts them first among the notes (so the prompt builder and a
+//!   proposer's `env.read_memory` see them, and each genome's prompt records them). Pins are
+//!   applied to every `Selection` the policy returns (`Scaffold::with_pins`): each pinned genome
+//!   that is a valid member and not a parent goes first among the inspirations. A pin of an unknown
+//!   or invalid genome is refused in the log. Each change is logged, sent as `RunEvent::Steered`
+//!   and recorded at once as a checkpoint with no genomes (`record_iteration(&[], …)`), so it
+//!   survives a stop before the next iteration; `Checkpoint::steering` carries the notes, the pins
+//!   and the history of changes with their iterations, and `Scaffold::restore` puts them back.
+//! - **A stopped run** (`galapagos inject`, `galapagos steer`): `RunPlan::steer(run_dir, changes)`
+//!   reopens the run as a resume does (its card, task, the lock) and `Scaffold::steer_only` applies
+//!   `changes` as if they were commands sent before the start, dispatches no iteration, waits for a
+//!   person's job and ends (`completed` when the budget is spent, else `stopped`). **Concurrency**
+//!   is the run folder's lock: a live run holds `run.lock` to its end, so `RunPlan::steer` on its
+//!   folder fails with `ArchiveError::Locked` (the holder's PID) before anything is read for
+//!   writing; a live run is steered through its own command channel only.
 
 use std::sync::{Arc, RwLock};
 

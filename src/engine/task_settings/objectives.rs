@@ -8,6 +8,18 @@
 //! value the task names replaces the card's for that metric. A card written
 //! for any task can then run a multi-objective search on a task that says
 //! what its objectives are. The command line has no objective flags.
+//!
+//! # Through the run
+//!
+//! A task's config may name them (`objectives`, `reference_point`); `task_settings/objectives.rs`
+//! (`TaskObjectives`) puts them onto the card as task settings (they replace the card's), so the
+//! card as run carries them. `Scaffold::build` copies them onto the `Task` (and so into
+//! `BuildContext` and the `TaskBrief`): the `pareto` policy queries `Query::ParetoFront` and ranks
+//! by NSGA-II non-dominated sorting and crowding distance, holding its tournament among the first
+//! `survivors` of that order (NSGA-II's population: the keep-all population is the archive, not the
+//! generation); the default prompt renders the trade-offs. A leaderboard measures every run's
+//! hypervolume over the task's objectives, else those of the first card that names some (the same
+//! `TaskObjectives::apply`; `leaderboard/hypervolume.rs`, exact slicing).
 
 use std::collections::BTreeMap;
 

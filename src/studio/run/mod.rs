@@ -17,6 +17,21 @@
 //! next [`RunView::start`]. The views of the genomes (plot, tree, table,
 //! islands, beam) are [`GenomeView`]s; the toolbar, log and status bar are in
 //! `bars.rs`, the resizable panes they are drawn in in `panes.rs`.
+//!
+//! # What the studio derives from a run
+//!
+//! - The run view reads only the `RunHistory` built from events (or from an archive). What the
+//!   events do not carry, the studio derives: the genealogy from `parent_id` / `inspiration_ids`,
+//!   and an island or beam population's structure by **replaying** the card's population block
+//!   (`studio/run/structure.rs`): a population is a pure function of its `add` sequence (the
+//!   property resume relies on), so feeding a fresh copy (built through the registry from the
+//!   block's checked parameters, `Component::detached`) the run's genomes in order, as
+//!   `Genome::for_selection` copies, gives the run's islands, MAP-Elites cells, migrations and
+//!   beam. The copy is fed a few milliseconds per frame, only while a view needs it; the events
+//!   stay small (no structure snapshot per genome).
+//! - Views over many genomes cache and cull: the plot's point vectors grow incrementally and are
+//!   binned per pixel column; the tree's layout (leaf order: rows sorted by x, edges never cross)
+//!   is rebuilt at most every 0.5 s and drawn by binary search over each row, in one mesh.
 
 pub mod agent_view;
 mod bars;

@@ -22,6 +22,74 @@
 //! - `shape.rs`: the relay's own answers in each protocol's shape.
 //! - `steps.rs`: a kept step read back per protocol (messages, tool calls,
 //!   the reply) for the studio's Agent tab.
+//!
+//! # How it works
+//!
+//! A coding agent proposing for a run never holds the run's key. The run starts one `Relay` on its
+//! tokio runtime (`Relay::start(RelayUpstream, Arc<Redactor>, socket_dir)`): a hyper HTTP/1 server
+//! on `127.0.0.1` (a port the system picks) and on `socket_dir/relay.sock` (a sandboxed agent has
+//! no network; a bridge inside its sandbox forwards a loopback port to the socket). `RelayUpstream`
+//! (`upstream.rs`) is the run's endpoints as its model settings name them
+//! (`RelayUpstream::for_model`, through `LanguageModel::endpoint_configs`): base URL, the protocols
+//! each speaks, the *name* of its key variable and its key header, and the run's price table; the
+//! relay reads the key values once when it starts and refuses to start, naming the variable, when a
+//! required one is unset.
+//!
+//! Each proposal opens a `RelaySession` (`session.rs`): a fresh 256-bit token from the system's
+//! generator, caps (`SessionCaps`: tokens, USD, and the run's `RunMeter`), the usage so far and its
+//! steps. `RelaySession::env(base)` is what the agent gets: `OPENAI_BASE_URL`/`OPENAI_API_BASE`
+//! (`…/v1`), `ANTHROPIC_BASE_URL`, and the token as `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` and
+//! `ANTHROPIC_AUTH_TOKEN`. `finish` ends it (the token is refused from then on) and returns the
+//! steps, in request order, and the usage.
+//!
+//! How one request flows (`forward.rs`):
+//!
+//! 1. The token is taken from `Authorization: Bearer`, `x-api-key` or `api-key` (`route.rs`). No
+//!    live session for it: 401 in the protocol's shape, nothing read, nothing forwarded; the relay
+//!    counts it (`Relay::unauthorized`), no session keeps it.
+//! 2. The step's index and start are fixed; the body is read (at most 32 MiB).
+//! 3. The route (`route.rs`): `POST …/chat/completions`, `…/responses`, `…/messages` (metered),
+//!    `…/messages/count_tokens` and `GET …/models` (forwarded, not metered), with or without `/v1`;
+//!    anything else is refused with 404.
+//! 4. A reached cap refuses (OpenAI's 429 `insufficient_quota`; Anthropic's 400
+//!    `invalid_request_error`, as each answers a spent balance), the proposal's own caps checked
+//!    first, then the run's budget (`RunMeter::reached`); the message names the cap and its card
+//!    field and the step keeps which (`AgentStep::cap`); a body that is not JSON, or a protocol no
+//!    endpoint of the run speaks, with 400.
+//! 5. The request goes to the first endpoint speaking its protocol (`ApiBase::request_url`, so
+//!    Azure deployment slots and `api-version` work as for the run's own client) with the agent's
+//!    headers minus hop-by-hop ones, its token and `accept-encoding`, plus the endpoint's headers
+//!    and the real key in its header (`Authorization: Bearer`, `x-api-key`, `api-key`). The body is
+//!    sent as the agent wrote it, with one exception: a Chat Completions stream that does not ask
+//!    for `stream_options.include_usage` is given it, or its tokens could not be counted.
+//! 6. The reply: a stream (`text/event-stream`) is passed to the agent chunk by chunk as it comes
+//!    and kept in memory (at most 64 MiB) to read its usage when it ends; a whole reply is read,
+//!    then passed on with its status and headers. Either way the bytes are the endpoint's, except
+//!    that any secret in them is redacted (an endpoint echoing the key never hands it to the
+//!    agent). A whole reply that breaks off or is not JSON becomes a 502 in the protocol's shape; a
+//!    stream that breaks off ends with the protocol's own error event (`shape.rs`); an endpoint
+//!    that cannot be reached is a 502.
+//! 7. The usage is read with the protocol's own reader (`Protocol::usage_of`, the same `wire/` code
+//!    the run's client uses, which reads usage whatever the reply holds: text, tool calls or
+//!    nothing), priced with the run's price table by the request's model, and added to the session
+//!    and to the run's meter.
+//!
+//! What is recorded: one `AgentStep` per request that carried a live token, refused or not:
+//! protocol, method and path, start and duration (ms from the session's start), status, streamed,
+//! the request body as forwarded and the reply as the agent got it (each redacted with the run's
+//! `Redactor` and with the keys the relay read, the reply cut to 256 KiB with its full length
+//! kept), the priced usage, why the relay refused it (`refused`) or what went wrong on the way
+//! (`note`). A request still in flight when the session is finished is not among its steps.
+//!
+//! Reading a step back (`steps.rs`) is the relay's knowledge of the protocols turned around: a
+//! step's request and reply become the messages it sent (tool calls and tool results among them,
+//! and how many of them the previous request had already sent), the reply's text and tool calls,
+//! tokens and cost, and the refusal or error (`StepView`, and a one-line `StepSummary` per row); a
+//! `Transcript` reads each step only when first asked for and keeps what it read, so the studio's
+//! Agent tab pays for the rows in view, not for 10,000 steps (`benches/agent_tab.rs` times its
+//! frames). The tab (`studio/run/agent_view.rs`) gives the list 42% of its height and the chosen
+//! step a scroll area of its own; below 420 points (a 1024×640 window) its header, the list (four
+//! rows) and the step scroll as one instead.
 
 mod forward;
 mod route;

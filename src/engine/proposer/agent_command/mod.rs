@@ -13,6 +13,77 @@
 //! dropped and named, an unchanged workspace is a no-op, a failing or
 //! overrunning agent a failed proposal with its output kept. Everything it
 //! did is the genome's [`AgentRun`].
+//!
+//! # One proposal, step by step
+//!
+//! 1. **Workspace** (`workspace.rs`): a folder `p<iteration>-<n>/` under the run folder's
+//!    `agent-workspaces/` (a temp dir of the proposer's for a run without a folder) with `work/`
+//!    (the primary parent's tree, `git init`-ed and committed as "the parent program", so the
+//!    agent's change is `git diff`), `info/` and `out/`. Git runs only then, outside the sandbox,
+//!    with no user or system configuration and hooks off; after the agent has had the workspace its
+//!    `.git` may hold hooks or configuration, so nothing runs git there again. The proposer empties
+//!    `agent-workspaces/` when it is built, so a run killed during a proposal leaves nothing once
+//!    it is resumed; each proposal's folder is removed when the proposal ends (a guard, whatever
+//!    the outcome).
+//! 2. **What the agent reads** (`context.rs`): `info/` is shown read-only at `work/.galapagos/`:
+//!    `prompt.md` (the prompt builder's system and user text and how to work in the workspace),
+//!    `leaderboard.md` / `.json` (the parents the policy handed over and the inspirations, best
+//!    first, at most `pool_size`: id, fitness, scores, a one-line summary of how each was made),
+//!    `pool/<id>/tree/` and `pool/<id>/feedback.md` (each one's files and its evaluator's error and
+//!    artifacts) and `notes.md` (the run's memory, `memory_chars` of it). `out/` is shown writable
+//!    at `work/.galapagos/out/`: the agent names the parent it built on in `out/parent` (an id
+//!    among the pool, after copying that tree over the workspace) and leaves notes in
+//!    `out/notes.md`, which go to `ProposerEnv::write_memory`. `.galapagos/` is in
+//!    `.git/info/exclude`.
+//! 3. **The sandbox** (`jail.rs`): the command evaluator's container (`bwrap_args` with the
+//!    workspace the one writable dir and the run folder and the workspaces' root hidden;
+//!    `--as-pid-1`; `prlimit`'s memory, process and file-size limits; as root, `setpriv` to nobody
+//!    in a user namespace of its own), with the agent's additions placed where the candidates'
+//!    `--chdir` was: the `.galapagos/` binds, a private HOME and TMPDIR (`--perms 01777` dirs in
+//!    the scratch tmpfs, so nobody can write them as root), and the workspace as the working dir.
+//!    The network is always a fresh namespace (`--unshare-net`). The environment is built from
+//!    scratch: `PATH` (the agent's program's dir first), `LANG`, `TERM`, HOME, TMPDIR and the
+//!    card's `env` entries (a name that holds one of the run's model keys is refused when the
+//!    proposer is built). The program is found on the run's PATH and shown with its installation
+//!    (its dir's parent: a venv, and a script's interpreter with that interpreter's prefixes,
+//!    `locate`). bubblewrap runs in a process group of its own, killed at `timeout_secs`, when the
+//!    agent exits and when the proposal is dropped. The container's pid 1 is `galapagos
+//!    agent-bridge` (a hidden subcommand; the engine finds the `galapagos` binary as its own
+//!    executable or beside it). Its stdin is the proposal's lifeline: a pipe whose write end only
+//!    the proposal holds, so it closes when the proposal ends or the run dies in any way; the
+//!    bridge then kills the agent's process group and exits, and the kernel kills the rest of the
+//!    pid namespace. (The agent's own stdin is the prompt's file when the card says `prompt_via:
+//!    stdin`, opened by the bridge.) It also sets its own parent-death signal (SIGKILL) after its
+//!    exec, and bubblewrap has one for the run (`--die-with-parent`), but those alone were seen to
+//!    miss under load: a killed run left the bridge and its agent running, reparented to init. A
+//!    shell as pid 1 (as the command evaluator has) was seen to outlive bubblewrap as root, the
+//!    parent-death signal bubblewrap sets before the exec not reaching it. `tests/agent_command.rs`
+//!    kills a run with an agent and its setsid'd survivor and checks that none is left, and closes
+//!    a bridge's lifeline and checks that its agent is stopped.
+//! 4. **The model** (`relay.rs`, `bridge.rs`): the proposer starts the run's model relay
+//!    (`engine/model/relay/`) at its first proposal, on the run's runtime, to the endpoints of the
+//!    run's model (`RelayUpstream::for_model`; none for the offline model, and then the agent has
+//!    no model), with the run's secrets in its redactor and its Unix socket in a private dir under
+//!    `/tmp` (short, for the socket path limit; opened to nobody, the token still required). Each
+//!    proposal opens a session (a fresh token, the card's `max_tokens` / `max_cost_usd` and the
+//!    run's `RunMeter` from `BuildContext::meter`, so the relay refuses past the run's budget too)
+//!    whose `env(http://127.0.0.1:4141)` the agent gets; `{model}` in the command is the model of
+//!    the run's first endpoint and `{relay_url}` that base URL, for an agent whose endpoint is set
+//!    on its command line (Codex's model provider: its built-in one ignores `OPENAI_BASE_URL`). Pid
+//!    1, started with `--socket S`, listens on the namespace's `127.0.0.1:4141` and copies each
+//!    connection to the relay's socket (its dir bound in) and back; it runs the agent as its child
+//!    and exits with its status. When the agent is done the session is finished: its steps become
+//!    `AgentRun::steps` and its usage the proposal's (the genome's `usage`, which the run's budget
+//!    adds up). A relay that cannot start (a key variable unset) is a fatal proposal error: the run
+//!    stops and says why.
+//! 5. **The child** (`workspace::read_back`): the workspace's files are walked without following
+//!    links (a link, a fifo or a file over 16 MiB is dropped and named), compared with the parent
+//!    the agent named (or the primary), and each added, changed or deleted path goes through the
+//!    task's `EditRules::check`: what it refuses is dropped and named in `AgentRun::dropped`. An
+//!    exit other than 0 or the time limit is `ProposalError::Failed` with the output kept; an
+//!    unchanged child is `NoOp` (naming what was dropped). The record is the genome's `AgentRun`
+//!    (`Proposal::agent`), which the run's redactor covers (command, output, steps, notes, dropped
+//!    paths).
 
 pub mod bridge;
 mod context;
