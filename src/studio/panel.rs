@@ -121,6 +121,14 @@ pub struct Folders<'a> {
 pub trait TabPanel {
     /// Draw the tab into `ui`; what should change goes into `commands`.
     fn ui(&mut self, ui: &mut Ui, ctx: &mut TabCtx<'_>, commands: &mut Commands);
+
+    /// Work outside drawing, every frame, whether the tab is shown or not (taking a worker's events).
+    fn logic(&mut self, _ctx: &egui::Context) {}
+
+    /// What the tab's background work is doing, shown beside its label ("running", "paused"); `None` when idle.
+    fn activity(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// Set the size along its axis of the panel `salt` that `ui` shows next,

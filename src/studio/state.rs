@@ -87,7 +87,8 @@ pub enum Tab {
 }
 
 impl Tab {
-    /// All tabs in display order.
+    /// Every tab, in display order: the one list that the tab strip, the View menu, the shortcuts and the
+    /// per-frame work follow (`tests` checks that it holds every variant, in [`Tab::position`] order).
     pub const ALL: [Self; 6] = [
         Self::Editor,
         Self::Details,
@@ -96,6 +97,18 @@ impl Tab {
         Self::Runs,
         Self::Leaderboard,
     ];
+
+    /// Where the tab stands in [`Tab::ALL`]; the match makes a new variant name its place.
+    pub const fn position(self) -> usize {
+        match self {
+            Self::Editor => 0,
+            Self::Details => 1,
+            Self::Yaml => 2,
+            Self::Run => 3,
+            Self::Runs => 4,
+            Self::Leaderboard => 5,
+        }
+    }
 
     /// Tab label.
     pub fn label(self) -> &'static str {
@@ -106,6 +119,30 @@ impl Tab {
             Self::Run => "Run",
             Self::Runs => "Runs",
             Self::Leaderboard => "Leaderboard",
+        }
+    }
+
+    /// The key that shows the tab with Ctrl (Cmd): its position, from 1.
+    pub fn key(self) -> egui::Key {
+        const KEYS: [egui::Key; 9] = [
+            egui::Key::Num1,
+            egui::Key::Num2,
+            egui::Key::Num3,
+            egui::Key::Num4,
+            egui::Key::Num5,
+            egui::Key::Num6,
+            egui::Key::Num7,
+            egui::Key::Num8,
+            egui::Key::Num9,
+        ];
+        KEYS[self.position() % KEYS.len()]
+    }
+
+    /// Whether the tab shows the card being edited (the library and palette stand beside it).
+    pub fn shows_card(self) -> bool {
+        match self {
+            Self::Editor | Self::Details | Self::Yaml => true,
+            Self::Run | Self::Runs | Self::Leaderboard => false,
         }
     }
 }
@@ -347,6 +384,20 @@ impl Document {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tab_list_holds_every_tab_once_in_its_place() {
+        for (i, tab) in Tab::ALL.into_iter().enumerate() {
+            assert_eq!(tab.position(), i, "{tab:?}");
+        }
+        // a variant missing from ALL has a position at or past its length, which the match gives it
+        let keys: std::collections::BTreeSet<String> = Tab::ALL
+            .into_iter()
+            .map(|t| format!("{:?}", t.key()))
+            .collect();
+        assert_eq!(keys.len(), Tab::ALL.len(), "each tab has a key of its own");
+        assert!(Tab::ALL.len() <= 9, "Ctrl+1 .. Ctrl+9 name the tabs");
+    }
 
     #[test]
     fn undo_redo_and_coalescing() {

@@ -76,6 +76,21 @@ struct Message {
     at: std::time::Instant,
 }
 
+/// The panel of a tab, field by field (so the rest of the app can be borrowed beside it): the one place a tab
+/// is matched with its panel.
+macro_rules! panel_of {
+    ($app:expr, $tab:expr) => {
+        match $tab {
+            Tab::Editor => &mut $app.blocks,
+            Tab::Details => &mut $app.details,
+            Tab::Yaml => &mut $app.yaml,
+            Tab::Run => &mut $app.run_view,
+            Tab::Runs => &mut $app.runs,
+            Tab::Leaderboard => &mut $app.leaderboard,
+        }
+    };
+}
+
 /// The editor's borrows of the app, field by field (so the command queue
 /// can be borrowed mutably beside it).
 macro_rules! card_ctx {
@@ -551,14 +566,7 @@ impl App {
             live_run_dir: live_run_dir.as_deref(),
             leaderboard_form: &mut self.state.leaderboard,
         };
-        let panel: &mut dyn TabPanel = match tab {
-            Tab::Editor => &mut self.blocks,
-            Tab::Details => &mut self.details,
-            Tab::Yaml => &mut self.yaml,
-            Tab::Run => &mut self.run_view,
-            Tab::Runs => &mut self.runs,
-            Tab::Leaderboard => &mut self.leaderboard,
-        };
+        let panel: &mut dyn TabPanel = panel_of!(self, tab);
         panel.ui(ui, &mut ctx, &mut self.commands);
         self.state.layout.run = self.run_view.panes;
     }
@@ -567,8 +575,14 @@ impl App {
     pub fn logic(&mut self, ctx: &egui::Context) {
         self.ctx = Some(ctx.clone());
         self.poll_jobs();
-        self.run_view.logic(ctx);
-        self.leaderboard.logic(ctx);
+        for tab in Tab::ALL {
+            self.panel_mut(tab).logic(ctx);
+        }
+    }
+
+    /// The panel of `tab`.
+    pub(super) fn panel_mut(&mut self, tab: Tab) -> &mut dyn TabPanel {
+        panel_of!(self, tab)
     }
 
     /// Draw the whole studio into `ui` and apply the frame's commands.
@@ -607,7 +621,7 @@ impl App {
         let window = ui.available_width();
         // the library and palette beside the card's tabs; the run views get
         // the whole width
-        let card_tab = matches!(self.state.tab, Tab::Editor | Tab::Details | Tab::Yaml);
+        let card_tab = self.state.tab.shows_card();
         if self.state.layout.show_left && card_tab {
             let max = (window * 0.22).max(170.0);
             let r = egui::Panel::left("studio-left")

@@ -18,16 +18,6 @@ pub const START_SHORTCUT: KeyboardShortcut = KeyboardShortcut::new(Modifiers::NO
 pub const PAUSE_SHORTCUT: KeyboardShortcut = KeyboardShortcut::new(Modifiers::NONE, Key::F6);
 /// Stop the live run.
 pub const STOP_SHORTCUT: KeyboardShortcut = KeyboardShortcut::new(Modifiers::SHIFT, Key::F5);
-/// Ctrl+1 .. Ctrl+6 show the tabs in [`Tab::ALL`] order.
-const TAB_KEYS: [Key; 6] = [
-    Key::Num1,
-    Key::Num2,
-    Key::Num3,
-    Key::Num4,
-    Key::Num5,
-    Key::Num6,
-];
-
 /// How long an information message stays in the status bar (an error stays
 /// until the next message, or a click on it).
 const INFO_SHOWN_FOR: std::time::Duration = std::time::Duration::from_secs(8);
@@ -61,9 +51,9 @@ impl App {
             if i.consume_shortcut(&PAUSE_SHORTCUT) {
                 self.commands.push(UiCommand::PauseOrResume);
             }
-            // tabs: Ctrl+1 .. Ctrl+6 (listed in the View menu)
-            for (tab, key) in Tab::ALL.into_iter().zip(TAB_KEYS) {
-                if i.consume_shortcut(&KeyboardShortcut::new(cmd, key)) {
+            // tabs: Ctrl+1 .. in the tab list's order (listed in the View menu)
+            for tab in Tab::ALL {
+                if i.consume_shortcut(&KeyboardShortcut::new(cmd, tab.key())) {
                     self.commands.push(UiCommand::ShowTab(tab));
                 }
             }
@@ -191,8 +181,8 @@ impl App {
                 }
             });
             ui.menu_button("View", |ui| {
-                for (tab, key) in Tab::ALL.into_iter().zip(TAB_KEYS) {
-                    let shortcut = KeyboardShortcut::new(Modifiers::COMMAND, key);
+                for tab in Tab::ALL {
+                    let shortcut = KeyboardShortcut::new(Modifiers::COMMAND, tab.key());
                     if ui
                         .add(
                             egui::Button::selectable(self.state.tab == tab, tab.label())
@@ -383,18 +373,12 @@ impl App {
     /// One button per tab, marked while its work runs.
     fn tab_strip_ui(&mut self, ui: &mut Ui) {
         ui.horizontal(|ui| {
-            for (tab, key) in Tab::ALL.into_iter().zip(TAB_KEYS) {
-                let running = match tab {
-                    Tab::Run => self.run_view.is_running(),
-                    Tab::Leaderboard => self.leaderboard.is_running(),
-                    _ => false,
+            for tab in Tab::ALL {
+                let text = match self.panel_mut(tab).activity() {
+                    Some(activity) => format!("{} ({activity})", tab.label()),
+                    None => tab.label().to_owned(),
                 };
-                let text = if running {
-                    format!("{} (running)", tab.label())
-                } else {
-                    tab.label().to_owned()
-                };
-                let shortcut = KeyboardShortcut::new(Modifiers::COMMAND, key);
+                let shortcut = KeyboardShortcut::new(Modifiers::COMMAND, tab.key());
                 if ui
                     .selectable_label(self.state.tab == tab, text)
                     .on_hover_text(ui.ctx().format_shortcut(&shortcut))

@@ -459,6 +459,14 @@ impl LeaderboardPanel {
 
 /// The Leaderboard tab.
 impl crate::studio::panel::TabPanel for LeaderboardPanel {
+    fn logic(&mut self, ctx: &egui::Context) {
+        LeaderboardPanel::logic(self, ctx);
+    }
+
+    fn activity(&self) -> Option<&'static str> {
+        self.is_running().then_some("running")
+    }
+
     fn ui(
         &mut self,
         ui: &mut egui::Ui,

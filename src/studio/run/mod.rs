@@ -736,6 +736,18 @@ impl RunView {
 
 /// The Run tab.
 impl TabPanel for RunView {
+    fn logic(&mut self, ctx: &egui::Context) {
+        RunView::logic(self, ctx);
+    }
+
+    fn activity(&self) -> Option<&'static str> {
+        if self.is_paused() {
+            Some("paused")
+        } else {
+            self.is_running().then_some("running")
+        }
+    }
+
     fn ui(&mut self, ui: &mut egui::Ui, _ctx: &mut TabCtx<'_>, commands: &mut Commands) {
         self.settings.in_app = true;
         RunView::ui(self, ui);
