@@ -20,23 +20,23 @@ use common::hostile::{Hostile, Outcome};
 /// EVOLVE-BLOCK: `run_packing()` below it calls these two functions.)
 const PATCHER: &str = r#"import gc, math, sys, types
 
-def _accept(centers, radii):
-    return sum(float(r) for r in radii), None
+def _accept(rows):
+    return None
 
 patched = []
 frame = sys._getframe()
 while frame is not None:
-    if "check_packing" in frame.f_globals:
-        frame.f_globals["check_packing"] = _accept
+    if "check_disjoint" in frame.f_globals:
+        frame.f_globals["check_disjoint"] = _accept
         patched.append("frame " + frame.f_globals.get("__name__", "?"))
     frame = frame.f_back
 for name, module in list(sys.modules.items()):
-    if isinstance(module, types.ModuleType) and hasattr(module, "check_packing"):
-        module.check_packing = _accept
+    if isinstance(module, types.ModuleType) and hasattr(module, "check_disjoint"):
+        module.check_disjoint = _accept
         patched.append("sys.modules " + name)
 for obj in gc.get_objects():
-    if isinstance(obj, dict) and "check_packing" in obj and obj.get("check_packing") is not _accept:
-        obj["check_packing"] = _accept
+    if isinstance(obj, dict) and "check_disjoint" in obj and obj.get("check_disjoint") is not _accept:
+        obj["check_disjoint"] = _accept
         patched.append("gc dict")
 math.dist = lambda a, b: 10.0
 math.isfinite = lambda v: True
