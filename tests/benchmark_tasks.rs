@@ -365,7 +365,7 @@ async fn perturbed_is_refused(ev: &SubprocessEvaluator, name: &str, p: &Publishe
     };
     let program = format!(
         "DATA = {}\n\n\ndef construct():\n    rows = [list(r) if isinstance(r, list) else r for r in DATA]\n    {change}\n    return rows\n",
-        serde_json::to_string(&p.construction).unwrap()
+        serde_json::to_string(&p.construction).expect("the construction is JSON")
     );
     let e = score(ev, &program).await;
     if phrases.is_empty() {
