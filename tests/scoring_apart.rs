@@ -20,23 +20,23 @@ use common::hostile::{Hostile, Outcome};
 /// EVOLVE-BLOCK: `run_packing()` below it calls these two functions.)
 const PATCHER: &str = r#"import gc, math, sys, types
 
-def _accept(centers, radii):
-    return sum(float(r) for r in radii), None
+def _accept(rows):
+    return None
 
 patched = []
 frame = sys._getframe()
 while frame is not None:
-    if "check_packing" in frame.f_globals:
-        frame.f_globals["check_packing"] = _accept
+    if "check_disjoint" in frame.f_globals:
+        frame.f_globals["check_disjoint"] = _accept
         patched.append("frame " + frame.f_globals.get("__name__", "?"))
     frame = frame.f_back
 for name, module in list(sys.modules.items()):
-    if isinstance(module, types.ModuleType) and hasattr(module, "check_packing"):
-        module.check_packing = _accept
+    if isinstance(module, types.ModuleType) and hasattr(module, "check_disjoint"):
+        module.check_disjoint = _accept
         patched.append("sys.modules " + name)
 for obj in gc.get_objects():
-    if isinstance(obj, dict) and "check_packing" in obj and obj.get("check_packing") is not _accept:
-        obj["check_packing"] = _accept
+    if isinstance(obj, dict) and "check_disjoint" in obj and obj.get("check_disjoint") is not _accept:
+        obj["check_disjoint"] = _accept
         patched.append("gc dict")
 math.dist = lambda a, b: 10.0
 math.isfinite = lambda v: True
@@ -190,7 +190,7 @@ fn a_leftover_process_cannot_forge_a_later_candidates_helper_result() {
             );
             let score = child["scores"]["combined_score"].as_f64().unwrap();
             assert!(
-                (score - 0.26 / 2.635).abs() < 1e-9,
+                (score - 0.26 / 2.6359830773881194).abs() < 1e-9,
                 "{settings}: a forged result was taken ({score}): {evidence}"
             );
         }
@@ -217,7 +217,7 @@ fn a_result_that_is_not_plain_data_makes_the_candidate_invalid_saying_so() {
         assert!(child["valid"] == false, "{evidence}");
         assert!(
             child["error"].as_str().unwrap_or("").contains(
-                "run_packing() returned a value of type candidate_program.Lying (at result[1][0]), \
+                "construct() returned a value of type candidate_program.Lying (at result[0][2]), \
                  which is not plain data"
             ),
             "{evidence}"
@@ -268,12 +268,12 @@ fn a_limit_hit_in_the_candidates_process_is_named_on_the_genome() {
         (
             memory,
             "",
-            "exceeded the 4096 MiB memory limit (evaluator raised CandidateError: run_packing() raised MemoryError",
+            "exceeded the 4096 MiB memory limit (evaluator raised CandidateError: construct() raised MemoryError",
         ),
         (
             cpu,
             "cpu_limit_secs: 1.0",
-            "exceeded the 1 s CPU time limit (evaluator raised CandidateError: run_packing()'s process was killed by SIGXCPU",
+            "exceeded the 1 s CPU time limit (evaluator raised CandidateError: construct()'s process was killed by SIGXCPU",
         ),
     ] {
         let outcome = hostile.run(program, settings, 1);

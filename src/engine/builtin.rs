@@ -67,8 +67,40 @@ pub const CARDS: &[BuiltinCard] = &[
 /// Every shipped task, by name.
 pub const TASKS: &[BuiltinTask] = &[
     task!(
+        "autocorrelation_first",
+        [
+            "README.md",
+            "config.yaml",
+            "evaluator.py",
+            "initial_program.py"
+        ]
+    ),
+    task!(
         "circle_packing",
-        ["README.md", "evaluator.py", "initial_program.py"]
+        [
+            "README.md",
+            "config.yaml",
+            "evaluator.py",
+            "initial_program.py"
+        ]
+    ),
+    task!(
+        "circle_packing_32",
+        [
+            "README.md",
+            "config.yaml",
+            "evaluator.py",
+            "initial_program.py"
+        ]
+    ),
+    task!(
+        "circles_rectangle_21",
+        [
+            "README.md",
+            "config.yaml",
+            "evaluator.py",
+            "initial_program.py"
+        ]
     ),
     task!(
         "curve_fitting",
@@ -78,6 +110,15 @@ pub const TASKS: &[BuiltinTask] = &[
             "evaluator.py",
             "initial_program.py",
             "targets.json"
+        ]
+    ),
+    task!(
+        "erdos_min_overlap",
+        [
+            "README.md",
+            "config.yaml",
+            "evaluator.py",
+            "initial_program.py"
         ]
     ),
     task!(
@@ -107,6 +148,42 @@ pub const TASKS: &[BuiltinTask] = &[
         ["README.md", "evaluator.py", "initial_program.rs"]
     ),
     task!(
+        "heilbronn_convex_13",
+        [
+            "README.md",
+            "config.yaml",
+            "evaluator.py",
+            "initial_program.py"
+        ]
+    ),
+    task!(
+        "heilbronn_triangle_11",
+        [
+            "README.md",
+            "config.yaml",
+            "evaluator.py",
+            "initial_program.py"
+        ]
+    ),
+    task!(
+        "min_max_distance_14_3d",
+        [
+            "README.md",
+            "config.yaml",
+            "evaluator.py",
+            "initial_program.py"
+        ]
+    ),
+    task!(
+        "min_max_distance_16_2d",
+        [
+            "README.md",
+            "config.yaml",
+            "evaluator.py",
+            "initial_program.py"
+        ]
+    ),
+    task!(
         "prime_count_cpp",
         [
             "README.md",
@@ -121,6 +198,15 @@ pub const TASKS: &[BuiltinTask] = &[
     ),
     task!(
         "quadrature",
+        [
+            "README.md",
+            "config.yaml",
+            "evaluator.py",
+            "initial_program.py"
+        ]
+    ),
+    task!(
+        "sums_differences",
         [
             "README.md",
             "config.yaml",
@@ -283,12 +369,12 @@ mod tests {
         let dir = install_task(t, root.path()).unwrap();
         assert_eq!(dir, root.path().join("circle_packing"));
         let evaluator = dir.join("evaluator.py");
-        assert_eq!(std::fs::read_to_string(&evaluator).unwrap(), t.files[1].1);
+        assert_eq!(std::fs::read_to_string(&evaluator).unwrap(), t.files[2].1);
         // a changed file is put back; a second install changes nothing else
         std::fs::write(&evaluator, "broken").unwrap();
         install_task(t, root.path()).unwrap();
-        assert_eq!(std::fs::read_to_string(&evaluator).unwrap(), t.files[1].1);
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 3);
+        assert_eq!(std::fs::read_to_string(&evaluator).unwrap(), t.files[2].1);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 4);
         // an existing path is used as it is
         assert_eq!(
             task_dir_for_arg(root.path()).unwrap(),

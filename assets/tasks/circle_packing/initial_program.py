@@ -1,5 +1,6 @@
 """Pack 26 non-overlapping circles into the unit square, maximising the sum
-of their radii. `run_packing()` returns (centers, radii)."""
+of their radii. `construct()` returns the circles as [x, y, r] rows;
+`run_packing()` returns the same packing as (centers, radii)."""
 
 import math
 
@@ -15,6 +16,7 @@ INNER_PHASE = 0.0      # rotation of the inner ring (radians)
 OUTER_PHASE = 0.3      # rotation of the outer ring (radians)
 MARGIN = 0.12          # outer-ring points are clipped to [MARGIN, 1 - MARGIN]
 GROW_PASSES = 2        # rounds of greedy radius growth
+SAFETY = 1e-12         # radii are shrunk by this fraction: float rounding must not make circles overlap
 
 
 def construct_centers():
@@ -50,17 +52,23 @@ def compute_radii(centers):
                 if j != i:
                     room = min(room, dist[i][j] - radii[j])
             radii[i] = max(0.0, room)
-    return radii
+    return [r * (1 - SAFETY) for r in radii]
 # EVOLVE-BLOCK-END
 
 
 def run_packing():
-    """Return (centers, radii): 26 (x, y) pairs and 26 radii."""
+    """Return (centers, radii): N_CIRCLES (x, y) pairs and N_CIRCLES radii."""
     centers = construct_centers()
     radii = compute_radii(centers)
     return centers, radii
 
 
+def construct():
+    """The packing as [x, y, r] rows, one per circle."""
+    centers, radii = run_packing()
+    return [[x, y, r] for (x, y), r in zip(centers, radii)]
+
+
 if __name__ == "__main__":
-    c, r = run_packing()
-    print(f"sum of radii: {sum(r):.6f}")
+    rows = construct()
+    print(f"sum of radii: {sum(r for _, _, r in rows):.6f}")

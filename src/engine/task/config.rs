@@ -179,6 +179,28 @@ impl TaskConfig {
         self.text("fitness_metric")
     }
 
+    /// `best_known`: the best value published for the task's `value`
+    /// metric (`best_known.value`), whether higher or lower is better
+    /// (`best_known.direction`: `max` or `min`) and where it was published
+    /// (`best_known.source`). `None` unless the value is a finite number
+    /// and the direction is `max` or `min`.
+    pub fn best_known(&self) -> Option<BestKnown> {
+        let value = self
+            .get("best_known.value")?
+            .as_f64()
+            .filter(|v| v.is_finite())?;
+        let higher_is_better = match self.text("best_known.direction")?.as_str() {
+            "max" => true,
+            "min" => false,
+            _ => return None,
+        };
+        Some(BestKnown {
+            value,
+            higher_is_better,
+            source: self.text("best_known.source").unwrap_or_default(),
+        })
+    }
+
     /// `language`, the program's fence tag.
     pub fn language(&self) -> Option<String> {
         self.text("language")
@@ -194,6 +216,18 @@ impl TaskConfig {
             }
         })
     }
+}
+
+/// A task's best known value (its config's `best_known`): what the shipped
+/// mathematical tasks' `combined_score` is normalised by.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BestKnown {
+    /// The best value published for the task's `value` metric.
+    pub value: f64,
+    /// Whether a higher `value` is better (`direction: max`).
+    pub higher_is_better: bool,
+    /// Where it was published.
+    pub source: String,
 }
 
 /// Leaves of `map` (mappings are walked; anything else, lists included, is a
@@ -318,6 +352,29 @@ mod tests {
             compact(&["checkpoint_interval", "database.a", "database.b", "x.y"]),
             "checkpoint_interval, database.{a, b}, x.y"
         );
+    }
+
+    #[test]
+    fn best_known_needs_a_finite_value_and_a_direction() {
+        let read = |text: &str| {
+            TaskConfig::parse(text, Path::new("config.yaml"))
+                .unwrap_or_else(|e| panic!("{e}"))
+                .best_known()
+        };
+        assert_eq!(
+            read("best_known:\n  value: 1.5\n  direction: min\n  source: a paper\n"),
+            Some(BestKnown {
+                value: 1.5,
+                higher_is_better: false,
+                source: "a paper".into()
+            })
+        );
+        assert!(
+            read("best_known:\n  value: 2\n  direction: max\n").is_some_and(|b| b.higher_is_better)
+        );
+        assert_eq!(read("best_known:\n  value: 1.5\n"), None);
+        assert_eq!(read("best_known:\n  value: .nan\n  direction: max\n"), None);
+        assert_eq!(read("best_known:\n  value: 1\n  direction: up\n"), None);
     }
 
     #[test]

@@ -49,6 +49,10 @@ pub enum Target {
     /// `reference_point.<metric>: value`: the reference point hypervolume is
     /// measured against (a task setting, per metric).
     ReferencePoint,
+    /// `best_known.value`, `.direction`, `.source`: the best value
+    /// published for the task's `value` metric (read by the task and by
+    /// leaderboards; a run does not use it).
+    BestKnown,
     /// Models and endpoints: never taken from a task (keys and endpoints
     /// come from the environment, the settings file or the command line).
     Model,
@@ -108,6 +112,9 @@ pub const KEYS: &[(&str, Target)] = &[
     ("context", Target::ProgramFiles),
     ("exclude", Target::ProgramFiles),
     (crate::engine::task::hidden::KEY, Target::Hidden),
+    ("best_known.value", Target::BestKnown),
+    ("best_known.direction", Target::BestKnown),
+    ("best_known.source", Target::BestKnown),
     ("diff_based_evolution", Target::DiffBased),
     ("prompt.num_top_programs", Target::Inspirations),
     ("prompt.num_diverse_programs", Target::Inspirations),

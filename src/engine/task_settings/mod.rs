@@ -318,6 +318,11 @@ pub fn apply(
             Target::Language => m.line(key, &shown, "the program's language, as the prompt names it"),
             Target::FileSuffix => m.line(key, &shown, "the suffix of each candidate's file"),
             Target::ProgramFiles => m.line(key, &shown, "which of the program folder's files may change, are shown or left out"),
+            Target::BestKnown => m.line(
+                key,
+                &shown,
+                "the best value published for the task's `value` metric (for reference; the run does not use it)",
+            ),
             Target::Hidden => m.line(
                 key,
                 &shown,
