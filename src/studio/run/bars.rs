@@ -6,6 +6,7 @@ use egui::{Color32, RichText};
 
 use super::{RunView, history};
 use crate::engine::events::{LogLevel, RunStatus};
+use crate::studio::run::RunAction;
 use crate::studio::run::history::Metric;
 use crate::studio::theme::data;
 
@@ -27,18 +28,14 @@ impl RunView {
                     )
                     .clicked()
                 {
-                    if self.settings.in_app {
-                        self.settings.resume_clicked = true;
-                    } else {
-                        self.resume();
-                    }
+                    self.actions.push(RunAction::Resume);
                 }
             } else if ui
                 .add_enabled(running, egui::Button::new("Pause"))
                 .on_hover_text("finish the iterations in flight, then wait")
                 .clicked()
             {
-                self.pause();
+                self.actions.push(RunAction::Pause);
             }
             let stop_label = if self.stop_requested {
                 "Stopping…"
@@ -53,7 +50,7 @@ impl RunView {
                 .on_hover_text("end the run now; iterations in flight are abandoned")
                 .clicked()
             {
-                self.stop();
+                self.actions.push(RunAction::Stop);
             }
             ui.separator();
             let state = self.history.state_label();

@@ -33,6 +33,7 @@
 //!   binned per pixel column; the tree's layout (leaf order: rows sorted by x, edges never cross)
 //!   is rebuilt at most every 0.5 s and drawn by binary search over each row, in one mesh.
 
+mod actions;
 pub mod agent_view;
 mod bars;
 pub mod diff_view;
@@ -58,6 +59,7 @@ use std::time::{Duration, Instant};
 use egui::{RichText, Ui};
 use tokio::sync::mpsc::error::TryRecvError;
 
+pub use actions::RunAction;
 pub use history::{Metric, RunHistory};
 pub use inspector::{Inspector, InspectorTab};
 pub use plot::FitnessPlot;
@@ -145,6 +147,8 @@ impl SearchView {
 /// The run panel's runtime state (not persisted).
 #[derive(Default)]
 pub struct RunView {
+    /// This frame's clicks on the run, applied after the view is drawn.
+    actions: Vec<RunAction>,
     /// What the upper half shows.
     view: SearchView,
     tree: GenealogyView,
@@ -662,12 +666,10 @@ impl RunView {
             let live = self.is_running();
             match self.notes.ui(ui, &self.history.steering, live) {
                 Some(steer::SteerAction::SetNotes(text)) => {
-                    self.set_notes(text);
+                    self.actions.push(RunAction::SetNotes(text))
                 }
-                Some(steer::SteerAction::Unpin(id)) => {
-                    self.unpin(id);
-                }
-                Some(steer::SteerAction::Select(id)) => self.select(Some(id)),
+                Some(steer::SteerAction::Unpin(id)) => self.actions.push(RunAction::Unpin(id)),
+                Some(steer::SteerAction::Select(id)) => self.actions.push(RunAction::Select(id)),
                 None => {}
             }
         }
@@ -703,17 +705,14 @@ impl RunView {
             if self.history.is_finished() && !self.show_log {
                 self.log_ui(ui);
             }
+            self.apply_actions();
             return;
         }
         let clicked = self.panes_ui(ui);
         match self.inspector.action.take() {
-            Some(inspector::InspectorAction::Edit(id)) => self.open_editor(id),
-            Some(inspector::InspectorAction::Pin(id)) => {
-                self.pin(id);
-            }
-            Some(inspector::InspectorAction::Unpin(id)) => {
-                self.unpin(id);
-            }
+            Some(inspector::InspectorAction::Edit(id)) => self.actions.push(RunAction::Edit(id)),
+            Some(inspector::InspectorAction::Pin(id)) => self.actions.push(RunAction::Pin(id)),
+            Some(inspector::InspectorAction::Unpin(id)) => self.actions.push(RunAction::Unpin(id)),
             None => {}
         }
         if let Some(id) = clicked {
@@ -731,6 +730,7 @@ impl RunView {
                 self.select(Some(id));
             }
         }
+        self.apply_actions();
     }
 }
 
