@@ -11,16 +11,18 @@
 //! `UiCommand`; the app applies the frame's commands at its end, so no panel mutates the card or
 //! the app while another is drawing.
 //!
-//! - **Two panel shapes** (`panel.rs`). A tab's central area is a `TabPanel` (`ui(ui, &mut TabCtx,
+//! - **Two panel shapes.** A tab's central area is a `TabPanel` (`panel.rs`: `ui(ui, &mut TabCtx,
 //!   &mut Commands)`): Blocks, Details and YAML (`editor/tabs.rs`), Run (`run::RunView`), Runs
-//!   (`runs::RunsPanel`) and Leaderboard (`leaderboard::LeaderboardPanel`). `TabCtx` is what a tab
-//!   may read of the rest of the studio in that frame (the card, registry and problems as
-//!   `EditorCtx`, the folders, the live run's folder, the Leaderboard's cards and model and its
-//!   persisted form). A view of a run's genomes is a `GenomeView` (`ui(ui, &RunHistory, selected)
-//!   -> Option<GenomeId>`): the fitness plot, the genealogy tree, the archive table, and the
-//!   islands and beam of the replayed population; the run view draws the one chosen through the
-//!   trait and selects what it returns everywhere. A new run view is a `GenomeView` and a
-//!   `SearchView` variant; what a new tab takes is in ARCHITECTURE.md (The studio).
+//!   (`runs::RunsPanel`) and Leaderboard (`leaderboard::LeaderboardPanel`). `TabCtx` is what every
+//!   tab may read of the rest of the studio in that frame (the card, registry and problems as a
+//!   `CardCtx`, the `Folders`, the live run's folder, the Leaderboard's persisted form); `panel.rs`
+//!   names no tab, and what only one tab needs the app hands to that panel (the Leaderboard's cards
+//!   and model, `LeaderboardPanel::prepare`). A view of a run's genomes is a `GenomeView`
+//!   (`run/mod.rs`: `ui(ui, &RunHistory, selected) -> Option<GenomeId>`): the fitness plot, the
+//!   genealogy tree, the archive table, and the islands and beam of the replayed population; the
+//!   run view draws the one chosen through the trait and selects what it returns everywhere. A new
+//!   run view is a `GenomeView` and a `SearchView` variant; what a new tab takes is in
+//!   ARCHITECTURE.md (The studio).
 //! - **The app** (`app/mod.rs`): the window's layout (toolbar, status bar, the library and palette
 //!   on the left, the block inspector on the right, the tab in the middle), the state the panels
 //!   share, finished background jobs, and `apply`, which hands each command to its group's file by
@@ -43,7 +45,7 @@
 //!   which must leave room for its Reset) are measured and cut to the room, the whole text on
 //!   hover; code and diffs keep their lines and scroll.
 //! - The run view's steering (`run/edit.rs`: the program editor, a modal; `run/steer.rs`: the notes
-//!   box and the inspector's Edit / Pin buttons) sends `RunCommand`s to the live run's handle, as
+//!   box; `run/inspector.rs`: the inspector's Edit / Pin buttons) sends `RunCommand`s to the live run's handle, as
 //!   Pause and Stop do; what is in force is what the run reports back (`RunEvent::Steered`, kept in
 //!   `RunHistory::steering`, or a recorded run's checkpoint), and the editor closes on the
 //!   admission of its child or shows the run's refusal.

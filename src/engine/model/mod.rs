@@ -34,8 +34,8 @@
 //!   prices each kind.
 //! - **Checks** (`check.rs`): one request without retries and a `GET …/models`, on a current-thread
 //!   runtime of its own (`check_endpoint`, for the command line and the studio's worker thread);
-//!   `diagnose` and `not_found` name the mistake from the status and the error body (`Mistake`),
-//!   and the client's 404 message uses the same reading. The studio runs it on a thread named
+//!   `diagnose` names the mistake from the status and the error body (`Mistake`), reading a 404
+//!   with the client's own diagnosis (`openai/not_found.rs`: no such deployment, model or URL). The studio runs it on a thread named
 //!   `galapagos-model-check` and polls its channel each frame (`studio/model_ui/connection.rs`).
 
 pub mod offline;
