@@ -453,3 +453,126 @@ fn tab_reaches_start_run_and_the_tabs_before_the_palette() {
     h.run();
     assert_eq!(h.state().state.tab, galapagos::studio::state::Tab::Runs);
 }
+
+/// The studio on `card` (or the built-in `best_of_n` when `None`), its
+/// seed edited so it has unsaved changes.
+fn edited_studio(card: Option<PathBuf>, runs: &std::path::Path) -> Harness<'static, App> {
+    let state = State {
+        runs_folder: runs.to_path_buf(),
+        ..State::default()
+    };
+    let mut app = App::new(state, Arc::new(Registry::builtin()))
+        .with_model(galapagos::engine::model::default_model());
+    app.launch(StudioLaunch {
+        card: Some(card.unwrap_or_else(|| PathBuf::from("best_of_n"))),
+        task: None,
+    });
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1024.0, 640.0))
+        .with_max_steps(16)
+        .build_ui_state(|ui, app: &mut App| app.show(ui), app);
+    h.run();
+    let mut edited = h.state().doc.card.clone();
+    edited.seed = 7;
+    h.state_mut().doc.edit("seed", edited);
+    h.run();
+    assert!(h.state().doc.dirty);
+    h
+}
+
+/// Type `path` in the card path field and click Open path: the unsaved
+/// changes are asked about.
+fn open_typed_path(h: &mut Harness<'static, App>, path: &std::path::Path) {
+    h.state_mut().path_field = path.display().to_string();
+    h.run();
+    h.get_by_role_and_label(Role::Button, "Open path").click();
+    h.run();
+    assert!(h.state().confirming_discard());
+}
+
+/// Opening a card by its typed path with unsaved changes, "Save and
+/// continue" saves the card being edited to its own file, never over the
+/// file being opened (which the path field names by then); a card with no
+/// file is saved where the question's Save as field says, under that file's
+/// name, and the field refuses the file being opened.
+#[test]
+fn save_and_continue_never_writes_over_the_card_being_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.yaml");
+    let other_text = galapagos::engine::builtin::card("topk").unwrap().yaml;
+    std::fs::write(&other, other_text).unwrap();
+
+    // a card with a file of its own: saved there, then the other opens
+    let mine = dir.path().join("mine.yaml");
+    std::fs::write(
+        &mine,
+        galapagos::engine::builtin::card("best_of_n").unwrap().yaml,
+    )
+    .unwrap();
+    let mut h = edited_studio(Some(mine.clone()), runs.path());
+    open_typed_path(&mut h, &other);
+    h.get_by_role_and_label(Role::Button, "Save and continue")
+        .click();
+    h.run();
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), other_text);
+    let saved = galapagos::engine::card::Card::load(&mine, &Registry::builtin()).unwrap();
+    assert_eq!(saved.seed, 7, "the edits are in the card's own file");
+    assert_eq!(h.state().doc.path.as_deref(), Some(other.as_path()));
+    assert!(!h.state().confirming_discard());
+
+    // a card never saved (the built-in one): the other file is untouched
+    let mut h = edited_studio(None, runs.path());
+    assert!(h.state().doc.path.is_none());
+    open_typed_path(&mut h, &other);
+    // nothing typed where to save it: the card path field (the file being
+    // opened) is not taken for the card's own file; a save dialog asks
+    h.get_by_role_and_label(Role::Button, "Save and continue")
+        .click();
+    h.run_steps(2);
+    assert_eq!(
+        std::fs::read_to_string(&other).unwrap(),
+        other_text,
+        "the card being opened was written over"
+    );
+    assert!(h.state().doc.dirty && h.state().doc.path.is_none());
+    assert!(h.state().confirming_discard(), "the question was closed");
+    let type_save_as = |h: &mut Harness<'static, App>, path: &std::path::Path| {
+        h.get_by_label("Save as").focus();
+        h.run();
+        h.get_by_label("Save as")
+            .type_text(&path.display().to_string());
+        h.run();
+    };
+    type_save_as(&mut h, &other);
+    assert!(
+        h.get_by_role_and_label(Role::Button, "Save and continue")
+            .accesskit_node()
+            .is_disabled(),
+        "saving over the card being opened is offered"
+    );
+    h.get_by_role_and_label(Role::Button, "Keep editing")
+        .click();
+    h.run();
+    assert!(!h.state().confirming_discard());
+    open_typed_path(&mut h, &other);
+    type_save_as(&mut h, &dir.path().join("kept.yaml"));
+    h.get_by_role_and_label(Role::Button, "Save and continue")
+        .click();
+    h.run();
+    assert_eq!(
+        std::fs::read_to_string(&other).unwrap(),
+        other_text,
+        "the card being opened was written over"
+    );
+    let kept =
+        galapagos::engine::card::Card::load(&dir.path().join("kept.yaml"), &Registry::builtin())
+            .unwrap();
+    assert_eq!(kept.seed, 7);
+    assert_eq!(
+        kept.name, "kept",
+        "a card saved under another file takes its name"
+    );
+    assert_eq!(h.state().doc.path.as_deref(), Some(other.as_path()));
+    assert_eq!(h.state().doc.card.name, "topk");
+}

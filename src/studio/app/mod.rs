@@ -151,6 +151,10 @@ pub struct App {
     task_dir: PathBuf,
     task_check: TaskCheck,
     pending: Option<Pending>,
+    /// The unsaved-changes question's "Save as" field (a card with no file).
+    save_as_field: String,
+    /// The next Save As goes on with the waiting action once it saved.
+    save_then_continue: bool,
     card_errors: Option<CardErrors>,
     message: Option<Message>,
     applied_theme: Option<ThemeChoice>,
@@ -201,6 +205,8 @@ impl App {
             task_dir: PathBuf::new(),
             task_check: TaskCheck::default(),
             pending: None,
+            save_as_field: String::new(),
+            save_then_continue: false,
             card_errors: None,
             message: None,
             applied_theme: None,
@@ -419,6 +425,12 @@ impl App {
                         Pick::LeaderboardFolder => "the Batch folder field on the Leaderboard tab",
                         Pick::ExportResults => "the Results field on the Details tab",
                     };
+                    if pick == Pick::SaveCard && std::mem::take(&mut self.save_then_continue) {
+                        self.info(
+                            "No file chosen: type where to save the card in the question's Save as field",
+                        );
+                        continue;
+                    }
                     self.info(format!("No file chosen: type the path in {field} instead"));
                 }
                 JobResult::Picked {
