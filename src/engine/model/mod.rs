@@ -153,6 +153,17 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    /// The settings file changed since it was read, in fields an update
+    /// would write: nothing was written.
+    #[error(
+        "{} changed since it was read ({fields}): nothing was saved, so the file's edit is kept; \
+         read it again before saving",
+        path.display()
+    )]
+    ChangedOnDisk {
+        path: std::path::PathBuf,
+        fields: String,
+    },
     /// The settings file does not parse.
     #[error("{}: {message}", path.display())]
     Parse {
