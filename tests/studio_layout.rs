@@ -538,3 +538,36 @@ fn the_inspectors_keep_their_shares_when_the_window_grows() {
         .rect();
     assert!(r.width() > 7.0 * 23.0 - 4.0, "{key} cut: {r:?}");
 }
+
+/// At 1024×640 an invalid genome with a long error leaves the genome
+/// inspector's tabs in view (its header scrolls in at most half the pane),
+/// and each tab opens.
+#[test]
+fn the_genome_inspector_tabs_stay_in_view_for_an_invalid_genome_at_1024() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut h = studio(runs.path(), "best_of_n.yaml", SMALL);
+    let mut genomes: Vec<Genome> = (0..12).map(genome).collect();
+    let bad = &mut genomes[7];
+    bad.valid = false;
+    bad.scores.clear();
+    bad.error = Some(format!(
+        "evaluation failed: {} \nTraceback (most recent call last):\n  File \"evaluator.py\", line 3\n",
+        "ValueError: the packing has overlapping circles at ".repeat(12)
+    ));
+    h.state_mut().run_view.load_history(history(genomes));
+    h.state_mut().run_view.select(Some(7));
+    h.state_mut().state.tab = Tab::Run;
+    h.run_steps(4);
+    h.get_by_label("Genome #7");
+    let win = window(SMALL);
+    for tab in ["Scores", "Diff", "Program", "Output"] {
+        let r = h.get_by_label(tab).rect();
+        assert!(
+            r.height() >= 10.0 && inside(r, win),
+            "the {tab} tab is out of view: {r:?}"
+        );
+    }
+    h.get_by_label("Output").click();
+    h.run_steps(3);
+    h.get_by_label_contains("Traceback (most recent call last)");
+}

@@ -8,7 +8,7 @@
 //! squeezed).
 
 use crate::engine::genome::GenomeId;
-use crate::studio::panel::set_panel_size;
+use crate::studio::panel::{divider_grip, set_panel_size};
 use crate::studio::run::GenomeView;
 
 use super::{Metric, RunView, SearchView, models, structure};
@@ -142,6 +142,11 @@ impl RunView {
                 clicked = Some(id);
             }
         });
+        // the dividers are dragged: say so
+        let p = plot.response.rect;
+        divider_grip(ui, egui::pos2(p.center().x, p.bottom()), false);
+        let i = inspector.response.rect;
+        divider_grip(ui, egui::pos2(i.left(), i.center().y), true);
         clicked
     }
 
