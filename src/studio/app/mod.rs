@@ -59,6 +59,11 @@ pub const DEFAULT_BUILTIN_CARD: &str = "best_of_n";
 /// Built-in task used when nothing is given outside a checkout.
 pub const DEFAULT_BUILTIN_TASK: &str = "circle_packing";
 
+/// The block inspector's least width: a share of the window (where
+/// beam_search's longest parameter name is whole at 1920) and points.
+const INSPECTOR_MIN_SHARE: f32 = 0.22;
+const INSPECTOR_MIN_POINTS: f32 = 220.0;
+
 /// What the studio opens with (from the command line).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StudioLaunch {
@@ -670,18 +675,29 @@ impl App {
         }
         // the block inspector only where blocks are edited
         if self.state.layout.show_inspector && self.state.tab == Tab::Editor {
-            let max = (window * 0.26).max(220.0);
             // at least a fifth of a wide window, where long parameter names
-            // fit whole; the share it had of a window that changed size
-            let mut width = self.state.layout.inspector_width.max(window * 0.22);
+            // fit whole, and never under 220 points; the bounds hold for
+            // the width egui remembers too (a session that ended in a
+            // narrow window left its points there)
+            let max = (window * 0.26).max(INSPECTOR_MIN_POINTS);
+            let min = (window * INSPECTOR_MIN_SHARE)
+                .max(INSPECTOR_MIN_POINTS)
+                .min(max);
+            // the share it had of a window that changed size
+            let mut width = self.state.layout.inspector_width;
             if let Some(before) = self.last_window_width.filter(|w| (w - window).abs() > 0.5) {
-                width = (self.state.layout.inspector_width * window / before).max(window * 0.22);
-                crate::studio::panel::set_panel_size(ui, "studio-inspector", width.min(max), true);
+                width = self.state.layout.inspector_width * window / before;
+                crate::studio::panel::set_panel_size(
+                    ui,
+                    "studio-inspector",
+                    width.clamp(min, max),
+                    true,
+                );
             }
             let r = egui::Panel::right("studio-inspector")
                 .resizable(true)
-                .default_size(width.min(max))
-                .size_range(220.0..=max)
+                .default_size(width.clamp(min, max))
+                .size_range(min..=max)
                 .show(ui, |ui| {
                     // both ways: a wide parameter row scrolls instead of
                     // widening the panel past its bounds; never narrower
