@@ -706,3 +706,41 @@ fn recorded_repository_runs_are_compared_and_their_genomes_diffed_across_files()
         );
     }
 }
+
+/// Two runs of one card compared: the card diff says the cards are
+/// identical (not "the two programs").
+#[test]
+fn the_card_diff_of_two_runs_of_one_card_says_the_cards_are_identical() {
+    let registry = common::registry();
+    let tmp = tempfile::tempdir().unwrap();
+    let task = common::temp_task(tmp.path());
+    let runs = tmp.path().join("runs");
+    let mut card = common::with_evaluator(common::card("best_of_n.yaml", &registry), "trivial");
+    card.general.max_iterations = 3;
+    record(card.clone(), &task, &runs.join("run-a"), &registry);
+    record(card, &task, &runs.join("run-b"), &registry);
+
+    let mut h = app_harness(&runs, registry);
+    h.run();
+    h.get_by_label("Runs").click();
+    h.run_steps(2);
+    h.get_by_label("compare run-a").click();
+    h.run_steps(1);
+    h.get_by_label("compare run-b").click();
+    step_until(&mut h, |a| a.runs.compared().len() == 2);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h
+        .query_by_label("Tick two runs to diff their cards.")
+        .is_some()
+    {
+        assert!(Instant::now() < deadline, "the card diff never appeared");
+        h.step();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.run_steps(2);
+    assert!(
+        h.query_by_label("The two programs are identical.")
+            .is_none()
+    );
+    h.get_by_label("The two runs' cards are identical.");
+}

@@ -125,7 +125,12 @@ fn draws(a: &App) -> [u64; 3] {
 }
 
 fn stop(h: &mut Harness<'static, App>) {
-    h.get_by_label("Run (running)").click();
+    let tab = if h.state().run_view.is_paused() {
+        "Run (paused)"
+    } else {
+        "Run (running)"
+    };
+    h.get_by_label(tab).click();
     h.run_steps(2);
     h.get_by_role_and_label(Role::Button, "Stop").click();
     step_until(h, "the end of the run", |a| !a.run_view.is_running());
@@ -170,7 +175,7 @@ fn pause_change_the_ratios_and_the_prompt_in_the_block_inspector_and_resume_with
         "editing keeps it paused"
     );
 
-    h.get_by_label("Run (running)").click();
+    h.get_by_label("Run (paused)").click();
     h.run_steps(2);
     h.get_by_role_and_label(Role::Button, "Resume").click();
     h.run_steps(2);
@@ -249,7 +254,7 @@ fn a_change_that_cannot_be_made_in_flight_is_named_and_fork_instead_starts_a_for
         h.state().doc.card.population.params.get("num_islands"),
         Some(&ParamValue::Int(3))
     );
-    h.get_by_label("Run (running)").click();
+    h.get_by_label("Run (paused)").click();
     h.run_steps(2);
     h.get_by_role_and_label(Role::Button, "Resume").click();
     h.run_steps(3);
@@ -365,7 +370,7 @@ fn pause_change_the_temperature_and_resume_the_endpoint_sees_it_from_the_recorde
     h.get_by_role_and_label(Role::SpinButton, "temperature")
         .set_value_accesskit(0.2);
     h.run_steps(2);
-    h.get_by_label("Run (running)").click();
+    h.get_by_label("Run (paused)").click();
     h.run_steps(2);
     h.get_by_role_and_label(Role::Button, "Resume").click();
     h.run_steps(2);
@@ -424,7 +429,7 @@ fn screenshots_of_a_refused_change_and_a_change_in_the_log() {
     h.get_by_role_and_label(Role::SpinButton, "num_islands")
         .set_value_accesskit(3.0);
     h.run_steps(2);
-    h.get_by_label("Run (running)").click();
+    h.get_by_label("Run (paused)").click();
     h.run_steps(2);
     h.get_by_role_and_label(Role::Button, "Resume").click();
     h.run_steps(4);
@@ -443,7 +448,7 @@ fn screenshots_of_a_refused_change_and_a_change_in_the_log() {
     h.get_by_role_and_label(Role::SpinButton, "exploration_ratio")
         .set_value_accesskit(0.8);
     h.run_steps(2);
-    h.get_by_label("Run (running)").click();
+    h.get_by_label("Run (paused)").click();
     h.run_steps(2);
     h.get_by_role_and_label(Role::Button, "Resume").click();
     step_until(&mut h, "the change", |a| {
