@@ -409,6 +409,98 @@ fn pause_change_the_temperature_and_resume_the_endpoint_sees_it_from_the_recorde
     assert!(yaml.contains("temperature: 0.2"), "{yaml}");
 }
 
+/// Ticking the temperature's checkbox while paused, on a card with no `llm`
+/// section, changes the temperature and nothing else: the run's log says
+/// `llm.temperature (none) -> 0.7` (no `llm.models (none) -> []`) and the
+/// card keeps no empty `models` list; ticked and unticked again, Resume
+/// changes nothing and logs nothing.
+#[test]
+fn ticking_the_temperature_while_paused_changes_the_temperature_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let task = temp_task(tmp.path());
+    let mut h = app(
+        &tmp.path().join("runs"),
+        &task,
+        egui::vec2(1400.0, 900.0),
+        false,
+    );
+    h.run();
+    let mut c = slow_islands();
+    c.llm = None;
+    let run_dir = start_and_pause(&mut h, c);
+    // the checkbox on the temperature's row (each optional setting has one)
+    let tick_temperature = |h: &mut Harness<'static, App>| {
+        h.get_by_label("Blocks").click();
+        h.run_steps(2);
+        h.get_by_label("temperature").scroll_to_me();
+        h.run_steps(2);
+        let row = h.get_by_label("temperature").rect().center().y;
+        let boxes: Vec<_> = h
+            .query_all_by_label("set")
+            .filter(|n| (n.rect().center().y - row).abs() < 8.0)
+            .collect();
+        assert_eq!(boxes.len(), 1, "the temperature's checkbox");
+        boxes[0].click_accesskit();
+        h.run_steps(2);
+    };
+    let resume = |h: &mut Harness<'static, App>| {
+        h.get_by_label("Run (paused)").click();
+        h.run_steps(2);
+        h.get_by_role_and_label(Role::Button, "Resume").click();
+        h.run_steps(2);
+    };
+
+    // ticked and unticked: nothing changed
+    tick_temperature(&mut h);
+    assert!(
+        h.state().doc.card.llm.is_some(),
+        "the checkbox was not ticked"
+    );
+    tick_temperature(&mut h);
+    assert_eq!(h.state().doc.card.llm, None);
+    resume(&mut h);
+    assert!(
+        !h.state()
+            .message()
+            .unwrap_or_default()
+            .starts_with("Resumed with"),
+        "{:?}",
+        h.state().message()
+    );
+    step_until(&mut h, "the run going on", |a| !a.run_view.is_paused());
+    h.get_by_role_and_label(Role::Button, "Pause").click();
+    step_until(&mut h, "the pause", |a| {
+        let history = a.run_view.history();
+        history.paused && history.iterations_done >= history.iterations_started
+    });
+    assert!(h.state().run_view.history().settings_changes.is_empty());
+
+    // ticked: the temperature, and only it
+    tick_temperature(&mut h);
+    let yaml = h.state().doc.card.to_yaml();
+    assert!(yaml.contains("temperature: 0.7"), "{yaml}");
+    assert!(!yaml.contains("models"), "{yaml}");
+    resume(&mut h);
+    assert_eq!(
+        h.state().message().unwrap_or_default(),
+        "Resumed with llm.temperature (none) -> 0.7"
+    );
+    step_until(&mut h, "the change", |a| {
+        a.run_view.history().settings_changes.len() == 1
+    });
+    let logged = h.state().run_view.history().settings_changes[0].to_string();
+    assert!(
+        logged.contains("llm.temperature") && !logged.contains("llm.models"),
+        "{logged}"
+    );
+    stop(&mut h);
+    let yaml = Archive::open(&run_dir).unwrap().meta().unwrap().card_yaml;
+    assert!(
+        yaml.contains("temperature: 0.7") && !yaml.contains("models"),
+        "{yaml}"
+    );
+}
+
 /// The README's pictures at 1024×640: a refused change with "Fork instead",
 /// and the log line of a change taken.
 #[test]

@@ -70,6 +70,9 @@ fn one() -> f64 {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LlmSettings {
+    /// Model names and weights; none listed is left out of the card (the
+    /// model comes from the user's settings).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<ModelSpec>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
