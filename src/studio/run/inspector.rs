@@ -227,16 +227,23 @@ impl Inspector {
                     ui.label(RichText::new("pinned").strong());
                 }
                 if history.info.as_ref().is_some_and(|i| i.run_dir.is_some()) {
-                    let r = ui
-                        .add_enabled(
-                            self.fork_blocker.is_none(),
-                            egui::Button::new("Fork run from here"),
+                    // an invalid program fails a run at once: refused up front,
+                    // as the engine refuses it
+                    let invalid = (!genome.valid).then(|| {
+                        format!(
+                            "This genome is invalid ({}): a run forked from it would fail at once; \
+                             fork from a valid genome",
+                            crate::engine::launch::invalid_reason(genome.error.as_deref())
                         )
+                    });
+                    let blocker = self.fork_blocker.map(str::to_owned).or(invalid);
+                    let r = ui
+                        .add_enabled(blocker.is_none(), egui::Button::new("Fork run from here"))
                         .on_hover_text(
                             "Start a new run whose initial program is this genome's, with the card on \
                              the Blocks tab (change it there first); the Runs tab shows it under this run",
                         );
-                    let r = match self.fork_blocker {
+                    let r = match blocker {
                         Some(why) => r.on_disabled_hover_text(why),
                         None => r,
                     };
