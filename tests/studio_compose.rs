@@ -576,3 +576,35 @@ fn save_and_continue_never_writes_over_the_card_being_opened() {
     assert_eq!(h.state().doc.path.as_deref(), Some(other.as_path()));
     assert_eq!(h.state().doc.card.name, "topk");
 }
+
+/// A valid card whose run cannot start (here: its task folder is missing)
+/// says in the status bar what blocks Start run, not only that the card is
+/// valid.
+#[test]
+fn the_status_bar_says_what_blocks_start_run_when_the_card_is_valid() {
+    let runs = tempfile::tempdir().unwrap();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let state = State {
+        runs_folder: runs.path().to_path_buf(),
+        ..State::default()
+    };
+    let mut app = App::new(state, Arc::new(Registry::builtin()))
+        .with_model(galapagos::engine::model::default_model());
+    app.launch(StudioLaunch {
+        card: Some(root.join("cards/best_of_n.yaml")),
+        task: Some(runs.path().join("no-such-task")),
+    });
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1024.0, 640.0))
+        .with_max_steps(16)
+        .build_ui_state(|ui, app: &mut App| app.show(ui), app);
+    h.run();
+    assert!(h.state().problems().is_empty());
+    assert!(start_disabled(&h));
+    let why = h.state().run_blocker().unwrap();
+    assert!(
+        h.query_by_label("Card is valid").is_none(),
+        "the status bar says the card is valid, and not why Start run is disabled ({why})"
+    );
+    h.get_by_label(&format!("Card is valid; cannot start: {why}"));
+}

@@ -402,7 +402,26 @@ impl App {
                     ui.spinner();
                 }
                 ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
-                    if self.problems.is_empty() {
+                    // a valid card that still cannot start (the task, the
+                    // model) says what blocks the run, not only that the
+                    // card is valid
+                    let blocked = self
+                        .run_blocker()
+                        .filter(|_| self.problems.is_empty() && !self.run_view.is_running());
+                    if let Some(why) = blocked {
+                        let half = ui.available_width() * 0.6;
+                        ui.scope(|ui| {
+                            ui.set_max_width(half);
+                            ui.add(
+                                egui::Label::new(
+                                    RichText::new(format!("Card is valid; cannot start: {why}"))
+                                        .color(palette.warn),
+                                )
+                                .wrap(),
+                            )
+                            .on_hover_text("Start run is disabled until this is fixed");
+                        });
+                    } else if self.problems.is_empty() {
                         ui.label(RichText::new("Card is valid").color(palette.ok));
                     } else {
                         let n = self.problems.len();
