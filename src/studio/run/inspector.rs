@@ -67,8 +67,9 @@ pub struct Inspector {
     pub against_pick: bool,
     /// Show every ancestor in the lineage, not the root and the last few.
     pub lineage_open: bool,
-    /// Metrics where lower is better (Δ colours flip for them).
-    pub lower_better: BTreeSet<String>,
+    /// Metrics whose better way the person flipped from its default (see
+    /// [`lower_is_better_by_default`]; Δ colours follow).
+    pub flipped: BTreeSet<String>,
     /// The file of a folder genome shown (`None`: the whole tree).
     pub file: super::files_view::FileChoice,
     /// The Agent tab's transcript and choices.
@@ -366,7 +367,7 @@ impl Inspector {
             .auto_shrink(false)
             .show(ui, |ui| match self.tab {
                 InspectorTab::Scores => {
-                    scores_ui(ui, genome, parent.map(|p| &**p), &mut self.lower_better);
+                    scores_ui(ui, genome, parent.map(|p| &**p), &mut self.flipped);
                 }
                 InspectorTab::Diff => {
                     let picked = picked
@@ -533,11 +534,27 @@ fn lineage_items(
     (clicked, more)
 }
 
+/// Whether lower is better for the metric `name` unless the person says
+/// otherwise: an error or a loss (`rmse`, `max_abs_error`, `fit_error`,
+/// `loss`, `val_loss`, `mse`); higher otherwise.
+pub fn lower_is_better_by_default(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    let word = |w: &str| {
+        n == w
+            || n.ends_with(&format!("_{w}"))
+            || n.starts_with(&format!("{w}_"))
+            || n.contains(&format!("_{w}_"))
+    };
+    ["error", "errors", "loss", "rmse", "mse", "mae", "regret"]
+        .iter()
+        .any(|w| word(w))
+}
+
 fn scores_ui(
     ui: &mut egui::Ui,
     genome: &Genome,
     parent: Option<&Genome>,
-    lower_better: &mut BTreeSet<String>,
+    flipped: &mut BTreeSet<String>,
 ) {
     let mut names: Vec<&String> = genome.scores.keys().collect();
     if let Some(p) = parent {
@@ -577,7 +594,7 @@ fn scores_ui(
                     ui.label(name.as_str());
                     ui.label(v.map_or("—".to_owned(), format_metric));
                     ui.label(pv.map_or("—".to_owned(), format_metric));
-                    let lower = lower_better.contains(name.as_str());
+                    let lower = lower_is_better_by_default(name) != flipped.contains(name.as_str());
                     match (v, pv) {
                         (Some(a), Some(b)) => {
                             let d = a - b;
@@ -602,10 +619,8 @@ fn scores_ui(
                         ))
                         .clicked()
                     {
-                        if lower {
-                            lower_better.remove(name.as_str());
-                        } else {
-                            lower_better.insert(name.clone());
+                        if !flipped.remove(name.as_str()) {
+                            flipped.insert(name.clone());
                         }
                     }
                     ui.end_row();
@@ -870,6 +885,31 @@ mod tests {
         });
         harness.get_by_label("slurm job 812.3 on node gpu-07");
         harness.get_by_label("retried after: allocation 790 on gpu-02 ended NODE_FAIL");
+    }
+
+    #[test]
+    fn errors_and_losses_are_lower_is_better_by_default() {
+        for name in [
+            "rmse",
+            "max_abs_error",
+            "fit_error",
+            "loss",
+            "val_loss",
+            "mse",
+            "error",
+        ] {
+            assert!(lower_is_better_by_default(name), "{name}");
+        }
+        for name in [
+            "combined_score",
+            "accuracy",
+            "sum_radii",
+            "errorless",
+            "glossy",
+            "terror",
+        ] {
+            assert!(!lower_is_better_by_default(name), "{name}");
+        }
     }
 
     #[test]
