@@ -608,3 +608,78 @@ fn the_status_bar_says_what_blocks_start_run_when_the_card_is_valid() {
     );
     h.get_by_label(&format!("Card is valid; cannot start: {why}"));
 }
+
+/// At 1024×640 a long status message is wrapped whole inside the window,
+/// not cut at its end.
+#[test]
+fn a_long_status_message_wraps_inside_the_window() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut h = studio(runs.path(), egui::vec2(1024.0, 640.0));
+    let missing = runs
+        .path()
+        .join("a folder with a rather long name that goes on".repeat(3))
+        .join("and a card that is not there at all.yaml");
+    h.state_mut().path_field = missing.display().to_string();
+    h.run();
+    h.get_by_role_and_label(Role::Button, "Open path").click();
+    h.run();
+    h.get_by_role_and_label(Role::Button, "Close").click();
+    h.run();
+    let message = h.state().message().unwrap().to_owned();
+    assert!(
+        message.ends_with("could not be opened (1 error)"),
+        "{message}"
+    );
+    let r = h.get_by_label(&message).rect();
+    let row = 16.0;
+    assert!(
+        r.right() <= 1024.0 + 1.0 && r.bottom() <= 640.0 + 1.0,
+        "the message {r:?} leaves the window"
+    );
+    assert!(
+        r.height() > 1.5 * row,
+        "the message is cut to one line ({r:?}), not wrapped"
+    );
+}
+
+/// The mouse wheel over the library scrolls the library, not the palette
+/// below it, also once the library's end is reached (each has a scroll area
+/// of its own, neither inside the other).
+#[test]
+fn the_mouse_wheel_over_the_library_scrolls_the_library_only() {
+    let runs = tempfile::tempdir().unwrap();
+    let cards = tempfile::tempdir().unwrap();
+    for i in 0..30 {
+        galapagos::engine::card::Card::new_default(&format!("card_{i:02}"))
+            .save(&cards.path().join(format!("card_{i:02}.yaml")))
+            .unwrap();
+    }
+    let mut h = studio(runs.path(), egui::vec2(1024.0, 640.0));
+    h.state_mut().set_library_folder(cards.path());
+    h.run();
+    let first = h.get_by_label("card_00").rect();
+    let palette = h.get_by_label("Palette").rect();
+    h.hover_at(first.center());
+    h.run_steps(1);
+    // past the library's end, too
+    for _ in 0..40 {
+        h.event(egui::Event::MouseWheel {
+            unit: egui::MouseWheelUnit::Point,
+            delta: egui::vec2(0.0, -120.0),
+            phase: egui::TouchPhase::Move,
+            source: egui::MouseWheelSource::Wheel,
+            modifiers: egui::Modifiers::NONE,
+        });
+        h.run_steps(1);
+    }
+    h.run_steps(2);
+    assert_eq!(
+        h.get_by_label("Palette").rect(),
+        palette,
+        "the wheel over the library moved the palette"
+    );
+    let moved = h
+        .query_by_label("card_00")
+        .is_none_or(|n| n.rect().top() < first.top() - 100.0);
+    assert!(moved, "the library did not scroll");
+}

@@ -646,27 +646,32 @@ impl App {
                 .default_size(self.state.layout.left_width.min(max))
                 .size_range(170.0..=max)
                 .show(ui, |ui| {
+                    // The library and the palette scroll each on their own,
+                    // one above the other (not one inside the other, where
+                    // the wheel over the library moved the whole panel):
+                    // the library in about two fifths of the panel, so the
+                    // palette stays in view however many cards there are.
+                    ui.add_space(4.0);
+                    let room = ui.available_height();
+                    let library_height = (room * 0.4).max(160.0).min(room * 0.6);
+                    egui::ScrollArea::vertical()
+                        .id_salt("library-scroll")
+                        .max_height(library_height)
+                        .auto_shrink([false, true])
+                        .show(ui, |ui| {
+                            self.library.ui(
+                                ui,
+                                &self.state.recent_cards,
+                                self.doc.path.as_deref(),
+                                &mut self.commands,
+                            );
+                        });
+                    ui.add_space(theme::SECTION_GAP);
+                    ui.separator();
                     egui::ScrollArea::both()
                         .id_salt("left-scroll")
+                        .auto_shrink([false, false])
                         .show(ui, |ui| {
-                            ui.add_space(4.0);
-                            // The library scrolls on its own within about
-                            // two fifths of the panel, so the palette below
-                            // stays in view however many cards there are.
-                            let library_height = (ui.available_height() * 0.4).max(160.0);
-                            egui::ScrollArea::vertical()
-                                .id_salt("library-scroll")
-                                .max_height(library_height)
-                                .show(ui, |ui| {
-                                    self.library.ui(
-                                        ui,
-                                        &self.state.recent_cards,
-                                        self.doc.path.as_deref(),
-                                        &mut self.commands,
-                                    );
-                                });
-                            ui.add_space(theme::SECTION_GAP);
-                            ui.separator();
                             let ectx = card_ctx!(self, palette);
                             palette_ui(ui, &ectx, &mut self.commands);
                         });

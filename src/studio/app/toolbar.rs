@@ -438,7 +438,8 @@ impl App {
                             ui.set_max_width(half);
                             ui.add(
                                 egui::Label::new(RichText::new(text).color(palette.error))
-                                    .truncate(),
+                                    .truncate()
+                                    .show_tooltip_when_elided(false),
                             )
                             .on_hover_text(lines.join("\n"));
                         });
@@ -462,13 +463,10 @@ impl App {
                         } else {
                             text.weak()
                         };
+                        // wrapped, whole: a refusal says what to do at its end
                         let label = ui
-                            .add(
-                                egui::Label::new(text)
-                                    .truncate()
-                                    .sense(egui::Sense::click()),
-                            )
-                            .on_hover_text(format!("{}\n(click to dismiss)", m.text));
+                            .add(egui::Label::new(text).wrap().sense(egui::Sense::click()))
+                            .on_hover_text("Click to dismiss");
                         if label.clicked() {
                             self.commands.push(UiCommand::DismissMessage);
                         }
