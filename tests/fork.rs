@@ -161,6 +161,45 @@ fn forking_a_genome_the_run_does_not_have_names_it_and_writes_nothing() {
     assert_eq!(before.len(), after.len());
 }
 
+/// A genome that did not pass the evaluator (the model's reply had no
+/// edit) is refused up front, as a pin of one is: a run started from it
+/// would fail at once and leave a failed run behind.
+#[test]
+fn forking_an_invalid_genome_is_refused_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let registry = registry();
+    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
+    c.general.max_iterations = 1;
+    c.general.inner_retry_times = 0;
+    let task = temp_task(tmp.path());
+    let parent = tmp.path().join("runs").join("parent");
+    let model = std::sync::Arc::new(galapagos::engine::testing::ScriptedModel::new(vec![Ok(
+        "I think you should do something.".into(),
+    )]));
+    let (genomes, s) = collect(
+        spawn_with(request(c, &task, Some(parent.clone())), model),
+        |_, _| {},
+    );
+    assert_eq!(s.status, RunStatus::Completed);
+    let invalid = genomes.iter().find(|g| !g.valid).expect("an invalid child");
+    let e = RunPlan::fork(&parent, invalid.id, None, &registry).unwrap_err();
+    assert!(
+        matches!(e, LaunchError::InvalidGenome { id, .. } if id == invalid.id),
+        "{e}"
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains(&format!("genome #{} is invalid", invalid.id))
+            && text.ends_with("fork from a valid genome"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_dir(tmp.path().join("runs")).unwrap().count(),
+        1,
+        "a folder was written"
+    );
+}
+
 fn galapagos(home: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_galapagos"));
     c.env("HOME", home)

@@ -453,3 +453,233 @@ fn tab_reaches_start_run_and_the_tabs_before_the_palette() {
     h.run();
     assert_eq!(h.state().state.tab, galapagos::studio::state::Tab::Runs);
 }
+
+/// The studio on `card` (or the built-in `best_of_n` when `None`), its
+/// seed edited so it has unsaved changes.
+fn edited_studio(card: Option<PathBuf>, runs: &std::path::Path) -> Harness<'static, App> {
+    let state = State {
+        runs_folder: runs.to_path_buf(),
+        ..State::default()
+    };
+    let mut app = App::new(state, Arc::new(Registry::builtin()))
+        .with_model(galapagos::engine::model::default_model());
+    app.launch(StudioLaunch {
+        card: Some(card.unwrap_or_else(|| PathBuf::from("best_of_n"))),
+        task: None,
+    });
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1024.0, 640.0))
+        .with_max_steps(16)
+        .build_ui_state(|ui, app: &mut App| app.show(ui), app);
+    h.run();
+    let mut edited = h.state().doc.card.clone();
+    edited.seed = 7;
+    h.state_mut().doc.edit("seed", edited);
+    h.run();
+    assert!(h.state().doc.dirty);
+    h
+}
+
+/// Type `path` in the card path field and click Open path: the unsaved
+/// changes are asked about.
+fn open_typed_path(h: &mut Harness<'static, App>, path: &std::path::Path) {
+    h.state_mut().path_field = path.display().to_string();
+    h.run();
+    h.get_by_role_and_label(Role::Button, "Open path").click();
+    h.run();
+    assert!(h.state().confirming_discard());
+}
+
+/// Opening a card by its typed path with unsaved changes, "Save and
+/// continue" saves the card being edited to its own file, never over the
+/// file being opened (which the path field names by then); a card with no
+/// file is saved where the question's Save as field says, under that file's
+/// name, and the field refuses the file being opened.
+#[test]
+fn save_and_continue_never_writes_over_the_card_being_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.yaml");
+    let other_text = galapagos::engine::builtin::card("topk").unwrap().yaml;
+    std::fs::write(&other, other_text).unwrap();
+
+    // a card with a file of its own: saved there, then the other opens
+    let mine = dir.path().join("mine.yaml");
+    std::fs::write(
+        &mine,
+        galapagos::engine::builtin::card("best_of_n").unwrap().yaml,
+    )
+    .unwrap();
+    let mut h = edited_studio(Some(mine.clone()), runs.path());
+    open_typed_path(&mut h, &other);
+    h.get_by_role_and_label(Role::Button, "Save and continue")
+        .click();
+    h.run();
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), other_text);
+    let saved = galapagos::engine::card::Card::load(&mine, &Registry::builtin()).unwrap();
+    assert_eq!(saved.seed, 7, "the edits are in the card's own file");
+    assert_eq!(h.state().doc.path.as_deref(), Some(other.as_path()));
+    assert!(!h.state().confirming_discard());
+
+    // a card never saved (the built-in one): the other file is untouched
+    let mut h = edited_studio(None, runs.path());
+    assert!(h.state().doc.path.is_none());
+    open_typed_path(&mut h, &other);
+    // nothing typed where to save it: the card path field (the file being
+    // opened) is not taken for the card's own file; a save dialog asks
+    h.get_by_role_and_label(Role::Button, "Save and continue")
+        .click();
+    h.run_steps(2);
+    assert_eq!(
+        std::fs::read_to_string(&other).unwrap(),
+        other_text,
+        "the card being opened was written over"
+    );
+    assert!(h.state().doc.dirty && h.state().doc.path.is_none());
+    assert!(h.state().confirming_discard(), "the question was closed");
+    let type_save_as = |h: &mut Harness<'static, App>, path: &std::path::Path| {
+        h.get_by_label("Save as").focus();
+        h.run();
+        h.get_by_label("Save as")
+            .type_text(&path.display().to_string());
+        h.run();
+    };
+    type_save_as(&mut h, &other);
+    assert!(
+        h.get_by_role_and_label(Role::Button, "Save and continue")
+            .accesskit_node()
+            .is_disabled(),
+        "saving over the card being opened is offered"
+    );
+    h.get_by_role_and_label(Role::Button, "Keep editing")
+        .click();
+    h.run();
+    assert!(!h.state().confirming_discard());
+    open_typed_path(&mut h, &other);
+    type_save_as(&mut h, &dir.path().join("kept.yaml"));
+    h.get_by_role_and_label(Role::Button, "Save and continue")
+        .click();
+    h.run();
+    assert_eq!(
+        std::fs::read_to_string(&other).unwrap(),
+        other_text,
+        "the card being opened was written over"
+    );
+    let kept =
+        galapagos::engine::card::Card::load(&dir.path().join("kept.yaml"), &Registry::builtin())
+            .unwrap();
+    assert_eq!(kept.seed, 7);
+    assert_eq!(
+        kept.name, "kept",
+        "a card saved under another file takes its name"
+    );
+    assert_eq!(h.state().doc.path.as_deref(), Some(other.as_path()));
+    assert_eq!(h.state().doc.card.name, "topk");
+}
+
+/// A valid card whose run cannot start (here: its task folder is missing)
+/// says in the status bar what blocks Start run, not only that the card is
+/// valid.
+#[test]
+fn the_status_bar_says_what_blocks_start_run_when_the_card_is_valid() {
+    let runs = tempfile::tempdir().unwrap();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let state = State {
+        runs_folder: runs.path().to_path_buf(),
+        ..State::default()
+    };
+    let mut app = App::new(state, Arc::new(Registry::builtin()))
+        .with_model(galapagos::engine::model::default_model());
+    app.launch(StudioLaunch {
+        card: Some(root.join("cards/best_of_n.yaml")),
+        task: Some(runs.path().join("no-such-task")),
+    });
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1024.0, 640.0))
+        .with_max_steps(16)
+        .build_ui_state(|ui, app: &mut App| app.show(ui), app);
+    h.run();
+    assert!(h.state().problems().is_empty());
+    assert!(start_disabled(&h));
+    let why = h.state().run_blocker().unwrap();
+    assert!(
+        h.query_by_label("Card is valid").is_none(),
+        "the status bar says the card is valid, and not why Start run is disabled ({why})"
+    );
+    h.get_by_label(&format!("Card is valid; cannot start: {why}"));
+}
+
+/// At 1024×640 a long status message is wrapped whole inside the window,
+/// not cut at its end.
+#[test]
+fn a_long_status_message_wraps_inside_the_window() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut h = studio(runs.path(), egui::vec2(1024.0, 640.0));
+    let missing = runs
+        .path()
+        .join("a folder with a rather long name that goes on".repeat(3))
+        .join("and a card that is not there at all.yaml");
+    h.state_mut().path_field = missing.display().to_string();
+    h.run();
+    h.get_by_role_and_label(Role::Button, "Open path").click();
+    h.run();
+    h.get_by_role_and_label(Role::Button, "Close").click();
+    h.run();
+    let message = h.state().message().unwrap().to_owned();
+    assert!(
+        message.ends_with("could not be opened (1 error)"),
+        "{message}"
+    );
+    let r = h.get_by_label(&message).rect();
+    let row = 16.0;
+    assert!(
+        r.right() <= 1024.0 + 1.0 && r.bottom() <= 640.0 + 1.0,
+        "the message {r:?} leaves the window"
+    );
+    assert!(
+        r.height() > 1.5 * row,
+        "the message is cut to one line ({r:?}), not wrapped"
+    );
+}
+
+/// The mouse wheel over the library scrolls the library, not the palette
+/// below it, also once the library's end is reached (each has a scroll area
+/// of its own, neither inside the other).
+#[test]
+fn the_mouse_wheel_over_the_library_scrolls_the_library_only() {
+    let runs = tempfile::tempdir().unwrap();
+    let cards = tempfile::tempdir().unwrap();
+    for i in 0..30 {
+        galapagos::engine::card::Card::new_default(&format!("card_{i:02}"))
+            .save(&cards.path().join(format!("card_{i:02}.yaml")))
+            .unwrap();
+    }
+    let mut h = studio(runs.path(), egui::vec2(1024.0, 640.0));
+    h.state_mut().set_library_folder(cards.path());
+    h.run();
+    let first = h.get_by_label("card_00").rect();
+    let palette = h.get_by_label("Palette").rect();
+    h.hover_at(first.center());
+    h.run_steps(1);
+    // past the library's end, too
+    for _ in 0..40 {
+        h.event(egui::Event::MouseWheel {
+            unit: egui::MouseWheelUnit::Point,
+            delta: egui::vec2(0.0, -120.0),
+            phase: egui::TouchPhase::Move,
+            source: egui::MouseWheelSource::Wheel,
+            modifiers: egui::Modifiers::NONE,
+        });
+        h.run_steps(1);
+    }
+    h.run_steps(2);
+    assert_eq!(
+        h.get_by_label("Palette").rect(),
+        palette,
+        "the wheel over the library moved the palette"
+    );
+    let moved = h
+        .query_by_label("card_00")
+        .is_none_or(|n| n.rect().top() < first.top() - 100.0);
+    assert!(moved, "the library did not scroll");
+}

@@ -240,6 +240,56 @@ fn a_fork_with_a_card_that_does_not_check_is_refused_and_writes_nothing() {
     );
 }
 
+/// An invalid genome is not offered to fork: the button is disabled and
+/// says why (a run from it would fail at once), and nothing is started.
+#[test]
+fn fork_run_from_here_is_refused_up_front_for_an_invalid_genome() {
+    let registry = common::registry();
+    let tmp = tempfile::tempdir().unwrap();
+    let task = temp_task(tmp.path());
+    let runs = tmp.path().join("runs");
+    let parent = runs.join("parent");
+    let mut c = with_evaluator(card("best_of_n.yaml", &registry), "trivial");
+    c.general.max_iterations = 1;
+    c.general.inner_retry_times = 0;
+    let model = Arc::new(galapagos::engine::testing::ScriptedModel::new(vec![Ok(
+        "I think you should do something.".into(),
+    )]));
+    let (genomes, summary) = collect(
+        common::spawn_with(
+            common::plan_in(c, &task, Some(parent.clone()), &registry),
+            model,
+        ),
+        |_, _| {},
+    );
+    assert_eq!(summary.status, RunStatus::Completed);
+    let invalid = genomes.iter().find(|g| !g.valid).unwrap().id;
+    let mut h = app(
+        &runs,
+        Arc::clone(&registry),
+        egui::vec2(1400.0, 900.0),
+        false,
+    );
+    h.run();
+    open_and_select(&mut h, "parent", invalid);
+    assert!(
+        is_disabled(&h, "Fork run from here"),
+        "forking an invalid genome is offered"
+    );
+    h.get_by_label("Fork run from here").click();
+    h.run_steps(2);
+    assert!(!h.state().run_view.is_running());
+    assert_eq!(
+        std::fs::read_dir(&runs).unwrap().count(),
+        1,
+        "no new folder"
+    );
+    // the initial program is valid: offered
+    h.state_mut().run_view.select(Some(0));
+    h.run_steps(2);
+    assert!(!is_disabled(&h, "Fork run from here"));
+}
+
 /// docs/steering.md's picture of a fork tree at 1024×640: a run, two forks of it
 /// and a fork of a fork, on the Runs tab with the second fork selected.
 #[test]

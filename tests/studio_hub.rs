@@ -422,3 +422,54 @@ fn the_library_lists_a_hub_site_and_names_a_hub_that_is_down() {
         files_under(&cache)
     );
 }
+
+/// A hub listed twice (here one folder under two spellings; a folder and the
+/// site built from it alike) shows each card once, under the hub a pull
+/// reads it from, named above its cards.
+#[test]
+fn a_card_two_hubs_list_is_shown_once_under_its_hub() {
+    let tmp = tempfile::tempdir().unwrap();
+    let registry = Arc::new(Registry::builtin());
+    let hub_dir = tmp.path().join("hub");
+    let hub_text = hub_dir.display().to_string();
+    let hub = HubFolder::init(&hub_dir).unwrap();
+    for name in ["topk", "pareto"] {
+        let b = galapagos::engine::builtin::card(name).unwrap();
+        let card = Card::from_yaml(b.yaml, name, &registry).unwrap();
+        hub.publish(&card, &registry, &PublishOptions::default())
+            .unwrap();
+    }
+    let mut app = App::new(State::default(), registry.clone());
+    app.launch(galapagos::studio::StudioLaunch {
+        card: Some(concat!(env!("CARGO_MANIFEST_DIR"), "/cards/best_of_n.yaml").into()),
+        task: None,
+    });
+    app.set_hubs(vec![hub_text.clone(), format!("{hub_text}/")]);
+    app.set_hub_cache(tmp.path().join("cache"));
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1024.0, 640.0))
+        .with_max_steps(16)
+        .build_ui_state(|ui, app: &mut App| app.show(ui), app);
+    h.run();
+    wait_until(&mut h, "the hub listing", |a| {
+        !a.hub_shelf().loading && !a.hub_shelf().cards.is_empty()
+    });
+    assert_eq!(
+        h.query_all_by_label("Top-K (default/topk)").count(),
+        1,
+        "a hub card is listed twice"
+    );
+    assert_eq!(h.state().hub_shelf().cards.len(), 2);
+    assert!(
+        h.state()
+            .hub_shelf()
+            .cards
+            .iter()
+            .all(|c| c.hub == hub_text)
+    );
+    h.get_by_label(&format!("from {hub_text}"));
+    assert_eq!(
+        h.state().hub_shelf().also_in.get("default/topk"),
+        Some(&vec![format!("{hub_text}/")])
+    );
+}

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
-use egui_kittest::kittest::Queryable as _;
+use egui_kittest::kittest::{NodeT as _, Queryable as _};
 use galapagos::engine::card::{Card, SlotSpec};
 use galapagos::engine::events::{RunEvent, RunStatus};
 use galapagos::engine::genome::{FITNESS_KEY, Genome, GenomeId};
@@ -705,4 +705,98 @@ fn recorded_repository_runs_are_compared_and_their_genomes_diffed_across_files()
             c.path
         );
     }
+}
+
+/// Two runs of one card compared: the card diff says the cards are
+/// identical (not "the two programs").
+#[test]
+fn the_card_diff_of_two_runs_of_one_card_says_the_cards_are_identical() {
+    let registry = common::registry();
+    let tmp = tempfile::tempdir().unwrap();
+    let task = common::temp_task(tmp.path());
+    let runs = tmp.path().join("runs");
+    let mut card = common::with_evaluator(common::card("best_of_n.yaml", &registry), "trivial");
+    card.general.max_iterations = 3;
+    record(card.clone(), &task, &runs.join("run-a"), &registry);
+    record(card, &task, &runs.join("run-b"), &registry);
+
+    let mut h = app_harness(&runs, registry);
+    h.run();
+    h.get_by_label("Runs").click();
+    h.run_steps(2);
+    h.get_by_label("compare run-a").click();
+    h.run_steps(1);
+    h.get_by_label("compare run-b").click();
+    step_until(&mut h, |a| a.runs.compared().len() == 2);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h
+        .query_by_label("Tick two runs to diff their cards.")
+        .is_some()
+    {
+        assert!(Instant::now() < deadline, "the card diff never appeared");
+        h.step();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.run_steps(2);
+    assert!(
+        h.query_by_label("The two programs are identical.")
+            .is_none()
+    );
+    h.get_by_label("The two runs' cards are identical.");
+}
+
+/// The Scores tab: an error metric (`rmse`, `max_abs_error`, `loss`) is
+/// lower-is-better unless flipped; any other metric higher-is-better; the
+/// Δ colours follow.
+#[test]
+fn error_metrics_default_to_lower_is_better_in_the_scores_tab() {
+    let mut history = RunHistory::new();
+    for (id, rmse) in [(0u64, 0.5), (1, 0.25)] {
+        let mut g = Genome {
+            id,
+            parent_id: id.checked_sub(1),
+            iteration: id,
+            valid: true,
+            content: format!("x = {id}\n").into(),
+            ..Genome::default()
+        };
+        g.scores.insert(FITNESS_KEY.to_owned(), 1.0 + id as f64);
+        g.scores.insert("rmse".to_owned(), rmse);
+        g.scores.insert("max_abs_error".to_owned(), rmse * 2.0);
+        g.scores.insert("loss".to_owned(), rmse * 3.0);
+        g.scores
+            .insert("accuracy".to_owned(), 0.5 + id as f64 / 4.0);
+        history.apply(RunEvent::GenomeAdmitted {
+            genome: Arc::new(g),
+            best_id: Some(id),
+            best_score: Some(1.0 + id as f64),
+            iterations_done: id,
+            policy: PolicyStatus::default(),
+            active: vec![],
+        });
+    }
+    let mut view = RunView::default();
+    view.load_history(history);
+    view.select(Some(1));
+    let mut h = harness(view);
+    h.run_steps(3);
+    let buttons = |h: &Harness<'_, RunView>, label: &str| {
+        h.query_all_by_label(label)
+            .filter(|n| n.accesskit_node().role() == egui::accesskit::Role::Button)
+            .count()
+    };
+    assert_eq!(
+        buttons(&h, "lower"),
+        3,
+        "rmse, max_abs_error and loss are lower-is-better"
+    );
+    assert_eq!(buttons(&h, "higher"), 1, "accuracy is higher-is-better");
+    // flipped by hand, and back
+    h.query_all_by_label("lower")
+        .find(|n| n.accesskit_node().role() == egui::accesskit::Role::Button)
+        .unwrap()
+        .click();
+    h.run_steps(2);
+    assert_eq!(buttons(&h, "lower"), 2);
+    assert_eq!(buttons(&h, "higher"), 2);
 }

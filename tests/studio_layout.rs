@@ -34,6 +34,17 @@ fn inside(r: egui::Rect, outer: egui::Rect) -> bool {
 
 /// The studio on `state`, with the shipped `card` on `circle_packing`.
 fn studio_with(state: State, card: &str, size: egui::Vec2) -> Harness<'static, App> {
+    studio_remembering(state, None, card, size)
+}
+
+/// [`studio_with`], egui's memory as a previous session left it (eframe
+/// keeps it with the studio's state: the panels' sizes in points).
+fn studio_remembering(
+    state: State,
+    memory: Option<egui::Memory>,
+    card: &str,
+    size: egui::Vec2,
+) -> Harness<'static, App> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut app = App::new(state, Arc::new(Registry::builtin()))
         .with_settings_path(None)
@@ -46,6 +57,11 @@ fn studio_with(state: State, card: &str, size: egui::Vec2) -> Harness<'static, A
         .with_size(size)
         .with_max_steps(16)
         .with_step_dt(1.0 / 60.0)
+        .with_context_setup(move |ctx| {
+            if let Some(memory) = memory {
+                ctx.memory_mut(|m| *m = memory);
+            }
+        })
         .build_ui_state(
             |ui, app: &mut App| {
                 app.logic(ui.ctx());
@@ -537,4 +553,71 @@ fn the_inspectors_keep_their_shares_when_the_window_grows() {
         )
         .rect();
     assert!(r.width() > 7.0 * 23.0 - 4.0, "{key} cut: {r:?}");
+}
+
+/// A session at 1024×640, the next one at 1920×1080 with what the first
+/// left (the studio's state and egui's memory, as eframe keeps them): the
+/// block inspector takes its share of the wide window, with beam_search's
+/// longest parameter name whole, not the points it had at 1024.
+#[test]
+fn the_block_inspector_takes_its_share_at_1920_after_a_session_at_1024() {
+    let runs = tempfile::tempdir().unwrap();
+    let h = studio(runs.path(), "beam_search.yaml", SMALL);
+    let (_, narrow) = block_panels(&h);
+    let state = h.state().state.clone();
+    let memory = h.ctx.memory(|m| m.clone());
+    drop(h);
+    assert!(SMALL.x - narrow < 0.22 * LARGE.x, "{narrow}");
+    let mut h = studio_remembering(state, Some(memory), "beam_search.yaml", LARGE);
+    h.run_steps(2);
+    let (_, inspector) = block_panels(&h);
+    let share = (LARGE.x - inspector) / LARGE.x;
+    assert!(
+        share >= 0.215,
+        "the block inspector kept {} px of 1920 ({share:.3})",
+        LARGE.x - inspector
+    );
+    let key = "beam_selection_strategy";
+    let r = h
+        .get(
+            egui_kittest::kittest::by()
+                .label(key)
+                .include_labels()
+                .role(egui::accesskit::Role::Label),
+        )
+        .rect();
+    assert!(r.width() > 7.0 * 23.0 - 4.0, "{key} cut at 1920: {r:?}");
+}
+
+/// At 1024×640 an invalid genome with a long error leaves the genome
+/// inspector's tabs in view (its header scrolls in at most half the pane),
+/// and each tab opens.
+#[test]
+fn the_genome_inspector_tabs_stay_in_view_for_an_invalid_genome_at_1024() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut h = studio(runs.path(), "best_of_n.yaml", SMALL);
+    let mut genomes: Vec<Genome> = (0..12).map(genome).collect();
+    let bad = &mut genomes[7];
+    bad.valid = false;
+    bad.scores.clear();
+    bad.error = Some(format!(
+        "evaluation failed: {} \nTraceback (most recent call last):\n  File \"evaluator.py\", line 3\n",
+        "ValueError: the packing has overlapping circles at ".repeat(12)
+    ));
+    h.state_mut().run_view.load_history(history(genomes));
+    h.state_mut().run_view.select(Some(7));
+    h.state_mut().state.tab = Tab::Run;
+    h.run_steps(4);
+    h.get_by_label("Genome #7");
+    let win = window(SMALL);
+    for tab in ["Scores", "Diff", "Program", "Output"] {
+        let r = h.get_by_label(tab).rect();
+        assert!(
+            r.height() >= 10.0 && inside(r, win),
+            "the {tab} tab is out of view: {r:?}"
+        );
+    }
+    h.get_by_label("Output").click();
+    h.run_steps(3);
+    h.get_by_label_contains("Traceback (most recent call last)");
 }

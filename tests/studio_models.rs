@@ -204,3 +204,78 @@ fn screenshot_of_the_model_dialog() {
         .unwrap();
     let _ = Arc::new(());
 }
+
+/// Save settings writes the dialog's fields into the settings file as it is
+/// at that moment: a `hubs` list added to the file by hand while the dialog
+/// was open is still there afterwards; a hand edit of the endpoints made
+/// meanwhile is not overwritten: nothing is written and the dialog says why.
+#[test]
+fn save_settings_keeps_what_was_added_to_the_file_and_refuses_to_overwrite_a_hand_edit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("config").join("settings.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let endpoint = |base: &str| json!({"api_base": base, "api_key_env": "NO_KEY_HERE"});
+    std::fs::write(
+        &path,
+        json!({"endpoints": [endpoint("http://127.0.0.1:9/v1")]}).to_string(),
+    )
+    .unwrap();
+    let mut h = app(tmp.path(), egui::vec2(1024.0, 640.0), false);
+    h.run();
+    let open_dialog = |h: &mut Harness<'static, App>| {
+        h.get_by_label_contains("Model: ").click();
+        h.run_steps(4);
+        assert!(h.state().model_dialog_open());
+    };
+    let edit_file = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        f(&mut v);
+        std::fs::write(&path, v.to_string()).unwrap();
+    };
+
+    open_dialog(&mut h);
+    edit_file(&|v| v["hubs"] = json!(["/srv/team-hub"]));
+    h.get_by_label("Save settings").click();
+    h.run_steps(2);
+    assert!(!h.state().model_dialog_open(), "{:?}", h.state().message());
+    let saved = load_settings_from(&path).unwrap();
+    assert_eq!(
+        saved.hubs,
+        ["/srv/team-hub"],
+        "the hubs added to the file were lost"
+    );
+    assert_eq!(saved.endpoints[0].api_base, "http://127.0.0.1:9/v1");
+    assert_eq!(h.state().model_settings().hubs, ["/srv/team-hub"]);
+
+    open_dialog(&mut h);
+    edit_file(&|v| v["endpoints"] = json!([endpoint("http://127.0.0.1:10/v1")]));
+    let before = std::fs::read_to_string(&path).unwrap();
+    h.get_by_label("Save settings").click();
+    h.run_steps(2);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        before,
+        "a hand edit of the endpoints was overwritten"
+    );
+    assert!(h.state().model_dialog_open());
+    // said in the dialog and the status bar
+    assert_eq!(
+        h.query_all_by_label_contains("changed since it was read (endpoints)")
+            .count(),
+        2
+    );
+    // opened again, the dialog starts from the file
+    h.get_by_label("Close").hover();
+    h.run_steps(2);
+    h.get_by_label("Close").click();
+    h.run_steps(2);
+    assert!(!h.state().model_dialog_open());
+    open_dialog(&mut h);
+    h.get_by_label("Save settings").click();
+    h.run_steps(2);
+    assert!(!h.state().model_dialog_open(), "{:?}", h.state().message());
+    let saved = load_settings_from(&path).unwrap();
+    assert_eq!(saved.endpoints[0].api_base, "http://127.0.0.1:10/v1");
+    assert_eq!(saved.hubs, ["/srv/team-hub"]);
+}

@@ -125,7 +125,12 @@ fn draws(a: &App) -> [u64; 3] {
 }
 
 fn stop(h: &mut Harness<'static, App>) {
-    h.get_by_label("Run (running)").click();
+    let tab = if h.state().run_view.is_paused() {
+        "Run (paused)"
+    } else {
+        "Run (running)"
+    };
+    h.get_by_label(tab).click();
     h.run_steps(2);
     h.get_by_role_and_label(Role::Button, "Stop").click();
     step_until(h, "the end of the run", |a| !a.run_view.is_running());
@@ -170,7 +175,7 @@ fn pause_change_the_ratios_and_the_prompt_in_the_block_inspector_and_resume_with
         "editing keeps it paused"
     );
 
-    h.get_by_label("Run (running)").click();
+    h.get_by_label("Run (paused)").click();
     h.run_steps(2);
     h.get_by_role_and_label(Role::Button, "Resume").click();
     h.run_steps(2);
@@ -249,7 +254,7 @@ fn a_change_that_cannot_be_made_in_flight_is_named_and_fork_instead_starts_a_for
         h.state().doc.card.population.params.get("num_islands"),
         Some(&ParamValue::Int(3))
     );
-    h.get_by_label("Run (running)").click();
+    h.get_by_label("Run (paused)").click();
     h.run_steps(2);
     h.get_by_role_and_label(Role::Button, "Resume").click();
     h.run_steps(3);
@@ -365,7 +370,7 @@ fn pause_change_the_temperature_and_resume_the_endpoint_sees_it_from_the_recorde
     h.get_by_role_and_label(Role::SpinButton, "temperature")
         .set_value_accesskit(0.2);
     h.run_steps(2);
-    h.get_by_label("Run (running)").click();
+    h.get_by_label("Run (paused)").click();
     h.run_steps(2);
     h.get_by_role_and_label(Role::Button, "Resume").click();
     h.run_steps(2);
@@ -404,6 +409,98 @@ fn pause_change_the_temperature_and_resume_the_endpoint_sees_it_from_the_recorde
     assert!(yaml.contains("temperature: 0.2"), "{yaml}");
 }
 
+/// Ticking the temperature's checkbox while paused, on a card with no `llm`
+/// section, changes the temperature and nothing else: the run's log says
+/// `llm.temperature (none) -> 0.7` (no `llm.models (none) -> []`) and the
+/// card keeps no empty `models` list; ticked and unticked again, Resume
+/// changes nothing and logs nothing.
+#[test]
+fn ticking_the_temperature_while_paused_changes_the_temperature_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let task = temp_task(tmp.path());
+    let mut h = app(
+        &tmp.path().join("runs"),
+        &task,
+        egui::vec2(1400.0, 900.0),
+        false,
+    );
+    h.run();
+    let mut c = slow_islands();
+    c.llm = None;
+    let run_dir = start_and_pause(&mut h, c);
+    // the checkbox on the temperature's row (each optional setting has one)
+    let tick_temperature = |h: &mut Harness<'static, App>| {
+        h.get_by_label("Blocks").click();
+        h.run_steps(2);
+        h.get_by_label("temperature").scroll_to_me();
+        h.run_steps(2);
+        let row = h.get_by_label("temperature").rect().center().y;
+        let boxes: Vec<_> = h
+            .query_all_by_label("set")
+            .filter(|n| (n.rect().center().y - row).abs() < 8.0)
+            .collect();
+        assert_eq!(boxes.len(), 1, "the temperature's checkbox");
+        boxes[0].click_accesskit();
+        h.run_steps(2);
+    };
+    let resume = |h: &mut Harness<'static, App>| {
+        h.get_by_label("Run (paused)").click();
+        h.run_steps(2);
+        h.get_by_role_and_label(Role::Button, "Resume").click();
+        h.run_steps(2);
+    };
+
+    // ticked and unticked: nothing changed
+    tick_temperature(&mut h);
+    assert!(
+        h.state().doc.card.llm.is_some(),
+        "the checkbox was not ticked"
+    );
+    tick_temperature(&mut h);
+    assert_eq!(h.state().doc.card.llm, None);
+    resume(&mut h);
+    assert!(
+        !h.state()
+            .message()
+            .unwrap_or_default()
+            .starts_with("Resumed with"),
+        "{:?}",
+        h.state().message()
+    );
+    step_until(&mut h, "the run going on", |a| !a.run_view.is_paused());
+    h.get_by_role_and_label(Role::Button, "Pause").click();
+    step_until(&mut h, "the pause", |a| {
+        let history = a.run_view.history();
+        history.paused && history.iterations_done >= history.iterations_started
+    });
+    assert!(h.state().run_view.history().settings_changes.is_empty());
+
+    // ticked: the temperature, and only it
+    tick_temperature(&mut h);
+    let yaml = h.state().doc.card.to_yaml();
+    assert!(yaml.contains("temperature: 0.7"), "{yaml}");
+    assert!(!yaml.contains("models"), "{yaml}");
+    resume(&mut h);
+    assert_eq!(
+        h.state().message().unwrap_or_default(),
+        "Resumed with llm.temperature (none) -> 0.7"
+    );
+    step_until(&mut h, "the change", |a| {
+        a.run_view.history().settings_changes.len() == 1
+    });
+    let logged = h.state().run_view.history().settings_changes[0].to_string();
+    assert!(
+        logged.contains("llm.temperature") && !logged.contains("llm.models"),
+        "{logged}"
+    );
+    stop(&mut h);
+    let yaml = Archive::open(&run_dir).unwrap().meta().unwrap().card_yaml;
+    assert!(
+        yaml.contains("temperature: 0.7") && !yaml.contains("models"),
+        "{yaml}"
+    );
+}
+
 /// The README's pictures at 1024×640: a refused change with "Fork instead",
 /// and the log line of a change taken.
 #[test]
@@ -424,7 +521,7 @@ fn screenshots_of_a_refused_change_and_a_change_in_the_log() {
     h.get_by_role_and_label(Role::SpinButton, "num_islands")
         .set_value_accesskit(3.0);
     h.run_steps(2);
-    h.get_by_label("Run (running)").click();
+    h.get_by_label("Run (paused)").click();
     h.run_steps(2);
     h.get_by_role_and_label(Role::Button, "Resume").click();
     h.run_steps(4);
@@ -443,7 +540,7 @@ fn screenshots_of_a_refused_change_and_a_change_in_the_log() {
     h.get_by_role_and_label(Role::SpinButton, "exploration_ratio")
         .set_value_accesskit(0.8);
     h.run_steps(2);
-    h.get_by_label("Run (running)").click();
+    h.get_by_label("Run (paused)").click();
     h.run_steps(2);
     h.get_by_role_and_label(Role::Button, "Resume").click();
     step_until(&mut h, "the change", |a| {

@@ -55,6 +55,17 @@ pub enum LaunchError {
         id: GenomeId,
         count: u64,
     },
+    /// A fork names a genome that is invalid: its program did not pass the
+    /// evaluator, so a run started from it would fail at once.
+    #[error(
+        "{}: genome #{id} is invalid ({why}): fork from a valid genome",
+        run.display()
+    )]
+    InvalidGenome {
+        run: PathBuf,
+        id: GenomeId,
+        why: String,
+    },
     /// The card recorded in the run folder does not load with this build's
     /// components.
     #[error("the recorded card is not valid here:\n{0}")]
@@ -84,6 +95,18 @@ pub enum LaunchError {
         limit: i64,
         where_set: &'static str,
     },
+}
+
+/// Why a genome is invalid, on one short line (its error's first line).
+pub fn invalid_reason(error: Option<&str>) -> String {
+    let first = error
+        .and_then(|e| e.lines().find(|l| !l.trim().is_empty()))
+        .map_or("no reason recorded", str::trim);
+    let mut cut: String = first.chars().take(120).collect();
+    if cut.len() < first.len() {
+        cut.push('…');
+    }
+    cut
 }
 
 /// Check the resume rule: a budget of `budget` total iterations leaves work
@@ -246,6 +269,13 @@ impl RunPlan {
                 count: archive.genome_count()?,
             });
         };
+        if !g.valid {
+            return Err(LaunchError::InvalidGenome {
+                run: source.to_path_buf(),
+                id: genome,
+                why: invalid_reason(g.error.as_deref()),
+            });
+        }
         let card = match card {
             Some(card) => card,
             None => recorded_card(source, registry)?,

@@ -140,8 +140,9 @@ pub enum UiCommand {
     RefreshLibrary,
     /// Discard unsaved changes and carry out the action that asked.
     ConfirmDiscard,
-    /// Save the card (to its file or the typed path), then carry out the
-    /// action that asked.
+    /// Save the card to its own file (a card with none: to the path typed in
+    /// the question, else where a save dialog says), then carry out the
+    /// action that asked. Never to the file the waiting action opens.
     SaveAndContinue,
     /// Keep the unsaved changes; forget the pending action.
     CancelDiscard,

@@ -408,12 +408,23 @@ fn card_diff_ui(
         })
     };
     match (yaml(&pair[0]), yaml(&pair[1])) {
+        (Some(_), Some(_)) if pair[0] == pair[1] => {
+            ui.weak("From and to are the same run: pick another run to diff their cards.");
+        }
         (Some(a), Some(b)) => {
             let used = ui.cursor().top() - top;
             egui::ScrollArea::both()
                 .id_salt("card-diff-scroll")
                 .max_height((height - used - 8.0).max(120.0))
-                .show(ui, |ui| diff_view::diff_ui(ui, a, b, DiffMode::Unified));
+                .show(ui, |ui| {
+                    diff_view::texts_diff_ui(
+                        ui,
+                        a,
+                        b,
+                        DiffMode::Unified,
+                        "The two runs' cards are identical.",
+                    );
+                });
         }
         _ => {
             ui.weak("Tick two runs to diff their cards.");

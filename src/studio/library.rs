@@ -3,6 +3,7 @@
 //! recently opened ones, listed in the left panel, with the cards of the
 //! hubs the user settings file lists and a search box over them.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::engine::card::Card;
@@ -90,12 +91,34 @@ pub struct HubShelf {
     /// Where pulled cards are cached instead of the per-user cache (tests,
     /// embedding).
     pub cache_override: Option<PathBuf>,
+    /// The other hubs that list a card shown once (the same name and latest
+    /// version as one listed before), by the card's `NAMESPACE/NAME`.
+    pub also_in: BTreeMap<String, Vec<String>>,
 }
 
 impl HubShelf {
     /// A listing came back.
+    /// A listing came back. A card listed again (a hub configured twice, or
+    /// a hub folder beside the site built from it: the same name and latest
+    /// version) is kept once, under the first hub, which is the one a pull
+    /// reads; the others are remembered in [`Self::also_in`].
     pub fn set(&mut self, cards: Vec<crate::engine::hub::pull::ListedCard>, problems: Vec<String>) {
-        self.cards = cards;
+        let key = |c: &crate::engine::hub::pull::ListedCard| (c.id(), c.versions.last().cloned());
+        let mut kept: Vec<crate::engine::hub::pull::ListedCard> = Vec::new();
+        self.also_in.clear();
+        for card in cards {
+            match kept.iter().find(|k| key(k) == key(&card)) {
+                Some(first) => {
+                    let others = self.also_in.entry(card.id()).or_default();
+                    if first.hub != card.hub && !others.contains(&card.hub) {
+                        others.push(card.hub);
+                    }
+                }
+                None => kept.push(card),
+            }
+        }
+        self.also_in.retain(|_, hubs| !hubs.is_empty());
+        self.cards = kept;
         self.problems = problems;
         self.loading = false;
     }
@@ -150,7 +173,8 @@ impl HubShelf {
                         .small()
                         .color(ui.visuals().error_fg_color),
                 )
-                .truncate(),
+                .truncate()
+                .show_tooltip_when_elided(false),
             )
             .on_hover_text(problem);
         }
@@ -172,12 +196,29 @@ impl HubShelf {
             ui.weak("No hub card matches");
         }
         let mut open = None;
+        let mut hub: Option<&str> = None;
         for card in shown {
+            // each hub's cards under its name
+            if hub != Some(card.hub.as_str()) {
+                hub = Some(card.hub.as_str());
+                ui.add(
+                    egui::Label::new(
+                        egui::RichText::new(format!("from {}", card.hub))
+                            .small()
+                            .strong(),
+                    )
+                    .truncate(),
+                );
+            }
             let latest = card.versions.last().cloned().unwrap_or_default();
+            let also = self
+                .also_in
+                .get(&card.id())
+                .map_or_else(String::new, |hubs| format!("\nalso in {}", hubs.join(", ")));
             let response = ui
                 .selectable_label(false, format!("{} ({})", card.title, card.id()))
                 .on_hover_text(format!(
-                    "{}@{latest} from {} (opens as a new card: Save asks where)\n{}",
+                    "{}@{latest} from {}{also} (opens as a new card: Save asks where)\n{}",
                     card.id(),
                     card.hub,
                     card.summary
@@ -374,8 +415,12 @@ fn summary_ui(ui: &mut egui::Ui, summary: &str, ok: bool) {
         } else {
             text.color(ui.visuals().error_fg_color)
         };
-        ui.add(egui::Label::new(text).truncate())
-            .on_hover_text(summary);
+        ui.add(
+            egui::Label::new(text)
+                .truncate()
+                .show_tooltip_when_elided(false),
+        )
+        .on_hover_text(summary);
     }
 }
 

@@ -148,6 +148,25 @@ pub fn set_panel_size(ui: &egui::Ui, salt: &str, size: f32, width: bool) {
     }
 }
 
+/// Mark the divider of a resizable panel as something to drag: a short
+/// grip across the middle of its edge (egui draws the divider itself as a
+/// faint line, the same as a fixed one's). `at` is the middle of the edge;
+/// `vertical_divider`: it runs up and down (a side panel's), the grip's
+/// dots stack along it.
+pub fn divider_grip(ui: &egui::Ui, at: egui::Pos2, vertical_divider: bool) {
+    let color = ui.visuals().widgets.inactive.fg_stroke.color;
+    let painter = ui.painter();
+    for k in -2..=2 {
+        let offset = k as f32 * 5.0;
+        let p = if vertical_divider {
+            at + egui::vec2(0.0, offset)
+        } else {
+            at + egui::vec2(offset, 0.0)
+        };
+        painter.circle_filled(p, 1.6, color);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

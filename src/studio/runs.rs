@@ -409,7 +409,9 @@ impl RunsPanel {
                     ui.label(l.iterations.to_string());
                     if unreadable {
                         ui.add(
-                            egui::Label::new(RichText::new(&l.status).color(ctx.error)).truncate(),
+                            egui::Label::new(RichText::new(&l.status).color(ctx.error))
+                                .truncate()
+                                .show_tooltip_when_elided(false),
                         )
                         .on_hover_text(&l.status);
                     } else {

@@ -70,6 +70,9 @@ fn one() -> f64 {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LlmSettings {
+    /// Model names and weights; none listed is left out of the card (the
+    /// model comes from the user's settings).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<ModelSpec>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
@@ -152,6 +155,17 @@ pub enum ConfigError {
         path: std::path::PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    /// The settings file changed since it was read, in fields an update
+    /// would write: nothing was written.
+    #[error(
+        "{} changed since it was read ({fields}): nothing was saved, so the file's edit is kept; \
+         read it again before saving",
+        path.display()
+    )]
+    ChangedOnDisk {
+        path: std::path::PathBuf,
+        fields: String,
     },
     /// The settings file does not parse.
     #[error("{}: {message}", path.display())]

@@ -406,6 +406,97 @@ pub fn save_settings_to(path: &Path, settings: &ModelSettings) -> Result<(), Con
     std::fs::rename(&tmp, path).map_err(write_err(path))
 }
 
+/// The fields of the settings file that [`update_settings_file`] writes:
+/// the endpoints and the prices (what the studio's model dialog edits).
+pub const EDITED_FIELDS: [&str; 2] = ["endpoints", "prices"];
+
+/// Write `edited`'s endpoints and prices into the settings file at `path`,
+/// read again at this moment: every other key (`hubs`, and keys this build
+/// does not know) is kept as the file has it now, whatever was read before.
+/// `base` is the settings the edit started from: when the file changed
+/// since in a field that is written here, and not to what `edited` holds,
+/// nothing is written and [`ConfigError::ChangedOnDisk`] names the fields
+/// (a hand edit is never overwritten unseen). Returns the settings as the
+/// file now holds them.
+pub fn update_settings_file(
+    path: &Path,
+    base: &ModelSettings,
+    edited: &ModelSettings,
+) -> Result<ModelSettings, ConfigError> {
+    edited.validate()?;
+    let parse_err = |message: String| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut file = match std::fs::read_to_string(path) {
+        Ok(text) => match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(serde_json::Value::Object(map)) => map,
+            Ok(_) => return Err(parse_err("not a JSON object".to_owned())),
+            Err(e) => return Err(parse_err(e.to_string())),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::Map::new(),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    // the edited fields as the file holds them now, read as a load reads them
+    let owned: serde_json::Map<String, serde_json::Value> = file
+        .iter()
+        .filter(|(k, _)| EDITED_FIELDS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut now: ModelSettings = serde_json::from_value(serde_json::Value::Object(owned))
+        .map_err(|e| parse_err(e.to_string()))?;
+    now.endpoints = now
+        .endpoints
+        .into_iter()
+        .map(EndpointSettings::with_preset)
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.within(path.display().to_string()))?;
+    let mut changed = Vec::new();
+    if now.endpoints != base.endpoints && now.endpoints != edited.endpoints {
+        changed.push("endpoints");
+    }
+    if now.prices != base.prices && now.prices != edited.prices {
+        changed.push("prices");
+    }
+    if !changed.is_empty() {
+        return Err(ConfigError::ChangedOnDisk {
+            path: path.to_path_buf(),
+            fields: changed.join(", "),
+        });
+    }
+    let serde_json::Value::Object(written) = serde_json::to_value(edited)
+        .map_err(|e| ConfigError::invalid(format!("cannot serialise settings: {e}")))?
+    else {
+        return Err(ConfigError::invalid(
+            "settings do not serialise to an object",
+        ));
+    };
+    for field in EDITED_FIELDS {
+        match written.get(field) {
+            Some(v) => file.insert(field.to_owned(), v.clone()),
+            None => file.remove(field),
+        };
+    }
+    let write_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ConfigError::Write { path, source }
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(write_err(dir))?;
+    }
+    let json = serde_json::to_string_pretty(&serde_json::Value::Object(file))
+        .map_err(|e| ConfigError::invalid(format!("cannot serialise settings: {e}")))?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, json + "\n").map_err(write_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(write_err(path))?;
+    load_settings_from(path)
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }

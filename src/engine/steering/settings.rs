@@ -145,8 +145,13 @@ fn param_changes(slot: &str, x: &ParamMap, y: &ParamMap) -> Vec<Diff> {
 /// The model settings that differ (`llm.temperature 0.7 -> 0.2`), each key of
 /// the section as the card writes it.
 fn llm_changes(a: Option<&LlmSettings>, b: Option<&LlmSettings>) -> Vec<Diff> {
+    // an empty list or an unset value says what a missing key says: not a
+    // change (an older card wrote `models: []`)
     let keys = |s: Option<&LlmSettings>| match s.and_then(|s| serde_json::to_value(s).ok()) {
-        Some(serde_json::Value::Object(map)) => map,
+        Some(serde_json::Value::Object(mut map)) => {
+            map.retain(|_, v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()));
+            map
+        }
         _ => serde_json::Map::new(),
     };
     let (x, y) = (keys(a), keys(b));

@@ -60,16 +60,37 @@ impl App {
                 None => self.commands.push(UiCommand::BrowseSaveAs),
             },
             UiCommand::SaveAs(path) => {
+                let then_continue = std::mem::take(&mut self.save_then_continue);
+                if let Some(why) = self.overwrites_the_card_opened(&path) {
+                    return self.error(why);
+                }
                 self.name_after_file(&path);
-                self.save_to(&path);
+                if self.save_to(&path) && then_continue {
+                    self.commands.push(UiCommand::ConfirmDiscard);
+                }
             }
             UiCommand::SaveAndContinue => {
-                // save, then do what was waiting; a failed save keeps the
-                // question open (the status bar says why)
-                if let Some(path) = self.save_target()
-                    && self.save_to(&path)
-                {
-                    self.commands.push(UiCommand::ConfirmDiscard);
+                // save the card being edited where it belongs, then do what
+                // was waiting; a failed save keeps the question open (the
+                // status bar says why). The card path field is not a target
+                // here: it may hold the path of the card about to be opened.
+                match self.doc.path.clone() {
+                    Some(path) => {
+                        if self.save_to(&path) {
+                            self.commands.push(UiCommand::ConfirmDiscard);
+                        }
+                    }
+                    None => {
+                        let typed = self.save_as_field.trim();
+                        if typed.is_empty() {
+                            self.save_then_continue = true;
+                            self.commands.push(UiCommand::BrowseSaveAs);
+                        } else {
+                            let path = PathBuf::from(typed);
+                            self.save_then_continue = true;
+                            self.commands.push(UiCommand::SaveAs(path));
+                        }
+                    }
                 }
             }
             UiCommand::BrowseSaveAs => {
@@ -96,14 +117,22 @@ impl App {
                 self.library.hubs = hubs;
                 self.lb_choices = None;
             }
-            UiCommand::ConfirmDiscard => match self.pending.take() {
-                Some(Pending::New) => self.new_now(),
-                Some(Pending::Open(path)) => self.open_now(&path),
-                Some(Pending::Builtin(name)) => self.open_builtin_now(&name),
-                Some(Pending::Import(card)) => self.import_now(*card),
-                None => {}
-            },
-            UiCommand::CancelDiscard => self.pending = None,
+            UiCommand::ConfirmDiscard => {
+                self.save_then_continue = false;
+                self.save_as_field.clear();
+                match self.pending.take() {
+                    Some(Pending::New) => self.new_now(),
+                    Some(Pending::Open(path)) => self.open_now(&path),
+                    Some(Pending::Builtin(name)) => self.open_builtin_now(&name),
+                    Some(Pending::Import(card)) => self.import_now(*card),
+                    None => {}
+                }
+            }
+            UiCommand::CancelDiscard => {
+                self.pending = None;
+                self.save_then_continue = false;
+                self.save_as_field.clear();
+            }
             other => self.misrouted(&other),
         }
     }
@@ -243,6 +272,20 @@ impl App {
         })
     }
 
+    /// Why saving the card being edited at `path` would write over the card
+    /// file the waiting action is about to open, if it would.
+    fn overwrites_the_card_opened(&self, path: &Path) -> Option<String> {
+        let Some(Pending::Open(opening)) = &self.pending else {
+            return None;
+        };
+        (same_path(opening, path) && self.doc.path.as_deref() != Some(path)).then(|| {
+            format!(
+                "{} is the card being opened: save this card under another file",
+                path.display()
+            )
+        })
+    }
+
     pub(super) fn import_now(&mut self, card: Card) {
         let imported = format!("Imported {}/{} (not saved yet)", card.namespace, card.name);
         self.set_doc(Document::unsaved(card));
@@ -280,18 +323,50 @@ impl App {
                     "{title} has unsaved changes. Discard them to {what}?"
                 ));
                 ui.add_space(theme::SECTION_GAP);
+                // the card is saved to its own file; one never saved asks
+                // where here (typed, or with a save dialog), never the card
+                // path field, which may hold the file about to be opened
+                let own = self.doc.path.clone();
+                let opening = match &self.pending {
+                    Some(Pending::Open(p)) => Some(p.clone()),
+                    _ => None,
+                };
+                if own.is_none() {
+                    ui.horizontal(|ui| {
+                        let label = ui.label("Save as");
+                        ui.add(
+                            egui::TextEdit::singleline(&mut self.save_as_field)
+                                .hint_text("path/to/card.yaml (empty: a save dialog asks)")
+                                .desired_width(280.0),
+                        )
+                        .labelled_by(label.id);
+                    });
+                }
+                let typed = PathBuf::from(self.save_as_field.trim());
+                let onto_opened = own.is_none()
+                    && !typed.as_os_str().is_empty()
+                    && opening.as_deref().is_some_and(|o| same_path(o, &typed));
                 ui.horizontal(|ui| {
-                    let target = self.save_target();
+                    let problem = self.problems.summary();
                     let save = ui.add_enabled(
-                        target.is_some() && self.problems.is_empty(),
+                        problem.is_none() && !onto_opened,
                         egui::Button::new("Save and continue"),
                     );
-                    let save = match (&target, self.problems.summary()) {
-                        (_, Some(why)) => save.on_disabled_hover_text(format!("Fix the card first: {why}")),
-                        (None, None) => save.on_disabled_hover_text(
-                            "This card has no file yet: type one in the Card path field, or keep editing and use Save As",
-                        ),
-                        (Some(p), None) => save.on_hover_text(format!("Save to {}", p.display())),
+                    let save = if let Some(why) = problem {
+                        save.on_disabled_hover_text(format!("Fix the card first: {why}"))
+                    } else if onto_opened {
+                        save.on_disabled_hover_text(format!(
+                            "{} is the card being opened: save this card under another file",
+                            typed.display()
+                        ))
+                    } else {
+                        save.on_hover_text(match (&own, typed.as_os_str().is_empty()) {
+                            (Some(p), _) => format!("Save to {}, then {what}", p.display()),
+                            (None, false) => format!("Save as {}, then {what}", typed.display()),
+                            (None, true) => format!(
+                                "This card has no file yet: a save dialog asks where to keep it, then {what}"
+                            ),
+                        })
                     };
                     if save.clicked() {
                         self.commands.push(UiCommand::SaveAndContinue);
@@ -342,4 +417,14 @@ impl App {
             }
         }
     }
+}
+
+/// Whether `a` and `b` name one file (the same text, or the same file once
+/// resolved).
+fn same_path(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (a.canonicalize(), b.canonicalize()),
+            (Ok(x), Ok(y)) if x == y
+        )
 }

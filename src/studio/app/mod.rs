@@ -59,6 +59,11 @@ pub const DEFAULT_BUILTIN_CARD: &str = "best_of_n";
 /// Built-in task used when nothing is given outside a checkout.
 pub const DEFAULT_BUILTIN_TASK: &str = "circle_packing";
 
+/// The block inspector's least width: a share of the window (where
+/// beam_search's longest parameter name is whole at 1920) and points.
+const INSPECTOR_MIN_SHARE: f32 = 0.22;
+const INSPECTOR_MIN_POINTS: f32 = 220.0;
+
 /// What the studio opens with (from the command line).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StudioLaunch {
@@ -151,6 +156,10 @@ pub struct App {
     task_dir: PathBuf,
     task_check: TaskCheck,
     pending: Option<Pending>,
+    /// The unsaved-changes question's "Save as" field (a card with no file).
+    save_as_field: String,
+    /// The next Save As goes on with the waiting action once it saved.
+    save_then_continue: bool,
     card_errors: Option<CardErrors>,
     message: Option<Message>,
     applied_theme: Option<ThemeChoice>,
@@ -201,6 +210,8 @@ impl App {
             task_dir: PathBuf::new(),
             task_check: TaskCheck::default(),
             pending: None,
+            save_as_field: String::new(),
+            save_then_continue: false,
             card_errors: None,
             message: None,
             applied_theme: None,
@@ -419,6 +430,12 @@ impl App {
                         Pick::LeaderboardFolder => "the Batch folder field on the Leaderboard tab",
                         Pick::ExportResults => "the Results field on the Details tab",
                     };
+                    if pick == Pick::SaveCard && std::mem::take(&mut self.save_then_continue) {
+                        self.info(
+                            "No file chosen: type where to save the card in the question's Save as field",
+                        );
+                        continue;
+                    }
                     self.info(format!("No file chosen: type the path in {field} instead"));
                 }
                 JobResult::Picked {
@@ -629,27 +646,32 @@ impl App {
                 .default_size(self.state.layout.left_width.min(max))
                 .size_range(170.0..=max)
                 .show(ui, |ui| {
+                    // The library and the palette scroll each on their own,
+                    // one above the other (not one inside the other, where
+                    // the wheel over the library moved the whole panel):
+                    // the library in about two fifths of the panel, so the
+                    // palette stays in view however many cards there are.
+                    ui.add_space(4.0);
+                    let room = ui.available_height();
+                    let library_height = (room * 0.4).max(160.0).min(room * 0.6);
+                    egui::ScrollArea::vertical()
+                        .id_salt("library-scroll")
+                        .max_height(library_height)
+                        .auto_shrink([false, true])
+                        .show(ui, |ui| {
+                            self.library.ui(
+                                ui,
+                                &self.state.recent_cards,
+                                self.doc.path.as_deref(),
+                                &mut self.commands,
+                            );
+                        });
+                    ui.add_space(theme::SECTION_GAP);
+                    ui.separator();
                     egui::ScrollArea::both()
                         .id_salt("left-scroll")
+                        .auto_shrink([false, false])
                         .show(ui, |ui| {
-                            ui.add_space(4.0);
-                            // The library scrolls on its own within about
-                            // two fifths of the panel, so the palette below
-                            // stays in view however many cards there are.
-                            let library_height = (ui.available_height() * 0.4).max(160.0);
-                            egui::ScrollArea::vertical()
-                                .id_salt("library-scroll")
-                                .max_height(library_height)
-                                .show(ui, |ui| {
-                                    self.library.ui(
-                                        ui,
-                                        &self.state.recent_cards,
-                                        self.doc.path.as_deref(),
-                                        &mut self.commands,
-                                    );
-                                });
-                            ui.add_space(theme::SECTION_GAP);
-                            ui.separator();
                             let ectx = card_ctx!(self, palette);
                             palette_ui(ui, &ectx, &mut self.commands);
                         });
@@ -658,18 +680,29 @@ impl App {
         }
         // the block inspector only where blocks are edited
         if self.state.layout.show_inspector && self.state.tab == Tab::Editor {
-            let max = (window * 0.26).max(220.0);
             // at least a fifth of a wide window, where long parameter names
-            // fit whole; the share it had of a window that changed size
-            let mut width = self.state.layout.inspector_width.max(window * 0.22);
+            // fit whole, and never under 220 points; the bounds hold for
+            // the width egui remembers too (a session that ended in a
+            // narrow window left its points there)
+            let max = (window * 0.26).max(INSPECTOR_MIN_POINTS);
+            let min = (window * INSPECTOR_MIN_SHARE)
+                .max(INSPECTOR_MIN_POINTS)
+                .min(max);
+            // the share it had of a window that changed size
+            let mut width = self.state.layout.inspector_width;
             if let Some(before) = self.last_window_width.filter(|w| (w - window).abs() > 0.5) {
-                width = (self.state.layout.inspector_width * window / before).max(window * 0.22);
-                crate::studio::panel::set_panel_size(ui, "studio-inspector", width.min(max), true);
+                width = self.state.layout.inspector_width * window / before;
+                crate::studio::panel::set_panel_size(
+                    ui,
+                    "studio-inspector",
+                    width.clamp(min, max),
+                    true,
+                );
             }
             let r = egui::Panel::right("studio-inspector")
                 .resizable(true)
-                .default_size(width.min(max))
-                .size_range(220.0..=max)
+                .default_size(width.clamp(min, max))
+                .size_range(min..=max)
                 .show(ui, |ui| {
                     // both ways: a wide parameter row scrolls instead of
                     // widening the panel past its bounds; never narrower

@@ -15,7 +15,13 @@ impl App {
     /// Apply a command of the model group.
     pub(super) fn apply_model_command(&mut self, command: UiCommand) {
         match command {
-            UiCommand::OpenModelSettings => self.model_dialog.open_with(&self.settings),
+            UiCommand::OpenModelSettings => {
+                // the dialog starts from the file as it is now (a hand edit
+                // since the studio started included)
+                let path = self.settings_path.clone();
+                self.set_settings_path(path);
+                self.model_dialog.open_with(&self.settings);
+            }
             UiCommand::CloseModelSettings => self.model_dialog.open = false,
             UiCommand::SaveModelSettings(settings) => self.save_model_settings(*settings),
             other => self.misrouted(&other),
@@ -107,20 +113,35 @@ impl App {
         r
     }
 
+    /// Write the dialog's endpoints and prices into the settings file as it
+    /// is now (its other keys, such as `hubs`, are kept), unless the file
+    /// changed in those fields since the dialog opened: then nothing is
+    /// written and the dialog says so.
     fn save_model_settings(&mut self, settings: ModelSettings) {
         let Some(path) = self.settings_path.clone() else {
             return self.error("There is no settings file to save to");
         };
-        match crate::engine::model::settings::save_settings_to(&path, &settings) {
-            Ok(()) => {
-                self.settings = settings;
+        match crate::engine::model::settings::update_settings_file(&path, &self.settings, &settings)
+        {
+            Ok(saved) => {
+                self.settings = saved;
                 self.settings_error = None;
                 self.settings_version += 1;
                 self.resolved = None;
                 self.model_dialog.open = false;
+                self.model_dialog.save_error = None;
                 self.info(format!("Saved the model settings to {}", path.display()));
             }
-            Err(e) => self.error(format!("model settings: {e}")),
+            Err(e) => {
+                let text = match e {
+                    crate::engine::model::ConfigError::ChangedOnDisk { .. } => format!(
+                        "model settings: {e} (Close, then open Model settings again to see the file's)"
+                    ),
+                    e => format!("model settings: {e}"),
+                };
+                self.model_dialog.save_error = Some(text.clone());
+                self.error(text);
+            }
         }
     }
 }

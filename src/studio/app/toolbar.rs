@@ -402,7 +402,26 @@ impl App {
                     ui.spinner();
                 }
                 ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
-                    if self.problems.is_empty() {
+                    // a valid card that still cannot start (the task, the
+                    // model) says what blocks the run, not only that the
+                    // card is valid
+                    let blocked = self
+                        .run_blocker()
+                        .filter(|_| self.problems.is_empty() && !self.run_view.is_running());
+                    if let Some(why) = blocked {
+                        let half = ui.available_width() * 0.6;
+                        ui.scope(|ui| {
+                            ui.set_max_width(half);
+                            ui.add(
+                                egui::Label::new(
+                                    RichText::new(format!("Card is valid; cannot start: {why}"))
+                                        .color(palette.warn),
+                                )
+                                .wrap(),
+                            )
+                            .on_hover_text("Start run is disabled until this is fixed");
+                        });
+                    } else if self.problems.is_empty() {
                         ui.label(RichText::new("Card is valid").color(palette.ok));
                     } else {
                         let n = self.problems.len();
@@ -419,7 +438,8 @@ impl App {
                             ui.set_max_width(half);
                             ui.add(
                                 egui::Label::new(RichText::new(text).color(palette.error))
-                                    .truncate(),
+                                    .truncate()
+                                    .show_tooltip_when_elided(false),
                             )
                             .on_hover_text(lines.join("\n"));
                         });
@@ -443,13 +463,10 @@ impl App {
                         } else {
                             text.weak()
                         };
+                        // wrapped, whole: a refusal says what to do at its end
                         let label = ui
-                            .add(
-                                egui::Label::new(text)
-                                    .truncate()
-                                    .sense(egui::Sense::click()),
-                            )
-                            .on_hover_text(format!("{}\n(click to dismiss)", m.text));
+                            .add(egui::Label::new(text).wrap().sense(egui::Sense::click()))
+                            .on_hover_text("Click to dismiss");
                         if label.clicked() {
                             self.commands.push(UiCommand::DismissMessage);
                         }

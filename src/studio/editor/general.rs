@@ -202,7 +202,7 @@ pub fn general_ui(ui: &mut Ui, ctx: &CardCtx<'_>, folders: &Folders<'_>, command
                     field_error_ui(ui, reason);
                 }
                 for note in folders.task_notes {
-                    ui.add(egui::Label::new(RichText::new(note.as_str()).small().weak()).truncate())
+                    ui.add(egui::Label::new(RichText::new(note.as_str()).small().weak()).truncate().show_tooltip_when_elided(false))
                         .on_hover_text(note.as_str());
                 }
                 for warning in folders.task_warnings {
@@ -213,7 +213,7 @@ pub fn general_ui(ui: &mut Ui, ctx: &CardCtx<'_>, folders: &Folders<'_>, command
                                 .small()
                                 .color(ui.visuals().warn_fg_color),
                         )
-                        .truncate(),
+                        .truncate().show_tooltip_when_elided(false),
                     )
                     .on_hover_text(text);
                 }

@@ -133,7 +133,14 @@ pub fn param_row_ui(
     // never held at a width an earlier frame cut it to
     let size = egui::vec2(natural.min(key_max), ui.spacing().interact_size.y);
     let label = ui
-        .scope(|ui| ui.add_sized(size, egui::Label::new(key_text).truncate()))
+        .scope(|ui| {
+            ui.add_sized(
+                size,
+                egui::Label::new(key_text)
+                    .truncate()
+                    .show_tooltip_when_elided(false),
+            )
+        })
         .inner
         .on_hover_text(format!(
             "{}\n\n{}\ndefault: {}",

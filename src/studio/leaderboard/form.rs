@@ -238,13 +238,13 @@ pub(super) fn form_ui(
         match &lctx.model {
             Ok(desc) => {
                 let short = desc.split(" (").next().unwrap_or_default().to_owned();
-                ui.add(egui::Label::new(RichText::new(format!("Model: {short}")).weak()).truncate())
+                ui.add(egui::Label::new(RichText::new(format!("Model: {short}")).weak()).truncate().show_tooltip_when_elided(false))
                     .on_hover_text(format!("Every run uses {desc}"));
             }
             Err(e) => {
                 ui.add(
                     egui::Label::new(RichText::new(format!("Model: {e}")).color(lctx.error))
-                        .truncate(),
+                        .truncate().show_tooltip_when_elided(false),
                 )
                 .on_hover_text(e);
             }

@@ -150,12 +150,12 @@ fn status_ui(
                         "{} · {} iterations · seeds {seeds} · {short_model}",
                         lb.task, lb.iterations
                     );
-                    ui.add(egui::Label::new(RichText::new(text).strong()).truncate())
+                    ui.add(egui::Label::new(RichText::new(text).strong()).truncate().show_tooltip_when_elided(false))
                         .on_hover_text(hover);
                 }
                 if let Some(Ok(text)) = &panel.outcome {
                     ui.separator();
-                    ui.add(egui::Label::new(RichText::new(text).weak()).truncate())
+                    ui.add(egui::Label::new(RichText::new(text).weak()).truncate().show_tooltip_when_elided(false))
                         .on_hover_text(text);
                 }
             });
@@ -170,8 +170,12 @@ fn status_ui(
         } else {
             format!("{first} (and {} more)", panel.warnings.len() - 1)
         };
-        ui.add(egui::Label::new(RichText::new(text).color(lctx.warn)).truncate())
-            .on_hover_text(panel.warnings.join("\n"));
+        ui.add(
+            egui::Label::new(RichText::new(text).color(lctx.warn))
+                .truncate()
+                .show_tooltip_when_elided(false),
+        )
+        .on_hover_text(panel.warnings.join("\n"));
     }
 }
 

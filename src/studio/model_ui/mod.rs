@@ -103,6 +103,8 @@ pub struct ModelDialog {
     prices: Vec<PriceRow>,
     /// The settings file's hubs, kept as they were (the dialog does not edit them).
     hubs: Vec<String>,
+    /// Why the last Save did not write the file (shown in the dialog).
+    pub save_error: Option<String>,
     /// Bumped on every draft edit (the preview is cached on it).
     version: u64,
     preview: Option<(u64, u64, Result<String, String>)>,
@@ -127,6 +129,7 @@ impl ModelDialog {
     pub fn open_with(&mut self, settings: &ModelSettings) {
         self.endpoints = settings.endpoints.iter().map(EndpointDraft::of).collect();
         self.hubs.clone_from(&settings.hubs);
+        self.save_error = None;
         self.prices = settings
             .prices
             .prices
@@ -233,6 +236,11 @@ impl ModelDialog {
                 };
             });
             ui.add_space(6.0);
+            if let Some(e) = &self.save_error {
+                ui.add(
+                    egui::Label::new(RichText::new(e).color(ui.visuals().error_fg_color)).wrap(),
+                );
+            }
             ui.horizontal(|ui| {
                 let blocker = self.save_blocker(info.path);
                 let save = ui.add_enabled(blocker.is_none(), egui::Button::new("Save settings"));

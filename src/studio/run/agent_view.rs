@@ -342,7 +342,8 @@ fn header_ui(ui: &mut egui::Ui, run: &AgentRun) {
         // transcript out of view; the whole command line is its tooltip.
         ui.add(
             egui::Label::new(RichText::new(command_line(&run.command)).monospace().weak())
-                .truncate(),
+                .truncate()
+                .show_tooltip_when_elided(false),
         )
         .on_hover_text(run.command.join(" "));
     }

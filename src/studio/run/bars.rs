@@ -106,12 +106,12 @@ impl RunView {
                 ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
                     if self.handle.is_some() || self.history.started_at.is_some() {
                         let shown = RichText::new(first_line(&state)).color(color).strong();
-                        ui.add(egui::Label::new(shown).truncate())
+                        ui.add(egui::Label::new(shown).truncate().show_tooltip_when_elided(false))
                             .on_hover_text(&state);
                     }
                     if let Some(info) = &self.history.info {
                         let text = format!("{} on {}", info.card_name, info.task_name);
-                        ui.add(egui::Label::new(&text).truncate()).on_hover_text(text);
+                        ui.add(egui::Label::new(&text).truncate().show_tooltip_when_elided(false)).on_hover_text(text);
                     }
                     if let Some(dir) = &self.viewing {
                         let name = dir.file_name().map_or_else(
@@ -123,7 +123,7 @@ impl RunView {
                                 RichText::new(format!("viewing {name} (read-only)"))
                                     .color(ui.visuals().warn_fg_color),
                             )
-                            .truncate(),
+                            .truncate().show_tooltip_when_elided(false),
                         )
                         .on_hover_text(dir.display().to_string());
                     }
@@ -152,8 +152,12 @@ impl RunView {
         }
         let text = RichText::new(format!("Warning: {}", first_line(warning)))
             .color(ui.visuals().warn_fg_color);
-        ui.add(egui::Label::new(text).truncate())
-            .on_hover_text(warning);
+        ui.add(
+            egui::Label::new(text)
+                .truncate()
+                .show_tooltip_when_elided(false),
+        )
+        .on_hover_text(warning);
     }
 
     pub(super) fn log_ui(&self, ui: &mut egui::Ui) {
@@ -190,8 +194,12 @@ impl RunView {
         let width = (ui.available_width() * 0.3).clamp(60.0, 280.0);
         ui.scope(|ui| {
             ui.set_max_width(width);
-            ui.add(egui::Label::new(RichText::new(first_line(&state)).strong()).truncate())
-                .on_hover_text(&state);
+            ui.add(
+                egui::Label::new(RichText::new(first_line(&state)).strong())
+                    .truncate()
+                    .show_tooltip_when_elided(false),
+            )
+            .on_hover_text(&state);
         });
         ui.separator();
         let total = h.max_iterations().map_or("?".to_owned(), |n| n.to_string());

@@ -92,11 +92,17 @@ fn text(ui: &mut egui::Ui, s: &str, bg: Option<Color32>) {
     ui.label(t);
 }
 
-/// Draw the diff of `old` against `new`. The caller puts it in a scroll area.
+/// Draw the diff of two programs, `old` against `new`. The caller puts it
+/// in a scroll area.
 pub fn diff_ui(ui: &mut egui::Ui, old: &str, new: &str, mode: DiffMode) {
+    texts_diff_ui(ui, old, new, mode, "The two programs are identical.");
+}
+
+/// Draw the diff of `old` against `new`, or `identical` when they are.
+pub fn texts_diff_ui(ui: &mut egui::Ui, old: &str, new: &str, mode: DiffMode, identical: &str) {
     let rows = rows(old, new, mode);
     if rows.is_empty() {
-        ui.label(RichText::new("The two programs are identical.").weak());
+        ui.label(RichText::new(identical).weak());
         return;
     }
     let columns = match mode {

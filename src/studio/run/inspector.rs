@@ -67,8 +67,9 @@ pub struct Inspector {
     pub against_pick: bool,
     /// Show every ancestor in the lineage, not the root and the last few.
     pub lineage_open: bool,
-    /// Metrics where lower is better (Δ colours flip for them).
-    pub lower_better: BTreeSet<String>,
+    /// Metrics whose better way the person flipped from its default (see
+    /// [`lower_is_better_by_default`]; Δ colours follow).
+    pub flipped: BTreeSet<String>,
     /// The file of a folder genome shown (`None`: the whole tree).
     pub file: super::files_view::FileChoice,
     /// The Agent tab's transcript and choices.
@@ -201,120 +202,151 @@ impl Inspector {
         let parent = genome.parent_id.and_then(|p| history.get(p));
         let mut clicked = None;
 
-        // Header.
-        ui.horizontal_wrapped(|ui| {
-            ui.heading(format!("Genome #{}", genome.id));
-            if genome.unconfirmed() {
-                ui.label(RichText::new("valid, unconfirmed").color(data::BAD).strong());
-            } else if genome.valid {
-                ui.label(RichText::new("valid").color(data::GOOD));
-            } else {
-                ui.label(RichText::new("invalid").color(data::BAD).strong());
-            }
-            if history.best_id == Some(genome.id) {
-                ui.label(RichText::new("best").strong());
-            }
-            if self.pinned.contains(&genome.id) {
-                ui.label(RichText::new("pinned").strong());
-            }
-            if history.info.as_ref().is_some_and(|i| i.run_dir.is_some()) {
-                let r = ui
-                    .add_enabled(
-                        self.fork_blocker.is_none(),
-                        egui::Button::new("Fork run from here"),
-                    )
-                    .on_hover_text(
-                        "Start a new run whose initial program is this genome's, with the card on \
-                         the Blocks tab (change it there first); the Runs tab shows it under this run",
-                    );
-                let r = match self.fork_blocker {
-                    Some(why) => r.on_disabled_hover_text(why),
-                    None => r,
-                };
-                if r.clicked() {
-                    self.fork_clicked = Some(genome.id);
+        // The header (the genome's facts, its error, its lineage) takes at
+        // most about half the pane and scrolls: the tabs below stay in view
+        // in a short pane, whatever the genome says.
+        let header_max = (ui.available_height() * 0.5).max(48.0);
+        egui::ScrollArea::vertical()
+            .id_salt("inspector-header")
+            .max_height(header_max)
+            .auto_shrink([false, true])
+            .show(ui, |ui| {
+            // Header.
+            ui.horizontal_wrapped(|ui| {
+                ui.heading(format!("Genome #{}", genome.id));
+                if genome.unconfirmed() {
+                    ui.label(RichText::new("valid, unconfirmed").color(data::BAD).strong());
+                } else if genome.valid {
+                    ui.label(RichText::new("valid").color(data::GOOD));
+                } else {
+                    ui.label(RichText::new("invalid").color(data::BAD).strong());
                 }
-            }
-        });
-        self.steer_buttons(ui, genome);
-        ui.horizontal_wrapped(|ui| {
-            ui.label(format!("iteration {}", genome.iteration));
-            if genome.attempt > 0 {
-                ui.label(format!("attempt {}", genome.attempt + 1));
-            }
-            if genome.is_by_person() {
-                ui.label(RichText::new("· written by a person").strong());
-            } else if !genome.metadata.patch_type.is_empty() {
-                ui.label(format!("· {}", genome.metadata.patch_type));
-            }
-            if let Some(m) = &genome.metadata.model {
-                ui.label(format!("· model {m}"));
-            }
-            ui.label(format!("· depth {}", genome.metadata.depth));
-            if let Some(i) = genome.metadata.island {
-                ui.label(format!("· island {i}"));
-            }
-            if !genome.inspiration_ids.is_empty() {
-                ui.label("· inspirations:");
-                for id in &genome.inspiration_ids {
-                    if ui.link(format!("#{id}")).clicked() {
-                        clicked = Some(*id);
+                if history.best_id == Some(genome.id) {
+                    ui.label(RichText::new("best").strong());
+                }
+                if self.pinned.contains(&genome.id) {
+                    ui.label(RichText::new("pinned").strong());
+                }
+                if history.info.as_ref().is_some_and(|i| i.run_dir.is_some()) {
+                    // an invalid program fails a run at once: refused up front,
+                    // as the engine refuses it
+                    let invalid = (!genome.valid).then(|| {
+                        format!(
+                            "This genome is invalid ({}): a run forked from it would fail at once; \
+                             fork from a valid genome",
+                            crate::engine::launch::invalid_reason(genome.error.as_deref())
+                        )
+                    });
+                    let blocker = self.fork_blocker.map(str::to_owned).or(invalid);
+                    let r = ui
+                        .add_enabled(blocker.is_none(), egui::Button::new("Fork run from here"))
+                        .on_hover_text(
+                            "Start a new run whose initial program is this genome's, with the card on \
+                             the Blocks tab (change it there first); the Runs tab shows it under this run",
+                        );
+                    let r = match blocker {
+                        Some(why) => r.on_disabled_hover_text(why),
+                        None => r,
+                    };
+                    if r.clicked() {
+                        self.fork_clicked = Some(genome.id);
                     }
                 }
-            }
-        });
-        if let Some(err) = &genome.error {
-            ui.label(RichText::new(format!("error: {}", first_line(err))).color(data::BAD));
-        }
-        // A would-be best evaluated again: unconfirmed ones are never parents.
-        if let Some(c) = &genome.confirmation {
-            let text = RichText::new(c.summary());
-            ui.label(if c.unconfirmed {
-                text.color(data::BAD).strong()
-            } else {
-                text.weak()
             });
-        }
-        // Lineage back to the root. A deep one shows the root and the last
-        // ancestors (wrapping over two lines at most) until opened; opened,
-        // it is one line that scrolls sideways.
-        let chain = history.lineage(genome.id);
-        let (shown, hidden) = lineage_shown(&chain, self.lineage_open);
-        let long = chain.len() > LINEAGE_TAIL + 2;
-        let mut open = self.lineage_open;
-        let header = |ui: &mut egui::Ui, open: &mut bool| {
-            ui.label(
-                RichText::new(format!("lineage ({} deep):", chain.len().saturating_sub(1))).weak(),
-            );
-            if long {
-                let text = if *open { "collapse" } else { "show all" };
-                if ui.small_button(text).clicked() {
-                    *open = !*open;
-                }
-            }
-        };
-        if self.lineage_open && long {
-            ui.horizontal(|ui| {
-                header(ui, &mut open);
-                egui::ScrollArea::horizontal()
-                    .id_salt("lineage")
-                    .stick_to_right(true)
-                    .show(ui, |ui| {
-                        ui.horizontal(|ui| {
-                            let (c, _) = lineage_items(ui, history, genome.id, &shown, hidden);
-                            clicked = c.or(clicked);
-                        });
-                    });
-            });
-        } else {
+            self.steer_buttons(ui, genome);
             ui.horizontal_wrapped(|ui| {
-                header(ui, &mut open);
-                let (c, more) = lineage_items(ui, history, genome.id, &shown, hidden);
-                clicked = c.or(clicked);
-                open |= more;
+                ui.label(format!("iteration {}", genome.iteration));
+                if genome.attempt > 0 {
+                    ui.label(format!("attempt {}", genome.attempt + 1));
+                }
+                if genome.is_by_person() {
+                    ui.label(RichText::new("· written by a person").strong());
+                } else if !genome.metadata.patch_type.is_empty() {
+                    ui.label(format!("· {}", genome.metadata.patch_type));
+                }
+                if let Some(m) = &genome.metadata.model {
+                    ui.label(format!("· model {m}"));
+                }
+                ui.label(format!("· depth {}", genome.metadata.depth));
+                if let Some(i) = genome.metadata.island {
+                    ui.label(format!("· island {i}"));
+                }
+                if !genome.inspiration_ids.is_empty() {
+                    ui.label("· inspirations:");
+                    for id in &genome.inspiration_ids {
+                        if ui.link(format!("#{id}")).clicked() {
+                            clicked = Some(*id);
+                        }
+                    }
+                }
             });
-        }
-        self.lineage_open = open;
+            if let Some(err) = &genome.error {
+                // a long error scrolls in a few lines of its own (the whole of
+                // it is on the Output tab)
+                let row = ui.text_style_height(&egui::TextStyle::Body) + ui.spacing().item_spacing.y;
+                egui::ScrollArea::vertical()
+                    .id_salt("inspector-error")
+                    .max_height(3.0 * row)
+                    .auto_shrink([false, true])
+                    .show(ui, |ui| {
+                        ui.add(
+                            egui::Label::new(
+                                RichText::new(format!("error: {}", first_line(err))).color(data::BAD),
+                            )
+                            .wrap(),
+                        );
+                    });
+            }
+            // A would-be best evaluated again: unconfirmed ones are never parents.
+            if let Some(c) = &genome.confirmation {
+                let text = RichText::new(c.summary());
+                ui.label(if c.unconfirmed {
+                    text.color(data::BAD).strong()
+                } else {
+                    text.weak()
+                });
+            }
+            // Lineage back to the root. A deep one shows the root and the last
+            // ancestors (wrapping over two lines at most) until opened; opened,
+            // it is one line that scrolls sideways.
+            let chain = history.lineage(genome.id);
+            let (shown, hidden) = lineage_shown(&chain, self.lineage_open);
+            let long = chain.len() > LINEAGE_TAIL + 2;
+            let mut open = self.lineage_open;
+            let header = |ui: &mut egui::Ui, open: &mut bool| {
+                ui.label(
+                    RichText::new(format!("lineage ({} deep):", chain.len().saturating_sub(1))).weak(),
+                );
+                if long {
+                    let text = if *open { "collapse" } else { "show all" };
+                    if ui.small_button(text).clicked() {
+                        *open = !*open;
+                    }
+                }
+            };
+            if self.lineage_open && long {
+                ui.horizontal(|ui| {
+                    header(ui, &mut open);
+                    egui::ScrollArea::horizontal()
+                        .id_salt("lineage")
+                        .stick_to_right(true)
+                        .show(ui, |ui| {
+                            ui.horizontal(|ui| {
+                                let (c, _) = lineage_items(ui, history, genome.id, &shown, hidden);
+                                clicked = c.or(clicked);
+                            });
+                        });
+                });
+            } else {
+                ui.horizontal_wrapped(|ui| {
+                    header(ui, &mut open);
+                    let (c, more) = lineage_items(ui, history, genome.id, &shown, hidden);
+                    clicked = c.or(clicked);
+                    open |= more;
+                });
+            }
+            self.lineage_open = open;
+            });
         ui.separator();
         ui.horizontal(|ui| {
             for tab in InspectorTab::ALL {
@@ -335,7 +367,7 @@ impl Inspector {
             .auto_shrink(false)
             .show(ui, |ui| match self.tab {
                 InspectorTab::Scores => {
-                    scores_ui(ui, genome, parent.map(|p| &**p), &mut self.lower_better);
+                    scores_ui(ui, genome, parent.map(|p| &**p), &mut self.flipped);
                 }
                 InspectorTab::Diff => {
                     let picked = picked
@@ -502,11 +534,27 @@ fn lineage_items(
     (clicked, more)
 }
 
+/// Whether lower is better for the metric `name` unless the person says
+/// otherwise: an error or a loss (`rmse`, `max_abs_error`, `fit_error`,
+/// `loss`, `val_loss`, `mse`); higher otherwise.
+pub fn lower_is_better_by_default(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    let word = |w: &str| {
+        n == w
+            || n.ends_with(&format!("_{w}"))
+            || n.starts_with(&format!("{w}_"))
+            || n.contains(&format!("_{w}_"))
+    };
+    ["error", "errors", "loss", "rmse", "mse", "mae", "regret"]
+        .iter()
+        .any(|w| word(w))
+}
+
 fn scores_ui(
     ui: &mut egui::Ui,
     genome: &Genome,
     parent: Option<&Genome>,
-    lower_better: &mut BTreeSet<String>,
+    flipped: &mut BTreeSet<String>,
 ) {
     let mut names: Vec<&String> = genome.scores.keys().collect();
     if let Some(p) = parent {
@@ -546,7 +594,7 @@ fn scores_ui(
                     ui.label(name.as_str());
                     ui.label(v.map_or("—".to_owned(), format_metric));
                     ui.label(pv.map_or("—".to_owned(), format_metric));
-                    let lower = lower_better.contains(name.as_str());
+                    let lower = lower_is_better_by_default(name) != flipped.contains(name.as_str());
                     match (v, pv) {
                         (Some(a), Some(b)) => {
                             let d = a - b;
@@ -571,10 +619,8 @@ fn scores_ui(
                         ))
                         .clicked()
                     {
-                        if lower {
-                            lower_better.remove(name.as_str());
-                        } else {
-                            lower_better.insert(name.clone());
+                        if !flipped.remove(name.as_str()) {
+                            flipped.insert(name.clone());
                         }
                     }
                     ui.end_row();
@@ -839,6 +885,31 @@ mod tests {
         });
         harness.get_by_label("slurm job 812.3 on node gpu-07");
         harness.get_by_label("retried after: allocation 790 on gpu-02 ended NODE_FAIL");
+    }
+
+    #[test]
+    fn errors_and_losses_are_lower_is_better_by_default() {
+        for name in [
+            "rmse",
+            "max_abs_error",
+            "fit_error",
+            "loss",
+            "val_loss",
+            "mse",
+            "error",
+        ] {
+            assert!(lower_is_better_by_default(name), "{name}");
+        }
+        for name in [
+            "combined_score",
+            "accuracy",
+            "sum_radii",
+            "errorless",
+            "glossy",
+            "terror",
+        ] {
+            assert!(!lower_is_better_by_default(name), "{name}");
+        }
     }
 
     #[test]
