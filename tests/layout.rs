@@ -239,6 +239,63 @@ fn a_planted_slot_crossing_is_found() {
     );
 }
 
+/// The isolation kit (`engine/sandbox/`) sits below the slots that run code they do not trust (the evaluators, the
+/// coding-agent proposer): it imports no slot folder, so each of them reaches it without reaching into another.
+#[test]
+fn the_sandbox_kit_imports_no_slot() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = imports::graph(&src);
+    let from_kit = graph
+        .refs
+        .iter()
+        .filter(|(from, _, _)| from.starts_with(&["engine".to_owned(), "sandbox".to_owned()]))
+        .count();
+    assert!(
+        from_kit > 10,
+        "read only {from_kit} paths from engine::sandbox"
+    );
+    let found = kit_imports_of_slots(&graph);
+    assert!(
+        found.is_empty(),
+        "the sandbox kit imports a slot:\n{}",
+        found.join("\n")
+    );
+}
+
+/// Paths from a module of `engine::sandbox` into a slot folder.
+fn kit_imports_of_slots(graph: &imports::Graph) -> Vec<String> {
+    graph
+        .refs
+        .iter()
+        .filter(|(from, to, _)| {
+            from.starts_with(&["engine".to_owned(), "sandbox".to_owned()])
+                && to.first().map(String::as_str) == Some("engine")
+                && to.get(1).is_some_and(|s| SLOTS.contains(&s.as_str()))
+        })
+        .map(|(_, to, why)| format!("sandbox -> {} ({why})", to.join("::")))
+        .collect()
+}
+
+#[test]
+fn a_planted_slot_import_in_the_sandbox_kit_is_found() {
+    let dir = planted(&[
+        ("lib.rs", "pub mod engine;\n"),
+        ("engine/mod.rs", "pub mod evaluator;\npub mod sandbox;\n"),
+        ("engine/evaluator/mod.rs", "pub struct Evaluation;\n"),
+        ("engine/sandbox/mod.rs", "pub mod limits;\n"),
+        (
+            "engine/sandbox/limits.rs",
+            "use crate::engine::evaluator::Evaluation;\n",
+        ),
+    ]);
+    let found = kit_imports_of_slots(&imports::graph(dir.path()));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("sandbox -> engine::evaluator"),
+        "{found:?}"
+    );
+}
+
 /// Card kinds are named only where their blocks live: the registry's table
 /// and the component files of the slot folders. Anywhere else a kind string
 /// compared with a block's kind (`kind == "beam"`, a `match` on a kind with

@@ -14,7 +14,7 @@ it sets everything up, then reads DIR from stdin). CONFIG is the run's
    "node_env": [name, ...] (taken from the node's environment when set
    there: GPU selection, the job's own SLURM_* facts),
    "sandbox": null (sandbox: none) or {"options": [...] (bubblewrap's
-   options, worker/sandbox.rs's), "hidden": [dir, ...] (the dirs they
+   options, src/engine/sandbox/bwrap.rs's), "hidden": [dir, ...] (the dirs they
    hide), "network": bool, "as_user": [...] (when the job runs as root:
    the command that starts the evaluation process as nobody in a user
    namespace of its own)}}

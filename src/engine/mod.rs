@@ -60,6 +60,7 @@ pub mod redact;
 pub mod registry;
 pub mod rng;
 pub mod run_thread;
+pub mod sandbox;
 pub mod scaffold;
 pub mod selection;
 pub mod steering;

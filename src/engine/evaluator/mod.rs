@@ -5,20 +5,18 @@ use std::collections::BTreeMap;
 
 mod command;
 pub mod confirm;
-pub mod isolation;
+mod python_worker;
 mod slurm;
 mod subprocess;
-pub(crate) mod worker;
 
 use crate::engine::component::{Fills, Slot, SlotTrait};
-/// The command evaluator's sandbox pieces the coding-agent proposer reuses.
-pub(crate) use command::sandboxed as command_sandbox;
+/// The sandbox-and-limits fragment every process evaluator flattens into
+/// its parameters (it lives in the isolation kit, [`crate::engine::sandbox`]).
+pub use crate::engine::sandbox::{Isolation, Sandbox};
 pub use command::{CommandEvaluator, CommandParams, SHINKA_ARGV};
 pub use confirm::{Aggregate, Confirm, confirm};
-pub use isolation::Isolation;
 pub use slurm::{SlurmEvaluator, SlurmParams};
 pub use subprocess::{SubprocessEvaluator, SubprocessParams};
-pub use worker::sandbox::Sandbox;
 
 /// A candidate to score.
 #[derive(Clone, Debug, Default)]

@@ -3,7 +3,8 @@
 //! candidate, so a runaway, crashing or misbehaving candidate can always be
 //! killed without paying an interpreter start-up (or an `evaluator.py`
 //! import) per candidate. The worker, its children and the sandbox around
-//! them are in [`super::worker`]; this file holds the parameters and the slot
+//! them are in [`super::python_worker`] (on the isolation kit,
+//! [`crate::engine::sandbox`]); this file holds the parameters and the slot
 //! trait.
 //!
 //! - The worker's code (embedded) is written, when missing, to a code dir in
@@ -32,17 +33,17 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{OnceCell, Semaphore};
 
 use super::confirm::{self, Confirm, check_fresh};
-use super::isolation::{self, Isolation};
-use super::worker::code_dir::{Setup, prepare, write_code};
-use super::worker::environment;
-use super::worker::limits::Limits;
-use super::worker::protocol::Request;
-use super::worker::sandbox::Interpreter;
-use super::worker::sandbox::Sandbox;
-use super::worker::{LAUNCH, Launch, RunError, SpawnError, Worker, bind_lanes, lock, sandbox};
+use super::python_worker::code_dir::{Setup, prepare, write_code};
+use super::python_worker::in_sandbox;
+use super::python_worker::protocol::Request;
+use super::python_worker::{LAUNCH, Launch, RunError, SpawnError, Worker, bind_lanes, lock};
 use super::{Candidate, Evaluation, Evaluator};
 use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::params::{ParamError, ParamSpec, ParamType, param_table};
+use crate::engine::sandbox::interpreter::Interpreter;
+use crate::engine::sandbox::isolation::{self, Isolation, Sandbox};
+use crate::engine::sandbox::limits::Limits;
+use crate::engine::sandbox::{bwrap, environment, paths, run_as};
 use crate::engine::task::Task;
 
 /// Extra time the Rust side waits beyond the candidate timeout before it
@@ -134,7 +135,7 @@ pub struct SubprocessEvaluator {
     next_request: AtomicU64,
     config: Config,
     setup: OnceCell<Result<Setup, String>>,
-    /// The interpreter, as it reported itself (see [`sandbox::probe`]).
+    /// The interpreter, as it reported itself (see [`crate::engine::sandbox::interpreter::probe`]).
     interpreter: OnceCell<Result<Interpreter, String>>,
 }
 
@@ -244,7 +245,7 @@ impl Component for SubprocessEvaluator {
         let keys = environment::key_vars(ctx);
         environment::check_env(&params.env, &keys, &|name| std::env::var_os(name))?;
         if params.isolation.sandbox == Sandbox::Bwrap {
-            sandbox::find_bwrap().map_err(|reason| ParamError {
+            bwrap::find_bwrap().map_err(|reason| ParamError {
                 key: "sandbox".to_owned(),
                 reason,
             })?;
@@ -329,11 +330,11 @@ impl SubprocessEvaluator {
     }
 
     /// The interpreter, found once (outside any sandbox; see
-    /// [`sandbox::probe`]).
+    /// [`crate::engine::sandbox::interpreter::probe`]).
     async fn interpreter(&self, setup: &Setup) -> Result<&Interpreter, String> {
         self.interpreter
             .get_or_init(|| {
-                sandbox::find_interpreter(
+                in_sandbox::find_interpreter(
                     &self.config.params.python,
                     &self.config.task_dir,
                     &setup.code,
@@ -353,7 +354,7 @@ impl SubprocessEvaluator {
         }
         let params = &self.config.params;
         let bwrap = match params.isolation.sandbox {
-            Sandbox::Bwrap => Some(sandbox::find_bwrap().map_err(SpawnError::Other)?),
+            Sandbox::Bwrap => Some(bwrap::find_bwrap().map_err(SpawnError::Other)?),
             Sandbox::None => None,
         };
         let interpreter = self
@@ -372,10 +373,10 @@ impl SubprocessEvaluator {
             .path
             .parent()
             .map_or_else(|| dir.clone(), Path::to_path_buf);
-        let (home, tmp, scratch) = sandbox::scratch_dirs(bwrap.is_some(), setup, &dir);
+        let (home, tmp, scratch) = in_sandbox::scratch_dirs(bwrap.is_some(), setup, &dir);
         let limits = self.limits().to_json();
         let isolate = bwrap.as_ref().map(|_| {
-            sandbox::isolation(
+            in_sandbox::isolation(
                 params.isolation.network,
                 params.isolation.write_quota_mib,
                 &lanes_dir,
@@ -417,22 +418,22 @@ impl SubprocessEvaluator {
         let (program, args) = match &bwrap {
             Some(bwrap) => {
                 let uid = rustix::process::getuid().as_raw();
-                let run_as = sandbox::run_as(uid, sandbox::NOBODY);
-                let private = sandbox::private_dirs();
+                let run_as = run_as::run_as(uid, run_as::NOBODY);
+                let private = paths::private_dirs();
                 let task_copy = match run_as {
                     Some(user) => {
                         lanes.open_to_others().map_err(SpawnError::Other)?;
-                        sandbox::stage_task(
+                        run_as::stage_task(
                             user,
                             &self.config.task_dir,
                             setup.dir.path(),
-                            &sandbox::hidden_dirs(&private),
+                            &bwrap::hidden_dirs(&private),
                         )
                         .map_err(SpawnError::Other)?
                     }
                     None => None,
                 };
-                let jail = sandbox::Jail {
+                let jail = bwrap::Jail {
                     network: params.isolation.network,
                     interpreter: &interpreter,
                     task_dir: &self.config.task_dir,
@@ -445,7 +446,7 @@ impl SubprocessEvaluator {
                                 .isolation
                                 .read_paths
                                 .iter()
-                                .map(|p| sandbox::expand_home(p)),
+                                .map(|p| paths::expand_home(p)),
                         )
                         .collect(),
                     writable: Vec::new(),
@@ -460,8 +461,8 @@ impl SubprocessEvaluator {
                     one_scratch: false,
                     shown: Vec::new(),
                 };
-                let command = sandbox::as_user(run_as, &command);
-                (bwrap.clone(), sandbox::bwrap_args(&jail, &command))
+                let command = run_as::as_user(run_as, &command);
+                (bwrap.clone(), bwrap::bwrap_args(&jail, &command))
             }
             None => (interpreter.executable.clone(), command[1..].to_vec()),
         };
@@ -481,7 +482,7 @@ impl SubprocessEvaluator {
         })
         .await?;
         if started.stale_bytecode {
-            sandbox::compile_in_background(&params.python, &self.config.task_dir, &setup.code);
+            in_sandbox::compile_in_background(&params.python, &self.config.task_dir, &setup.code);
         }
         Ok(started.worker)
     }
@@ -562,7 +563,7 @@ impl SubprocessEvaluator {
             Duration::from_secs_f64(self.config.params.timeout_secs + BACKSTOP_GRACE_SECS);
         match worker.run(&request, backstop).await {
             Ok(mut reply) => {
-                self.limits().explain(&mut reply);
+                reply.explain_limit(self.limits());
                 Attempt::Done(reply.into_evaluation())
             }
             Err(RunError::BeforeStart(reason)) => {
@@ -664,8 +665,8 @@ enum Attempt {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::evaluator::worker::code_dir::CODE;
-    use crate::engine::evaluator::worker::process::{kill_groups, process_running};
+    use crate::engine::evaluator::python_worker::code_dir::CODE;
+    use crate::engine::sandbox::process::{kill_groups, process_running};
 
     const VALUE_EVALUATOR: &str = r#"
 import importlib.util

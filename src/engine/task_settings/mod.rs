@@ -490,7 +490,7 @@ fn fit_system_message(m: &mut Mapper<'_>, task: &Task) {
 /// machine (an OpenEvolve `evaluator.py`: `Feature::TaskEvaluatorFile`, not
 /// `Feature::Cluster`) becomes the evaluator that runs a command line
 /// (`Feature::CommandLine`) with ShinkaEvolve's, keeping its time limit,
-/// interpreter, sandbox and limits ([`evaluator::isolation`]) and
+/// interpreter, sandbox and limits ([`crate::engine::sandbox::isolation`]) and
 /// confirmation.
 fn fit_evaluator(m: &mut Mapper<'_>, task: &Task) {
     let from = m.card.evaluator.kind.clone();
@@ -506,7 +506,7 @@ fn fit_evaluator(m: &mut Mapper<'_>, task: &Task) {
     };
     let old = std::mem::take(&mut m.card.evaluator.params);
     let mut params = crate::engine::params::ParamMap::default();
-    let shared = evaluator::isolation::SPECS
+    let shared = crate::engine::sandbox::isolation::SPECS
         .iter()
         .chain(evaluator::confirm::SPECS);
     for key in ["timeout_secs", "python"]

@@ -39,8 +39,8 @@
 
 use std::process::ExitStatus;
 
-use crate::engine::evaluator::worker::limits::Limits;
-use crate::engine::evaluator::worker::process::signal_name;
+use crate::engine::sandbox::limits::Limits;
+use crate::engine::sandbox::process::signal_name;
 
 const SIGKILL: i32 = 9;
 const SIGXCPU: i32 = 24;

@@ -48,21 +48,21 @@ use tokio::net::unix::pipe;
 use tokio::sync::Semaphore;
 
 use super::confirm::{self, Confirm};
-use super::isolation::{self, Isolation};
 mod json;
 mod limits;
 mod metrics;
-pub(crate) mod sandboxed;
+mod sandboxed;
 
 use json::{metrics_from_stdout, parse_object, read_limited};
 use metrics::take_metrics;
 
-use super::worker::code_dir::EVAL_HELPER;
-use super::worker::sandbox::{self, Sandbox};
-use super::worker::supervise::{Ended, GroupGuard, Streams, supervise};
+use super::python_worker::code_dir::EVAL_HELPER;
 use super::{Candidate, Evaluation, Evaluator, Metric, Observed};
 use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::params::{ParamError, ParamSpec, ParamType, param_table};
+use crate::engine::sandbox::isolation::{self, Isolation, Sandbox};
+use crate::engine::sandbox::supervise::{Ended, GroupGuard, Streams, supervise};
+use crate::engine::sandbox::{bwrap, environment, paths, prlimit, run_as};
 use crate::engine::task::TaskKind;
 
 /// Parameters of [`CommandEvaluator`].
@@ -200,8 +200,8 @@ impl Component for CommandEvaluator {
                     key: "sandbox".to_owned(),
                     reason,
                 };
-                let bwrap = sandbox::find_bwrap().map_err(refuse)?;
-                Some((bwrap, sandboxed::find_prlimit().map_err(refuse)?))
+                let bwrap = bwrap::find_bwrap().map_err(refuse)?;
+                Some((bwrap, prlimit::find_prlimit().map_err(refuse)?))
             }
         };
         Ok(Self {
@@ -299,18 +299,18 @@ impl CommandEvaluator {
             .map_err(Clone::clone)
     }
 
-    /// As root, the task folder as `user` sees it ([`sandbox::stage_task`]),
+    /// As root, the task folder as `user` sees it ([`run_as::stage_task`]),
     /// decided once per evaluator; `helper_dir`'s parent is the private dir.
     async fn task_copy(
         &self,
-        user: sandbox::RunAs,
+        user: run_as::RunAs,
         helper_dir: &Path,
     ) -> Result<Option<PathBuf>, String> {
         self.task_copy
             .get_or_init(|| async {
                 let private = helper_dir.parent().unwrap_or(helper_dir);
-                let hidden = sandbox::hidden_dirs(&sandbox::private_dirs());
-                sandbox::stage_task(user, &self.task_dir, private, &hidden)
+                let hidden = bwrap::hidden_dirs(&paths::private_dirs());
+                run_as::stage_task(user, &self.task_dir, private, &hidden)
             })
             .await
             .clone()
@@ -414,10 +414,10 @@ impl CommandEvaluator {
                     };
                 }
                 let candidate_dir = program.parent().unwrap_or(results);
-                let run_as = sandbox::run_as(rustix::process::getuid().as_raw(), sandbox::NOBODY);
+                let run_as = run_as::run_as(rustix::process::getuid().as_raw(), run_as::NOBODY);
                 let task_copy = match run_as {
                     Some(user) => {
-                        if let Err(e) = sandboxed::hand_over(candidate_dir, user) {
+                        if let Err(e) = run_as::hand_over(candidate_dir, user) {
                             return Evaluation::invalid(format!(
                                 "cannot give the candidate's folder {} to the sandbox's user: {e}",
                                 candidate_dir.display()
@@ -459,7 +459,7 @@ impl CommandEvaluator {
         cmd.env_clear()
             .envs(std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(passed)))
             .env("PYTHONPATH", helper_dir)
-            .envs(super::worker::environment::hidden_var(&self.hidden));
+            .envs(environment::hidden_var(&self.hidden));
         if self.jail.is_some() {
             let (home, tmp) = sandboxed::private_home_and_tmp();
             cmd.env("HOME", home).env("TMPDIR", tmp);

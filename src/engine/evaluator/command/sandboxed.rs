@@ -1,8 +1,8 @@
 //! The command evaluator's sandbox: each candidate's command runs in a
-//! bubblewrap container of its own, built by the worker's
-//! [`sandbox::bwrap_args`] (the same namespaces, read-only file system,
+//! bubblewrap container of its own, built by the isolation kit's
+//! [`bwrap::bwrap_args`] (the same namespaces, read-only file system,
 //! hidden home dirs and private scratch dir as the Python evaluator's), with
-//! the worker's limits applied through `prlimit` inside it.
+//! the limits applied through `prlimit` inside it ([`prlimit_args`]).
 //!
 //! Everything it can write is one file system of the writable-space quota
 //! (`/dev/shm`, the scratch dir with HOME and TMPDIR in it, see
@@ -16,47 +16,12 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::engine::evaluator::worker::limits::Limits;
-use crate::engine::evaluator::worker::sandbox::{self, Interpreter, Jail, SCRATCH_ROOT};
-
-/// `prlimit` on PATH, or why there is none.
-pub(crate) fn find_prlimit() -> Result<PathBuf, String> {
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("prlimit"))
-            .find(|p| p.is_file())
-    });
-    found.ok_or_else(|| {
-        "the sandbox applies the evaluator's limits with `prlimit`, which is not installed: install \
-         util-linux, or set the limits to null"
-            .to_owned()
-    })
-}
-
-/// `prlimit`'s arguments for `limits` (no core files; CPU time: SIGXCPU at
-/// the limit, SIGKILL a second later), then `--`.
-pub(crate) fn prlimit_args(prlimit: &Path, limits: Limits) -> Vec<OsString> {
-    let mut a: Vec<OsString> = vec![prlimit.into(), "--core=0".into()];
-    if let Some(m) = limits.memory_mib {
-        a.push(format!("--data={}", m.saturating_mul(1 << 20)).into());
-    }
-    if let Some(m) = limits.file_size_mib {
-        a.push(format!("--fsize={}", m.saturating_mul(1 << 20)).into());
-    }
-    if let Some(n) = limits.processes {
-        a.push(format!("--nproc={n}").into());
-    }
-    // A whole second at least, rounded up (as the Python worker does).
-    #[expect(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "a positive number of seconds far below u64::MAX"
-    )]
-    let soft = (limits.cpu_secs.ceil() as u64).max(1);
-    a.push(format!("--cpu={soft}:{}", soft + 1).into());
-    a.push("--".into());
-    a
-}
+use crate::engine::sandbox::bwrap::{self, Jail};
+use crate::engine::sandbox::interpreter::{self, Interpreter};
+use crate::engine::sandbox::limits::Limits;
+use crate::engine::sandbox::paths::{self, SCRATCH_ROOT};
+use crate::engine::sandbox::prlimit::prlimit_args;
+use crate::engine::sandbox::run_as::{self, RunAs};
 
 /// What one candidate's sandbox shows and lets it write.
 pub(super) struct Cell<'a> {
@@ -72,8 +37,8 @@ pub(super) struct Cell<'a> {
     pub program: &'a str,
     pub read_paths: &'a [String],
     /// Who the sandbox runs as when galapagos runs as root, and the task
-    /// folder's copy that user can read (see [`sandbox::stage_task`]).
-    pub run_as: Option<sandbox::RunAs>,
+    /// folder's copy that user can read (see [`run_as::stage_task`]).
+    pub run_as: Option<RunAs>,
     pub task_copy: Option<&'a Path>,
     /// The writable-space quota: the size of the one file system the
     /// candidate can write.
@@ -154,7 +119,7 @@ pub(super) fn private_home_and_tmp() -> (PathBuf, PathBuf) {
 
 /// The `bwrap` arguments that run `command` in a candidate's sandbox.
 pub(super) fn bwrap_args(cell: &Cell<'_>, command: &[OsString]) -> Vec<OsString> {
-    let interpreter = sandbox::locate(cell.python).unwrap_or_else(|| Interpreter {
+    let interpreter = interpreter::locate(cell.python).unwrap_or_else(|| Interpreter {
         executable: PathBuf::from(cell.python),
         prefixes: Vec::new(),
     });
@@ -163,7 +128,7 @@ pub(super) fn bwrap_args(cell: &Cell<'_>, command: &[OsString]) -> Vec<OsString>
         .is_absolute()
         .then(|| program.to_path_buf())
         .into_iter()
-        .chain(cell.read_paths.iter().map(|p| sandbox::expand_home(p)))
+        .chain(cell.read_paths.iter().map(|p| paths::expand_home(p)))
         .collect();
     let jail = Jail {
         network: cell.network,
@@ -173,7 +138,7 @@ pub(super) fn bwrap_args(cell: &Cell<'_>, command: &[OsString]) -> Vec<OsString>
         lanes_dir: cell.helper_dir,
         extra,
         writable: Vec::new(),
-        private: sandbox::private_dirs(),
+        private: paths::private_dirs(),
         uid: rustix::process::getuid().as_raw(),
         gid: rustix::process::getgid().as_raw(),
         run_as: cell.run_as,
@@ -185,27 +150,10 @@ pub(super) fn bwrap_args(cell: &Cell<'_>, command: &[OsString]) -> Vec<OsString>
     // The command's shell is the container's pid 1, so bubblewrap waits
     // for it and the kernel adds its CPU time (and that of what it waited
     // for: the command) to bubblewrap's own children's, which the run
-    // reads (`worker::supervise`).
+    // reads (`sandbox::supervise`).
     let mut args: Vec<OsString> = vec!["--as-pid-1".into()];
-    args.extend(sandbox::bwrap_args(&jail, command));
+    args.extend(bwrap::bwrap_args(&jail, command));
     args
-}
-
-/// As root, give the candidate's folder (and everything the run put in it:
-/// its program, a folder program's files, `results/`) to the user the
-/// sandbox runs as, who may change its own copy and writes its results
-/// there.
-pub(crate) fn hand_over(candidate_dir: &Path, user: sandbox::RunAs) -> std::io::Result<()> {
-    std::os::unix::fs::lchown(candidate_dir, Some(user.uid), Some(user.gid))?;
-    for entry in std::fs::read_dir(candidate_dir)? {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            hand_over(&entry.path(), user)?;
-        } else {
-            std::os::unix::fs::lchown(entry.path(), Some(user.uid), Some(user.gid))?;
-        }
-    }
-    Ok(())
 }
 
 /// Whether the command `exe` (a path, or a name on PATH) exists, as a spawn
@@ -235,7 +183,7 @@ fn pid1_shell(after: &[OsString]) -> String {
 }
 
 /// `argv` run through `prlimit` in the candidate's sandbox, under a shell
-/// that is the container's pid 1 (its CPU time: `worker::supervise`).
+/// that is the container's pid 1 (its CPU time: `sandbox::supervise`).
 pub(super) fn command(
     bwrap: &Path,
     prlimit: &Path,
@@ -257,10 +205,10 @@ pub(super) fn command(
     let mut command: Vec<OsString> = vec![
         "/bin/sh".into(),
         "-c".into(),
-        pid1_shell(&sandbox::as_user(cell.run_as, &[])).into(),
+        pid1_shell(&run_as::as_user(cell.run_as, &[])).into(),
         "sh".into(),
     ];
-    command.extend(sandbox::as_user(cell.run_as, &inner));
+    command.extend(run_as::as_user(cell.run_as, &inner));
     let mut cmd = tokio::process::Command::new(bwrap);
     cmd.args(bwrap_args(cell, &command));
     cmd

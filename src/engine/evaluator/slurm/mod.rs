@@ -51,14 +51,14 @@ use std::time::Duration;
 use tokio::sync::{OnceCell, Semaphore};
 
 use super::confirm::{self, Confirm};
-use super::worker::code_dir::write_code;
-use super::worker::environment;
-use super::worker::sandbox::Sandbox;
+use super::python_worker::code_dir::write_code;
+use super::subprocess;
 use super::{Candidate, Evaluation, Evaluator};
-use super::{isolation, subprocess};
 use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::genome::Placement;
 use crate::engine::params::{ParamError, param_table};
+use crate::engine::sandbox::environment;
+use crate::engine::sandbox::isolation::{self, Sandbox};
 use crate::engine::task::Task;
 use client::{COMMANDS, copy_tree, expand_home, find_on_path, job_name};
 pub use params::{Mode, SlurmParams};

@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::evaluator::confirm::Confirm;
-use crate::engine::evaluator::isolation::{self, Isolation};
 use crate::engine::params::{ParamSpec, ParamType};
+use crate::engine::sandbox::isolation::{self, Isolation};
 
 /// How evaluations are placed on the cluster.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! The runner on the nodes (`assets/python/galapagos_slurm.py`): its
 //! configuration (`runner.json` in the staging area: the evaluator, the
 //! limits, the candidates' environment and the sandbox's bubblewrap
-//! options, built by the local worker's [`sandbox::bwrap_args`]), its command
+//! options, built by the isolation kit's [`bwrap::bwrap_args`]), its command
 //! lines, and what it reports for a candidate.
 
 use std::collections::BTreeMap;
@@ -11,13 +11,17 @@ use serde::Deserialize;
 
 use super::client::placement;
 use super::{Outcome, SlurmEvaluator, Stage};
-use crate::engine::evaluator::worker::capture::Capture;
-use crate::engine::evaluator::worker::environment;
-use crate::engine::evaluator::worker::limits::Limits;
-use crate::engine::evaluator::worker::process::describe_status;
-use crate::engine::evaluator::worker::protocol::Reply;
-use crate::engine::evaluator::worker::sandbox::{self, Interpreter, Jail, SCRATCH_ROOT, Sandbox};
+use crate::engine::evaluator::python_worker::protocol::Reply;
 use crate::engine::evaluator::{Evaluation, Observed};
+use crate::engine::sandbox::bwrap::{self, Jail};
+use crate::engine::sandbox::capture::Capture;
+use crate::engine::sandbox::environment;
+use crate::engine::sandbox::interpreter::Interpreter;
+use crate::engine::sandbox::isolation::Sandbox;
+use crate::engine::sandbox::limits::Limits;
+use crate::engine::sandbox::paths::{self, SCRATCH_ROOT};
+use crate::engine::sandbox::process::describe_status;
+use crate::engine::sandbox::run_as;
 
 /// The runner's code, written into the staging area's `code/`.
 pub(super) const RUNNER: &str = include_str!("../../../../assets/python/galapagos_slurm.py");
@@ -86,14 +90,14 @@ impl SlurmEvaluator {
         let sandbox = match p.isolation.sandbox {
             Sandbox::None => serde_json::Value::Null,
             Sandbox::Bwrap => {
-                let mut private = sandbox::private_dirs();
+                let mut private = paths::private_dirs();
                 // The run folder and the staging area: the runner's
                 // files, every candidate's folder.
                 private.extend(self.run_dir.iter().cloned());
                 private.push(root.to_path_buf());
                 private.retain(|d| d.is_absolute());
                 let uid = rustix::process::getuid().as_raw();
-                let run_as = sandbox::run_as(uid, sandbox::NOBODY);
+                let run_as = run_as::run_as(uid, run_as::NOBODY);
                 let interpreter = Interpreter {
                     executable: PathBuf::from(&p.python),
                     prefixes: Vec::new(),
@@ -106,12 +110,7 @@ impl SlurmEvaluator {
                     lanes_dir: &code,
                     extra: environment::python_path(&env)
                         .into_iter()
-                        .chain(
-                            p.isolation
-                                .read_paths
-                                .iter()
-                                .map(|r| sandbox::expand_home(r)),
-                        )
+                        .chain(p.isolation.read_paths.iter().map(|r| paths::expand_home(r)))
                         .collect(),
                     writable: Vec::new(),
                     private: private.clone(),
@@ -130,13 +129,13 @@ impl SlurmEvaluator {
                     one_scratch: true,
                     shown: Vec::new(),
                 };
-                let options: Vec<String> = sandbox::bwrap_args(&jail, &[])
+                let options: Vec<String> = bwrap::bwrap_args(&jail, &[])
                     .into_iter()
                     .map(|a| a.to_string_lossy().into_owned())
                     .collect();
                 let as_user: Vec<String> = match run_as {
                     Some(_) => {
-                        sandbox::as_user(run_as, &["unshare".into(), "--user".into(), "--".into()])
+                        run_as::as_user(run_as, &["unshare".into(), "--user".into(), "--".into()])
                             .into_iter()
                             .map(|a| a.to_string_lossy().into_owned())
                             .collect()
@@ -145,7 +144,7 @@ impl SlurmEvaluator {
                 };
                 serde_json::json!({
                     "options": options,
-                    "hidden": sandbox::hidden_dirs(&private),
+                    "hidden": bwrap::hidden_dirs(&private),
                     "network": p.isolation.network,
                     "as_user": as_user,
                 })
@@ -224,7 +223,7 @@ impl SlurmEvaluator {
             reply.error = Some(describe_status(status));
             reply.cpu_secs = report.cpu;
         }
-        self.limits().explain(&mut reply);
+        reply.explain_limit(self.limits());
         let mut eval = reply.into_evaluation();
         self.attach_output(dir, &mut eval.artifacts, &report.output);
         Some(Outcome::Done(Box::new(eval), placement(job, node)))

@@ -1,5 +1,5 @@
 //! The agent's sandbox: the bubblewrap container candidates get
-//! ([`sandbox::bwrap_args`]: new user, pid, IPC, UTS, cgroup and network
+//! ([`bwrap::bwrap_args`]: new user, pid, IPC, UTS, cgroup and network
 //! namespaces, the machine's file system read-only, the user's home dirs,
 //! `/tmp` and the run folder hidden, a private scratch tmpfs), with the
 //! workspace the one writable dir it shares with the run, `.galapagos/`
@@ -35,10 +35,13 @@ use tokio::net::unix::pipe;
 use super::AgentCommandParams;
 use super::workspace::{INFO, Workspace};
 use crate::engine::agent_run::AgentExit;
-use crate::engine::evaluator::worker::limits::Limits;
-use crate::engine::evaluator::worker::process::signal_name;
-use crate::engine::evaluator::worker::sandbox::{self, Interpreter, Jail, SCRATCH_ROOT};
-use crate::engine::evaluator::worker::supervise::{Ended, GroupGuard, Streams, supervise};
+use crate::engine::sandbox::bwrap::{self, Jail};
+use crate::engine::sandbox::interpreter::{self, Interpreter};
+use crate::engine::sandbox::limits::Limits;
+use crate::engine::sandbox::paths::{self, SCRATCH_ROOT};
+use crate::engine::sandbox::process::signal_name;
+use crate::engine::sandbox::supervise::{Ended, GroupGuard, Streams, supervise};
+use crate::engine::sandbox::{prlimit, run_as};
 
 /// Variables the proposer sets for every agent; a card may not.
 pub(super) const RESERVED_VARS: [&str; 2] = ["HOME", "TMPDIR"];
@@ -127,7 +130,7 @@ fn program_paths(exe: &Path) -> Vec<PathBuf> {
         };
         if let Some(found) = interpreter
             .as_deref()
-            .and_then(|i| sandbox::locate(&i.to_string_lossy()))
+            .and_then(|i| interpreter::locate(&i.to_string_lossy()))
         {
             paths.extend(found.prefixes);
             paths.push(found.executable);
@@ -156,8 +159,8 @@ fn exit_of(status: std::process::ExitStatus) -> AgentExit {
 
 impl Prison {
     pub(super) fn new(run_dir: Option<&Path>) -> Result<Self, String> {
-        let bwrap = sandbox::find_bwrap()?;
-        let prlimit = crate::engine::evaluator::command_sandbox::find_prlimit()?;
+        let bwrap = bwrap::find_bwrap()?;
+        let prlimit = prlimit::find_prlimit()?;
         Ok(Self {
             bwrap,
             prlimit,
@@ -190,10 +193,10 @@ impl Prison {
             )
         })?;
         let uid = rustix::process::getuid().as_raw();
-        let run_as = sandbox::run_as(uid, sandbox::NOBODY);
+        let run_as = run_as::run_as(uid, run_as::NOBODY);
         if let Some(user) = run_as {
             for dir in [&job.ws.work, &job.ws.out] {
-                crate::engine::evaluator::command_sandbox::hand_over(dir, user).map_err(|e| {
+                run_as::hand_over(dir, user).map_err(|e| {
                     format!(
                         "cannot give the workspace {} to the sandbox's user: {e}",
                         dir.display()
@@ -202,19 +205,14 @@ impl Prison {
             }
         }
         let mut extra = program_paths(&exe);
-        extra.extend(
-            job.params
-                .read_paths
-                .iter()
-                .map(|p| sandbox::expand_home(p)),
-        );
+        extra.extend(job.params.read_paths.iter().map(|p| paths::expand_home(p)));
         let bridge = super::bridge::executable()?;
         extra.push(bridge.clone());
         let socket_dir = job
             .relay_socket
             .as_deref()
             .map(|s| s.parent().unwrap_or(s).to_path_buf());
-        let mut private = sandbox::private_dirs();
+        let mut private = paths::private_dirs();
         private.extend(self.run_dir.iter().cloned());
         if let Some(ws_root) = job.ws.dir.parent() {
             private.push(ws_root.to_path_buf());
@@ -248,7 +246,7 @@ impl Prison {
         if run_as.is_some() {
             inner.extend(["unshare".into(), "--user".into(), "--".into()]);
         }
-        inner.extend(crate::engine::evaluator::command_sandbox::prlimit_args(
+        inner.extend(prlimit::prlimit_args(
             &self.prlimit,
             Self::limits(job.params),
         ));
@@ -263,11 +261,11 @@ impl Prison {
             .into_iter()
             .map(Into::into),
         );
-        pid1.extend(sandbox::as_user(run_as, &inner));
+        pid1.extend(run_as::as_user(run_as, &inner));
         // The candidates' sandbox, its `--chdir DIR --` replaced by what the
         // agent's adds.
         let mut args: Vec<OsString> = vec!["--as-pid-1".into()];
-        args.extend(sandbox::bwrap_args(&jail, &[]));
+        args.extend(bwrap::bwrap_args(&jail, &[]));
         let chdir = args
             .iter()
             .rposition(|a| a == "--chdir")

@@ -349,12 +349,12 @@ impl Component for AgentCommandProposer {
                 );
             }
         }
-        crate::engine::evaluator::worker::sandbox::check_read_paths(&params.read_paths).map_err(
-            |e| ParamError {
+        crate::engine::sandbox::paths::check_read_paths(&params.read_paths).map_err(|e| {
+            ParamError {
                 key: e.key,
                 reason: e.reason,
-            },
-        )
+            }
+        })
     }
 
     fn build(params: AgentCommandParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {

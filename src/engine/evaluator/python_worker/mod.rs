@@ -33,25 +33,23 @@
 //! In the sandbox (the default), the worker runs in bubblewrap and each
 //! standby child is pid 1 of a pid namespace of its own, with its own user,
 //! mount and IPC namespaces, a private scratch dir, limits and no privileges
-//! (see [`sandbox`] and `assets/python/galapagos_sandbox.py`); the run maps
-//! the lanes' pids across those namespaces.
+//! (see [`in_sandbox`], the isolation kit [`crate::engine::sandbox`] and
+//! `assets/python/galapagos_sandbox.py`); the run maps the lanes' pids
+//! across those namespaces.
 //!
-//! The pieces a backend that runs `evaluator.py` (or any candidate) reuses:
-//! [`protocol`] (the wire formats), [`code_dir`] (the worker's code),
-//! [`environment`] (the allowlisted environment), [`sandbox`] (the
-//! interpreter, the bubblewrap command line), [`limits`], [`capture`]
-//! (bounded output), [`process`] (process groups and wait statuses).
+//! The files: this one (the worker and its children: taking a ready child,
+//! one evaluation, killing what is left), [`lanes`] (the lane socket the
+//! children connect on; a connection is kept only when its peer, by
+//! `SO_PEERCRED`, is a child of the zygote), [`protocol`] (the wire formats,
+//! which the Slurm runner's results share), [`code_dir`] (the worker's code
+//! in the user's cache, and the private per-run dir), [`in_sandbox`] (its
+//! interpreter, its candidates' scratch dirs, the `isolate` entry of its
+//! configuration).
 
-pub(crate) mod capture;
 pub(crate) mod code_dir;
-pub(crate) mod environment;
+pub(crate) mod in_sandbox;
 mod lanes;
-pub(crate) mod limits;
-pub(crate) mod process;
 pub(crate) mod protocol;
-pub(crate) mod run_as;
-pub(crate) mod sandbox;
-pub(crate) mod supervise;
 
 use lanes::{LanePool, accept_lanes};
 pub(crate) use lanes::{Lanes, bind_lanes};
@@ -67,8 +65,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::engine::evaluator::Evaluation;
-use capture::Capture;
-use process::kill_groups;
+use crate::engine::sandbox::capture::Capture;
+use crate::engine::sandbox::process::kill_groups;
 use protocol::{Exited, Hello};
 
 /// How the interpreter starts the worker: import it as a module, so its
@@ -94,7 +92,7 @@ pub(crate) struct Launch<'a> {
     pub sandboxed: bool,
     /// Working directory (the task dir).
     pub cwd: &'a Path,
-    /// The worker's whole environment (see [`sandbox::environment`]).
+    /// The worker's whole environment (see [`crate::engine::sandbox::environment`]).
     pub env: Vec<(OsString, OsString)>,
     /// How long the worker may take to import `evaluator.py` and greet.
     pub startup_limit: Duration,

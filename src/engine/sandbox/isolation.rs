@@ -9,9 +9,30 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::worker::limits::Limits;
-use super::worker::sandbox::{self, Sandbox};
+use super::limits::Limits;
+use super::paths;
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
+
+/// How candidates are isolated (`evaluator.sandbox`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sandbox {
+    /// A bubblewrap sandbox per run, namespaces and limits per candidate.
+    Bwrap,
+    /// No sandbox: candidates run as you, with your files and network.
+    None,
+}
+
+impl Default for Sandbox {
+    /// `bwrap` on Linux, where bubblewrap exists; `none` elsewhere.
+    fn default() -> Self {
+        if cfg!(target_os = "linux") {
+            Self::Bwrap
+        } else {
+            Self::None
+        }
+    }
+}
 
 /// How a candidate is isolated from the machine and from other candidates,
 /// and what it may use.
@@ -173,6 +194,6 @@ impl Isolation {
 
     /// `read_paths` may not show a whole home, `/` or the settings file.
     pub(crate) fn check(&self) -> Result<(), ParamError> {
-        sandbox::check_read_paths(&self.read_paths)
+        paths::check_read_paths(&self.read_paths)
     }
 }

@@ -1,9 +1,7 @@
 //! What one candidate's process may use: memory, CPU time, file size,
-//! processes. The worker applies them (`apply_limits` in
-//! `assets/python/galapagos_worker.py`); the run says which one a candidate
-//! hit.
-
-use super::protocol::Reply;
+//! processes, writable space. The Python worker applies them (`apply_limits`
+//! in `assets/python/galapagos_worker.py`), `prlimit` does in a container
+//! ([`super::prlimit`]); the run says which one a candidate hit.
 
 /// A candidate process's limits (None: no limit).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -28,25 +26,26 @@ impl Limits {
         })
     }
 
-    /// Say which limit a candidate hit, when its error shows one: an
-    /// exception the worker traced to a limit (`MemoryError`, a file too
-    /// large, no more processes), or death by SIGXCPU / SIGXFSZ (or by
+    /// The error naming the limit a candidate hit, when its `error` shows
+    /// one: an exception the worker traced to a limit (`named`: `memory`,
+    /// `file_size`, `processes`, `space`), or death by SIGXCPU / SIGXFSZ (or by
     /// SIGKILL after using its CPU time: SIGXCPU comes at the limit, SIGKILL
     /// a second later for a process that ignores it, as a sandboxed
-    /// candidate, its pid namespace's pid 1, does).
-    pub(crate) fn explain(self, reply: &mut Reply) {
-        let Some(error) = reply.error.as_deref() else {
-            return;
-        };
+    /// candidate, its pid namespace's pid 1, does; `cpu_secs` is what it
+    /// used). None when no limit is shown.
+    pub(crate) fn explain(
+        self,
+        error: &str,
+        named: Option<&str>,
+        cpu_secs: Option<f64>,
+    ) -> Option<String> {
         let memory = |m: u64| format!("the {m} MiB memory limit");
         let file = |m: u64| format!("the {m} MiB file size limit");
         let quota = |m: u64| format!("the {m} MiB writable-space quota");
         let out_of_cpu = error.contains("SIGXCPU")
             || (error.contains("SIGKILL")
-                && reply
-                    .cpu_secs
-                    .is_some_and(|used| used + 0.5 >= self.cpu_secs));
-        let limit = match reply.limit.as_deref() {
+                && cpu_secs.is_some_and(|used| used + 0.5 >= self.cpu_secs));
+        let limit = match named {
             Some("memory") => self.memory_mib.map(memory),
             Some("file_size") => self.file_size_mib.map(file),
             Some("processes") => self.processes.map(|n| format!("the {n}-process limit")),
@@ -55,24 +54,13 @@ impl Limits {
             _ if error.contains("SIGXFSZ") => self.file_size_mib.map(file),
             _ => None,
         };
-        if let Some(limit) = limit {
-            reply.error = Some(format!("exceeded {limit} ({error})"));
-        }
+        limit.map(|limit| format!("exceeded {limit} ({error})"))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn reply(error: &str, limit: Option<&str>, cpu: Option<f64>) -> Reply {
-        Reply {
-            error: Some(error.to_owned()),
-            limit: limit.map(str::to_owned),
-            cpu_secs: cpu,
-            ..Reply::default()
-        }
-    }
 
     #[test]
     fn a_limit_hit_is_named_with_its_value() {
@@ -83,20 +71,19 @@ mod tests {
             processes: Some(256),
             write_quota_mib: Some(512),
         };
-        let said = |mut r: Reply| {
-            limits.explain(&mut r);
-            r.error.unwrap_or_default()
+        let said = |(error, named, cpu): (&str, Option<&str>, Option<f64>)| {
+            limits
+                .explain(error, named, cpu)
+                .unwrap_or_else(|| error.to_owned())
         };
         assert_eq!(
-            said(reply("evaluator raised MemoryError", Some("memory"), None)),
+            said(("evaluator raised MemoryError", Some("memory"), None)),
             "exceeded the 4096 MiB memory limit (evaluator raised MemoryError)"
         );
-        assert!(
-            said(reply("x", Some("file_size"), None)).starts_with("exceeded the 1024 MiB file")
-        );
-        assert!(said(reply("x", Some("processes"), None)).starts_with("exceeded the 256-process"));
+        assert!(said(("x", Some("file_size"), None)).starts_with("exceeded the 1024 MiB file"));
+        assert!(said(("x", Some("processes"), None)).starts_with("exceeded the 256-process"));
         assert_eq!(
-            said(reply(
+            said((
                 "evaluator raised OSError: [Errno 28] No space left on device",
                 Some("space"),
                 None
@@ -104,9 +91,9 @@ mod tests {
             "exceeded the 512 MiB writable-space quota (evaluator raised OSError: [Errno 28] No space left on device)"
         );
         let killed = "candidate crashed: killed by SIGKILL (signal 9)";
-        assert!(said(reply(killed, None, Some(10.2))).starts_with("exceeded the 10 s CPU time"));
+        assert!(said((killed, None, Some(10.2))).starts_with("exceeded the 10 s CPU time"));
         assert_eq!(
-            said(reply(killed, None, Some(0.3))),
+            said((killed, None, Some(0.3))),
             killed,
             "killed, not out of CPU"
         );
@@ -114,8 +101,9 @@ mod tests {
             memory_mib: None,
             ..limits
         };
-        let mut r = reply("evaluator raised MemoryError", Some("memory"), None);
-        unlimited.explain(&mut r);
-        assert_eq!(r.error.as_deref(), Some("evaluator raised MemoryError"));
+        assert_eq!(
+            unlimited.explain("evaluator raised MemoryError", Some("memory"), None),
+            None
+        );
     }
 }

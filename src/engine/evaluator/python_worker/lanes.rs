@@ -15,10 +15,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 use tokio::net::{UnixListener, UnixStream};
 
-use super::capture::Capture;
-use super::process::{describe_status, kill_groups, ns_pids, proc_stat};
 use super::protocol::{MAX_RESULT_BYTES, RESULT_HEADER, Reply, Request, read_hello};
 use super::{RunError, Worker, lock};
+use crate::engine::sandbox::capture::Capture;
+use crate::engine::sandbox::process::{describe_status, kill_groups, ns_pids, proc_stat};
 
 /// A bound lane socket.
 pub(crate) struct Lanes {

@@ -1,323 +1,24 @@
-//! The sandbox around an evaluation worker: the interpreter found outside
-//! it, the dirs it hides and shows, and the bubblewrap command line that
-//! puts the worker in it.
+//! The bubblewrap command line ([`bwrap_args`]): what a sandbox's
+//! container hides, shows and lets its process write ([`Jail`]), for the
+//! Python worker's container per run, the command evaluator's and a Slurm
+//! node's container per candidate, and the coding agent's per proposal.
 //!
-//! The sandbox (`evaluator.sandbox: bwrap`, the default on Linux) is one
-//! bubblewrap container per worker, so its start is paid once per run:
-//! new user, pid, IPC, UTS and cgroup namespaces, no network namespace
-//! shared with the machine unless the card sets `evaluator.network`, no
+//! One container: new user, pid, IPC, UTS and cgroup namespaces, no network
+//! namespace shared with the machine unless [`Jail::network`], no
 //! capabilities, a new session, and a file system that is the machine's,
 //! read-only, with the user's home dirs, /tmp, /var/tmp and /run replaced by
-//! empty read-only dirs, a fresh /dev and /proc, and only what the worker
-//! needs bound back read-only: the task folder, the worker's code, the
-//! interpreter's prefixes, the lane socket. Inside it, every candidate gets
-//! namespaces, a private writable scratch dir and limits of its own (see
-//! `assets/python/galapagos_sandbox.py`).
+//! empty read-only dirs, a fresh /dev and /proc, and only what its process
+//! needs bound back read-only (the task folder, the code dir, the
+//! interpreter's prefixes, a socket's dir, `read_paths`). Linux only.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
-use super::code_dir::CODE_FILES;
-pub(crate) use super::run_as::{NOBODY, RunAs, as_user, run_as, stage_task};
-use crate::engine::params::ParamError;
-
-/// How candidates are isolated (`evaluator.sandbox`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Sandbox {
-    /// A bubblewrap sandbox per run, namespaces and limits per candidate.
-    Bwrap,
-    /// No sandbox: candidates run as you, with your files and network.
-    None,
-}
-
-impl Default for Sandbox {
-    /// `bwrap` on Linux, where bubblewrap exists; `none` elsewhere.
-    fn default() -> Self {
-        if cfg!(target_os = "linux") {
-            Self::Bwrap
-        } else {
-            Self::None
-        }
-    }
-}
-
-/// Why a `read_paths` entry is refused, if it is: it would show the user's
-/// whole home (or `/`, `/home`, `/root`) or the settings file.
-pub(crate) fn refuse_read_path(path: &str) -> Option<String> {
-    let p = expand_home(path);
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let whole = [
-        Some(PathBuf::from("/")),
-        Some("/home".into()),
-        Some("/root".into()),
-        home,
-    ];
-    if whole.iter().flatten().any(|w| *w == p) {
-        return Some(format!(
-            "`{path}` would show all of it to candidates; name the dirs they need"
-        ));
-    }
-    let settings = crate::engine::model::settings::user_settings_path();
-    if settings.is_some_and(|s| s.starts_with(&p)) {
-        return Some(format!("`{path}` holds galapagos's settings file"));
-    }
-    None
-}
-
-/// The first `read_paths` entry refused by [`refuse_read_path`].
-pub(crate) fn check_read_paths(paths: &[String]) -> Result<(), ParamError> {
-    for (i, path) in paths.iter().enumerate() {
-        if let Some(reason) = refuse_read_path(path) {
-            return Err(ParamError {
-                key: format!("read_paths[{i}]"),
-                reason,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// `path` with a leading `~/` (or a lone `~`) replaced by `$HOME`.
-pub(crate) fn expand_home(path: &str) -> PathBuf {
-    let home = || std::env::var_os("HOME").map(PathBuf::from);
-    match (path.strip_prefix("~/"), path == "~") {
-        (Some(rest), _) => home().map_or_else(|| PathBuf::from(path), |h| h.join(rest)),
-        (None, true) => home().unwrap_or_else(|| PathBuf::from(path)),
-        _ => PathBuf::from(path),
-    }
-}
-
-/// Where the user's own data lives: `/home`, `/root`, `$HOME`, and the dir
-/// of galapagos's settings file (those that exist, never `/`).
-pub(crate) fn private_dirs() -> Vec<PathBuf> {
-    let mut dirs = vec![PathBuf::from("/home"), PathBuf::from("/root")];
-    dirs.extend(std::env::var_os("HOME").map(PathBuf::from));
-    dirs.extend(
-        crate::engine::model::settings::user_settings_path()
-            .and_then(|p| p.parent().map(Path::to_path_buf)),
-    );
-    dirs.retain(|d| d.is_absolute() && d.components().count() > 1 && d.is_dir());
-    dirs
-}
-
-/// Where a sandboxed candidate can write: a fresh tmpfs per candidate,
-/// holding its HOME (`home`) and TMPDIR (`tmp`).
-pub(crate) const SCRATCH_ROOT: &str = "/tmp/galapagos";
-
-/// Where a worker's candidates write: (HOME, TMPDIR, the dir their program
-/// files go in). In the sandbox, a private tmpfs per candidate
-/// ([`SCRATCH_ROOT`]); without it, the run's private dirs (`dir` is the
-/// worker's own).
-pub(crate) fn scratch_dirs(
-    sandboxed: bool,
-    setup: &super::code_dir::Setup,
-    dir: &Path,
-) -> (PathBuf, PathBuf, PathBuf) {
-    let root = Path::new(SCRATCH_ROOT);
-    if sandboxed {
-        (root.join("home"), root.join("tmp"), root.join("tmp"))
-    } else {
-        (setup.home.clone(), setup.tmp.clone(), dir.to_path_buf())
-    }
-}
-
-/// The worker configuration's `isolate` entry: what each candidate's
-/// namespaces get (see `assets/python/galapagos_sandbox.py`).
-/// Each candidate's scratch dir is one tmpfs of `quota_mib` (its
-/// writable-space quota): HOME, TMPDIR, `/dev/shm` and its program's
-/// folder, which nothing else it can write adds to.
-pub(crate) fn isolation(network: bool, quota_mib: u64, lanes_dir: &Path) -> serde_json::Value {
-    serde_json::json!({
-        "network": network,
-        "root": SCRATCH_ROOT,
-        "tmp_mib": quota_mib,
-        "hide": [lanes_dir],
-    })
-}
-
-/// The interpreter the worker runs, as the interpreter itself reports it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Interpreter {
-    /// `sys.executable`: the worker starts from it (no shim in between).
-    pub executable: PathBuf,
-    /// Dirs the interpreter reads its standard library and packages from.
-    pub prefixes: Vec<PathBuf>,
-}
-
-/// Asks the interpreter where it lives (`-I -S`: no site, no environment
-/// variables, so nothing but this code runs) and compiles the worker's code
-/// in the code dir (argument 1) when its bytecode is missing or stale, so a
-/// worker that cannot write there (in the sandbox) still starts from
-/// bytecode.
-const PROBE: &str = r#"import importlib.util, json, os, sys
-prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-            os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))}
-# A venv (found by its pyvenv.cfg; without `site`, sys.prefix is the base's).
-venv = os.path.dirname(os.path.dirname(sys.executable))
-if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
-    prefixes.add(venv)
-out = {"executable": sys.executable, "prefixes": sorted(prefixes)}
-code = sys.argv[1]
-for rel in sys.argv[2:]:
-    src = os.path.join(code, rel)
-    try:
-        cached = importlib.util.cache_from_source(src)
-        st = os.stat(src)
-        try:
-            with open(cached, "rb") as f:
-                head = f.read(16)
-        except OSError:
-            head = b""
-        fresh = (head[:4] == importlib.util.MAGIC_NUMBER and head[4:8] == bytes(4)
-                 and int.from_bytes(head[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
-                 and int.from_bytes(head[12:16], "little") == st.st_size & 0xFFFFFFFF)
-        if not fresh:
-            import py_compile
-            py_compile.compile(src, cfile=cached, doraise=True)
-    except Exception as exc:
-        out.setdefault("uncompiled", []).append(f"{rel}: {exc}")
-print(json.dumps(out))
-"#;
-
-/// Run `python` (as the user named it: a name on PATH, a path, a
-/// version-manager shim) outside the sandbox, from `cwd`, with the run's
-/// environment (only this module's own code runs), to learn where it lives;
-/// it also compiles the worker's `files` in `code_dir`.
-pub(crate) async fn probe(
-    python: &Path,
-    cwd: &Path,
-    code_dir: &Path,
-    files: &[&str],
-) -> Result<Interpreter, String> {
-    #[derive(serde::Deserialize)]
-    struct Found {
-        executable: PathBuf,
-        prefixes: Vec<PathBuf>,
-    }
-    let run = tokio::process::Command::new(python)
-        .args(["-I", "-S", "-c", PROBE])
-        .arg(code_dir)
-        .args(files)
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = match tokio::time::timeout(Duration::from_secs(60), run).await {
-        Err(_) => {
-            return Err(format!(
-                "the Python interpreter `{}` did not answer within 60 s",
-                python.display()
-            ));
-        }
-        Ok(Err(e)) => {
-            return Err(format!(
-                "cannot run the Python interpreter `{}`: {e} (set the evaluator's `python` parameter)",
-                python.display()
-            ));
-        }
-        Ok(Ok(o)) => o,
-    };
-    let text = String::from_utf8_lossy(&output.stdout);
-    match serde_json::from_str::<Found>(text.trim()) {
-        Ok(found) if output.status.success() && found.executable.is_absolute() => Ok(Interpreter {
-            executable: found.executable,
-            prefixes: found
-                .prefixes
-                .into_iter()
-                .filter(|p| p.is_absolute())
-                .collect(),
-        }),
-        _ => Err(format!(
-            "the Python interpreter `{}` does not run ({}): {}",
-            python.display(),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        )),
-    }
-}
-
-/// The interpreter `python` names, found without running it, when it is a
-/// binary (the common case: a venv's, a pyenv version's, the system's, a
-/// conda env's python): named by path, or by a name on `PATH`. None for a
-/// script (a version manager's shim), a relative path, or anything not
-/// found: [`probe`] asks the interpreter itself then.
-pub(crate) fn locate(python: &str) -> Option<Interpreter> {
-    let named = Path::new(python);
-    let path = if named.is_absolute() {
-        named.to_path_buf()
-    } else if python.contains('/') {
-        return None;
-    } else {
-        std::env::split_paths(&std::env::var_os("PATH")?)
-            .map(|dir| dir.join(python))
-            .find(|p| p.is_file())?
-    };
-    let mut head = [0u8; 4];
-    std::io::Read::read_exact(&mut std::fs::File::open(&path).ok()?, &mut head).ok()?;
-    if &head != b"\x7fELF" {
-        return None;
-    }
-    let real = std::fs::canonicalize(&path).ok()?;
-    let mut prefixes: Vec<PathBuf> = Vec::new();
-    let mut add = |p: Option<&Path>| {
-        if let Some(p) = p.filter(|p| p.components().count() > 1)
-            && !prefixes.iter().any(|q| q == p)
-        {
-            prefixes.push(p.to_path_buf());
-        }
-    };
-    add(path.parent());
-    add(real.parent());
-    add(real.parent().and_then(Path::parent));
-    // A venv: its dir (pyvenv.cfg beside bin/) and the base it names.
-    let venv = path.parent().and_then(Path::parent);
-    if let Some(cfg) = venv.and_then(|v| std::fs::read_to_string(v.join("pyvenv.cfg")).ok()) {
-        add(venv);
-        let home = cfg.lines().find_map(|l| {
-            let (key, value) = l.split_once('=')?;
-            (key.trim() == "home").then(|| PathBuf::from(value.trim()))
-        });
-        if let Some(home) = home {
-            add(Some(&home));
-            add(home.parent());
-        }
-    }
-    Some(Interpreter {
-        executable: path,
-        prefixes,
-    })
-}
-
-/// The interpreter `python` names: [`locate`]d when it is a binary, else
-/// [`probe`]d (outside any sandbox).
-pub(crate) async fn find_interpreter(
-    python: &str,
-    cwd: &Path,
-    code_dir: &Path,
-) -> Result<Interpreter, String> {
-    match locate(python) {
-        Some(found) => Ok(found),
-        None => probe(Path::new(python), cwd, code_dir, &CODE_FILES).await,
-    }
-}
-
-/// Compile the worker's code for the next start (a worker in the sandbox
-/// cannot write its bytecode): [`probe`] does, in the background, off this
-/// run's path.
-pub(crate) fn compile_in_background(python: &str, cwd: &Path, code_dir: &Path) {
-    let (python, cwd, code) = (
-        PathBuf::from(python),
-        cwd.to_path_buf(),
-        code_dir.to_path_buf(),
-    );
-    drop(tokio::spawn(async move {
-        let _ = probe(&python, &cwd, &code, &CODE_FILES).await;
-    }));
-}
+use super::interpreter::Interpreter;
+use super::paths::SCRATCH_ROOT;
+use super::run_as::{NOBODY, RunAs};
+#[cfg(test)]
+use super::run_as::{as_user, run_as};
 
 /// `bwrap` on PATH, or why there is none.
 pub(crate) fn find_bwrap() -> Result<PathBuf, String> {
@@ -335,7 +36,7 @@ pub(crate) fn find_bwrap() -> Result<PathBuf, String> {
     })
 }
 
-/// What the worker's sandbox shows.
+/// What a container shows, hides and lets its process write.
 pub(crate) struct Jail<'a> {
     /// Share the machine's network (`evaluator.network`).
     pub network: bool,
@@ -415,7 +116,7 @@ fn gpu_devices() -> Vec<PathBuf> {
     found
 }
 
-/// The `bwrap` arguments that start `command` in the worker's sandbox.
+/// The `bwrap` arguments that start `command` in the container `jail` describes.
 pub(crate) fn bwrap_args(jail: &Jail<'_>, command: &[OsString]) -> Vec<OsString> {
     let mut a: Vec<OsString> = Vec::new();
     let mut push = |items: &[&OsStr]| a.extend(items.iter().map(|i| i.to_os_string()));
@@ -744,43 +445,5 @@ mod tests {
                 && !text.contains("CAP_SETUID"),
             "a normal user's sandbox is that user's: {text}"
         );
-    }
-
-    #[test]
-    fn a_binary_interpreter_is_located_without_running_it_and_a_script_is_not() {
-        let dir = tempfile::tempdir().unwrap();
-        let venv = dir.path().join("venv");
-        std::fs::create_dir_all(venv.join("bin")).unwrap();
-        let binary = std::env::current_exe().unwrap();
-        std::os::unix::fs::symlink(&binary, venv.join("bin/python")).unwrap();
-        std::fs::write(
-            venv.join("pyvenv.cfg"),
-            "home = /opt/base/bin\nversion = 3.11\n",
-        )
-        .unwrap();
-        let python = venv.join("bin/python");
-        let found = locate(python.to_str().unwrap()).expect("an ELF binary");
-        assert_eq!(
-            found.executable, python,
-            "the venv's path, not the link's target"
-        );
-        for p in [
-            venv.clone(),
-            venv.join("bin"),
-            PathBuf::from("/opt/base/bin"),
-            PathBuf::from("/opt/base"),
-            binary.parent().unwrap().to_path_buf(),
-        ] {
-            assert!(found.prefixes.contains(&p), "{p:?} in {:?}", found.prefixes);
-        }
-        let shim = dir.path().join("python-shim");
-        std::fs::write(&shim, "#!/bin/sh\nexec python3 \"$@\"\n").unwrap();
-        assert_eq!(
-            locate(shim.to_str().unwrap()),
-            None,
-            "a script is asked instead"
-        );
-        assert_eq!(locate("relative/python"), None);
-        assert_eq!(locate("/nonexistent/python9"), None);
     }
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use tokio::net::UnixStream;
 
 use crate::engine::evaluator::{Evaluation, Metric, Observed};
+use crate::engine::sandbox::limits::Limits;
 
 /// Bytes of big-endian length before a result's JSON.
 pub(crate) const RESULT_HEADER: usize = 8;
@@ -128,6 +129,16 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
+    /// Name the limit of `limits` the candidate hit first in its error,
+    /// when its error shows one ([`Limits::explain`]).
+    pub(crate) fn explain_limit(&mut self, limits: Limits) {
+        if let Some(error) = self.error.as_deref()
+            && let Some(named) = limits.explain(error, self.limit.as_deref(), self.cpu_secs)
+        {
+            self.error = Some(named);
+        }
+    }
+
     /// The evaluation this reply stands for (the validity rule is
     /// [`Observed::judge`]'s).
     pub(crate) fn into_evaluation(self) -> Evaluation {

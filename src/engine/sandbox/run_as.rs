@@ -4,7 +4,8 @@
 //! bubblewrap builds the container without one and `setpriv` starts the
 //! command in it as an unprivileged user ([`as_user`]); a task folder that
 //! user cannot read is shown to it through a readable copy
-//! ([`stage_task`]).
+//! ([`stage_task`]), and a folder it writes in is handed over to it
+//! ([`hand_over`]). Linux only (`setpriv`, file ownership).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -170,4 +171,21 @@ pub(crate) fn stage_task(
         )
     })?;
     Ok(Some(copy))
+}
+
+/// As root, give a folder the sandbox's process works in (a command
+/// evaluator's candidate folder with its program and `results/`, a coding
+/// agent's workspace), and everything in it, to the user the sandbox runs
+/// as ([`run_as`]).
+pub(crate) fn hand_over(dir: &Path, user: RunAs) -> std::io::Result<()> {
+    std::os::unix::fs::lchown(dir, Some(user.uid), Some(user.gid))?;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            hand_over(&entry.path(), user)?;
+        } else {
+            std::os::unix::fs::lchown(entry.path(), Some(user.uid), Some(user.gid))?;
+        }
+    }
+    Ok(())
 }
