@@ -60,6 +60,22 @@ fn escape() -> std::io::Error {
     )
 }
 
+/// The folder `name` of `dir`, reached without following a link: a link
+/// there is the error ELOOP (a [`Why::Link`]), whatever the kernel said.
+pub(super) fn open_dir_no_link(dir: &Dir, name: impl AsRef<Path>) -> std::io::Result<Dir> {
+    let name = name.as_ref();
+    dir.open_dir_nofollow(name).map_err(|e| {
+        if dir
+            .symlink_metadata(name)
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            std::io::Error::from_raw_os_error(rustix::io::Errno::LOOP.raw_os_error())
+        } else {
+            e
+        }
+    })
+}
+
 fn kind_of(ft: &std::fs::FileType) -> EntryKind {
     use std::os::unix::fs::FileTypeExt as _;
     if ft.is_symlink() {
@@ -217,8 +233,8 @@ impl Folder {
         let mut at: Option<Dir> = None;
         for n in names {
             let next = match &at {
-                None => self.dir.open_dir_nofollow(n)?,
-                Some(d) => d.open_dir_nofollow(n)?,
+                None => open_dir_no_link(&self.dir, n)?,
+                Some(d) => open_dir_no_link(d, n)?,
             };
             at = Some(next);
         }
@@ -317,7 +333,7 @@ impl Folder {
         } else {
             match self.links {
                 Links::Inside => self.dir.open_dir(rel),
-                Links::Never => self.in_parent(rel, |d, n| d.open_dir_nofollow(n)),
+                Links::Never => self.in_parent(rel, |d, n| open_dir_no_link(d, n)),
             }
         }
         .map_err(|e| self.refused(rel, e))?;

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsFollowExt as _};
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt as _};
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt as _};
 
 use super::{Limit, Refused, RelPath, Why};
@@ -65,7 +65,7 @@ impl Target {
                     Err(e) => return Err(e),
                 }
             }
-            at = match at.open_dir_nofollow(name) {
+            at = match super::folder::open_dir_no_link(&at, name) {
                 Ok(d) => d,
                 Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
                 Err(e) => return Err(e),
