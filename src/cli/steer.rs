@@ -79,8 +79,12 @@ fn read_program(path: &Path, parent: &Tree, plan: &RunPlan) -> Result<Tree, Stri
     let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
     match (parent.is_single(), meta.is_dir()) {
         (true, false) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("{}: {e} (the program must be UTF-8 text)", path.display()))?;
+            // a file a person names: regular, read without blocking, capped
+            let text = crate::engine::foreign::read_named_text(
+                path,
+                crate::engine::foreign::Limit::PROGRAM_FILE,
+            )
+            .map_err(|e| format!("{e} (the program must be UTF-8 text)"))?;
             Ok(parent.with_single_text(text))
         }
         (false, true) => crate::engine::task::files::load(path, &plan.task().config)
@@ -234,10 +238,13 @@ fn print_steering(s: &Steering) {
 pub fn steer(args: &SteerArgs) -> i32 {
     let notes = match (&args.notes, &args.notes_file, args.clear_notes) {
         (Some(text), _, _) => Some(text.clone()),
-        (None, Some(path), _) => match std::fs::read_to_string(path) {
+        (None, Some(path), _) => match crate::engine::foreign::read_named_text(
+            path,
+            crate::engine::foreign::Limit::NOTES,
+        ) {
             Ok(text) => Some(text),
             Err(e) => {
-                eprintln!("error: {}: {e}", path.display());
+                eprintln!("error: {e}");
                 return 2;
             }
         },

@@ -45,6 +45,7 @@ pub mod card;
 pub mod component;
 pub mod evaluator;
 pub mod events;
+pub mod foreign;
 pub mod genome;
 pub mod hub;
 pub mod launch;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::engine::archive::{Archive, ArchiveError};
+use crate::engine::foreign::{Limit, Refused, RelPath, Target, Why};
 use crate::engine::genome::{Genome, GenomeId};
 use crate::engine::tree::{SINGLE_FILE, Tree};
 
@@ -41,6 +42,24 @@ pub enum TakeoutError {
     Io { path: PathBuf, message: String },
     #[error("git {args}: {message}")]
     Git { args: String, message: String },
+    /// A path of the program, or a file of the folder, refused (see
+    /// [`crate::engine::foreign`]).
+    #[error(transparent)]
+    Refused(#[from] Refused),
+}
+
+/// `path` of a program to be written into `to`, checked (a run folder comes
+/// from elsewhere: its paths are checked again as they are written).
+fn rel(to: &Path, path: &str) -> Result<RelPath, TakeoutError> {
+    RelPath::new(path).map_err(|e| Refused::new(to, Why::BadPath(e)).into())
+}
+
+/// Every path of `tree`, checked, before anything is written.
+fn check_all(to: &Path, tree: &Tree) -> Result<(), TakeoutError> {
+    for (path, _) in tree.files() {
+        rel(to, path)?;
+    }
+    Ok(())
 }
 
 fn io(path: &Path, e: impl std::fmt::Display) -> TakeoutError {
@@ -160,33 +179,26 @@ pub fn apply(
         None => run.best()?,
     };
     let target = run.files(&genome.content);
-    let empty = match std::fs::read_dir(to) {
-        Ok(mut entries) => entries.next().is_none(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
-        Err(e) => return Err(io(to, e)),
-    };
-    let mut out = Applied {
-        genome: genome.id,
-        ..Applied::default()
-    };
-    if empty {
-        target.write_to(to).map_err(|e| io(to, e))?;
-        out.written = target.files().map(|(p, _)| p.to_owned()).collect();
-        return Ok(out);
-    }
     let initial = run.files(
         &run.genomes
             .first()
             .map(|g| g.content.clone())
             .unwrap_or_default(),
     );
-    let on_disk = |path: &str| -> Result<Option<Vec<u8>>, TakeoutError> {
-        match std::fs::read(to.join(path)) {
-            Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io(&to.join(path), e)),
-        }
+    check_all(to, &target)?;
+    check_all(to, &initial)?;
+    let dest = Target::create(to)?;
+    let mut out = Applied {
+        genome: genome.id,
+        ..Applied::default()
     };
+    if dest.is_empty()? {
+        for (path, blob) in target.files() {
+            dest.write(&rel(to, path)?, blob.bytes())?;
+        }
+        out.written = target.files().map(|(p, _)| p.to_owned()).collect();
+        return Ok(out);
+    }
     let paths: BTreeSet<&str> = target
         .files()
         .map(|(p, _)| p)
@@ -198,7 +210,7 @@ pub fn apply(
     for path in paths {
         let want = target.get(path).map(|b| b.bytes());
         let was = initial.get(path).map(|b| b.bytes());
-        let have = on_disk(path)?;
+        let have = dest.read(&rel(to, path)?, Limit::TARGET_FILE)?;
         if have.as_deref() == want {
             out.unchanged += 1;
             continue;
@@ -223,20 +235,11 @@ pub fn apply(
         });
     }
     for path in &writes {
-        let dest = to.join(path);
-        if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
-        }
         let bytes = target.get(path).map(|b| b.bytes()).unwrap_or_default();
-        std::fs::write(&dest, bytes).map_err(|e| io(&dest, e))?;
+        dest.write(&rel(to, path)?, bytes)?;
     }
     for path in &deletes {
-        let dest = to.join(path);
-        match std::fs::remove_file(&dest) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(&dest, e)),
-        }
+        dest.remove(&rel(to, path)?)?;
     }
     out.written = writes;
     out.deleted = deletes;
@@ -327,19 +330,24 @@ pub fn export_git(run_dir: &Path, to: &Path) -> Result<Exported, TakeoutError> {
         }
         Err(e) => return Err(io(to, e)),
     }
+    for g in &lineage {
+        check_all(to, &run.files(&g.content))?;
+    }
     git(to, &["init", "--quiet", "--initial-branch=main"])?;
+    let dest = Target::open(to)?;
     let mut previous: Option<Tree> = None;
     for g in &lineage {
         let tree = run.files(&g.content);
         if let Some(prev) = &previous {
             for (path, _) in prev.files() {
                 if tree.get(path).is_none() {
-                    let dest = to.join(path);
-                    std::fs::remove_file(&dest).map_err(|e| io(&dest, e))?;
+                    dest.remove(&rel(to, path)?)?;
                 }
             }
         }
-        tree.write_to(to).map_err(|e| io(to, e))?;
+        for (path, blob) in tree.files() {
+            dest.write(&rel(to, path)?, blob.bytes())?;
+        }
         git(to, &["add", "--all"])?;
         git(
             to,

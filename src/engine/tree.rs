@@ -143,41 +143,14 @@ impl Blob {
     }
 }
 
-/// Why a path cannot name a file of a tree.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum PathError {
-    #[error("{0:?}: an empty path")]
-    Empty(String),
-    #[error("{0:?}: an absolute path; paths are relative to the program's folder")]
-    Absolute(String),
-    #[error("{0:?}: `..` leaves the program's folder")]
-    Parent(String),
-    #[error("{0:?}: `.` or an empty component; write the path without them")]
-    NotNormal(String),
-    #[error("{0:?}: a backslash or a control character in a path")]
-    BadChar(String),
-}
+/// Why a path cannot name a file of a tree (the rules of
+/// [`crate::engine::foreign::RelPath`]).
+pub use crate::engine::foreign::PathRefused as PathError;
 
-/// Check that `path` is relative, `/`-separated and stays inside the tree.
+/// Check that `path` is relative, `/`-separated, stays inside the tree and
+/// names no git metadata (a [`crate::engine::foreign::RelPath`]).
 pub fn check_path(path: &str) -> Result<(), PathError> {
-    let own = || path.to_owned();
-    if path.is_empty() {
-        return Err(PathError::Empty(own()));
-    }
-    if path.starts_with('/') || path.starts_with('~') || path.get(1..2) == Some(":") {
-        return Err(PathError::Absolute(own()));
-    }
-    if path.chars().any(|c| c == '\\' || c.is_control()) {
-        return Err(PathError::BadChar(own()));
-    }
-    for part in path.split('/') {
-        match part {
-            ".." => return Err(PathError::Parent(own())),
-            "" | "." => return Err(PathError::NotNormal(own())),
-            _ => {}
-        }
-    }
-    Ok(())
+    crate::engine::foreign::RelPath::new(path).map(|_| ())
 }
 
 /// How a file of a child differs from its parent's.
@@ -502,17 +475,19 @@ impl Tree {
         out
     }
 
-    /// Write every file under `dir` (created), as the tree holds it.
+    /// Write every file under `dir` (created), as the tree holds it: each
+    /// path checked again and written through a
+    /// [`crate::engine::foreign::Target`] (no link in `dir` is followed).
     pub fn write_to(&self, dir: &Path) -> std::io::Result<()> {
-        std::fs::create_dir_all(dir)?;
-        let mut made: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let target = crate::engine::foreign::Target::create(dir)?;
         for (path, blob) in &self.files {
-            if let Some((parent, _)) = path.rsplit_once('/')
-                && made.insert(parent)
-            {
-                std::fs::create_dir_all(dir.join(parent))?;
-            }
-            std::fs::write(dir.join(path), blob.bytes())?;
+            let rel = crate::engine::foreign::RelPath::new(path).map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("{}: refused: {e}", dir.display()),
+                )
+            })?;
+            target.write(&rel, blob.bytes())?;
         }
         Ok(())
     }
@@ -525,18 +500,20 @@ impl Tree {
     /// folder nothing writes, such as a Slurm candidate's staging folder,
     /// which the runner reads and the candidate never sees. A file that
     /// cannot be linked (another file system, a link limit) is written.
+    /// Paths are checked and written as by [`Tree::write_to`].
     pub fn link_into(&self, dir: &Path, store: &Path) -> std::io::Result<()> {
         use std::os::unix::fs::PermissionsExt as _;
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         std::fs::create_dir_all(store)?;
-        std::fs::create_dir_all(dir)?;
-        let mut made: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let target = crate::engine::foreign::Target::create(dir)?;
+        let store_dir = cap_std::fs::Dir::open_ambient_dir(store, cap_std::ambient_authority())?;
         for (path, blob) in &self.files {
-            if let Some((parent, _)) = path.rsplit_once('/')
-                && made.insert(parent)
-            {
-                std::fs::create_dir_all(dir.join(parent))?;
-            }
+            let rel = crate::engine::foreign::RelPath::new(path).map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("{}: refused: {e}", dir.display()),
+                )
+            })?;
             let stored = store.join(blob.id().as_str());
             if !stored.exists() {
                 // Through a unique temporary name: evaluations in flight
@@ -547,9 +524,7 @@ impl Tree {
                 std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(0o444))?;
                 std::fs::rename(&temp, &stored)?;
             }
-            if std::fs::hard_link(&stored, dir.join(path)).is_err() {
-                std::fs::write(dir.join(path), blob.bytes())?;
-            }
+            target.link_or_write(&rel, &store_dir, blob.id().as_str(), blob.bytes())?;
         }
         Ok(())
     }

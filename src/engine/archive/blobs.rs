@@ -180,6 +180,10 @@ impl<'c> TreeReader<'c> {
             let (path, blob) = line
                 .split_once('\0')
                 .ok_or_else(|| format!("program tree {}: a malformed manifest line", id.short()))?;
+            // A run folder comes from elsewhere: its paths are checked as
+            // they enter the record (no `..`, no absolute path, no `.git`).
+            crate::engine::tree::check_path(path)
+                .map_err(|e| format!("program tree {}: refused: {e}", id.short()))?;
             let blob = Digest::parse(blob).ok_or_else(|| {
                 format!("program tree {}: {path}: a malformed blob id", id.short())
             })?;

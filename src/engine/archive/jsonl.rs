@@ -226,7 +226,9 @@ fn match_archive(path: &Path, dir: &Path) -> Result<(), ArchiveError> {
 /// skipped; any other bad line is an error naming its line number. Folder
 /// programs are read from the `archive.sqlite` beside it.
 pub fn read_genomes(path: &Path) -> Result<Vec<Genome>, ArchiveError> {
-    let text = std::fs::read_to_string(path).map_err(|e| io_err(path, e))?;
+    let text =
+        crate::engine::foreign::read_named_text(path, crate::engine::foreign::Limit::GENOMES_JSONL)
+            .map_err(|e| io_err(path, e.why))?;
     let archive = path
         .parent()
         .filter(|d| d.join(super::ARCHIVE_FILE).is_file())

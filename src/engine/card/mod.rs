@@ -534,15 +534,19 @@ impl ValidCard {
     /// Load and check a card file.
     pub fn load(path: &Path, registry: &Registry) -> Result<Self, CardErrors> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            CardErrors(vec![CardError {
-                origin: origin.clone(),
-                line: 0,
-                col: 0,
-                field: String::new(),
-                message: format!("cannot read: {e}"),
-            }])
-        })?;
+        // a card file may come from anywhere: regular, read without
+        // blocking, capped
+        let text =
+            crate::engine::foreign::read_named_text(path, crate::engine::foreign::Limit::CARD)
+                .map_err(|e| {
+                    CardErrors(vec![CardError {
+                        origin: origin.clone(),
+                        line: 0,
+                        col: 0,
+                        field: String::new(),
+                        message: format!("cannot read: {}", e.why),
+                    }])
+                })?;
         Self::from_yaml(&text, &origin, registry)
     }
 

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{CARD_FILE, HubError, README_FILE, bundle_texts, check_card, io_err, write_atomic};
 use crate::engine::card::Card;
+use crate::engine::foreign::{Folder, Limit, Links, check_name};
 use crate::engine::leaderboard::report::{Estimate, Leaderboard};
 use crate::engine::registry::Registry;
 
@@ -138,11 +139,22 @@ struct HubMarker {
 }
 
 pub(crate) fn valid_version(v: &str) -> bool {
-    !v.is_empty()
-        && v.len() <= 64
-        && !v.starts_with('.')
-        && v.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    crate::engine::foreign::check_version(v)
+}
+
+/// The hub folder, opened by the rules of [`crate::engine::foreign`]: no
+/// link followed, every read capped.
+fn open_folder(root: &Path) -> Result<Folder, HubError> {
+    Ok(Folder::open(root, Links::Never)?)
+}
+
+/// The cap of a file of a version.
+fn limit_of(file: &str) -> Limit {
+    match file {
+        CARD_FILE => Limit::CARD,
+        README_FILE => Limit::README,
+        _ => Limit::SMALL_JSON,
+    }
 }
 
 fn git_available() -> bool {
@@ -206,10 +218,11 @@ impl HubFolder {
 
     /// Open an existing hub folder (one with `hub.json`).
     pub fn open(dir: &Path) -> Result<Self, HubError> {
-        let marker = dir.join(HUB_FILE);
-        let text = fs::read_to_string(&marker).map_err(|e| HubError::NotAHub {
+        let read =
+            Folder::open(dir, Links::Never).and_then(|f| f.read_text(HUB_FILE, Limit::SMALL_JSON));
+        let text = read.map_err(|e| HubError::NotAHub {
             path: dir.to_path_buf(),
-            reason: if e.kind() == std::io::ErrorKind::NotFound {
+            reason: if e.is_not_found() {
                 format!("no {HUB_FILE} (make one with `galapagos hub init DIR`)")
             } else {
                 format!("cannot read {HUB_FILE}: {e}")
@@ -350,15 +363,35 @@ impl HubFolder {
     /// The versions of `NAMESPACE/NAME`, or `None` when it was never published.
     pub fn versions(&self, namespace: &str, name: &str) -> Result<Option<CardVersions>, HubError> {
         let path = self.root.join(namespace).join(name).join(VERSIONS_FILE);
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_err(&path)(e)),
+        let not_names = |reason: String| HubError::NotAHub {
+            path: path.clone(),
+            reason,
+        };
+        for (what, value) in [("namespace", namespace), ("name", name)] {
+            if let Some(problem) = check_name(what, value) {
+                return Err(not_names(problem));
+            }
+        }
+        let rel = Path::new(namespace).join(name).join(VERSIONS_FILE);
+        let Some(text) = open_folder(&self.root)?.read_text_if_any(&rel, Limit::SMALL_JSON)? else {
+            return Ok(None);
         };
         let list: CardVersions = serde_json::from_str(&text).map_err(|e| HubError::NotAHub {
             path: path.clone(),
             reason: format!("not a versions list: {e}"),
         })?;
+        // Names, never paths: they become folders of sites and caches.
+        for (what, value) in [("namespace", &list.namespace), ("name", &list.name)] {
+            if let Some(problem) = check_name(what, value) {
+                return Err(not_names(format!("refused: {problem}")));
+            }
+        }
+        if let Some(bad) = list.versions.iter().find(|v| !valid_version(&v.version)) {
+            return Err(not_names(format!(
+                "refused: it lists version `{}`; a version is a name (letters, digits, `.`, `_`, `-`), never a path",
+                bad.version
+            )));
+        }
         Ok(Some(list))
     }
 
@@ -390,8 +423,8 @@ impl HubFolder {
         version: &str,
         file: &str,
     ) -> Result<String, HubError> {
-        let path = self.version_dir(namespace, name, version).join(file);
-        fs::read_to_string(&path).map_err(io_err(&path))
+        let rel = self.checked_rel(namespace, name, version, file)?;
+        Ok(open_folder(&self.root)?.read_text(rel, limit_of(file))?)
     }
 
     /// The leaderboard line a version was published with, if any.
@@ -404,10 +437,9 @@ impl HubFolder {
         let path = self
             .version_dir(namespace, name, version)
             .join(RESULTS_FILE);
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_err(&path)(e)),
+        let rel = self.checked_rel(namespace, name, version, RESULTS_FILE)?;
+        let Some(text) = open_folder(&self.root)?.read_text_if_any(rel, Limit::SMALL_JSON)? else {
+            return Ok(None);
         };
         serde_json::from_str(&text)
             .map(Some)
@@ -415,6 +447,30 @@ impl HubFolder {
                 path,
                 reason: format!("not a results line: {e}"),
             })
+    }
+
+    /// `NAMESPACE/NAME/VERSION/file`, each a name (never a path).
+    fn checked_rel(
+        &self,
+        namespace: &str,
+        name: &str,
+        version: &str,
+        file: &str,
+    ) -> Result<PathBuf, HubError> {
+        let path = self.version_dir(namespace, name, version).join(file);
+        let problem = check_name("namespace", namespace)
+            .or_else(|| check_name("name", name))
+            .or_else(|| {
+                (!valid_version(version))
+                    .then(|| format!("version `{version}`: a version is a name, never a path"))
+            });
+        if let Some(reason) = problem {
+            return Err(HubError::NotAHub {
+                path,
+                reason: format!("refused: {reason}"),
+            });
+        }
+        Ok(Path::new(namespace).join(name).join(version).join(file))
     }
 
     fn git(&self, args: &[&str]) -> Result<String, HubError> {

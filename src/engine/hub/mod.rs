@@ -140,6 +140,9 @@ pub enum HubError {
     /// A git command in the hub folder failed.
     #[error("{}: {message}", path.display())]
     Git { path: PathBuf, message: String },
+    /// A file or path refused (see [`crate::engine::foreign`]).
+    #[error(transparent)]
+    Refused(#[from] crate::engine::foreign::Refused),
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> HubError + '_ {
@@ -154,13 +157,7 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> HubError + '_ {
 // ---------------------------------------------------------------------------
 
 fn check_path_name(what: &str, value: &str) -> Option<String> {
-    let ok = !value.is_empty()
-        && value != "."
-        && value != ".."
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    (!ok).then(|| format!("{what}: `{value}` must be letters, digits, `_` or `-`"))
+    crate::engine::foreign::check_name(what, value)
 }
 
 /// Export `card` as a hub bundle under `out_dir`: writes

@@ -7,7 +7,6 @@
 //! with something that is not a hub is an error naming its address, and
 //! nothing is cached.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -15,8 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use super::folder::HubFolder;
 use super::site::{INDEX_JSON, SiteIndex};
-use super::{CARD_FILE, check_path_name, write_atomic};
+use super::{CARD_FILE, check_path_name};
 use crate::engine::card::ValidCard;
+use crate::engine::foreign::{RelPath, Target};
 use crate::engine::registry::Registry;
 
 /// The largest `index.json` read from a hub site.
@@ -174,7 +174,9 @@ fn from_folder(dir: &Path, r: &HubRef) -> Result<Option<Found>, String> {
     let path = hub
         .version_dir(&r.namespace, &r.name, &entry.version)
         .join(CARD_FILE);
-    let yaml = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let yaml = hub
+        .read(&r.namespace, &r.name, &entry.version, CARD_FILE)
+        .map_err(|e| e.to_string())?;
     Ok(Some(Found {
         yaml,
         version: entry.version.clone(),
@@ -259,10 +261,18 @@ fn from_site(base: &str, r: &HubRef) -> Result<Option<Found>, String> {
                 card.versions.iter().map(|v| v.version.as_str()),
             ));
         };
-        // the index's path must stay on the site
-        if entry.card.contains("..") || entry.card.contains("://") || entry.card.starts_with('/') {
+        // The index's names are names and its paths stay on the site: a
+        // version becomes a folder of the cache.
+        if !super::folder::valid_version(&entry.version) {
             return Err(format!(
-                "{index_url}: the card path `{}` leaves the site",
+                "{index_url}: refused: it lists version `{}` of {}/{}; a version is a name (letters, digits, \
+                 `.`, `_`, `-`), never a path",
+                entry.version, r.namespace, r.name
+            ));
+        }
+        if let Err(e) = RelPath::new(&entry.card) {
+            return Err(format!(
+                "{index_url}: refused: the card path `{}` does not stay on the site: {e}",
                 entry.card
             ));
         }
@@ -328,7 +338,9 @@ pub fn list_cards(hub: &str, registry: &Registry) -> Result<Vec<ListedCard>, Str
         let path = folder
             .version_dir(&list.namespace, &list.name, &latest.version)
             .join(CARD_FILE);
-        let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = folder
+            .read(&list.namespace, &list.name, &latest.version, CARD_FILE)
+            .map_err(|e| e.to_string())?;
         let (title, summary, tags) = match crate::engine::card::Card::from_yaml(
             &text,
             &path.display().to_string(),
@@ -369,6 +381,7 @@ pub fn published_in(hubs: &[String], namespace: &str, name: &str) -> Vec<(String
 fn http_client(base: &str) -> Result<reqwest::Client, String> {
     crate::engine::model::openai::install_crypto_provider();
     reqwest::Client::builder()
+        .redirect(crate::engine::foreign::same_origin_redirects())
         .timeout(REQUEST_TIMEOUT)
         .connect_timeout(Duration::from_secs(10))
         .user_agent(concat!("galapagos/", env!("CARGO_PKG_VERSION")))
@@ -465,19 +478,37 @@ pub fn pull_into(
             source: found.source,
             pulled: super::folder::now_utc(),
         };
-        let dir = cache
-            .join(hub_key(hub))
-            .join(&r.namespace)
-            .join(&r.name)
-            .join(&found.version);
-        let cached = dir.join(CARD_FILE);
-        let save = || -> Result<(), String> {
-            fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            write_atomic(&cached, found.yaml.as_bytes()).map_err(|e| e.to_string())?;
-            let note = serde_json::to_string_pretty(&provenance).unwrap_or_default() + "\n";
-            write_atomic(&dir.join("source.json"), note.as_bytes()).map_err(|e| e.to_string())
+        // Names, never paths (checked again here: the cache is written).
+        let rel = |file: &str| {
+            let key = hub_key(hub);
+            RelPath::join([
+                key.as_str(),
+                r.namespace.as_str(),
+                r.name.as_str(),
+                found.version.as_str(),
+                file,
+            ])
+            .map_err(|e| format!("{}: refused: {e}", cache.display()))
         };
-        save()?;
+        let (card_rel, note_rel) = (rel(CARD_FILE)?, rel("source.json")?);
+        if !super::folder::valid_version(&found.version) {
+            return Err(format!(
+                "{}: refused: version `{}` is not a version name",
+                provenance.source, found.version
+            ));
+        }
+        let save = || -> Result<PathBuf, String> {
+            let target = Target::create(cache).map_err(|e| e.to_string())?;
+            target
+                .write_atomic(&card_rel, found.yaml.as_bytes())
+                .map_err(|e| e.to_string())?;
+            let note = serde_json::to_string_pretty(&provenance).unwrap_or_default() + "\n";
+            target
+                .write_atomic(&note_rel, note.as_bytes())
+                .map_err(|e| e.to_string())?;
+            Ok(target.path_of(&card_rel))
+        };
+        let cached = save()?;
         return Ok(Pulled {
             card,
             provenance,

@@ -90,6 +90,17 @@ fn resolve(root: &Path, target: &str) -> Option<PathBuf> {
     Some(out)
 }
 
+/// A file of the site, read by the rules of [`crate::engine::foreign`] (no
+/// link followed, a regular file, capped).
+fn read_site_file(root: &Path, path: &Path) -> Option<Vec<u8>> {
+    let rel = path.strip_prefix(root).ok()?;
+    let folder =
+        crate::engine::foreign::Folder::open(root, crate::engine::foreign::Links::Never).ok()?;
+    folder
+        .read(rel, crate::engine::foreign::Limit::SITE_FILE)
+        .ok()
+}
+
 fn respond(
     stream: &mut TcpStream,
     status: &str,
@@ -132,7 +143,7 @@ fn handle(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
             false,
         );
     }
-    match resolve(root, target).and_then(|p| std::fs::read(&p).ok().map(|b| (p, b))) {
+    match resolve(root, target).and_then(|p| read_site_file(root, &p).map(|b| (p, b))) {
         Some((path, body)) => respond(&mut stream, "200 OK", content_type(&path), &body, head),
         None => respond(
             &mut stream,

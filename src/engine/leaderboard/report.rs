@@ -163,9 +163,11 @@ pub fn read_run(
             .position(|b| b.is_some_and(|b| b >= t))
             .map(|i| i as u64)
     });
-    let summary: Option<serde_json::Value> = std::fs::read_to_string(dir.join("summary.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
+    let summary: Option<serde_json::Value> =
+        crate::engine::foreign::Folder::open(dir, crate::engine::foreign::Links::Never)
+            .and_then(|f| f.read_text("summary.json", crate::engine::foreign::Limit::SMALL_JSON))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
     let hypervolume_so_far = if objectives.len() >= 2 {
         let initial = genomes.iter().find(|g| g.id == 0);
         hypervolume::reference_point(objectives, initial).map_or_else(Vec::new, |reference| {
@@ -489,12 +491,19 @@ pub fn read_leaderboard(path: &Path) -> Result<(PathBuf, Leaderboard), String> {
     } else {
         path.to_path_buf()
     };
-    let text = std::fs::read_to_string(&file).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound if path.is_dir() => format!(
-            "{}: no leaderboard yet (a batch writes it when it ends; start it again on this folder to finish it)",
-            file.display()
-        ),
-        _ => format!("{}: {e}", file.display()),
+    let text = crate::engine::foreign::read_named_text(
+        &file,
+        crate::engine::foreign::Limit::LEADERBOARD,
+    )
+    .map_err(|e| {
+        if e.is_not_found() && path.is_dir() {
+            format!(
+                "{}: no leaderboard yet (a batch writes it when it ends; start it again on this folder to finish it)",
+                file.display()
+            )
+        } else {
+            e.to_string()
+        }
     })?;
     let lb: Leaderboard = serde_json::from_str(&text)
         .map_err(|e| format!("{}: not a leaderboard: {e}", file.display()))?;

@@ -34,6 +34,10 @@ pub enum ConfigError {
     NotAMapping { path: PathBuf },
     #[error("{0}: the config file named does not exist")]
     Missing(PathBuf),
+    /// The file is not one a task folder may hand us (see
+    /// [`crate::engine::foreign`]).
+    #[error(transparent)]
+    Refused(#[from] crate::engine::foreign::Refused),
 }
 
 /// A task's config file as written: its keys (dotted paths to leaves, in
@@ -51,27 +55,23 @@ impl TaskConfig {
     /// The config of the task folder `dir` (see the module docs for which
     /// file); empty without one.
     pub fn load(dir: &Path) -> Result<Self, ConfigError> {
+        use crate::engine::foreign::{EntryKind, Folder, Links};
+        let folder = Folder::open(dir, Links::Inside)?;
         for name in ["config.yaml", "config.yml"] {
-            let path = dir.join(name);
-            if path.is_file() {
-                return Self::read(&path);
+            if !matches!(folder.kind(name)?, None | Some(EntryKind::Dir)) {
+                return Self::read_in(&folder, name);
             }
         }
-        let mut candidates: Vec<String> = std::fs::read_dir(dir)
-            .map(|entries| {
-                entries
-                    .filter_map(Result::ok)
-                    .filter(|e| e.path().is_file())
-                    .filter_map(|e| e.file_name().into_string().ok())
-                    .filter(|n| {
-                        n.starts_with("config") && (n.ends_with(".yaml") || n.ends_with(".yml"))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut candidates: Vec<String> = folder
+            .entries("")?
+            .into_iter()
+            .filter(|e| matches!(e.kind, EntryKind::File | EntryKind::Link))
+            .filter_map(|e| e.name.into_string().ok())
+            .filter(|n| n.starts_with("config") && (n.ends_with(".yaml") || n.ends_with(".yml")))
+            .collect();
         candidates.sort();
         match candidates.as_slice() {
-            [only] => Self::read(&dir.join(only)),
+            [only] => Self::read_in(&folder, only),
             _ => Ok(Self {
                 candidates,
                 ..Self::default()
@@ -79,8 +79,8 @@ impl TaskConfig {
         }
     }
 
-    /// The config file `name` (relative to the task folder `dir`, or
-    /// absolute).
+    /// The config file `name` (relative to the task folder `dir`, and then
+    /// inside it, or absolute: a file a person named).
     pub fn load_named(dir: &Path, name: &Path) -> Result<Self, ConfigError> {
         let path = if name.is_absolute() {
             name.to_path_buf()
@@ -90,15 +90,29 @@ impl TaskConfig {
         if !path.is_file() {
             return Err(ConfigError::Missing(path));
         }
-        Self::read(&path)
+        if name.is_absolute() {
+            return Self::read(&path);
+        }
+        let folder =
+            crate::engine::foreign::Folder::open(dir, crate::engine::foreign::Links::Inside)?;
+        Self::read_in(&folder, name)
     }
 
-    /// Parse the file at `path`.
+    /// Parse the file `name` of the task folder `folder`.
+    fn read_in(
+        folder: &crate::engine::foreign::Folder,
+        name: impl AsRef<Path>,
+    ) -> Result<Self, ConfigError> {
+        let text = folder.read_text(name.as_ref(), crate::engine::foreign::Limit::TASK_CONFIG)?;
+        Self::parse(&text, &folder.path_of(name))
+    }
+
+    /// Parse the file at `path` (a file a person named).
     pub fn read(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = crate::engine::foreign::read_named_text(
+            path,
+            crate::engine::foreign::Limit::TASK_CONFIG,
+        )?;
         Self::parse(&text, path)
     }
 

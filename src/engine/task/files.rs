@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use super::Markers;
 use super::glob::{Gitignore, Glob};
+use crate::engine::foreign::{EntryKind, Folder, Limit, Links, Refused, Why};
 use crate::engine::tree::{Blob, Tree, check_path};
 
 /// Largest file a program folder may hold.
@@ -81,6 +82,9 @@ pub enum FilesError {
     },
     #[error("{dir}: no editable file: {why}")]
     NothingEditable { dir: PathBuf, why: String },
+    /// A file of the folder refused (see [`crate::engine::foreign`]).
+    #[error(transparent)]
+    Refused(#[from] crate::engine::foreign::Refused),
 }
 
 /// Which paths of a program may change: the one predicate every edit goes
@@ -327,18 +331,11 @@ pub fn load(root: &Path, config: &super::TaskConfig) -> Result<(Tree, ProgramFil
         path: root.to_path_buf(),
         source,
     })?;
+    let folder = Folder::open(&root, Links::Inside)?;
     let mut files = BTreeMap::new();
     let mut total = 0u64;
     let mut ignores: Vec<Gitignore> = Vec::new();
-    walk(
-        &root,
-        &root,
-        "",
-        &exclude,
-        &mut ignores,
-        &mut files,
-        &mut total,
-    )?;
+    walk(&folder, "", &exclude, &mut ignores, &mut files, &mut total)?;
     let tree = Tree::folder(files);
 
     let matches_nothing =
@@ -479,60 +476,66 @@ fn walked_paths_match(root: &Path, glob: &Glob) -> bool {
     go(root, "", glob)
 }
 
+/// Read the folder `rel` of the program folder (its files through the rules
+/// of [`crate::engine::foreign`]: inside the folder, regular, capped).
 fn walk(
-    root: &Path,
-    dir: &Path,
+    folder: &Folder,
     rel: &str,
     exclude: &[Glob],
     ignores: &mut Vec<Gitignore>,
     files: &mut BTreeMap<String, Blob>,
     total: &mut u64,
 ) -> Result<(), FilesError> {
-    let read = |path: &Path, source| FilesError::Read {
-        path: path.to_path_buf(),
-        source,
+    let root = folder.root();
+    let join = |name: &str| {
+        if rel.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{rel}/{name}")
+        }
     };
     let pushed = {
-        let gi = dir.join(".gitignore");
-        if gi.is_file() {
-            let text = std::fs::read_to_string(&gi).map_err(|e| read(&gi, e))?;
+        let gi = join(".gitignore");
+        if folder.is_file(&gi) {
+            // capped before it is read: a huge one is refused, not parsed
+            let text = folder.read_text(&gi, Limit::GITIGNORE)?;
             ignores.push(Gitignore::parse(&text, rel));
             true
         } else {
             false
         }
     };
-    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir)
-        .map_err(|e| read(dir, e))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| read(dir, e))?;
-    entries.sort_by_key(std::fs::DirEntry::file_name);
-    for entry in entries {
-        let name = entry.file_name().to_string_lossy().into_owned();
+    for entry in folder.entries(rel)? {
+        let name = entry.name.to_string_lossy().into_owned();
         if name == ".git" {
             continue;
         }
-        let path = entry.path();
-        let rel_path = if rel.is_empty() {
-            name.clone()
-        } else {
-            format!("{rel}/{name}")
-        };
-        let meta = std::fs::symlink_metadata(&path).map_err(|e| read(&path, e))?;
-        let (is_dir, is_file) = if meta.file_type().is_symlink() {
-            let target = std::fs::canonicalize(&path).map_err(|e| read(&path, e))?;
-            if !target.starts_with(root) {
-                return Err(FilesError::SymlinkOutside { path, target });
-            }
-            if target.is_dir() {
-                if exclude.iter().any(|g| g.covers(&rel_path)) {
-                    continue;
+        let rel_path = join(&name);
+        let path = root.join(&rel_path);
+        let (is_dir, is_file) = match entry.kind {
+            EntryKind::Link => {
+                let kind = match folder.target_kind(&rel_path) {
+                    Ok(k) => k,
+                    Err(Refused {
+                        why: Why::Outside(_),
+                        ..
+                    }) => {
+                        let target = folder.read_link(&rel_path).unwrap_or_default();
+                        return Err(FilesError::SymlinkOutside { path, target });
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                if kind == Some(EntryKind::Dir) {
+                    if exclude.iter().any(|g| g.covers(&rel_path)) {
+                        continue;
+                    }
+                    return Err(FilesError::SymlinkedFolder { path });
                 }
-                return Err(FilesError::SymlinkedFolder { path });
+                (false, kind == Some(EntryKind::File))
             }
-            (false, target.is_file())
-        } else {
-            (meta.is_dir(), meta.is_file())
+            EntryKind::Dir => (true, false),
+            EntryKind::File => (false, true),
+            EntryKind::Other(_) => (false, false),
         };
         let ignored = ignores
             .iter()
@@ -542,21 +545,29 @@ fn walk(
         if ignored || exclude.iter().any(|g| g.covers(&rel_path)) {
             continue;
         }
+        // not a path a program may hold (a nested `.git`, a name git takes
+        // for it): never read
         if check_path(&rel_path).is_err() {
             continue;
         }
         if is_dir {
-            walk(root, &path, &rel_path, exclude, ignores, files, total)?;
+            walk(folder, &rel_path, exclude, ignores, files, total)?;
         } else if is_file {
-            let size = std::fs::metadata(&path).map_err(|e| read(&path, e))?.len();
-            if size > MAX_FILE_BYTES {
-                return Err(FilesError::TooLarge {
-                    path,
-                    size,
-                    limit: MAX_FILE_BYTES,
-                });
-            }
-            *total += size;
+            let bytes = match folder.read(&rel_path, Limit::PROGRAM_FILE) {
+                Ok(b) => b,
+                Err(Refused {
+                    why: Why::TooLarge { size, .. },
+                    ..
+                }) => {
+                    return Err(FilesError::TooLarge {
+                        path,
+                        size,
+                        limit: MAX_FILE_BYTES,
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            };
+            *total += bytes.len() as u64;
             if *total > MAX_TREE_BYTES {
                 return Err(FilesError::TooBig {
                     dir: root.to_path_buf(),
@@ -569,7 +580,6 @@ fn walk(
                     limit: MAX_FILES,
                 });
             }
-            let bytes = std::fs::read(&path).map_err(|e| read(&path, e))?;
             files.insert(rel_path, Blob::from_bytes(bytes));
         }
     }

@@ -27,6 +27,7 @@ pub mod run_evo;
 
 use std::path::{Path, PathBuf};
 
+use crate::engine::foreign::{EntryKind, Folder, Limit, Links};
 use crate::engine::text::markers::{Marker, marker_kind};
 
 pub use config::{ConfigError, TaskConfig};
@@ -57,6 +58,9 @@ pub enum TaskError {
     },
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A file of the folder refused (see [`crate::engine::foreign`]).
+    #[error(transparent)]
+    Refused(#[from] crate::engine::foreign::Refused),
     /// The task's hidden paths are declared wrong, or cover what the model
     /// or the run must see.
     #[error("task folder {dir}: hidden paths: {reason}")]
@@ -318,19 +322,14 @@ impl Task {
             path: dir.to_path_buf(),
             source,
         })?;
-        let read = |path: &Path| {
-            std::fs::read_to_string(path).map_err(|source| TaskError::Read {
-                path: path.to_path_buf(),
-                source,
-            })
-        };
-        let entries = std::fs::read_dir(&dir).map_err(|source| TaskError::Read {
-            path: dir.clone(),
-            source,
-        })?;
-        let mut names: Vec<String> = entries
-            .filter_map(Result::ok)
-            .filter_map(|e| e.file_name().into_string().ok())
+        // A task folder comes from elsewhere: its files are read through
+        // the rules of `foreign` (inside the folder, regular, capped).
+        let folder = Folder::open(&dir, Links::Inside)?;
+        let read = |name: &str, limit: Limit| folder.read_text(name, limit);
+        let mut names: Vec<String> = folder
+            .entries("")?
+            .into_iter()
+            .filter_map(|e| e.name.into_string().ok())
             .collect();
         names.sort();
         let Some(program_file) = find_program(&names).cloned() else {
@@ -362,33 +361,36 @@ impl Task {
                 ),
             });
         }
-        let (initial_program, program_files, markers, program_suffix) = if program_path.is_dir() {
-            let (tree, files) = files::load(&program_path, &config)?;
-            // the language of the editable files, when they share one
-            let suffixes: std::collections::BTreeSet<String> = files
-                .editable
-                .iter()
-                .filter_map(|p| p.rfind('.').map(|i| p[i..].to_owned()))
-                .collect();
-            let suffix = match suffixes.len() {
-                1 => suffixes.into_iter().next().unwrap_or_default(),
-                _ => String::new(),
+        // a link that leads out of the folder is refused here, by name
+        let program_kind = folder.target_kind(&program_file)?;
+        let (initial_program, program_files, markers, program_suffix) =
+            if program_kind == Some(EntryKind::Dir) {
+                let (tree, files) = files::load(&program_path, &config)?;
+                // the language of the editable files, when they share one
+                let suffixes: std::collections::BTreeSet<String> = files
+                    .editable
+                    .iter()
+                    .filter_map(|p| p.rfind('.').map(|i| p[i..].to_owned()))
+                    .collect();
+                let suffix = match suffixes.len() {
+                    1 => suffixes.into_iter().next().unwrap_or_default(),
+                    _ => String::new(),
+                };
+                let markers = files.markers.clone();
+                (tree, Some(files), markers, suffix)
+            } else {
+                let text = read(&program_file, Limit::PROGRAM_FILE)?;
+                let markers = Markers::of(&text);
+                let suffix = program_file
+                    .rfind('.')
+                    .map_or_else(String::new, |i| program_file[i..].to_owned());
+                (
+                    crate::engine::tree::Tree::single(&program_file, text),
+                    None,
+                    markers,
+                    suffix,
+                )
             };
-            let markers = files.markers.clone();
-            (tree, Some(files), markers, suffix)
-        } else {
-            let text = read(&program_path)?;
-            let markers = Markers::of(&text);
-            let suffix = program_file
-                .rfind('.')
-                .map_or_else(String::new, |i| program_file[i..].to_owned());
-            (
-                crate::engine::tree::Tree::single(&program_file, text),
-                None,
-                markers,
-                suffix,
-            )
-        };
         let mut suffix = program_suffix;
         if let Some(s) = config.file_suffix() {
             suffix = s;
@@ -410,7 +412,7 @@ impl Task {
         if system_message.is_none() && kind == TaskKind::ShinkaEvolve && has("run_evo.py") {
             // ShinkaEvolve's runner passes the author's message as
             // `task_sys_msg`; it never reads the README.
-            match run_evo::task_sys_msg(&read(&dir.join("run_evo.py"))?) {
+            match run_evo::task_sys_msg(&read("run_evo.py", Limit::SCRIPT)?) {
                 run_evo::RunEvoMessage::Text(text) if !text.trim().is_empty() => {
                     system_message = Some(text.trim().to_owned());
                     system_message_source = Some("run_evo.py's task_sys_msg".to_owned());
@@ -430,9 +432,12 @@ impl Task {
         if system_message.is_none() {
             for file in DESCRIPTION_FILES {
                 let p = dir.join(file);
-                // A hidden file is never shown to the model.
-                if p.is_file() && !hidden::is_hidden(&hidden, &p) {
-                    let text = read(&p)?;
+                // A hidden file is never shown to the model; one that is
+                // there is read by the rules (a link out of the folder, a
+                // FIFO, an oversize file are refused, naming it).
+                let there = !matches!(folder.kind(file)?, None | Some(EntryKind::Dir));
+                if there && !hidden::is_hidden(&hidden, &p) {
+                    let text = read(file, Limit::DESCRIPTION)?;
                     if !text.trim().is_empty() {
                         description = text.trim().to_owned();
                         description_source = Some(file.to_owned());

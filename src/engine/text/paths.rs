@@ -48,10 +48,10 @@ pub fn clean_path(raw: &str) -> Result<String, PathError> {
         match part {
             "" | "." => {}
             ".." => return Err(PathError::Parent(p.to_owned())),
-            ".git" => {
+            part if crate::engine::foreign::is_git_name(part) => {
                 return Err(PathError::Invalid(
                     p.to_owned(),
-                    "`.git` is not part of the program",
+                    "`.git` (or a name git takes for it) is not part of the program",
                 ));
             }
             part => parts.push(part),

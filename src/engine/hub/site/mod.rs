@@ -27,8 +27,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::folder::{CardVersions, HubFolder, PublishedResult, VersionEntry};
-use super::{CARD_FILE, HubError, README_FILE, io_err, write_atomic};
+use super::{CARD_FILE, HubError, README_FILE, io_err};
 use crate::engine::card::Card;
+use crate::engine::foreign::{Refused, RelPath, Target};
 use crate::engine::registry::Registry;
 
 mod assets;
@@ -173,20 +174,22 @@ fn load_cards(hub: &HubFolder, registry: &Registry) -> Result<Vec<CardData>, Hub
     Ok(out)
 }
 
-fn write(out: &Path, rel: &str, text: &str, pages: &mut usize) -> Result<(), HubError> {
-    let path = out.join(rel);
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(io_err(parent))?;
-    }
+/// Write the site's file `rel` (names from the hub folder are checked, and
+/// no link in `out` is followed: see [`crate::engine::foreign`]).
+fn write(out: &Target, rel: &str, text: &str, pages: &mut usize) -> Result<(), HubError> {
+    let path = RelPath::new(rel)
+        .map_err(|e| Refused::new(out.root(), crate::engine::foreign::Why::BadPath(e)))?;
     if rel.ends_with(".html") {
         *pages += 1;
     }
-    write_atomic(&path, text.as_bytes())
+    Ok(out.write_atomic(&path, text.as_bytes())?)
 }
 
 /// Build the site of `hub` into `out` (created; files of an earlier build
 /// are replaced, and a folder that is not an earlier build is refused).
 pub fn build_site(hub: &HubFolder, registry: &Registry, out: &Path) -> Result<BuiltSite, HubError> {
+    // read (and refused) before an earlier build is replaced
+    let cards = load_cards(hub, registry)?;
     if out.exists() {
         let empty = fs::read_dir(out).map_err(io_err(out))?.next().is_none();
         if !empty && !out.join(INDEX_JSON).is_file() {
@@ -202,8 +205,7 @@ pub fn build_site(hub: &HubFolder, registry: &Registry, out: &Path) -> Result<Bu
             fs::remove_dir_all(out).map_err(io_err(out))?;
         }
     }
-    fs::create_dir_all(out).map_err(io_err(out))?;
-    let cards = load_cards(hub, registry)?;
+    let target = Target::create(out)?;
     let tags = slugs(cards.iter().flat_map(|c| c.card.tags.iter()));
     let mut results: BTreeMap<String, Vec<(&CardData, &Version, &PublishedResult)>> =
         BTreeMap::new();
@@ -217,8 +219,8 @@ pub fn build_site(hub: &HubFolder, registry: &Registry, out: &Path) -> Result<Bu
     let tasks = slugs(results.keys());
     let mut pages = 0;
 
-    write(out, "style.css", assets::STYLE_CSS, &mut pages)?;
-    write(out, "site.js", assets::SITE_JS, &mut pages)?;
+    write(&target, "style.css", assets::STYLE_CSS, &mut pages)?;
+    write(&target, "site.js", assets::SITE_JS, &mut pages)?;
 
     let index = SiteIndex {
         format: 1,
@@ -250,10 +252,10 @@ pub fn build_site(hub: &HubFolder, registry: &Registry, out: &Path) -> Result<Bu
             .collect(),
     };
     let json = serde_json::to_string_pretty(&index).unwrap_or_default() + "\n";
-    write(out, INDEX_JSON, &json, &mut pages)?;
+    write(&target, INDEX_JSON, &json, &mut pages)?;
 
     write(
-        out,
+        &target,
         "index.html",
         &pages::index(&cards, &tags, None, ""),
         &mut pages,
@@ -261,16 +263,16 @@ pub fn build_site(hub: &HubFolder, registry: &Registry, out: &Path) -> Result<Bu
     for (tag, slug) in &tags {
         let with: Vec<&CardData> = cards.iter().filter(|c| c.card.tags.contains(tag)).collect();
         let page = pages::index_of(&with, cards.len(), &tags, Some(tag), "../");
-        write(out, &format!("tags/{slug}.html"), &page, &mut pages)?;
+        write(&target, &format!("tags/{slug}.html"), &page, &mut pages)?;
     }
     write(
-        out,
+        &target,
         "how-to-run.html",
         &pages::how_to_run(&cards),
         &mut pages,
     )?;
     write(
-        out,
+        &target,
         "leaderboards/index.html",
         &pages::leaderboards_index(&results, &tasks),
         &mut pages,
@@ -278,7 +280,7 @@ pub fn build_site(hub: &HubFolder, registry: &Registry, out: &Path) -> Result<Bu
     for (task, rows) in &results {
         let slug = tasks.get(task).cloned().unwrap_or_default();
         write(
-            out,
+            &target,
             &format!("leaderboards/{slug}.html"),
             &pages::leaderboard(task, rows),
             &mut pages,
@@ -287,11 +289,21 @@ pub fn build_site(hub: &HubFolder, registry: &Registry, out: &Path) -> Result<Bu
     for c in &cards {
         for v in &c.versions {
             let dir = format!("{}/{}", c.dir(), v.entry.version);
-            write(out, &format!("{dir}/{CARD_FILE}"), &v.yaml, &mut pages)?;
-            write(out, &format!("{dir}/{README_FILE}"), &v.readme, &mut pages)?;
+            write(&target, &format!("{dir}/{CARD_FILE}"), &v.yaml, &mut pages)?;
+            write(
+                &target,
+                &format!("{dir}/{README_FILE}"),
+                &v.readme,
+                &mut pages,
+            )?;
         }
         let page = pages::card_page(c, registry, &tags, &results, &tasks);
-        write(out, &format!("{}/index.html", c.dir()), &page, &mut pages)?;
+        write(
+            &target,
+            &format!("{}/index.html", c.dir()),
+            &page,
+            &mut pages,
+        )?;
     }
     Ok(BuiltSite {
         out: out.to_path_buf(),

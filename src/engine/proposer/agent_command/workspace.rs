@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::engine::foreign::{EntryKind, Folder, Limit, Links, Refused, Why};
 use crate::engine::genome::{GenomeId, Tree};
 use crate::engine::task::files::{EditOp, EditRules};
 use crate::engine::tree::Blob;
@@ -195,9 +196,6 @@ fn commit(work: &Path) -> Result<(), String> {
     git(&["commit", "-q", "--allow-empty", "-m", "the parent program"])
 }
 
-/// The largest file read back from a workspace; a bigger one is dropped.
-const MAX_FILE_BYTES: u64 = 16 << 20;
-
 /// Most files read back from a workspace.
 const MAX_FILES: usize = 20_000;
 
@@ -209,27 +207,20 @@ pub(super) struct ReadBack {
     pub(super) dropped: Vec<String>,
 }
 
-/// The workspace's files (not `.git/` nor `.galapagos/`), by path; what
-/// cannot be a program file (a link, a fifo, a file too big) is named in
-/// `odd`.
+/// The workspace's files (not `.git/` nor `.galapagos/`), by path, read by
+/// the rules of [`crate::engine::foreign`] (no link followed, regular files
+/// only, each capped); what cannot be a program file (a link, a FIFO, a file
+/// too big) is named in `odd`.
 fn walk(
-    root: &Path,
+    ws: &Folder,
     rel: &str,
     files: &mut BTreeMap<String, Vec<u8>>,
     odd: &mut Vec<(String, String)>,
-) -> std::io::Result<()> {
-    let dir = if rel.is_empty() {
-        root.to_path_buf()
-    } else {
-        root.join(rel)
-    };
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)?.collect::<Result<_, _>>()?;
-    entries.sort_by_key(std::fs::DirEntry::file_name);
-    for entry in entries {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else {
+) -> Result<(), Refused> {
+    for entry in ws.entries(rel)? {
+        let Some(name) = entry.name.to_str() else {
             odd.push((
-                format!("{rel}/{}", name.to_string_lossy()),
+                format!("{rel}/{}", entry.name.to_string_lossy()),
                 "a file name that is not UTF-8".into(),
             ));
             continue;
@@ -242,47 +233,28 @@ fn walk(
         } else {
             format!("{rel}/{name}")
         };
-        let meta = std::fs::symlink_metadata(entry.path())?;
-        let kind = meta.file_type();
-        if kind.is_dir() {
-            walk(root, &path, files, odd)?;
-        } else if kind.is_symlink() {
-            odd.push((path, "a symbolic link (a program holds files only)".into()));
-        } else if !kind.is_file() {
-            odd.push((path, "not a regular file".into()));
-        } else if meta.len() > MAX_FILE_BYTES {
-            odd.push((
-                path,
-                format!(
-                    "{} bytes, over the {} MiB a file may have",
-                    meta.len(),
-                    MAX_FILE_BYTES >> 20
-                ),
-            ));
-        } else if files.len() >= MAX_FILES {
-            odd.push((path, format!("more than {MAX_FILES} files")));
-        } else {
-            files.insert(path, read_regular(&entry.path())?);
+        match entry.kind {
+            EntryKind::Dir => walk(ws, &path, files, odd)?,
+            EntryKind::Link => {
+                odd.push((path, "a symbolic link (a program holds files only)".into()))
+            }
+            EntryKind::Other(what) => odd.push((path, format!("{what}, not a regular file"))),
+            EntryKind::File if files.len() >= MAX_FILES => {
+                odd.push((path, format!("more than {MAX_FILES} files")));
+            }
+            EntryKind::File => match ws.read(&path, Limit::WORKSPACE_FILE) {
+                Ok(bytes) => {
+                    files.insert(path, bytes);
+                }
+                Err(Refused {
+                    why: why @ (Why::TooLarge { .. } | Why::NotRegular(_) | Why::Link),
+                    ..
+                }) => odd.push((path, why.to_string())),
+                Err(e) => return Err(e),
+            },
         }
     }
     Ok(())
-}
-
-/// A regular file's bytes, opened without following a link.
-fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(
-            rustix::fs::OFlags::NOFOLLOW.bits() as i32 | rustix::fs::OFlags::NONBLOCK.bits() as i32,
-        )
-        .open(path)?;
-    let mut bytes = Vec::new();
-    file.by_ref()
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    Ok(bytes)
 }
 
 /// The child the workspace holds: `parent` with every change the rules
@@ -295,7 +267,8 @@ pub(super) fn read_back(
 ) -> Result<ReadBack, String> {
     let mut files = BTreeMap::new();
     let mut odd = Vec::new();
-    walk(&ws.work, "", &mut files, &mut odd)
+    Folder::open(&ws.work, Links::Never)
+        .and_then(|folder| walk(&folder, "", &mut files, &mut odd))
         .map_err(|e| format!("cannot read the workspace {}: {e}", ws.work.display()))?;
     let mut dropped: Vec<String> = odd
         .into_iter()
@@ -367,15 +340,12 @@ pub(super) fn notes(ws: &Workspace) -> Option<String> {
 }
 
 /// A regular file's text, at most `max` bytes read (None: absent, not a
-/// regular file, not text).
+/// regular file, a link, not text).
 fn read_small(path: &Path, max: u64) -> Option<String> {
-    use std::io::Read as _;
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    if !meta.file_type().is_file() {
-        return None;
-    }
-    let file = std::fs::File::open(path).ok()?;
-    let mut bytes = Vec::new();
-    file.take(max).read_to_end(&mut bytes).ok()?;
-    String::from_utf8(bytes).ok()
+    let folder = Folder::open(path.parent()?, Links::Never).ok()?;
+    let limit = Limit {
+        bytes: max,
+        what: "a file an agent leaves for the run",
+    };
+    folder.read_text(path.file_name()?, limit).ok()
 }
