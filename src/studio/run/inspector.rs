@@ -618,10 +618,9 @@ fn scores_ui(
                             if lower { "higher" } else { "lower" }
                         ))
                         .clicked()
+                        && !flipped.remove(name.as_str())
                     {
-                        if !flipped.remove(name.as_str()) {
-                            flipped.insert(name.clone());
-                        }
+                        flipped.insert(name.clone());
                     }
                     ui.end_row();
                 }
