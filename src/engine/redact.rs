@@ -554,7 +554,10 @@ mod tests {
     fn escaped_keys_are_found_at_any_depth_and_in_pieces() {
         let key = "sk-live/0123456789";
         let r = Redactor::new([("$K".to_owned(), key.to_owned())]);
-        let all: String = key.chars().map(|c| format!("\\u{:04X}", c as u32)).collect();
+        let all: String = key
+            .chars()
+            .map(|c| format!("\\u{:04X}", c as u32))
+            .collect();
         for form in [
             all.clone(),
             all.replace('\\', "\\\\"),
@@ -571,7 +574,11 @@ mod tests {
                 let mut out = s.push(&text.as_bytes()[..cut]);
                 out.extend(s.push(&text.as_bytes()[cut..]));
                 out.extend(s.finish());
-                assert_eq!(String::from_utf8(out).unwrap(), clean, "{form} cut at {cut}");
+                assert_eq!(
+                    String::from_utf8(out).unwrap(),
+                    clean,
+                    "{form} cut at {cut}"
+                );
             }
         }
         // Held back only while it may be the key.
