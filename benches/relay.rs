@@ -100,6 +100,7 @@ fn main() {
                 &Protocol::ALL,
                 KEY_VAR,
             )],
+            models: vec!["m-1".to_owned()],
             ..RelayUpstream::default()
         };
         up.prices.insert(
@@ -151,7 +152,7 @@ fn main() {
                 r50 - d50
             );
         }
-        let (steps, usage) = session.finish();
+        let (steps, usage) = session.finish().await;
         assert_eq!(steps.len(), 4 * (n + n / 10));
         assert_eq!(usage.prompt_tokens, 2400 * steps.len() as u64);
     });

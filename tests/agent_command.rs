@@ -194,7 +194,7 @@ done
 setsid sleep 933.5 > /dev/null 2>&1 &
 for i in $(seq 1000); do
   curl -s -o /dev/null -w '%{{http_code}}\n' -H "Authorization: Bearer $OPENAI_API_KEY" \
-    -H 'Content-Type: application/json' -d '{{"model":"m","messages":[{{"role":"user","content":"hi"}}]}}' \
+    -H 'Content-Type: application/json' -d '{{"model":"agent-test-model","messages":[{{"role":"user","content":"hi"}}]}}' \
     "$OPENAI_BASE_URL/chat/completions"
 done | sort | uniq -c | sed 's/^ */CODES /'
 sed -i 's/0.40, 0.70/0.40, 0.72/' fitpkg/model.py
@@ -202,7 +202,10 @@ echo done
 "#,
         outside = outside.display()
     );
-    // The relay's cap: two replies of 60 tokens reach it.
+    // The relay's cap: two replies of 60 tokens reach it. A request holds
+    // its prompt as every byte of its body (73) and 512 more until its
+    // usage is known: after two replies (120 tokens) the 680-token cap
+    // leaves 560, too few for a third. The model is unpriced: no cost cap.
     let upstream = common::scripted_upstream::ScriptedUpstream::start(vec![
         common::scripted_upstream::Turn::text("hello", 50, 10),
     ]);
@@ -210,7 +213,7 @@ echo done
         dir.path(),
         &format!("exec bash -c {}", shell_quote(&script)),
         &[],
-        "  max_tokens: 100\n",
+        "  max_tokens: 680\n  max_cost_usd: null\n",
     );
     let out = dir.path().join("runs");
     let o = galapagos(&home)

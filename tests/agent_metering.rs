@@ -267,3 +267,75 @@ fn the_runs_token_budget_stops_an_agent_inside_its_proposal() {
     );
     assert_eq!(s["cost_usd"].as_f64().unwrap(), 4.0 * PER_REPLY, "{s}");
 }
+
+/// An agent that starts a streamed request in the background, waits for
+/// its first bytes (bounded), changes the program and exits: the stream
+/// is still in flight when the proposal ends.
+fn agent_leaving_a_stream() -> String {
+    format!(
+        r##"curl -sN -o stream.txt -H "Authorization: Bearer $OPENAI_API_KEY" \
+  -H 'Content-Type: application/json' \
+  -d '{{"model":"{MODEL}","stream":true,"max_tokens":1000,"messages":[{{"role":"user","content":"think long"}}]}}' \
+  "$OPENAI_BASE_URL/chat/completions" &
+for i in $(seq 1200); do [ -s stream.txt ] && break; sleep 0.05; done
+head -c 300 stream.txt; echo
+rm -f stream.txt
+echo "# tried at $(date +%s%N)" >> fitpkg/model.py
+echo done"##
+    )
+}
+
+#[test]
+fn a_stream_in_flight_when_the_agent_exits_is_counted_on_the_genome_and_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hmm\"}}]}\n\n";
+    let upstream = ScriptedUpstream::with(std::sync::Arc::new(
+        move |req: &common::scripted_upstream::Received, _| {
+            if req.json()["stream"] == true {
+                Turn::Stall {
+                    content_type: "text/event-stream".into(),
+                    first: first.to_owned(),
+                }
+            } else {
+                Turn::text("noted", PROMPT, COMPLETION)
+            }
+        },
+    ));
+    // The proposal may use 5,000 tokens; the stream it left is cut when the
+    // proposal ends and counts as the rest of that cap.
+    let card = card(
+        dir.path(),
+        &agent_leaving_a_stream(),
+        "  max_tokens: 5000\n  max_cost_usd: null\n",
+        "  max_iterations: 1\n",
+    );
+    let card_text = std::fs::read_to_string(&card)
+        .unwrap()
+        .replace("  max_iterations: 8\n", "");
+    std::fs::write(&card, card_text).unwrap();
+    let ran = run(dir.path(), &card, &upstream);
+    let all = genomes(&ran.run_dir);
+    let children: Vec<&serde_json::Value> = all.iter().filter(|g| g["iteration"] != 0).collect();
+    assert_eq!(children.len(), 1, "{all:?}");
+    let g = children[0];
+    let said = g["agent"]["stdout"].as_str().unwrap();
+    assert!(said.contains("hmm"), "the stream had started: {said}");
+    let steps = g["agent"]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "the stream in flight is a step: {g}");
+    let tokens = |u: &serde_json::Value| {
+        u["prompt_tokens"].as_u64().unwrap_or(0) + u["completion_tokens"].as_u64().unwrap_or(0)
+    };
+    assert_eq!(tokens(&steps[0]["usage"]), 5000, "{}", steps[0]);
+    assert!(
+        steps[0]["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("could not be read"),
+        "{}",
+        steps[0]
+    );
+    assert_eq!(tokens(&g["usage"]), 5000, "the genome carries it: {g}");
+    let s = summary(&ran.run_dir);
+    assert_eq!(tokens(&s), 5000, "summary.json counts it: {s}");
+    assert!(s["cost_usd"].as_f64().unwrap() > 0.0, "{s}");
+}

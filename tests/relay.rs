@@ -106,6 +106,7 @@ fn upstream_of(server: &ScriptedUpstream) -> RelayUpstream {
     endpoint.key_header = KeyHeader::Bearer;
     let mut up = RelayUpstream {
         endpoints: vec![endpoint],
+        models: vec!["m-1".to_owned()],
         ..RelayUpstream::default()
     };
     up.prices.insert("m-1", price());
@@ -202,7 +203,7 @@ async fn bodies_pass_through_byte_for_byte_and_usage_is_the_scripted_one() {
         }
     }
     let usage = session.usage();
-    let (steps, total) = session.finish();
+    let (steps, total) = session.finish().await;
     assert_eq!(steps.len(), n);
     assert_eq!(total, usage);
     for (i, step) in steps.iter().enumerate() {
@@ -270,7 +271,7 @@ async fn the_key_goes_upstream_and_the_token_does_not_nor_into_any_step() {
     for (name, value) in &got[0].headers {
         assert!(!value.contains(&token), "the token went upstream in {name}");
     }
-    let (steps, _) = session.finish();
+    let (steps, _) = session.finish().await;
     let json = serde_json::to_string(&steps).unwrap();
     assert!(!json.contains(KEY), "{json}");
     assert_eq!(steps[0].usage.map(|u| u.total_tokens()), Some(15));
@@ -346,7 +347,7 @@ async fn a_wrong_or_finished_token_is_refused_in_the_protocols_shape_and_never_f
     .await;
     assert_eq!(status, 401);
     let token = session.token().to_owned();
-    let (steps, _) = session.finish();
+    let (steps, _) = session.finish().await;
     assert!(steps.is_empty(), "refused before any session: {steps:?}");
     let (status, body) = read(
         Speaks::Chat
@@ -437,7 +438,7 @@ async fn a_thousand_requests_past_a_cap_are_all_refused_and_none_forwarded() {
             at_cap,
             "{speaks:?}: forwarded past the cap"
         );
-        let (steps, usage) = session.finish();
+        let (steps, usage) = session.finish().await;
         assert_eq!(steps.len() as u64, forwarded + 1001);
         assert_eq!(steps.iter().filter(|s| s.refused.is_some()).count(), 1001);
         assert_eq!(usage.total_tokens(), 700 * forwarded);
@@ -558,7 +559,7 @@ async fn garbage_gets_a_clear_error_in_the_protocols_shape_and_a_step_that_says_
     )
     .await;
     assert_eq!(s, 200, "{b}");
-    let (steps, usage) = session.finish();
+    let (steps, usage) = session.finish().await;
     assert_eq!(steps.len(), 7);
     assert!(steps[0].refused.as_deref().unwrap().contains("not JSON"));
     assert_eq!(steps[0].request, "{\"model\": ");
@@ -595,8 +596,23 @@ async fn garbage_gets_a_clear_error_in_the_protocols_shape_and_a_step_that_says_
             .contains("does not forward GET /v1/files")
     );
     assert_eq!(steps[6].usage.map(|u| u.total_tokens()), Some(10));
-    // Only the whole reply reported usage.
-    assert_eq!(usage.total_tokens(), 10);
+    // Only the whole reply reported usage; the replies forwarded whose
+    // usage could not be read count as what they held (there is no cap).
+    let unread: u64 = steps[1..4]
+        .iter()
+        .map(|s| {
+            assert!(
+                s.note
+                    .as_deref()
+                    .is_some_and(|n| n.contains("usage could not be read")),
+                "{s:?}"
+            );
+            s.usage.map_or(0, |u| u.total_tokens())
+        })
+        .sum();
+    assert!(unread > 0);
+    assert!(steps[0].usage.is_none() && steps[4].usage.is_none() && steps[5].usage.is_none());
+    assert_eq!(usage.total_tokens(), 10 + unread);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -665,7 +681,7 @@ async fn models_and_count_tokens_are_forwarded_and_kept_and_the_unix_socket_answ
     .unwrap();
     assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
     assert!(raw.contains("chat.completion"), "{raw}");
-    let (steps, usage): (Vec<_>, _) = session.finish();
+    let (steps, usage): (Vec<_>, _) = session.finish().await;
     assert_eq!(
         steps.iter().map(|s| s.wire).collect::<Vec<_>>(),
         [

@@ -93,6 +93,55 @@ impl RunBudget {
     }
 }
 
+/// Tokens and USD set aside for a relayed request in flight (what it may
+/// spend at most, as far as its request tells), until its usage is known.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Hold {
+    pub tokens: u64,
+    pub cost_usd: f64,
+}
+
+impl Hold {
+    pub fn add(&mut self, other: &Hold) {
+        self.tokens = self.tokens.saturating_add(other.tokens);
+        self.cost_usd += other.cost_usd;
+    }
+
+    pub fn remove(&mut self, other: &Hold) {
+        self.tokens = self.tokens.saturating_sub(other.tokens);
+        self.cost_usd = (self.cost_usd - other.cost_usd).max(0.0);
+    }
+}
+
+/// What caps leave (tokens, USD); `None` where there is no cap, below zero
+/// where it was overshot.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Room {
+    pub tokens: Option<i64>,
+    pub cost_usd: Option<f64>,
+}
+
+impl Room {
+    /// The room under `max_tokens` and `max_cost_usd` after `spent`.
+    pub fn under(max_tokens: Option<u64>, max_cost_usd: Option<f64>, spent: &TokenUsage) -> Self {
+        let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        Self {
+            tokens: max_tokens.map(|m| signed(m).saturating_sub(signed(spent.total_tokens()))),
+            cost_usd: max_cost_usd.map(|m| m - spent.cost_usd.unwrap_or(0.0)),
+        }
+    }
+
+    /// What is left once `held` is set aside too.
+    pub fn less(self, held: &Hold) -> Self {
+        Self {
+            tokens: self
+                .tokens
+                .map(|t| t.saturating_sub(i64::try_from(held.tokens).unwrap_or(i64::MAX))),
+            cost_usd: self.cost_usd.map(|c| c - held.cost_usd),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Spent {
     /// Usage the relay did not count: recorded before this invocation (a
@@ -101,6 +150,8 @@ struct Spent {
     counted: TokenUsage,
     /// Every relayed reply's usage, as it came.
     relayed: TokenUsage,
+    /// What relayed requests in flight hold.
+    held: Hold,
 }
 
 /// The run's spend against its [`RunBudget`]; one per run, shared (in an
@@ -162,6 +213,40 @@ impl RunMeter {
     /// The relay passed on a reply that used `usage`.
     pub fn relayed(&self, usage: &TokenUsage) {
         self.spent_mut().relayed.add(usage);
+    }
+
+    /// Admits a relayed request: `decide` gets what the run's budget leaves
+    /// now (less what requests in flight hold) and with none in flight, and
+    /// says what the request holds, if it goes; checked and held at once,
+    /// so that requests admitted together cannot overshoot.
+    pub fn admit<T>(&self, decide: impl FnOnce(Room, Room) -> (Option<Hold>, T)) -> T {
+        let budget = self.budget();
+        let mut s = self.spent_mut();
+        let mut total = s.counted;
+        total.add(&s.relayed);
+        let cost = budget.max_cost_usd.map(|(c, _)| c);
+        let idle = Room::under(budget.max_tokens, cost, &total);
+        let (hold, out) = decide(idle.less(&s.held), idle);
+        if let Some(h) = hold {
+            s.held.add(&h);
+        }
+        out
+    }
+
+    /// A request admitted with [`RunMeter::admit`] ended: its hold comes
+    /// back, and what it used counts (`used`: none when it was refused
+    /// after all).
+    pub fn settle(&self, hold: &Hold, used: Option<&TokenUsage>) {
+        let mut s = self.spent_mut();
+        s.held.remove(hold);
+        if let Some(u) = used {
+            s.relayed.add(u);
+        }
+    }
+
+    /// What relayed requests in flight hold.
+    pub fn held(&self) -> Hold {
+        self.spent_mut().held
     }
 
     /// Everything the run has spent so far.

@@ -11,9 +11,15 @@
 //! event sink) and what is sent to a model (the request).
 //!
 //! It finds exact occurrences (and the percent-decoded form of URL
-//! credentials); a candidate that transforms a key before printing it
-//! (reversed, encoded) is stopped by the first line, the evaluator's
-//! environment allowlist and sandbox, not by this one.
+//! credentials), and the forms a JSON string may give a key: any of its
+//! characters written as a `\uXXXX` escape (in either case, at any depth of
+//! JSON-in-JSON, so behind any run of backslashes) and `/` written `\/`.
+//! [`RedactStream`] does the same for text that comes in pieces (a reply
+//! streamed through the model relay): it holds back the end of a piece that
+//! may be the start of a secret until the next piece tells. A candidate
+//! that transforms a key otherwise before printing it (reversed, encoded)
+//! is stopped by the first line, the evaluator's environment allowlist and
+//! sandbox, not by this one.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -78,9 +84,27 @@ impl Redactor {
         self.secrets.len()
     }
 
-    /// True when `text` holds a secret.
+    /// This redactor's secrets and `other`'s.
+    pub fn with(&self, other: &Redactor) -> Redactor {
+        let mut secrets = self.secrets.clone();
+        for s in &other.secrets {
+            if !secrets.iter().any(|k| k.value == s.value) {
+                secrets.push(s.clone());
+            }
+        }
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.value.len()));
+        Self { secrets }
+    }
+
+    /// True when `text` holds a secret, as it is or in JSON's escapes.
     pub fn finds(&self, text: &str) -> bool {
-        self.secrets.iter().any(|s| text.contains(&s.value))
+        if self.secrets.iter().any(|s| text.contains(&s.value)) {
+            return true;
+        }
+        escaped(text.as_bytes()) && {
+            let mut scan = Scan::new(self);
+            scan.next_match(text.as_bytes(), 0, true).is_some()
+        }
     }
 
     /// `text` with every secret replaced by its marker (borrowed when it holds
@@ -95,7 +119,20 @@ impl Redactor {
                 out = out.replace(&s.value, &s.marker);
             }
         }
+        if escaped(out.as_bytes()) {
+            let mut stream = RedactStream::new(self);
+            let mut bytes = stream.push(out.as_bytes());
+            bytes.extend(stream.finish());
+            // Whole characters were replaced by ASCII markers.
+            out = String::from_utf8(bytes)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        }
         Cow::Owned(out)
+    }
+
+    /// A redactor for text that comes in pieces.
+    pub fn stream(&self) -> RedactStream<'_> {
+        RedactStream::new(self)
     }
 
     /// Redacts `text` in place; true when it changed.
@@ -215,6 +252,206 @@ impl Redactor {
     }
 }
 
+/// True when `text` may hold an escaped character (`\u` or `\/`).
+fn escaped(text: &[u8]) -> bool {
+    text.windows(2)
+        .any(|w| w[0] == b'\\' && (w[1] == b'u' || w[1] == b'/' || w[1] == b'\\'))
+}
+
+/// One decoded unit of text at a position: the character's bytes as a JSON
+/// string (at any depth of escaping) gives them, and where it ends.
+enum Unit {
+    /// The unit's bytes (a raw byte, or an escape's character) and its end.
+    Bytes([u8; 4], usize, usize),
+    /// The text ends inside the unit (an escape cut short).
+    Short,
+}
+
+/// The unit at `at` of `text`.
+fn unit(text: &[u8], at: usize) -> Unit {
+    let b = text[at];
+    if b != b'\\' {
+        return Unit::Bytes([b, 0, 0, 0], 1, at + 1);
+    }
+    // A run of backslashes is one escape at some depth of JSON in JSON.
+    let mut j = at;
+    while j < text.len() && text[j] == b'\\' {
+        j += 1;
+        if j - at > RUN_LIMIT {
+            return Unit::Bytes([b'\\', 0, 0, 0], 1, at + 1);
+        }
+    }
+    let Some(&next) = text.get(j) else {
+        return Unit::Short;
+    };
+    match next {
+        b'/' => Unit::Bytes([b'/', 0, 0, 0], 1, j + 1),
+        b'u' | b'U' => {
+            let Some(hex) = text.get(j + 1..j + 5) else {
+                return if text[j + 1..].iter().all(u8::is_ascii_hexdigit) {
+                    Unit::Short
+                } else {
+                    Unit::Bytes([b'\\', 0, 0, 0], 1, at + 1)
+                };
+            };
+            let code = std::str::from_utf8(hex)
+                .ok()
+                .and_then(|h| u32::from_str_radix(h, 16).ok())
+                .and_then(char::from_u32);
+            match code {
+                Some(c) => {
+                    let mut buf = [0u8; 4];
+                    let n = c.encode_utf8(&mut buf).len();
+                    Unit::Bytes(buf, n, j + 5)
+                }
+                None => Unit::Bytes([b'\\', 0, 0, 0], 1, at + 1),
+            }
+        }
+        _ => Unit::Bytes([b'\\', 0, 0, 0], 1, at + 1),
+    }
+}
+
+/// Longest run of backslashes read as one escape.
+const RUN_LIMIT: usize = 64;
+
+/// What matching a secret from one position found.
+enum Found {
+    /// The secret, ending (exclusive) at this position.
+    Whole(usize),
+    /// Not the secret.
+    No,
+    /// The text ends before it could tell.
+    Short,
+}
+
+/// Matches the secrets of a redactor against decoded text.
+struct Scan<'r> {
+    redactor: &'r Redactor,
+    /// Bytes that may start a secret: its first byte, or a backslash.
+    starts: [bool; 256],
+}
+
+impl<'r> Scan<'r> {
+    fn new(redactor: &'r Redactor) -> Self {
+        let mut starts = [false; 256];
+        starts[usize::from(b'\\')] = true;
+        for s in &redactor.secrets {
+            if let Some(&b) = s.value.as_bytes().first() {
+                starts[usize::from(b)] = true;
+            }
+        }
+        Self { redactor, starts }
+    }
+
+    /// Whether `secret` starts at `at`.
+    fn at(text: &[u8], at: usize, secret: &[u8]) -> Found {
+        let (mut i, mut k) = (at, 0);
+        while k < secret.len() {
+            if i >= text.len() {
+                return Found::Short;
+            }
+            match unit(text, i) {
+                Unit::Short => return Found::Short,
+                Unit::Bytes(bytes, n, end) => {
+                    for b in &bytes[..n] {
+                        if k >= secret.len() || secret[k] != *b {
+                            return Found::No;
+                        }
+                        k += 1;
+                    }
+                    i = end;
+                }
+            }
+        }
+        Found::Whole(i)
+    }
+
+    /// The first secret from `from` on: (start, end, index of the secret);
+    /// `whole`: the text is complete (else a secret cut off by its end
+    /// stops the search there: `Err(start)`).
+    fn next_match(
+        &mut self,
+        text: &[u8],
+        from: usize,
+        whole: bool,
+    ) -> Option<Result<(usize, usize, usize), usize>> {
+        let mut i = from;
+        while i < text.len() {
+            if self.starts[usize::from(text[i])] {
+                let mut short = false;
+                for (n, s) in self.redactor.secrets.iter().enumerate() {
+                    match Self::at(text, i, s.value.as_bytes()) {
+                        Found::Whole(end) => return Some(Ok((i, end, n))),
+                        Found::Short => short = true,
+                        Found::No => {}
+                    }
+                }
+                if short && !whole {
+                    return Some(Err(i));
+                }
+            }
+            i += 1;
+        }
+        None
+    }
+}
+
+/// A redactor over text that comes in pieces: each piece's text is given
+/// back with secrets replaced, less its end when that may be the start of
+/// a secret the next piece completes (held until then, or
+/// [`RedactStream::finish`]).
+pub struct RedactStream<'r> {
+    scan: Scan<'r>,
+    pending: Vec<u8>,
+}
+
+impl<'r> RedactStream<'r> {
+    fn new(redactor: &'r Redactor) -> Self {
+        Self {
+            scan: Scan::new(redactor),
+            pending: Vec::new(),
+        }
+    }
+
+    /// The next piece; what may be passed on of the text so far.
+    pub fn push(&mut self, piece: &[u8]) -> Vec<u8> {
+        if self.scan.redactor.is_empty() {
+            return piece.to_vec();
+        }
+        self.pending.extend_from_slice(piece);
+        self.drain(false)
+    }
+
+    /// The text held back, redacted: the stream ended.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.drain(true)
+    }
+
+    fn drain(&mut self, whole: bool) -> Vec<u8> {
+        let text = std::mem::take(&mut self.pending);
+        let mut out = Vec::with_capacity(text.len());
+        let mut from = 0;
+        loop {
+            match self.scan.next_match(&text, from, whole) {
+                Some(Ok((start, end, n))) => {
+                    out.extend_from_slice(&text[from..start]);
+                    out.extend_from_slice(self.scan.redactor.secrets[n].marker.as_bytes());
+                    from = end;
+                }
+                Some(Err(start)) => {
+                    out.extend_from_slice(&text[from..start]);
+                    self.pending = text[start..].to_vec();
+                    return out;
+                }
+                None => {
+                    out.extend_from_slice(&text[from..]);
+                    return out;
+                }
+            }
+        }
+    }
+}
+
 /// Every text of a genome that [`Redactor::genome_in_place`] redacts.
 fn texts(g: &Genome) -> impl Iterator<Item = &str> {
     let options = [
@@ -311,6 +548,46 @@ mod tests {
         );
         assert!(matches!(r.text("nothing here"), Cow::Borrowed(_)));
         assert!(Redactor::new([]).is_empty());
+    }
+
+    #[test]
+    fn escaped_keys_are_found_at_any_depth_and_in_pieces() {
+        let key = "sk-live/0123456789";
+        let r = Redactor::new([("$K".to_owned(), key.to_owned())]);
+        let all: String = key
+            .chars()
+            .map(|c| format!("\\u{:04X}", c as u32))
+            .collect();
+        for form in [
+            all.clone(),
+            all.replace('\\', "\\\\"),
+            key.replace('/', "\\/"),
+            format!("sk\\u002dlive\\\\/0123456789"),
+        ] {
+            let text = format!("{{\"a\": \"x {form} y\"}}");
+            assert!(r.finds(&text), "{form}");
+            let clean = r.text(&text);
+            assert_eq!(clean, "{\"a\": \"x [redacted: $K] y\"}", "{form}");
+            // In pieces, cut anywhere.
+            for cut in 0..text.len() {
+                let mut s = r.stream();
+                let mut out = s.push(&text.as_bytes()[..cut]);
+                out.extend(s.push(&text.as_bytes()[cut..]));
+                out.extend(s.finish());
+                assert_eq!(
+                    String::from_utf8(out).unwrap(),
+                    clean,
+                    "{form} cut at {cut}"
+                );
+            }
+        }
+        // Held back only while it may be the key.
+        let mut s = r.stream();
+        assert_eq!(s.push(b"data: sk-li"), b"data: ");
+        assert_eq!(s.push(b"ght\n\n"), b"sk-light\n\n");
+        assert_eq!(s.push(b"\\u00"), b"");
+        assert_eq!(s.push(b"41"), b"\\u0041");
+        assert!(!r.finds("sk-live/012345678 \\u0041 \\\\n"));
     }
 
     #[test]

@@ -58,6 +58,18 @@ pub enum Turn {
         usage: Usage,
         bytes: usize,
     },
+    /// This status and content type, the body sent in `pieces`, each one
+    /// chunk of a chunked body, flushed apart (a reader sees each on its
+    /// own: a chunk boundary splits what the pieces split).
+    Pieces {
+        status: u16,
+        content_type: String,
+        pieces: Vec<String>,
+    },
+    /// A 200 reply of `content_type` whose body starts with `first` and
+    /// then stalls: the connection stays open, sending nothing more, until
+    /// the peer closes it (or two minutes pass).
+    Stall { content_type: String, first: String },
 }
 
 impl Turn {
@@ -312,12 +324,56 @@ fn write_whole(out: &mut TcpStream, status: u16, content_type: &str, body: &[u8]
     out.write_all(&all).is_ok() && out.flush().is_ok()
 }
 
+/// A chunked body, one chunk per piece, each flushed (and the socket given
+/// a moment to send it) before the next; the connection closed at its end.
+fn write_pieces(out: &mut TcpStream, status: u16, content_type: &str, pieces: &[String]) -> bool {
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        reason(status)
+    );
+    if out.write_all(head.as_bytes()).is_err() || out.flush().is_err() {
+        return false;
+    }
+    for piece in pieces {
+        let chunk = format!("{:x}\r\n{piece}\r\n", piece.len());
+        if out.write_all(chunk.as_bytes()).is_err() || out.flush().is_err() {
+            return false;
+        }
+        // Apart on the wire: the next piece is a segment of its own.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    out.write_all(b"0\r\n\r\n").ok();
+    out.flush().ok();
+    false
+}
+
+/// A reply that sends `first` and then nothing, until the peer hangs up.
+fn write_stall(out: &mut TcpStream, content_type: &str, first: &str) -> bool {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nConnection: close\r\n\r\n{first}"
+    );
+    if out.write_all(head.as_bytes()).is_err() || out.flush().is_err() {
+        return false;
+    }
+    // Wait for the peer to close (a read of 0 bytes or an error), bounded.
+    out.set_read_timeout(Some(std::time::Duration::from_secs(120)))
+        .ok();
+    let mut buf = [0u8; 1024];
+    loop {
+        match out.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(_) => {}
+        }
+    }
+}
+
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
         401 => "Unauthorized",
         404 => "Not Found",
+        413 => "Payload Too Large",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         _ => "Status",
@@ -334,6 +390,15 @@ fn answer_model(out: &mut TcpStream, path: &str, request: &Value, turn: &Turn) -
             content_type,
             body,
         } => return write_whole(out, *status, content_type, body.as_bytes()),
+        Turn::Pieces {
+            status,
+            content_type,
+            pieces,
+        } => return write_pieces(out, *status, content_type, pieces),
+        Turn::Stall {
+            content_type,
+            first,
+        } => return write_stall(out, content_type, first),
         Turn::Reply {
             text,
             tool_calls,

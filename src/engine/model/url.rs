@@ -61,16 +61,12 @@ impl ApiBase {
             |why: String| ConfigError::invalid(format!("invalid api_base `{shown}`: {why}"));
         let raw = if self.0.contains(DEPLOYMENT) {
             match deployment {
-                Some(d)
-                    if !d.is_empty()
-                        && d.chars()
-                            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) =>
-                {
-                    self.0.replace(DEPLOYMENT, d)
-                }
+                Some(d) if plain_deployment_name(d) => self.0.replace(DEPLOYMENT, d),
                 Some(d) => {
                     return Err(invalid(format!(
-                        "deployment name `{d}` may hold only letters, digits, `-`, `_` and `.`"
+                        "deployment name `{d}` is not a plain name: at most {MAX_DEPLOYMENT} \
+                         letters, digits, `-` and `_`, with a `.` only between two of them \
+                         (`gpt-4.1`), so that it stays one segment of the path"
                     )));
                 }
                 // Checking the base alone: any valid name will do.
@@ -115,6 +111,28 @@ impl ApiBase {
 
 /// Where a deployment's name goes in an Azure OpenAI base URL.
 pub const DEPLOYMENT: &str = "{deployment}";
+
+/// Longest deployment name (Azure's own limit is 64).
+const MAX_DEPLOYMENT: usize = 64;
+
+/// Whether `name` may stand in a `{deployment}` slot: a plain name that is
+/// one path segment whatever the URL parser does (no `/`, `\`, `%`, `?`,
+/// `#`; no `.` or `..`, no dot at an end or next to another): ASCII
+/// letters, digits, `-` and `_`, with a dot only between two of those.
+pub fn plain_deployment_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+    !bytes.is_empty()
+        && bytes.len() <= MAX_DEPLOYMENT
+        && bytes.iter().enumerate().all(|(i, &b)| {
+            word(b)
+                || (b == b'.'
+                    && i > 0
+                    && i + 1 < bytes.len()
+                    && bytes[i - 1].is_ascii_alphanumeric()
+                    && bytes[i + 1].is_ascii_alphanumeric())
+        })
+}
 
 impl fmt::Display for ApiBase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

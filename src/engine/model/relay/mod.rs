@@ -11,12 +11,26 @@
 //! passes the request and the reply through unchanged (streamed or not),
 //! counts the tokens and cost the reply reports into the session, and
 //! keeps every request and reply as an [`AgentStep`], redacted. A wrong or
-//! finished token, a reached cap, a route it does not relay and a request
-//! it cannot read are answered by the relay itself in the protocol's own
-//! error shape (`shape.rs`) and never forwarded.
+//! finished token, a reached cap, a model the run does not name, a route it
+//! does not relay and a request it cannot read are answered by the relay
+//! itself in the protocol's own error shape (`shape.rs`) and never
+//! forwarded.
+//!
+//! The agent is not trusted, and the caps are hard: requests in flight at
+//! once hold what they may spend and have their output limits lowered to
+//! what the caps leave (`admit.rs`), a reply's usage is read as it goes by
+//! however large it is (`tap.rs`) and one whose usage cannot be read counts
+//! as the rest of the cap, a proposal ends only once its requests in flight
+//! are cut and recorded ([`RelaySession::finish`]), what one proposal may
+//! hold of the relay is bounded (`limits.rs`), and the keys are taken out
+//! of replies even when split across chunks or written in JSON's escapes
+//! ([`crate::engine::redact::RedactStream`]).
 //!
 //! - `upstream.rs`: where requests go ([`RelayUpstream`]).
 //! - `session.rs`: a proposal's token, caps, usage and steps.
+//! - `admit.rs`: whether a request fits its caps, and its output limit.
+//! - `tap.rs`: a reply's usage read as it goes by.
+//! - `limits.rs`: the bounds, in one place.
 //! - `route.rs`: which protocol a request speaks and which token it carries.
 //! - `forward.rs`: one request, from the agent to the endpoint and back.
 //! - `shape.rs`: the relay's own answers in each protocol's shape.
@@ -91,11 +105,14 @@
 //! step a scroll area of its own; below 420 points (a 1024×640 window) its header, the list (four
 //! rows) and the step scroll as one instead.
 
+mod admit;
 mod forward;
+pub mod limits;
 mod route;
 mod session;
 mod shape;
 pub mod steps;
+mod tap;
 mod upstream;
 
 use std::collections::HashMap;
@@ -103,20 +120,20 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::task::JoinHandle;
 
+pub use limits::SessionLimits;
 pub use session::{RelaySession, SessionCaps};
 pub use shape::Trouble;
 pub use upstream::{RelayUpstream, UpstreamEndpoint};
 
-use crate::engine::agent_run::AgentStep;
 use crate::engine::redact::Redactor;
-use session::SessionState;
+use session::Session;
 
 /// The socket's file name in the caller's folder.
 pub const SOCKET_NAME: &str = "relay.sock";
@@ -154,12 +171,12 @@ pub(crate) struct Shared {
     /// The key of each endpoint, in `upstream.endpoints`' order (`None`:
     /// the endpoint takes none).
     keys: Vec<Option<String>>,
-    /// The run's redactor, and one for the keys the relay read itself (so
-    /// a key never reaches a step even if the run's redactor lacks it).
-    redactor: Arc<Redactor>,
-    own_keys: Redactor,
+    /// The run's secrets and the keys the relay read itself (so a key
+    /// never reaches a step or the agent even if the run's redactor lacks
+    /// it).
+    redactor: Redactor,
     client: reqwest::Client,
-    sessions: Mutex<HashMap<String, Weak<Mutex<SessionState>>>>,
+    sessions: Mutex<HashMap<String, Weak<Session>>>,
     /// Requests refused for want of a live token (kept in no session).
     unauthorized: AtomicU64,
 }
@@ -173,7 +190,7 @@ impl Shared {
     }
 
     /// The live session of `token`.
-    fn session(&self, token: &str) -> Option<Arc<Mutex<SessionState>>> {
+    fn session(&self, token: &str) -> Option<Arc<Session>> {
         self.sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -183,13 +200,12 @@ impl Shared {
 
     /// True when `text` holds one of the run's secrets or the relay's keys.
     fn finds(&self, text: &str) -> bool {
-        self.redactor.finds(text) || self.own_keys.finds(text)
+        self.redactor.finds(text)
     }
 
     /// `text` with the run's secrets and the relay's keys taken out.
     fn redact(&self, text: &str) -> String {
-        let once = self.redactor.text(text);
-        self.own_keys.text(&once).into_owned()
+        self.redactor.text(text).into_owned()
     }
 }
 
@@ -303,32 +319,39 @@ impl Relay {
         let shared = Arc::new(Shared {
             upstream,
             keys,
-            redactor,
-            own_keys: Redactor::new(own),
+            redactor: redactor.with(&Redactor::new(own)),
             client,
             sessions: Mutex::new(HashMap::new()),
             unauthorized: AtomicU64::new(0),
         });
-        let on_tcp = Arc::clone(&shared);
+        // Connections over both listeners: the next waits for one to end.
+        let connections = Arc::new(tokio::sync::Semaphore::new(limits::MAX_CONNECTIONS));
+        let (on_tcp, tcp_slots) = (Arc::clone(&shared), Arc::clone(&connections));
         let tcp_task = tokio::spawn(async move {
             loop {
+                let Ok(slot) = Arc::clone(&tcp_slots).acquire_owned().await else {
+                    return;
+                };
                 let Ok((stream, _)) = tcp.accept().await else {
                     // Out of file descriptors or the like: wait, go on.
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 };
                 stream.set_nodelay(true).ok();
-                serve(Arc::clone(&on_tcp), stream);
+                serve(Arc::clone(&on_tcp), stream, slot);
             }
         });
-        let on_unix = Arc::clone(&shared);
+        let (on_unix, unix_slots) = (Arc::clone(&shared), connections);
         let unix_task = tokio::spawn(async move {
             loop {
+                let Ok(slot) = Arc::clone(&unix_slots).acquire_owned().await else {
+                    return;
+                };
                 let Ok((stream, _)) = unix.accept().await else {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 };
-                serve(Arc::clone(&on_unix), stream);
+                serve(Arc::clone(&on_unix), stream, slot);
             }
         });
         Ok(Relay {
@@ -369,21 +392,15 @@ impl Relay {
     /// A new session with a fresh token and `caps`.
     pub fn session(&self, caps: SessionCaps) -> RelaySession {
         let token = session::new_token();
-        let state = Arc::new(Mutex::new(SessionState {
-            caps,
-            started: Instant::now(),
-            usage: Default::default(),
-            steps: Vec::<AgentStep>::new(),
-            next_index: 0,
-        }));
+        let session = Arc::new(Session::new(caps));
         self.shared
             .sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(token.clone(), Arc::downgrade(&state));
+            .insert(token.clone(), Arc::downgrade(&session));
         RelaySession {
             token,
-            state,
+            session,
             shared: Arc::clone(&self.shared),
         }
     }
@@ -398,8 +415,9 @@ impl Drop for Relay {
     }
 }
 
-/// Serves one connection (HTTP/1.1, kept alive) on a task of its own.
-fn serve<S>(shared: Arc<Shared>, stream: S)
+/// Serves one connection (HTTP/1.1, kept alive) on a task of its own,
+/// holding `slot` of the relay's connections until it ends.
+fn serve<S>(shared: Arc<Shared>, stream: S, slot: tokio::sync::OwnedSemaphorePermit)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -408,11 +426,14 @@ where
             let shared = Arc::clone(&shared);
             async move { Ok::<_, std::convert::Infallible>(forward::handle(shared, request).await) }
         });
-        // A connection the agent drops mid-request ends here; nothing to
-        // report beyond the step the handler kept.
+        // A connection the agent drops mid-request ends here; the request
+        // goes on in its own task and is recorded.
         http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(limits::HEADER_TIMEOUT)
             .serve_connection(TokioIo::new(stream), service)
             .await
             .ok();
+        drop(slot);
     });
 }

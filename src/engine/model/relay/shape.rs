@@ -20,9 +20,17 @@ pub enum Trouble {
     CapReached,
     /// A route the relay does not forward: 404.
     NotRelayed,
-    /// A request the relay cannot read (not JSON, too large) or that no
-    /// endpoint of the run speaks: 400.
+    /// A request the relay cannot read (not JSON) or that no endpoint of
+    /// the run speaks: 400.
     BadRequest,
+    /// A model the run does not name: 404, as a provider answers a model
+    /// it does not have.
+    UnknownModel,
+    /// A request body over the relay's limit: 413.
+    TooLarge,
+    /// More requests open, or bytes in flight, than a proposal may have:
+    /// 429, a rate limit (SDKs wait and retry).
+    Busy,
     /// The endpoint could not be reached, or answered something that is no
     /// reply: 502.
     Upstream,
@@ -81,6 +89,24 @@ pub fn error_body(shape: Shape, trouble: Trouble, message: &str) -> (u16, String
             "invalid_request_error",
             "invalid_request",
             "invalid_request_error",
+        ),
+        Trouble::UnknownModel => (
+            404,
+            "invalid_request_error",
+            "model_not_found",
+            "not_found_error",
+        ),
+        Trouble::TooLarge => (
+            413,
+            "invalid_request_error",
+            "request_too_large",
+            "request_too_large",
+        ),
+        Trouble::Busy => (
+            429,
+            "rate_limit_exceeded",
+            "rate_limit_exceeded",
+            "rate_limit_error",
         ),
         Trouble::Upstream => (502, "server_error", "bad_gateway", "api_error"),
     };

@@ -102,6 +102,9 @@ pub struct RelayUpstream {
     pub endpoints: Vec<UpstreamEndpoint>,
     /// USD per million tokens by model name: a step's cost.
     pub prices: PriceTable,
+    /// The run's models (its llm section's): the only ones a request may
+    /// name; none named, none relayed.
+    pub models: Vec<String>,
 }
 
 impl RelayUpstream {
@@ -116,6 +119,9 @@ impl RelayUpstream {
             if let Some(price) = config.price {
                 upstream.prices.insert(&config.model, price);
             }
+            if !upstream.models.contains(&config.model) {
+                upstream.models.push(config.model.clone());
+            }
         }
         upstream
     }
@@ -128,6 +134,11 @@ impl RelayUpstream {
             return Err(RelayError::NoEndpoint(model.describe()));
         }
         Ok(upstream)
+    }
+
+    /// Whether `model` is one of the run's.
+    pub fn names(&self, model: &str) -> bool {
+        self.models.iter().any(|m| m == model)
     }
 
     /// The first endpoint speaking `protocol`.
@@ -161,6 +172,8 @@ mod tests {
             Some(1)
         );
         assert_eq!(up.prices.lookup("gpt-x"), Some(Price::new(1.0, 2.0)));
+        assert_eq!(up.models, ["gpt-x", "claude-x"]);
+        assert!(up.names("claude-x") && !up.names("claude-y"));
         let url = up.endpoints[1].url("/messages/count_tokens", Some("claude-x"));
         assert_eq!(
             url.map(|u| u.to_string()).ok().as_deref(),

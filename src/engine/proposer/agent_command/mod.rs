@@ -544,8 +544,18 @@ impl Proposer for AgentCommandProposer {
                         max_tokens: self.params.max_tokens,
                         max_cost_usd: self.params.max_cost_usd,
                         run: Some(Arc::clone(&self.meter)),
+                        ..SessionCaps::default()
                     });
-                    let env = session.env(&bridge::base_url());
+                    let mut env = session.env(&bridge::base_url());
+                    // The relay forwards only the run's models: Claude Code's
+                    // background requests (its "small, fast" model) use the
+                    // run's model too.
+                    for name in [
+                        "ANTHROPIC_SMALL_FAST_MODEL",
+                        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+                    ] {
+                        env.push((name.to_owned(), link.model.clone()));
+                    }
                     (Some(session), env, Some(relay.unix_socket().to_path_buf()))
                 }
                 Err(e) => {
@@ -569,12 +579,16 @@ impl Proposer for AgentCommandProposer {
                 relay_socket,
             })
             .await;
-        // Every request it made, in order, with its usage.
-        let usage = session.map(|s| {
-            let (steps, usage) = s.finish();
-            run.steps = steps;
-            usage
-        });
+        // Every request it made, in order, with its usage: those still in
+        // flight are cut and counted first.
+        let usage = match session {
+            Some(s) => {
+                let (steps, usage) = s.finish().await;
+                run.steps = steps;
+                Some(usage)
+            }
+            None => None,
+        };
         run.exit = ran.exit;
         run.wall_ms = ran.wall_ms;
         run.stdout = ran.stdout;
