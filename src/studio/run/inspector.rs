@@ -594,7 +594,11 @@ fn scores_ui(
                     ui.label(name.as_str());
                     ui.label(v.map_or("—".to_owned(), format_metric));
                     ui.label(pv.map_or("—".to_owned(), format_metric));
-                    let lower = lower_is_better_by_default(name) != flipped.contains(name.as_str());
+                    // the fitness is higher-is-better, whatever its name
+                    let fitness = name.as_str() == FITNESS_KEY
+                        || genome.fitness_metric.as_deref() == Some(name.as_str());
+                    let lower = !fitness
+                        && lower_is_better_by_default(name) != flipped.contains(name.as_str());
                     match (v, pv) {
                         (Some(a), Some(b)) => {
                             let d = a - b;
@@ -606,8 +610,6 @@ fn scores_ui(
                         }
                     }
                     let text = if lower { "lower" } else { "higher" };
-                    let fitness = name.as_str() == FITNESS_KEY
-                        || genome.fitness_metric.as_deref() == Some(name.as_str());
                     if fitness {
                         ui.label(RichText::new(text).weak())
                             .on_hover_text("The fitness: higher is better");
