@@ -31,7 +31,7 @@ impl Limit {
     /// One file of a program (a single-file task's program, a file of a
     /// repository task's program folder, a program to inject).
     pub const PROGRAM_FILE: Self = Self {
-        bytes: crate::engine::task::files::MAX_FILE_BYTES,
+        bytes: 4 * MIB,
         what: "one file of a program",
     };
     /// A `.gitignore` of a program folder.

@@ -20,7 +20,7 @@ use crate::engine::foreign::{EntryKind, Folder, Limit, Links, Refused, Why};
 use crate::engine::tree::{Blob, Tree, check_path};
 
 /// Largest file a program folder may hold.
-pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+pub const MAX_FILE_BYTES: u64 = Limit::PROGRAM_FILE.bytes;
 /// Most files a program folder may hold (also the most a child may have).
 pub const MAX_FILES: usize = 5_000;
 /// Largest total size of a program folder.
