@@ -484,9 +484,9 @@ fn edited_studio(card: Option<PathBuf>, runs: &std::path::Path) -> Harness<'stat
 /// changes are asked about.
 fn open_typed_path(h: &mut Harness<'static, App>, path: &std::path::Path) {
     h.state_mut().path_field = path.display().to_string();
-    h.run();
+    h.run_steps(3);
     h.get_by_role_and_label(Role::Button, "Open path").click();
-    h.run();
+    h.run_steps(3);
     assert!(h.state().confirming_discard());
 }
 
@@ -514,7 +514,7 @@ fn save_and_continue_never_writes_over_the_card_being_opened() {
     open_typed_path(&mut h, &other);
     h.get_by_role_and_label(Role::Button, "Save and continue")
         .click();
-    h.run();
+    h.run_steps(3);
     assert_eq!(std::fs::read_to_string(&other).unwrap(), other_text);
     let saved = galapagos::engine::card::Card::load(&mine, &Registry::builtin()).unwrap();
     assert_eq!(saved.seed, 7, "the edits are in the card's own file");
@@ -526,7 +526,9 @@ fn save_and_continue_never_writes_over_the_card_being_opened() {
     assert!(h.state().doc.path.is_none());
     open_typed_path(&mut h, &other);
     // nothing typed where to save it: the card path field (the file being
-    // opened) is not taken for the card's own file; a save dialog asks
+    // opened) is not taken for the card's own file; a save dialog asks (its
+    // job's spinner keeps frames coming from here on: the test steps frames
+    // rather than waiting for the studio to settle)
     h.get_by_role_and_label(Role::Button, "Save and continue")
         .click();
     h.run_steps(2);
@@ -539,10 +541,10 @@ fn save_and_continue_never_writes_over_the_card_being_opened() {
     assert!(h.state().confirming_discard(), "the question was closed");
     let type_save_as = |h: &mut Harness<'static, App>, path: &std::path::Path| {
         h.get_by_label("Save as").focus();
-        h.run();
+        h.run_steps(3);
         h.get_by_label("Save as")
             .type_text(&path.display().to_string());
-        h.run();
+        h.run_steps(3);
     };
     type_save_as(&mut h, &other);
     assert!(
@@ -553,13 +555,13 @@ fn save_and_continue_never_writes_over_the_card_being_opened() {
     );
     h.get_by_role_and_label(Role::Button, "Keep editing")
         .click();
-    h.run();
+    h.run_steps(3);
     assert!(!h.state().confirming_discard());
     open_typed_path(&mut h, &other);
     type_save_as(&mut h, &dir.path().join("kept.yaml"));
     h.get_by_role_and_label(Role::Button, "Save and continue")
         .click();
-    h.run();
+    h.run_steps(3);
     assert_eq!(
         std::fs::read_to_string(&other).unwrap(),
         other_text,

@@ -75,13 +75,12 @@ impl RunView {
     /// of them.
     pub(super) fn panes_ui(&mut self, ui: &mut egui::Ui) -> Option<GenomeId> {
         let mut clicked: Option<GenomeId> = None;
-        // a window (or tab) of another size, or the first frame (egui may
-        // remember the points of a previous session's window): the panes
-        // take their shares of it, not the points they had
+        // a window (or tab) of another size: the panes take their shares of
+        // it, not the points they had
         let room = ui.available_size();
         let resized = self
             .panes_room
-            .is_none_or(|before| (before - room).length() > 0.5);
+            .is_some_and(|before| (before - room).length() > 0.5);
         self.panes_room = Some(room);
         let height = room.y;
         let max_plot = (height * 0.8).max(MIN_PLOT);
