@@ -562,7 +562,7 @@ mod tests {
             all.clone(),
             all.replace('\\', "\\\\"),
             key.replace('/', "\\/"),
-            format!("sk\\u002dlive\\\\/0123456789"),
+            "sk\\u002dlive\\\\/0123456789".to_owned(),
         ] {
             let text = format!("{{\"a\": \"x {form} y\"}}");
             assert!(r.finds(&text), "{form}");
