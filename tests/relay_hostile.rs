@@ -192,8 +192,8 @@ async fn requests_in_flight_at_once_cannot_spend_past_the_proposals_cap() {
     let dir = tempfile::tempdir().unwrap();
     let relay = relay_for(upstream_at(&server.base_url()), dir.path()).await;
     let one_reply_cost = price().cost(PROMPT, OUT);
-    type Case<'a> = (Speaks, Option<(&'a str, u64)>, SessionCaps);
-    let mut cases: Vec<Case<'_>> = Vec::new();
+    type Case = (Speaks, Option<(&'static str, u64)>, SessionCaps);
+    let mut cases: Vec<Case> = Vec::new();
     for speaks in ALL {
         // Each with its own limit, one larger than the cap, and none.
         for limit in [
@@ -1048,7 +1048,18 @@ fn escaped(pick: impl Fn(usize) -> bool) -> String {
 async fn an_echoed_key_never_reaches_the_agent_however_it_is_cut_or_written() {
     let all = escaped(|_| true);
     let some = escaped(|i| i % 3 == 0);
-    let upper = escaped(|i| i % 2 == 1).to_uppercase();
+    // Upper-case hex digits.
+    let upper: String = KEY
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i % 2 == 1 {
+                format!("\\u{:04X}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
     let chat_event = |content: &str| {
         format!(
             "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"{MODEL}\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{content}\"}}}}]}}\n\n"
