@@ -6,6 +6,10 @@
 //! Each request runs in a task of its own: an agent that hangs up does not
 //! stop it, so a reply it no longer reads is still read to its end and
 //! counted. The proposal's end cuts it ([`super::RelaySession::finish`]).
+//!
+//! Over 800 lines: `serve` is one request's checks in the order the caps need them (a step is drafted before the
+//! first refusal so that every refusal is kept), and the two ways a reply goes back (whole, streamed) share its
+//! admission, metering and redaction; split apart, each would need the whole request's state handed across.
 
 use std::convert::Infallible;
 use std::sync::Arc;
