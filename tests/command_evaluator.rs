@@ -9,7 +9,7 @@ use std::time::Instant;
 use galapagos::engine::archive::read_genomes;
 use galapagos::engine::component::{BuildContext, Component};
 use galapagos::engine::evaluator::{
-    Candidate, CommandEvaluator, CommandParams, Evaluator, Isolation,
+    Allowance, Candidate, CommandEvaluator, CommandParams, Evaluator,
 };
 use galapagos::engine::model::default_model;
 use galapagos::engine::task::{Task, TaskKind};
@@ -513,9 +513,9 @@ async fn output_limit_kb_bounds_the_captured_output() {
             &task,
             CommandParams {
                 argv: vec!["./evaluate.sh".to_owned()],
-                isolation: Isolation {
+                allowance: Allowance {
                     output_limit_kb: kb,
-                    ..Isolation::default()
+                    ..Allowance::default()
                 },
                 ..CommandParams::default()
             },

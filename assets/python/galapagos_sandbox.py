@@ -166,14 +166,14 @@ def _mount(source, target, fstype, flags, data=None):
     )
 
 
-def private_mounts(root, tmp_mib, hide):
-    """In the child: a fresh tmpfs on `root` (at most `tmp_mib` MiB when given; the
+def private_mounts(root, write_quota_mib, hide):
+    """In the child: a fresh tmpfs on `root` (at most `write_quota_mib` MiB when given; the
     only place the candidate can write, and nobody else sees) holding its
     HOME (`home`) and TMPDIR (`tmp`), with `shm` bound on /dev/shm; `hide`
     (the lane socket's dir) and /dev/pts covered by empty read-only mounts."""
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
-        size = f"size={int(tmp_mib)}m," if tmp_mib else ""
+        size = f"size={int(write_quota_mib)}m," if write_quota_mib else ""
         _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, size + "mode=0755")
         for name in ("home", "tmp"):
             os.mkdir(os.path.join(root, name), 0o700)

@@ -412,13 +412,9 @@ class Evaluation:
             last = said[-1] if said else f"wait status {self.status}"
             hint = f"; if the sandbox is what fails: {SANDBOX_HINT}" if self.sandboxed else ""
             return {"error": f"the evaluation cannot start on node {NODE}: {last}{hint}", "setup_failed": True}
-        status = self.status
-        if self.sandboxed:
-            # bubblewrap exits with 128 + the signal that killed its child.
-            code = os.waitstatus_to_exitcode(status) if status is not None else 0
-            if 128 < code < 128 + 65:
-                status = code - 128
-        return {"status": status, "cpu": self.cpu}
+        # The wait status as it is (bubblewrap reports a kill of its child
+        # by signal N as exit status 128 + N: the run reads it so).
+        return {"status": self.status, "cpu": self.cpu}
 
 
 def read_folder(root):

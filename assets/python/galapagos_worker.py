@@ -43,7 +43,8 @@ b"lane", comes with the read ends of its stdout and stderr pipes, SCM_RIGHTS):
                    "cascade": bool, "thresholds": [float, ...]}   one line
   child -> rust   8-byte big-endian length, then {"metrics": [[key, kind, value],
                   ...] (see `raw_metric`), "artifacts": {str: str},
-                  "error": str | null, "limit": str | null, "reusable": bool}
+                  "error": str | null, "exception": [{"types": [str, ...], "errno":
+                  int | null, "starting_process": bool}, ...], "reusable": bool}
 The run decides whether a result makes the candidate valid (one rule, in
 Rust); this module only reports what the evaluator returned.
 
@@ -53,7 +54,6 @@ own for its candidate before the request comes: see galapagos_sandbox.py.
 Only the standard library is used.
 """
 
-import errno
 import gc
 import json
 import math
@@ -135,7 +135,7 @@ class Normalised:
         self.artifacts = {}
         self.error = None
         self.raised = False  # the evaluator raised: the worker, not the evaluator, judged it
-        self.limit = None  # "memory", "file_size", "processes", "space": the limit an exception points to
+        self.exception = []  # what the evaluator raised, as facts (see `exception_facts`)
 
     def merge(self, other):
         """A later cascade stage's result: its metrics and artifacts win."""
@@ -143,7 +143,7 @@ class Normalised:
         self.artifacts.update(other.artifacts)
         if other.error:
             self.error = other.error
-            self.limit = other.limit
+            self.exception = other.exception
 
     def gate_score(self):
         """What a cascade threshold is compared with: a numeric
@@ -161,7 +161,7 @@ class Normalised:
             "metrics": [[key, kind, value] for key, (kind, value) in self.metrics.items()],
             "artifacts": self.artifacts,
             "error": self.error,
-            "limit": self.limit,
+            "exception": self.exception,
         }
 
 
@@ -249,29 +249,28 @@ def call_stage(fn, program_path):
         summary, out.artifacts["traceback"] = format_exception(exc)
         out.error = f"evaluator raised {summary}"
         out.raised = True
-        out.limit = limit_hit(exc)
+        out.exception = exception_facts(exc)
         return out
 
 
-def limit_hit(exc):
-    """Which limit an exception from a candidate's evaluation points to:
-    "memory", "file_size", "processes", "space" (the writable-space quota), or None."""
+def exception_facts(exc):
+    """What an exception from a candidate's evaluation is, and each it came
+    from (its cause or context), as facts for the run, which names the limit
+    they show (`Limits::hit` in the isolation kit): the names of its classes,
+    its errno, and whether it was raised while starting a process. At most
+    20."""
+    facts = []
     seen = set()
-    while exc is not None and id(exc) not in seen:
+    while exc is not None and id(exc) not in seen and len(facts) < 20:
         seen.add(id(exc))
-        if isinstance(exc, MemoryError):
-            return "memory"
-        if isinstance(exc, OSError):
-            if exc.errno == errno.EFBIG:
-                return "file_size"
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                return "space"
-            if exc.errno == errno.EAGAIN and _from_fork(exc):
-                return "processes"
-            if exc.errno == errno.ENOMEM:
-                return "memory"
+        number = exc.errno if isinstance(exc, OSError) and isinstance(exc.errno, int) else None
+        facts.append({
+            "types": [cls.__name__ for cls in type(exc).__mro__ if cls not in (BaseException, object)],
+            "errno": number,
+            "starting_process": number is not None and _from_fork(exc),
+        })
         exc = exc.__cause__ or exc.__context__
-    return None
+    return facts
 
 
 def _from_fork(exc):
@@ -588,10 +587,10 @@ def standby_main(module, lanes, scratch, suffix, reuse=1, warm=True, isolate=Non
     run even if it crashes. The run knows the child by the connection's peer
     pid; it enforces the timeout and kills the child's group itself.
 
-    With `isolate` (a dict: "network", "root", "tmp_mib", "hide"), this
-    process is in namespaces of its own (see galapagos_sandbox). `limits`
-    ("memory_bytes", "cpu_secs", "file_bytes", "processes", each None for no
-    limit) apply to it.
+    With `isolate` (a dict: "network", "root", "hide"), this process is in
+    namespaces of its own (see galapagos_sandbox), its scratch dir a tmpfs
+    of the limits' "write_quota_mib". `limits` ("rlimits", "cpu_secs",
+    "write_quota_mib", see `apply_limits`) apply to it.
     """
     # Its own process group (the run kills it). Isolated, this process is
     # pid 1 of its own pid namespace: its end ends the namespace.
@@ -626,7 +625,7 @@ def standby_main(module, lanes, scratch, suffix, reuse=1, warm=True, isolate=Non
 
     try:
         sandbox.enter_namespaces()
-        sandbox.private_mounts(isolate["root"], isolate.get("tmp_mib"), list(isolate.get("hide") or []))
+        sandbox.private_mounts(isolate["root"], limits.get("write_quota_mib"), list(isolate.get("hide") or []))
         os.makedirs(scratch, exist_ok=True)
     except (sandbox.SetupError, OSError) as exc:
         refuse(lane, str(exc))
@@ -664,11 +663,12 @@ def refuse(lane, message):
 
 
 def apply_limits(limits, isolated, reused):
-    """Limits of the process that runs candidates: memory (RLIMIT_DATA),
-    CPU time (SIGXCPU at the limit, SIGKILL 1 s later; a reused process's
-    limit moves with each candidate, see `raise_cpu_limit`), file size, no
-    core files, and, `isolated` (counted in the candidate's own user
-    namespace), processes."""
+    """Limits of the process that runs candidates: each of "rlimits" (the
+    run's table, `Limits::rlimits` in the isolation kit: [name in
+    `resource`, value, counted per user]; one counted per user only
+    `isolated`, in the candidate's own user namespace), and CPU time
+    (SIGXCPU at the limit, SIGKILL 1 s later; a reused process's limit moves
+    with each candidate, see `raise_cpu_limit`)."""
     import resource
 
     def set_limit(which, value):
@@ -680,9 +680,9 @@ def apply_limits(limits, isolated, reused):
             value = min(value, hard)
         resource.setrlimit(which, (value, value))
 
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    set_limit(resource.RLIMIT_DATA, limits.get("memory_bytes"))
-    set_limit(resource.RLIMIT_FSIZE, limits.get("file_bytes"))
+    for name, value, per_user in limits.get("rlimits") or []:
+        if isolated or not per_user:
+            set_limit(getattr(resource, name), value)
     cpu = limits.get("cpu_secs")
     if cpu is not None and not reused:
         # SIGXCPU at the limit; SIGKILL a second later for a process that
@@ -691,8 +691,6 @@ def apply_limits(limits, isolated, reused):
         _, hard = resource.getrlimit(resource.RLIMIT_CPU)
         top = soft + 1 if hard == resource.RLIM_INFINITY else min(soft + 1, hard)
         resource.setrlimit(resource.RLIMIT_CPU, (min(soft, top), top))
-    if isolated:
-        set_limit(resource.RLIMIT_NPROC, limits.get("processes"))
 
 
 def raise_cpu_limit(cpu_secs):

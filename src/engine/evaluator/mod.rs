@@ -12,7 +12,7 @@ mod subprocess;
 use crate::engine::component::{Fills, Slot, SlotTrait};
 /// The sandbox-and-limits fragment every process evaluator flattens into
 /// its parameters (it lives in the isolation kit, [`crate::engine::sandbox`]).
-pub use crate::engine::sandbox::{Isolation, Sandbox};
+pub use crate::engine::sandbox::{Allowance, Isolation, Sandbox};
 pub use command::{CommandEvaluator, CommandParams, SHINKA_ARGV};
 pub use confirm::{Aggregate, Confirm, confirm};
 pub use slurm::{SlurmEvaluator, SlurmParams};

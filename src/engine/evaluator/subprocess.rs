@@ -42,7 +42,7 @@ use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::params::{ParamError, ParamSpec, ParamType, param_table};
 use crate::engine::sandbox::interpreter::Interpreter;
 use crate::engine::sandbox::isolation::{self, Isolation, Sandbox};
-use crate::engine::sandbox::limits::Limits;
+use crate::engine::sandbox::limits::{Allowance, Limits};
 use crate::engine::sandbox::{bwrap, environment, paths, run_as};
 use crate::engine::task::Task;
 
@@ -79,6 +79,10 @@ pub struct SubprocessParams {
     /// The sandbox, the network, read paths and the limits.
     #[serde(flatten)]
     pub isolation: Isolation,
+    /// What a candidate may read and use, and the output kept
+    /// ([`Allowance`]).
+    #[serde(flatten)]
+    pub allowance: Allowance,
     /// Confirming a would-be best ([`super::confirm`]).
     #[serde(flatten)]
     pub confirm: Confirm,
@@ -95,6 +99,7 @@ impl Default for SubprocessParams {
             import_timeout_secs: 60.0,
             env: Vec::new(),
             isolation: Isolation::default(),
+            allowance: Allowance::default(),
             confirm: Confirm::default(),
         }
     }
@@ -234,7 +239,7 @@ impl Component for SubprocessEvaluator {
         }
         environment::check_env(&params.env, &environment::default_key_vars(), &|_| None)?;
         check_fresh(params.confirm.times, params.candidates_per_process)?;
-        params.isolation.check()
+        params.allowance.check()
     }
 
     /// Uses the task's evaluator path, folder and program suffix, and sizes
@@ -326,7 +331,7 @@ impl SubprocessEvaluator {
     /// What a candidate's process may use.
     fn limits(&self) -> Limits {
         let params = &self.config.params;
-        params.isolation.limits(params.timeout_secs)
+        params.allowance.resolve(params.timeout_secs)
     }
 
     /// The interpreter, found once (outside any sandbox; see
@@ -374,14 +379,10 @@ impl SubprocessEvaluator {
             .parent()
             .map_or_else(|| dir.clone(), Path::to_path_buf);
         let (home, tmp, scratch) = in_sandbox::scratch_dirs(bwrap.is_some(), setup, &dir);
-        let limits = self.limits().to_json();
-        let isolate = bwrap.as_ref().map(|_| {
-            in_sandbox::isolation(
-                params.isolation.network,
-                params.isolation.write_quota_mib,
-                &lanes_dir,
-            )
-        });
+        let limits = self.limits();
+        let isolate = bwrap
+            .as_ref()
+            .map(|_| in_sandbox::isolation(params.isolation.network, &lanes_dir));
         let worker_config = serde_json::json!({
             "evaluator": self.config.evaluator_path,
             "task_dir": self.config.task_dir,
@@ -391,7 +392,7 @@ impl SubprocessEvaluator {
             "standby": depth,
             "reuse": reuse,
             "isolate": isolate,
-            "limits": limits,
+            "limits": limits.to_json(),
         });
         // Listed names that hold a key never pass, however the evaluator
         // was built.
@@ -443,7 +444,7 @@ impl SubprocessEvaluator {
                         .into_iter()
                         .chain(
                             params
-                                .isolation
+                                .allowance
                                 .read_paths
                                 .iter()
                                 .map(|p| paths::expand_home(p)),
@@ -455,7 +456,7 @@ impl SubprocessEvaluator {
                     gid: rustix::process::getgid().as_raw(),
                     run_as,
                     task_copy,
-                    quota_mib: Some(params.isolation.write_quota_mib),
+                    write_quota_mib: limits.write_quota_mib,
                     // Each candidate mounts its one scratch file system
                     // inside the worker's container.
                     one_scratch: false,
@@ -478,7 +479,7 @@ impl SubprocessEvaluator {
             evaluator_path: &self.config.evaluator_path,
             lanes,
             depth,
-            output_limit: params.isolation.output_bytes(),
+            output_limit: params.allowance.output_bytes(),
         })
         .await?;
         if started.stale_bytecode {

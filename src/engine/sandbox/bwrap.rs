@@ -67,10 +67,10 @@ pub(crate) struct Jail<'a> {
     pub task_copy: Option<PathBuf>,
     /// The writable-space quota: the size of each file system the sandbox
     /// makes writable (its scratch dir, `/dev/shm`).
-    pub quota_mib: Option<u64>,
+    pub write_quota_mib: Option<u64>,
     /// One writable file system for the whole container (a container per
     /// candidate: the command evaluator's, a Slurm node's): `/dev/shm` of
-    /// `quota_mib`, holding the scratch dir ([`SCRATCH_ROOT`] is a link to
+    /// `write_quota_mib`, holding the scratch dir ([`SCRATCH_ROOT`] is a link to
     /// [`SHARED_SCRATCH`] in it), so HOME, TMPDIR, `/dev/shm` and whatever
     /// the candidate's folder is copied to share one quota. Otherwise (the
     /// Python worker's container, whose candidates each mount a tmpfs of
@@ -184,7 +184,7 @@ pub(crate) fn bwrap_args(jail: &Jail<'_>, command: &[OsString]) -> Vec<OsString>
     // The writable file systems the sandbox makes, each capped at the
     // writable-space quota.
     let size = jail
-        .quota_mib
+        .write_quota_mib
         .map(|q| q.saturating_mul(1 << 20).to_string());
     let sized = |a: &mut Vec<OsString>| {
         if let Some(bytes) = &size {
@@ -363,7 +363,7 @@ mod tests {
             gid: 0,
             run_as: run_as(0, NOBODY),
             task_copy: Some(PathBuf::from("/dev/shm/galapagos-eval-x/task")),
-            quota_mib: Some(512),
+            write_quota_mib: Some(512),
             one_scratch: false,
             shown: Vec::new(),
         };
@@ -430,7 +430,7 @@ mod tests {
             gid: 1000,
             run_as: run_as(1000, NOBODY),
             task_copy: None,
-            quota_mib: None,
+            write_quota_mib: None,
             ..jail
         };
         let text: Vec<String> = bwrap_args(&shared, &[])

@@ -15,9 +15,9 @@
 //!
 //! | file | one job |
 //! |---|---|
-//! | [`isolation`] | the card's settings (`Isolation`: `sandbox`, `network`, `read_paths`, the limits, `output_limit_kb`), one struct and one parameter table each evaluator flattens into its own, and the [`limits::Limits`] of a candidate from them |
-//! | [`limits`] | what one process may use (memory, CPU time, file size, processes, writable space) and naming the one it hit |
-//! | [`environment`] | the environment allowlist a sandboxed process starts with, and refusing a listed name that holds a model key (or its value) |
+//! | [`isolation`] | an evaluator's choice of container and network (`Isolation`: `sandbox`, `network`), and the parameter table of every sandbox key an evaluator takes |
+//! | [`limits`] | the one limits table: what a sandboxed process may read and use as a card sets it (`Allowance`: `read_paths`, memory, CPU time, processes, file size, the writable-space quota, `output_limit_kb`; the evaluators and the coding agent flatten it in), their values for one process (`Limits`), the rlimits that enforce them, and the one explainer that names the limit a process hit from raw facts |
+//! | [`environment`] | the one environment allowlist, with a profile per kind of process (the Python evaluator, a command, Slurm's clients, a coding agent), and refusing a listed name that holds a model key (or its value) |
 //! | [`paths`] | the host paths a sandbox hides (the user's data dirs) and shows (`read_paths`, never a whole home or the settings file), the scratch dir inside |
 //! | [`interpreter`] | the interpreter a sandboxed process runs and the dirs it reads, found outside the sandbox |
 //! | [`capture`] | a process's stdout and stderr kept within bounds (head and tail, the rest counted) |
@@ -97,7 +97,7 @@ pub(crate) mod capture;
 pub(crate) mod environment;
 pub(crate) mod interpreter;
 pub mod isolation;
-pub(crate) mod limits;
+pub mod limits;
 pub(crate) mod paths;
 pub(crate) mod prlimit;
 pub(crate) mod process;
@@ -105,3 +105,4 @@ pub(crate) mod run_as;
 pub(crate) mod supervise;
 
 pub use isolation::{Isolation, Sandbox};
+pub use limits::Allowance;

@@ -22,27 +22,48 @@ pub(crate) fn find_prlimit() -> Result<PathBuf, String> {
     })
 }
 
-/// `prlimit`'s arguments for `limits` (no core files; CPU time: SIGXCPU at
-/// the limit, SIGKILL a second later), then `--`.
+/// `prlimit`'s arguments for `limits` (each of [`Limits::rlimits`]; CPU
+/// time: SIGXCPU at the limit, SIGKILL a second later), then `--`. The
+/// process is in a user namespace of its own, so a limit counted per user
+/// counts its processes alone.
 pub(crate) fn prlimit_args(prlimit: &Path, limits: Limits) -> Vec<OsString> {
-    let mut a: Vec<OsString> = vec![prlimit.into(), "--core=0".into()];
-    if let Some(m) = limits.memory_mib {
-        a.push(format!("--data={}", m.saturating_mul(1 << 20)).into());
+    let mut a: Vec<OsString> = vec![prlimit.into()];
+    for rlimit in limits.rlimits() {
+        a.push(format!("{}={}", rlimit.prlimit, rlimit.value).into());
     }
-    if let Some(m) = limits.file_size_mib {
-        a.push(format!("--fsize={}", m.saturating_mul(1 << 20)).into());
-    }
-    if let Some(n) = limits.processes {
-        a.push(format!("--nproc={n}").into());
-    }
-    // A whole second at least, rounded up (as the Python worker does).
-    #[expect(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "a positive number of seconds far below u64::MAX"
-    )]
-    let soft = (limits.cpu_secs.ceil() as u64).max(1);
-    a.push(format!("--cpu={soft}:{}", soft + 1).into());
+    let (soft, hard) = limits.cpu_soft_hard();
+    a.push(format!("--cpu={soft}:{hard}").into());
     a.push("--".into());
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_limit_becomes_an_option() {
+        let limits = Limits {
+            memory_mib: Some(256),
+            cpu_secs: 2.5,
+            file_size_mib: None,
+            processes: Some(16),
+            write_quota_mib: Some(8),
+        };
+        let args: Vec<String> = prlimit_args(Path::new("/usr/bin/prlimit"), limits)
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "/usr/bin/prlimit",
+                "--core=0",
+                "--data=268435456",
+                "--nproc=16",
+                "--cpu=3:4",
+                "--"
+            ]
+        );
+    }
 }

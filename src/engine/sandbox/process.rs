@@ -25,6 +25,39 @@ pub(crate) fn process_running(pid: u32) -> bool {
     proc_stat(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z" && state != "X"))
 }
 
+/// The signal that ended a process, from its exit status: its own, or, for
+/// a process in the sandbox (`sandboxed`: bubblewrap passes its child's
+/// status on as a shell does), the N of an exit status 128 + N.
+pub(crate) fn ending_signal(status: std::process::ExitStatus, sandboxed: bool) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt as _;
+    status.signal().or_else(|| {
+        status
+            .code()
+            .filter(|c| sandboxed && (129..=128 + 64).contains(c))
+            .map(|c| c - 128)
+    })
+}
+
+/// A raw wait status of a process in the sandbox as the wait status of
+/// what it reports: a kill by the signal N that bubblewrap passed on as
+/// exit status 128 + N (any other status as it is).
+pub(crate) fn through_sandbox(status: i32) -> i32 {
+    use std::os::unix::process::ExitStatusExt as _;
+    ending_signal(std::process::ExitStatus::from_raw(status), true)
+        .filter(|_| {
+            std::process::ExitStatus::from_raw(status)
+                .signal()
+                .is_none()
+        })
+        .unwrap_or(status)
+}
+
+/// The signal a raw wait status shows the process was killed by.
+pub(crate) fn wait_signal(status: i32) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt as _;
+    std::process::ExitStatus::from_raw(status).signal()
+}
+
 /// A wait status as the reason a candidate is invalid.
 pub(crate) fn describe_status(status: i32) -> String {
     use std::os::unix::process::ExitStatusExt as _;

@@ -33,7 +33,7 @@
 //!   processes) is named first in its error, "exceeded the 256 MiB memory
 //!   limit (...)", when how it ended and its stderr show it ([`limits`]).
 //!
-//! Its environment is an allowlist of the run's ([`PASSED`]): no model key
+//! Its environment is an allowlist of the run's ([`Profile::Command`]): no model key
 //! or other secret reaches a command or the candidate it runs. Its
 //! `PYTHONPATH` holds `galapagos_eval` (a candidate run apart from checks).
 
@@ -60,9 +60,11 @@ use super::python_worker::code_dir::EVAL_HELPER;
 use super::{Candidate, Evaluation, Evaluator, Metric, Observed};
 use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::params::{ParamError, ParamSpec, ParamType, param_table};
+use crate::engine::sandbox::environment::{self, Profile};
 use crate::engine::sandbox::isolation::{self, Isolation, Sandbox};
+use crate::engine::sandbox::limits::Allowance;
 use crate::engine::sandbox::supervise::{Ended, GroupGuard, Streams, supervise};
-use crate::engine::sandbox::{bwrap, environment, paths, prlimit, run_as};
+use crate::engine::sandbox::{bwrap, paths, prlimit, run_as};
 use crate::engine::task::TaskKind;
 
 /// Parameters of [`CommandEvaluator`].
@@ -80,6 +82,10 @@ pub struct CommandParams {
     /// sandbox, no limit is applied).
     #[serde(flatten)]
     pub isolation: Isolation,
+    /// What a candidate may read and use, and the output kept
+    /// ([`Allowance`]).
+    #[serde(flatten)]
+    pub allowance: Allowance,
     /// Confirming a would-be best ([`super::confirm`]).
     #[serde(flatten)]
     pub confirm: Confirm,
@@ -104,6 +110,7 @@ impl Default for CommandParams {
             timeout_secs: 60.0,
             python: "python3".to_owned(),
             isolation: Isolation::default(),
+            allowance: Allowance::default(),
             confirm: Confirm::default(),
         }
     }
@@ -188,7 +195,7 @@ impl Component for CommandEvaluator {
                     .to_owned(),
             });
         }
-        params.isolation.check()
+        params.allowance.check()
     }
 
     /// With the sandbox, `bwrap` and `prlimit` must be installed.
@@ -218,43 +225,6 @@ impl Component for CommandEvaluator {
             params,
         })
     }
-}
-
-/// Variables of the run's environment a command gets (and `LC_*`): the
-/// search path, locale, time zone, the user and home, the temp dir, GPU
-/// selection, and where language toolchains and environments live. Nothing
-/// else reaches it: not a model's API key, nor any other secret the run's
-/// environment holds.
-const PASSED: [&str; 24] = [
-    "PATH",
-    "LANG",
-    "LANGUAGE",
-    "TZ",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "TMPDIR",
-    "CUDA_VISIBLE_DEVICES",
-    "CUDA_DEVICE_ORDER",
-    "HIP_VISIBLE_DEVICES",
-    "ROCR_VISIBLE_DEVICES",
-    "NVIDIA_VISIBLE_DEVICES",
-    "GPU_DEVICE_ORDINAL",
-    "CARGO_HOME",
-    "RUSTUP_HOME",
-    "RUSTUP_TOOLCHAIN",
-    "GOPATH",
-    "GOROOT",
-    "GOCACHE",
-    "GOMODCACHE",
-    "VIRTUAL_ENV",
-    "CONDA_PREFIX",
-    "JULIA_DEPOT_PATH",
-];
-
-/// Is the variable `name` passed to a command?
-fn passed(name: &str) -> bool {
-    PASSED.contains(&name) || name.starts_with("LC_")
 }
 
 /// The scratch dir's dir holding `galapagos_eval.py`: the command's `PYTHONPATH`.
@@ -442,22 +412,16 @@ impl CommandEvaluator {
                     candidate_dir,
                     python: &self.params.python,
                     program: exe,
-                    read_paths: &self.params.isolation.read_paths,
+                    read_paths: &self.params.allowance.read_paths,
                     run_as,
                     task_copy: task_copy.as_deref(),
-                    quota_mib: self.params.isolation.write_quota_mib,
+                    limits: self.params.allowance.resolve(self.params.timeout_secs),
                 };
-                sandboxed::command(
-                    bwrap,
-                    prlimit,
-                    &cell,
-                    self.params.isolation.limits(self.params.timeout_secs),
-                    &argv,
-                )
+                sandboxed::command(bwrap, prlimit, &cell, &argv)
             }
         };
         cmd.env_clear()
-            .envs(std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(passed)))
+            .envs(Profile::Command.filter(std::env::vars_os()))
             .env("PYTHONPATH", helper_dir)
             .envs(environment::hidden_var(&self.hidden));
         if self.jail.is_some() {
@@ -518,7 +482,7 @@ impl CommandEvaluator {
         let streams = Streams {
             out,
             err,
-            kept: self.params.isolation.output_bytes(),
+            kept: self.params.allowance.output_bytes(),
             // up to two result files' worth
             sent: sent.as_ref().map(|p| {
                 (
@@ -574,24 +538,17 @@ impl CommandEvaluator {
         if let (Some(limits), Some(error), Some(Ok(status))) = (
             self.jail
                 .as_ref()
-                .map(|_| self.params.isolation.limits(self.params.timeout_secs)),
+                .map(|_| self.params.allowance.resolve(self.params.timeout_secs)),
             evaluation.error.as_deref().filter(|_| !timed_out),
             status,
         ) {
-            let evidence = limits::Evidence {
-                ending: Some(limits::Ending {
-                    status,
-                    cpu_secs,
-                    sandboxed: true,
-                }),
-                stderr: &cap_err.text(),
-                error,
-                // As root, the sandbox runs the command as an unprivileged
-                // user, whom the kernel holds to the process limit.
-                root: false,
+            let ending = limits::Ending {
+                status,
+                cpu_secs,
+                sandboxed: true,
             };
-            if let Some((limit, line)) = limits::limit_hit(limits, &evidence) {
-                evaluation.error = Some(limits::name_limit(error, &limit, line.as_deref()));
+            if let Some(named) = limits::name_limit(limits, Some(ending), &cap_err.text(), error) {
+                evaluation.error = Some(named);
             }
         }
         evaluation

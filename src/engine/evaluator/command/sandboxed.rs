@@ -40,9 +40,9 @@ pub(super) struct Cell<'a> {
     /// folder's copy that user can read (see [`run_as::stage_task`]).
     pub run_as: Option<RunAs>,
     pub task_copy: Option<&'a Path>,
-    /// The writable-space quota: the size of the one file system the
-    /// candidate can write.
-    pub quota_mib: u64,
+    /// What the candidate may use: `prlimit`'s limits, and its
+    /// writable-space quota, the size of the one file system it can write.
+    pub limits: Limits,
 }
 
 /// The candidate's folder inside its sandbox: a copy of the run's, in the
@@ -143,7 +143,7 @@ pub(super) fn bwrap_args(cell: &Cell<'_>, command: &[OsString]) -> Vec<OsString>
         gid: rustix::process::getgid().as_raw(),
         run_as: cell.run_as,
         task_copy: cell.task_copy.map(Path::to_path_buf),
-        quota_mib: Some(cell.quota_mib),
+        write_quota_mib: cell.limits.write_quota_mib,
         one_scratch: true,
         shown: vec![(cell.candidate_dir.to_path_buf(), PathBuf::from(INBOX))],
     };
@@ -188,7 +188,6 @@ pub(super) fn command(
     bwrap: &Path,
     prlimit: &Path,
     cell: &Cell<'_>,
-    limits: Limits,
     argv: &[String],
 ) -> tokio::process::Command {
     // As root, the shell stays root (it keeps bubblewrap's parent-death
@@ -200,7 +199,7 @@ pub(super) fn command(
     if cell.run_as.is_some() {
         inner.extend(["unshare".into(), "--user".into(), "--".into()]);
     }
-    inner.extend(prlimit_args(prlimit, limits));
+    inner.extend(prlimit_args(prlimit, cell.limits));
     inner.extend(argv.iter().map(Into::into));
     let mut command: Vec<OsString> = vec![
         "/bin/sh".into(),

@@ -56,15 +56,14 @@ pub(crate) fn scratch_dirs(
 }
 
 /// The worker configuration's `isolate` entry: what each candidate's
-/// namespaces get (see `assets/python/galapagos_sandbox.py`).
-/// Each candidate's scratch dir is one tmpfs of `quota_mib` (its
-/// writable-space quota): HOME, TMPDIR, `/dev/shm` and its program's
-/// folder, which nothing else it can write adds to.
-pub(crate) fn isolation(network: bool, quota_mib: u64, lanes_dir: &Path) -> serde_json::Value {
+/// namespaces get (see `assets/python/galapagos_sandbox.py`). Each
+/// candidate's scratch dir is one tmpfs at `root` of the limits'
+/// `write_quota_mib` (its writable-space quota): HOME, TMPDIR, `/dev/shm`
+/// and its program's folder, which nothing else it can write adds to.
+pub(crate) fn isolation(network: bool, lanes_dir: &Path) -> serde_json::Value {
     serde_json::json!({
         "network": network,
         "root": SCRATCH_ROOT,
-        "tmp_mib": quota_mib,
         "hide": [lanes_dir],
     })
 }

@@ -354,10 +354,15 @@ impl Worker {
                     }
                 };
                 guard.finish();
-                let (error, cpu_secs) = match ended {
-                    Ok(Some(exit)) => (describe_status(exit.status), exit.cpu_secs),
+                let (error, status, cpu_secs) = match ended {
+                    Ok(Some(exit)) => (
+                        describe_status(exit.status),
+                        Some(exit.status),
+                        exit.cpu_secs,
+                    ),
                     Ok(None) => (
                         "candidate ended before the evaluator returned (how is unknown)".to_owned(),
+                        None,
                         None,
                     ),
                     // Its parent, the zygote, ended (the candidate may have
@@ -366,6 +371,7 @@ impl Worker {
                 };
                 Reply {
                     error: Some(error),
+                    status,
                     cpu_secs,
                     ..Reply::default()
                 }

@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use tokio::net::UnixStream;
 
 use crate::engine::evaluator::{Evaluation, Metric, Observed};
-use crate::engine::sandbox::limits::Limits;
+use crate::engine::sandbox::limits::{Evidence, Limits, Raised};
+use crate::engine::sandbox::process::wait_signal;
 
 /// Bytes of big-endian length before a result's JSON.
 pub(crate) const RESULT_HEADER: usize = 8;
@@ -116,10 +117,14 @@ pub(crate) struct Reply {
     pub error: Option<String>,
     #[serde(default)]
     pub timeout: bool,
-    /// The limit the evaluator's exception points to: `memory`,
-    /// `file_size` or `processes`.
+    /// The exception the evaluator raised and those it came from (its
+    /// classes, `errno`, whether it was starting a process), for naming a
+    /// limit it hit.
     #[serde(default)]
-    pub limit: Option<String>,
+    pub exception: Vec<Raised>,
+    /// The wait status of a child that ended without a result.
+    #[serde(skip)]
+    pub status: Option<i32>,
     /// CPU seconds the child used, when it ended without a result.
     #[serde(skip)]
     pub cpu_secs: Option<f64>,
@@ -130,12 +135,19 @@ pub(crate) struct Reply {
 
 impl Reply {
     /// Name the limit of `limits` the candidate hit first in its error,
-    /// when its error shows one ([`Limits::explain`]).
+    /// when what it raised, or how its process ended, shows one
+    /// ([`Limits::hit`]).
     pub(crate) fn explain_limit(&mut self, limits: Limits) {
+        let evidence = Evidence {
+            signal: self.status.and_then(wait_signal),
+            cpu_secs: self.cpu_secs,
+            raised: &self.exception,
+            ..Evidence::default()
+        };
         if let Some(error) = self.error.as_deref()
-            && let Some(named) = limits.explain(error, self.limit.as_deref(), self.cpu_secs)
+            && let Some(hit) = limits.hit(&evidence)
         {
-            self.error = Some(named);
+            self.error = Some(hit.name(error));
         }
     }
 

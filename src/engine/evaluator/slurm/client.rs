@@ -10,6 +10,7 @@ use tokio::process::Command;
 
 use super::SlurmEvaluator;
 use crate::engine::genome::Placement;
+use crate::engine::sandbox::environment::Profile;
 
 /// Slurm's client commands this backend uses.
 pub(super) const COMMANDS: [&str; 6] = ["sbatch", "srun", "squeue", "scancel", "sinfo", "scontrol"];
@@ -25,20 +26,8 @@ impl SlurmEvaluator {
         c.env_clear();
         for (name, value) in std::env::vars_os() {
             let Some(text) = name.to_str() else { continue };
-            let passed = [
-                "PATH",
-                "LANG",
-                "LANGUAGE",
-                "TZ",
-                "HOME",
-                "USER",
-                "LOGNAME",
-                "SLURM_CONF",
-            ]
-            .contains(&text)
-                || text.starts_with("LC_")
-                || text.starts_with("SBATCH_")
-                || self.params.env.iter().any(|l| l == text);
+            let passed =
+                Profile::SlurmClient.passes(text) || self.params.env.iter().any(|l| l == text);
             if passed {
                 c.env(name, value);
             }

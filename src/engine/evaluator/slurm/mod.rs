@@ -167,7 +167,7 @@ impl Component for SlurmEvaluator {
             }
         }
         environment::check_env(&params.env, &environment::default_key_vars(), &|_| None)?;
-        params.isolation.check()
+        params.allowance.check()
     }
 
     /// Refuses an `env` entry that names (or holds the value of) one of the

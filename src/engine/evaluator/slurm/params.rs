@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::evaluator::confirm::Confirm;
 use crate::engine::params::{ParamSpec, ParamType};
 use crate::engine::sandbox::isolation::{self, Isolation};
+use crate::engine::sandbox::limits::Allowance;
 
 /// How evaluations are placed on the cluster.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,6 +55,10 @@ pub struct SlurmParams {
     /// The sandbox on the nodes, the network, read paths and the limits.
     #[serde(flatten)]
     pub isolation: Isolation,
+    /// What a candidate may read and use, and the output kept
+    /// ([`Allowance`]).
+    #[serde(flatten)]
+    pub allowance: Allowance,
     /// Confirming a would-be best ([`crate::engine::evaluator::confirm`]).
     #[serde(flatten)]
     pub confirm: Confirm,
@@ -80,6 +85,7 @@ impl Default for SlurmParams {
             max_retries: 2,
             staging_dir: String::new(),
             isolation: Isolation::default(),
+            allowance: Allowance::default(),
             confirm: Confirm::default(),
         }
     }

@@ -20,7 +20,7 @@ use crate::engine::sandbox::interpreter::Interpreter;
 use crate::engine::sandbox::isolation::Sandbox;
 use crate::engine::sandbox::limits::Limits;
 use crate::engine::sandbox::paths::{self, SCRATCH_ROOT};
-use crate::engine::sandbox::process::describe_status;
+use crate::engine::sandbox::process::{describe_status, through_sandbox};
 use crate::engine::sandbox::run_as;
 
 /// The runner's code, written into the staging area's `code/`.
@@ -47,7 +47,9 @@ struct Report {
     /// namespaces): no candidate can be evaluated there.
     #[serde(default)]
     setup_failed: bool,
-    /// The wait status of an evaluation process that ended without a result.
+    /// The wait status of an evaluation process that ended without a result
+    /// (with the sandbox, bubblewrap's, which reports a kill by signal N as
+    /// exit status 128 + N).
     #[serde(default)]
     status: Option<i32>,
     /// Its CPU seconds.
@@ -61,7 +63,7 @@ struct Report {
 impl SlurmEvaluator {
     /// What a candidate's process may use.
     pub(super) fn limits(&self) -> Limits {
-        self.params.isolation.limits(self.params.timeout_secs)
+        self.params.allowance.resolve(self.params.timeout_secs)
     }
 
     /// Write `runner.json` into `root` for a stage whose task folder (as
@@ -110,7 +112,7 @@ impl SlurmEvaluator {
                     lanes_dir: &code,
                     extra: environment::python_path(&env)
                         .into_iter()
-                        .chain(p.isolation.read_paths.iter().map(|r| paths::expand_home(r)))
+                        .chain(p.allowance.read_paths.iter().map(|r| paths::expand_home(r)))
                         .collect(),
                     writable: Vec::new(),
                     private: private.clone(),
@@ -123,7 +125,7 @@ impl SlurmEvaluator {
                     // evaluator does, so the process limit holds there.
                     run_as,
                     task_copy: None,
-                    quota_mib: Some(p.isolation.write_quota_mib),
+                    write_quota_mib: self.limits().write_quota_mib,
                     // A container per candidate: HOME, TMPDIR, /dev/shm
                     // and its program's copy share the one quota.
                     one_scratch: true,
@@ -155,16 +157,14 @@ impl SlurmEvaluator {
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
             .collect();
         let node_env: Vec<&str> = environment::gpu_selection()
-            .iter()
-            .chain(NODE_FACTS.iter())
-            .copied()
+            .chain(NODE_FACTS.iter().copied())
             .collect();
         let config = serde_json::json!({
             "evaluator": task_dir.join(&self.evaluator_file),
             "task_dir": task_dir,
             "suffix": self.suffix,
             "limits": self.limits().to_json(),
-            "output_bytes": p.isolation.output_bytes(),
+            "output_bytes": p.allowance.output_bytes(),
             "env": env,
             "node_env": node_env,
             "sandbox": sandbox,
@@ -220,8 +220,15 @@ impl SlurmEvaluator {
         if let Some(status) = report.status
             && reply.error.is_none()
         {
+            let (status, cpu_secs) = match self.params.isolation.sandbox {
+                // bubblewrap's init reaps the evaluation process, so the
+                // node's count of bubblewrap's children misses its time.
+                Sandbox::Bwrap => (through_sandbox(status), None),
+                Sandbox::None => (status, report.cpu),
+            };
             reply.error = Some(describe_status(status));
-            reply.cpu_secs = report.cpu;
+            reply.status = Some(status);
+            reply.cpu_secs = cpu_secs;
         }
         reply.explain_limit(self.limits());
         let mut eval = reply.into_evaluation();
@@ -238,7 +245,7 @@ impl SlurmEvaluator {
         artifacts: &mut BTreeMap<String, String>,
         kept: &BTreeMap<String, (usize, u64)>,
     ) {
-        let limit = self.params.isolation.output_bytes();
+        let limit = self.params.allowance.output_bytes();
         for name in ["stdout", "stderr"] {
             let bytes = std::fs::read(dir.join(name)).unwrap_or_default();
             let capture = match kept.get(name) {

@@ -36,15 +36,13 @@ use super::AgentCommandParams;
 use super::workspace::{INFO, Workspace};
 use crate::engine::agent_run::AgentExit;
 use crate::engine::sandbox::bwrap::{self, Jail};
+use crate::engine::sandbox::environment::{AGENT_SET, Profile};
 use crate::engine::sandbox::interpreter::{self, Interpreter};
 use crate::engine::sandbox::limits::Limits;
 use crate::engine::sandbox::paths::{self, SCRATCH_ROOT};
 use crate::engine::sandbox::process::signal_name;
 use crate::engine::sandbox::supervise::{Ended, GroupGuard, Streams, supervise};
 use crate::engine::sandbox::{prlimit, run_as};
-
-/// Variables the proposer sets for every agent; a card may not.
-pub(super) const RESERVED_VARS: [&str; 2] = ["HOME", "TMPDIR"];
 
 /// The agent's private HOME and TMPDIR, in its sandbox's scratch tmpfs.
 fn home_and_tmp() -> (PathBuf, PathBuf) {
@@ -168,16 +166,10 @@ impl Prison {
         })
     }
 
-    /// The agent's limits.
-    fn limits(params: &AgentCommandParams) -> Limits {
-        Limits {
-            memory_mib: params.memory_limit_mib,
-            // Its CPU time per process: the wall-time limit ends it first.
-            cpu_secs: params.timeout_secs + 1.0,
-            file_size_mib: Some(1024),
-            processes: params.process_limit,
-            write_quota_mib: Some(params.write_quota_mib),
-        }
+    /// The agent's limits (its CPU time per process, unless the card sets
+    /// one: twice its wall-time limit, as a candidate's).
+    pub(super) fn limits(params: &AgentCommandParams) -> Limits {
+        params.allowance.resolve(params.timeout_secs)
     }
 
     /// The `bwrap` command that runs `job`, or why it cannot.
@@ -205,7 +197,13 @@ impl Prison {
             }
         }
         let mut extra = program_paths(&exe);
-        extra.extend(job.params.read_paths.iter().map(|p| paths::expand_home(p)));
+        extra.extend(
+            job.params
+                .allowance
+                .read_paths
+                .iter()
+                .map(|p| paths::expand_home(p)),
+        );
         let bridge = super::bridge::executable()?;
         extra.push(bridge.clone());
         let socket_dir = job
@@ -234,7 +232,7 @@ impl Prison {
             gid: rustix::process::getgid().as_raw(),
             run_as,
             task_copy: None,
-            quota_mib: Some(job.params.write_quota_mib),
+            write_quota_mib: Self::limits(job.params).write_quota_mib,
             one_scratch: false,
             shown: Vec::new(),
         };
@@ -295,9 +293,9 @@ impl Prison {
                 .unwrap_or_default()
         );
         cmd.env_clear()
+            .envs(Profile::Agent.filter(std::env::vars_os()))
             .env("PATH", path)
-            .env("LANG", "C.UTF-8")
-            .env("TERM", "dumb")
+            .envs(AGENT_SET)
             .envs(super::card_env(&job.params.env))
             .envs(job.relay_env.iter().cloned())
             .env("HOME", &home)
@@ -356,8 +354,7 @@ impl Prison {
         let streams = Streams {
             out,
             err,
-            kept: usize::try_from(job.params.output_limit_kb.saturating_mul(1000))
-                .unwrap_or(usize::MAX),
+            kept: job.params.allowance.output_bytes(),
             sent: None,
         };
         let timeout = Duration::from_secs_f64(job.params.timeout_secs);

@@ -104,7 +104,9 @@ use crate::engine::genome::{Genome, Tree};
 use crate::engine::memory::{Knowledge, MemoryQuery};
 use crate::engine::meter::RunMeter;
 use crate::engine::model::relay::SessionCaps;
-use crate::engine::params::{ParamError, ParamSpec, ParamType};
+use crate::engine::params::{ParamError, ParamSpec, ParamType, param_table};
+use crate::engine::sandbox::environment::{self, Profile};
+use crate::engine::sandbox::limits::{self, Allowance};
 use crate::engine::task::files::EditRules;
 
 /// How the rendered prompt reaches the agent (the prompt is always written
@@ -139,21 +141,17 @@ pub struct AgentCommandParams {
     /// Dollars one proposal's agent may spend through the relay (null: no
     /// cap beyond the run's budget).
     pub max_cost_usd: Option<f64>,
-    /// More paths the agent may read (its installation, a toolchain under
-    /// your home); `~/` is your home.
-    pub read_paths: Vec<String>,
     /// Environment variables the agent gets: `NAME` passes the run's value,
     /// `NAME=value` sets one. Nothing else of the run's environment reaches
     /// it.
     pub env: Vec<String>,
-    /// Memory each of the agent's processes may allocate, in MiB.
-    pub memory_limit_mib: Option<u64>,
-    /// Processes the agent may run at once.
-    pub process_limit: Option<u64>,
-    /// Space the agent's private HOME and TMPDIR may fill, in MiB.
-    pub write_quota_mib: u64,
-    /// KB of each of the agent's stdout and stderr kept.
-    pub output_limit_kb: u64,
+    /// What the agent may read besides its workspace (`read_paths`), the
+    /// limits of its processes and the output kept, as candidates have them
+    /// (the isolation kit's [`Allowance`]; the sandbox and its network are
+    /// not the card's to choose: the agent always runs in bubblewrap, with
+    /// only the run's model relay to reach).
+    #[serde(flatten)]
+    pub allowance: Allowance,
     /// Programs of the pool shown in `.galapagos/`, best first.
     pub pool_size: u64,
     /// Characters of the run's memory written to `.galapagos/notes.md`.
@@ -170,12 +168,8 @@ impl Default for AgentCommandParams {
             timeout_secs: 600.0,
             max_tokens: Some(200_000),
             max_cost_usd: Some(1.0),
-            read_paths: Vec::new(),
             env: Vec::new(),
-            memory_limit_mib: Some(4096),
-            process_limit: Some(256),
-            write_quota_mib: 1024,
-            output_limit_kb: 64,
+            allowance: Allowance::default(),
             pool_size: 16,
             memory_chars: 4000,
             max_code_length: 200_000,
@@ -183,7 +177,8 @@ impl Default for AgentCommandParams {
     }
 }
 
-const SPECS: &[ParamSpec] = &[
+/// The agent's own parameters ([`SPECS`] adds the isolation kit's).
+const OWN_SPECS: &[ParamSpec] = &[
     ParamSpec {
         key: "command",
         doc: "The agent's command line, one argument per entry; {workspace} is the workspace (also its \
@@ -222,48 +217,10 @@ const SPECS: &[ParamSpec] = &[
         ty: ParamType::OptionalFloat { min: 0.0, max: 1e6 },
     },
     ParamSpec {
-        key: "read_paths",
-        doc: "More files or dirs the agent may read (its installation or a toolchain under your \
-              home); ~/ is your home. Read-only",
-        ty: ParamType::TextList,
-    },
-    ParamSpec {
         key: "env",
         doc: "Environment variables the agent gets: NAME passes the run's value, NAME=value sets one \
               (never a model key: the agent reaches the model through the relay with a token)",
         ty: ParamType::TextList,
-    },
-    ParamSpec {
-        key: "memory_limit_mib",
-        doc: "Memory each of the agent's processes may allocate, in MiB (null: no limit)",
-        ty: ParamType::OptionalInt {
-            min: 16,
-            max: 1 << 30,
-        },
-    },
-    ParamSpec {
-        key: "process_limit",
-        doc: "Processes the agent may run at once (null: no limit)",
-        ty: ParamType::OptionalInt {
-            min: 1,
-            max: 1 << 22,
-        },
-    },
-    ParamSpec {
-        key: "write_quota_mib",
-        doc: "Space the agent's private HOME and TMPDIR may fill, in MiB",
-        ty: ParamType::Int {
-            min: 1,
-            max: 1 << 30,
-        },
-    },
-    ParamSpec {
-        key: "output_limit_kb",
-        doc: "KB of each of the agent's stdout and stderr kept (the first and last halves)",
-        ty: ParamType::Int {
-            min: 1,
-            max: 100_000,
-        },
     },
     ParamSpec {
         key: "pool_size",
@@ -281,6 +238,10 @@ const SPECS: &[ParamSpec] = &[
     },
     super::MAX_CODE_LENGTH,
 ];
+
+/// The agent's parameter table: its own, then the isolation kit's
+/// [`limits::SPECS`] (`read_paths`, the limits, `output_limit_kb`).
+const SPECS: &[ParamSpec] = param_table!(OWN_SPECS, limits::SPECS);
 
 /// The coding-agent proposer (card kind `agent_command`).
 pub struct AgentCommandProposer {
@@ -330,16 +291,13 @@ impl Component for AgentCommandProposer {
         let refuse = |key: String, reason: String| Err(ParamError { key, reason });
         for (i, entry) in params.env.iter().enumerate() {
             let name = env_name(entry);
-            let valid = !name.is_empty()
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !name.starts_with(|c: char| c.is_ascii_digit());
-            if !valid {
+            if !environment::valid_name(name) {
                 return refuse(
                     format!("env[{i}]"),
                     format!("`{entry}` is not NAME or NAME=value with a variable's name"),
                 );
             }
-            if jail::RESERVED_VARS.contains(&name) {
+            if Profile::Agent.sets().contains(&name) {
                 return refuse(
                     format!("env[{i}]"),
                     format!(
@@ -349,12 +307,7 @@ impl Component for AgentCommandProposer {
                 );
             }
         }
-        crate::engine::sandbox::paths::check_read_paths(&params.read_paths).map_err(|e| {
-            ParamError {
-                key: e.key,
-                reason: e.reason,
-            }
-        })
+        params.allowance.check()
     }
 
     fn build(params: AgentCommandParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {

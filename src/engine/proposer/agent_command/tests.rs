@@ -331,3 +331,64 @@ sed -i 's/0.40, 0.70/0.41, 0.70/' fitpkg/model.py
     );
     drop(listener);
 }
+
+/// The agent's sandbox settings are the isolation kit's `Allowance`: the keys
+/// a card wrote before keep their meaning, the candidates' other limits are
+/// taken too, and the evaluators' `sandbox` and `network` are refused by name.
+#[test]
+fn the_agents_limits_are_the_candidates_keys_with_one_default_each() {
+    use crate::engine::params::{ParamMap, ParamValue};
+    let mut map = ParamMap::default();
+    map.set(
+        "command",
+        ParamValue::from_json(&serde_json::json!(["agent"])).unwrap(),
+    );
+    for (key, value) in [
+        ("read_paths", serde_json::json!(["~/tools"])),
+        ("memory_limit_mib", serde_json::json!(2048)),
+        ("process_limit", serde_json::json!(64)),
+        ("write_quota_mib", serde_json::json!(1024)),
+        ("output_limit_kb", serde_json::json!(64)),
+        ("cpu_limit_secs", serde_json::json!(30.0)),
+        ("file_size_limit_mib", serde_json::json!(8)),
+    ] {
+        map.set(key, ParamValue::from_json(&value).unwrap());
+    }
+    let specs = AgentCommandProposer::INFO.params;
+    assert_eq!(map.validate(specs), Vec::new());
+    let params: AgentCommandParams = map.decode().unwrap();
+    let a = &params.allowance;
+    assert_eq!(a.read_paths, ["~/tools"]);
+    assert_eq!(
+        (
+            a.memory_limit_mib,
+            a.process_limit,
+            a.write_quota_mib,
+            a.output_limit_kb
+        ),
+        (Some(2048), Some(64), 1024, 64)
+    );
+    let limits = jail::Prison::limits(&params);
+    assert_eq!((limits.cpu_secs, limits.file_size_mib), (30.0, Some(8)));
+    // Unset, each takes the one default the evaluators have.
+    let defaults = AgentCommandParams::default();
+    assert_eq!(
+        defaults.allowance,
+        crate::engine::sandbox::Allowance::default()
+    );
+    assert_eq!(defaults.allowance.write_quota_mib, 512);
+    for key in ["sandbox", "network"] {
+        let mut bad = map.clone();
+        bad.set(
+            key,
+            ParamValue::from_json(&serde_json::json!(false)).unwrap(),
+        );
+        let errors = bad.validate(specs);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.key == key && e.reason.starts_with("unknown parameter")),
+            "{key}: {errors:?}"
+        );
+    }
+}
