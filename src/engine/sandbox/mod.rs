@@ -91,6 +91,12 @@
 //!   exited (closing what a leftover held) and when its supervision is
 //!   dropped ([`supervise::GroupGuard`]); its pid namespace ends with its
 //!   pid 1.
+//! - One default and one name per setting: the card's limits live only in
+//!   [`limits::Allowance`] (the evaluators and the coding agent flatten the
+//!   same struct), and a limit is explained only by [`limits::Limits::hit`];
+//!   the Python side enforces and reports facts, it does not explain.
+//! - One environment list ([`environment::VARIABLES`]); a kind of process
+//!   differs from another only by its [`environment::Profile`].
 
 pub(crate) mod bwrap;
 pub(crate) mod capture;
