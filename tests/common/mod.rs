@@ -191,6 +191,7 @@ pub fn cli_run(card: &str, task: &str, iterations: u32, out: &Path) -> (f64, f64
 
 pub mod agents;
 pub mod host_memory;
+pub mod hub;
 pub mod hostile;
 pub mod llm_server;
 pub mod scripted_server;

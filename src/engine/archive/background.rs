@@ -333,6 +333,7 @@ mod tests {
             run_dir: None,
             unsandboxed: None,
             forked_from: None,
+            clearance: None,
         };
         (info, card)
     }

@@ -192,6 +192,24 @@ impl Isolation {
         usize::try_from(self.output_limit_kb.saturating_mul(1000)).unwrap_or(usize::MAX)
     }
 
+    /// What a block with these settings reaches when it runs `runs` on
+    /// `place` with the run's environment variables `env` passed
+    /// ([`crate::engine::sandbox::lowered`] judges it).
+    pub(crate) fn reach(
+        &self,
+        runs: crate::engine::component::Runs,
+        place: crate::engine::component::Place,
+        env: &[String],
+    ) -> crate::engine::component::Reach {
+        crate::engine::component::Reach {
+            sandboxed: self.sandbox != Sandbox::None,
+            network: self.network,
+            read_paths: self.read_paths.clone(),
+            env: env.to_vec(),
+            ..crate::engine::component::Reach::sandboxed(runs, place)
+        }
+    }
+
     /// `read_paths` may not show a whole home, `/` or the settings file.
     pub(crate) fn check(&self) -> Result<(), ParamError> {
         paths::check_read_paths(&self.read_paths)

@@ -16,6 +16,7 @@
 //! | file | one job |
 //! |---|---|
 //! | [`isolation`] | the card's settings (`Isolation`: `sandbox`, `network`, `read_paths`, the limits, `output_limit_kb`), one struct and one parameter table each evaluator flattens into its own, and the [`limits::Limits`] of a candidate from them |
+//! | [`lowered`] | the one list of a card's settings that lower isolation below the safe defaults (the sandbox off, the network, `read_paths` outside the task, a variable of the user's environment passed, a cluster's extra `sbatch_args` and `staging_dir`), from what each block says it reaches; what `crate::engine::consent` asks consent for |
 //! | [`limits`] | what one process may use (memory, CPU time, file size, processes, writable space) and naming the one it hit |
 //! | [`environment`] | the environment allowlist a sandboxed process starts with, and refusing a listed name that holds a model key (or its value) |
 //! | [`paths`] | the host paths a sandbox hides (the user's data dirs) and shows (`read_paths`, never a whole home or the settings file), the scratch dir inside |
@@ -86,6 +87,10 @@
 //!   its CPU time is the kernel's count for the exited container
 //!   ([`supervise`]), its output is bounded ([`capture`]), and a limit is
 //!   named only on evidence ([`limits::Limits::explain`]).
+//! - Nothing lowers isolation silently: a card's settings that widen what
+//!   its processes reach are listed by one function ([`lowered::lowered`]),
+//!   and a card from elsewhere that lowers any runs only with the person's
+//!   consent to that card and each setting (`crate::engine::consent`).
 //! - A process tree never outlives what started it: the container runs in
 //!   a process group of its own, killed at the time limit, once it has
 //!   exited (closing what a leftover held) and when its supervision is
@@ -98,6 +103,7 @@ pub(crate) mod environment;
 pub(crate) mod interpreter;
 pub mod isolation;
 pub(crate) mod limits;
+pub mod lowered;
 pub(crate) mod paths;
 pub(crate) mod prlimit;
 pub(crate) mod process;

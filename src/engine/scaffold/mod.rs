@@ -112,6 +112,8 @@ pub struct Scaffold {
     queued: Vec<RunCommand>,
     /// The run and genome this run was forked from, when it is a fork.
     origin: Option<RunOrigin>,
+    /// The run's standing on lowered isolation, signed, for its record.
+    clearance: Option<crate::engine::consent::Clearance>,
     /// The run's spend against its budget, shared with the proposer (the
     /// model relay refuses an agent's request once the budget is spent).
     meter: Arc<RunMeter>,
@@ -239,6 +241,7 @@ impl Scaffold {
             steer_only: false,
             queued: Vec::new(),
             origin: None,
+            clearance: None,
             meter,
             live: settings::Rebuild::new(valid, run_dir, key_vars),
         })
@@ -257,6 +260,13 @@ impl Scaffold {
     #[must_use]
     pub fn forked_from(mut self, origin: Option<RunOrigin>) -> Self {
         self.origin = origin;
+        self
+    }
+
+    /// The run's standing on lowered isolation (signed), kept in its record.
+    #[must_use]
+    pub fn with_clearance(mut self, clearance: crate::engine::consent::Clearance) -> Self {
+        self.clearance = Some(clearance);
         self
     }
 
@@ -350,6 +360,7 @@ impl Scaffold {
             run_dir,
             unsandboxed: self.evaluator.unsandboxed(),
             forked_from: self.origin.clone(),
+            clearance: self.clearance.clone(),
         };
         if let Some(r) = recorder.as_mut()
             && let Err(e) = r.begin(&info, &self.card, &self.task.dir)

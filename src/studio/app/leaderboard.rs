@@ -162,6 +162,7 @@ impl App {
             out: form.out.clone(),
             model,
             model_desc,
+            consents: Vec::new(),
         };
         let runs = spec.cards.len() * spec.seeds.len();
         match self.leaderboard.start(

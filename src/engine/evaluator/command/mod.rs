@@ -218,6 +218,15 @@ impl Component for CommandEvaluator {
             params,
         })
     }
+
+    /// The card's command and the candidates it runs, on this machine.
+    fn reach(params: &CommandParams) -> Option<crate::engine::component::Reach> {
+        Some(params.isolation.reach(
+            crate::engine::component::Runs::Command(params.argv.clone()),
+            crate::engine::component::Place::ThisMachine,
+            &[],
+        ))
+    }
 }
 
 /// Variables of the run's environment a command gets (and `LC_*`): the
