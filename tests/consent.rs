@@ -123,7 +123,10 @@ fn refused(m: &Machine, out: &str, settings: &[&str]) -> String {
         "{out}"
     );
     for s in settings {
-        assert!(out.contains(&format!("  - {s}: ")), "{s} not listed:\n{out}");
+        assert!(
+            out.contains(&format!("  - {s}: ")),
+            "{s} not listed:\n{out}"
+        );
     }
     let (hash, allow) = asked(out);
     assert_eq!(allow, settings.join(","), "{out}");
@@ -153,12 +156,18 @@ fn refused_then_allowed(m: &Machine, reference: &str, settings: &[&str]) -> (Str
     let allow = settings.join(",");
     let out = ok(&mut m.run(reference, &["--consent", &hash, "--allow", &allow]));
     assert!(out.contains("status:      completed"), "{out}");
-    assert!(out.contains("lowers the sandbox's isolation (allowed for this card"), "{out}");
+    assert!(
+        out.contains("lowers the sandbox's isolation (allowed for this card"),
+        "{out}"
+    );
     let dirs = m.run_dirs();
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     let c = recorded(&dirs[0]);
     let consent = c.consent.clone().unwrap();
-    assert_eq!((consent.card.as_str(), c.hash.as_str()), (hash.as_str(), hash.as_str()));
+    assert_eq!(
+        (consent.card.as_str(), c.hash.as_str()),
+        (hash.as_str(), hash.as_str())
+    );
     assert_eq!(consent.allowed, settings);
     assert!(consent.via.contains("--consent"), "{consent:?}");
     let listed: Vec<&str> = c.lowered.iter().map(|l| l.setting.as_str()).collect();
@@ -205,7 +214,10 @@ fn a_hub_cards_unsandboxed_command_never_runs_on_the_host_without_consent() {
     let out = fails(&mut m.run("evil/host_command", &[]));
     refused(&m, &out, &["evaluator.sandbox=none"]);
     assert!(
-        out.contains(&format!("the card's command `sh -c touch {}", marker.display())),
+        out.contains(&format!(
+            "the card's command `sh -c touch {}",
+            marker.display()
+        )),
         "the command is not shown:\n{out}"
     );
     assert!(!marker.exists(), "the command ran on the host");
@@ -232,7 +244,9 @@ fn a_hub_card_that_opens_the_network_runs_only_with_consent_for_that_card() {
     let changed = refused_after(&m, &out, &["evaluator.network"], 1);
     assert_ne!(changed, hash);
     assert!(
-        out.contains(&format!("for the card hashed {hash}, not this one ({changed})")),
+        out.contains(&format!(
+            "for the card hashed {hash}, not this one ({changed})"
+        )),
         "{out}"
     );
     // A consent to the card that leaves a setting out does not count either.
@@ -267,7 +281,10 @@ fn refused_after(m: &Machine, out: &str, settings: &[&str], before: usize) -> St
         "{out}"
     );
     for s in settings {
-        assert!(out.contains(&format!("  - {s}: ")), "{s} not listed:\n{out}");
+        assert!(
+            out.contains(&format!("  - {s}: ")),
+            "{s} not listed:\n{out}"
+        );
     }
     assert_eq!(m.run_dirs().len(), before, "a refused run left a folder");
     asked(out).0
@@ -311,7 +328,10 @@ fn a_hub_card_whose_agent_is_given_the_ssh_keys_and_a_variable_runs_only_with_co
         ),
         "1",
     );
-    let settings = ["proposer.read_paths=~/.ssh", "proposer.env=GALAPAGOS_TEST_TOKEN"];
+    let settings = [
+        "proposer.read_paths=~/.ssh",
+        "proposer.env=GALAPAGOS_TEST_TOKEN",
+    ];
     let out = fails(
         m.run("evil/agent", &[])
             .env("GALAPAGOS_TEST_TOKEN", "user-secret-value"),
@@ -354,7 +374,9 @@ fn a_pulled_card_stays_from_its_hub_when_imported_until_its_provenance_is_delete
     let file = cards.join("network.yaml");
     let yaml = std::fs::read_to_string(&file).unwrap();
     assert!(
-        yaml.contains("provenance:") && yaml.contains("from: hub") && yaml.contains("evil/network@1"),
+        yaml.contains("provenance:")
+            && yaml.contains("from: hub")
+            && yaml.contains("evil/network@1"),
         "{yaml}"
     );
     let out = fails(&mut m.run(file.to_str().unwrap(), &[]));
@@ -467,19 +489,26 @@ fn a_run_folder_from_elsewhere_or_changed_since_asks_again_on_resume_and_fork() 
     // the record vouches for nothing, so the card is from the run folder.
     let other = m.root.join("other-home");
     std::fs::create_dir_all(&other).unwrap();
-    let out = fails(galapagos(&other)
-        .arg("resume")
-        .arg(&dir)
-        .args(["--iterations", "3", "-q"]));
+    let out = fails(
+        galapagos(&other)
+            .arg("resume")
+            .arg(&dir)
+            .args(["--iterations", "3", "-q"]),
+    );
     assert!(
         out.contains("read from the run folder") && out.contains("  - evaluator.network: "),
         "{out}"
     );
     let (hash, allow) = asked(&out);
-    let out = ok(galapagos(&other)
-        .arg("resume")
-        .arg(&dir)
-        .args(["--iterations", "3", "-q", "--consent", &hash, "--allow", &allow]));
+    let out = ok(galapagos(&other).arg("resume").arg(&dir).args([
+        "--iterations",
+        "3",
+        "-q",
+        "--consent",
+        &hash,
+        "--allow",
+        &allow,
+    ]));
     assert!(out.contains("status:      completed"), "{out}");
     let c = recorded(&dir);
     assert!(
@@ -488,16 +517,26 @@ fn a_run_folder_from_elsewhere_or_changed_since_asks_again_on_resume_and_fork() 
     );
     assert_eq!(c.consent.unwrap().allowed, ["evaluator.network"]);
     // A fork of it under that account asks too.
-    let out = fails(galapagos(&other)
-        .arg("fork")
-        .arg(&dir)
-        .args(["--genome", "0", "--iterations", "1", "-q"]));
+    let out = fails(galapagos(&other).arg("fork").arg(&dir).args([
+        "--genome",
+        "0",
+        "--iterations",
+        "1",
+        "-q",
+    ]));
     assert!(out.contains("  - evaluator.network: "), "{out}");
     let (hash, allow) = asked(&out);
-    let out = ok(galapagos(&other)
-        .arg("fork")
-        .arg(&dir)
-        .args(["--genome", "0", "--iterations", "1", "-q", "--consent", &hash, "--allow", &allow]));
+    let out = ok(galapagos(&other).arg("fork").arg(&dir).args([
+        "--genome",
+        "0",
+        "--iterations",
+        "1",
+        "-q",
+        "--consent",
+        &hash,
+        "--allow",
+        &allow,
+    ]));
     assert!(out.contains("status:      completed"), "{out}");
 
     // A run folder of this account changed since: its card now shows
@@ -512,10 +551,12 @@ fn a_run_folder_from_elsewhere_or_changed_since_asks_again_on_resume_and_fork() 
         .unwrap();
     assert_eq!(changed, 1);
     drop(conn);
-    let out = fails(galapagos(&m.home)
-        .arg("resume")
-        .arg(&dir)
-        .args(["--iterations", "2", "-q"]));
+    let out = fails(
+        galapagos(&m.home)
+            .arg("resume")
+            .arg(&dir)
+            .args(["--iterations", "2", "-q"]),
+    );
     assert!(
         out.contains("read from the run folder")
             && out.contains("  - evaluator.read_paths=~/.ssh: "),

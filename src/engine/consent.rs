@@ -217,10 +217,7 @@ impl ConsentNeeded {
                 .into_iter()
                 .map(|l| l.setting.as_str())
                 .collect();
-            format!(
-                "The consent given does not allow {}.",
-                missing.join(", ")
-            )
+            format!("The consent given does not allow {}.", missing.join(", "))
         } else {
             format!(
                 "The consent given is for the card hashed {}, not this one ({}): a changed card \
@@ -267,8 +264,7 @@ impl Clearance {
     /// Whether the run may go: refused when the rule asks for a consent that
     /// was not given for this card's hash and every lowered setting.
     pub fn check(&self) -> Result<(), ConsentNeeded> {
-        let Some(why) = needs_consent(self.provenance.as_ref(), &self.lowered, self.as_root)
-        else {
+        let Some(why) = needs_consent(self.provenance.as_ref(), &self.lowered, self.as_root) else {
             return Ok(());
         };
         if self
@@ -295,10 +291,9 @@ impl Clearance {
             return None;
         }
         let by = match (&self.consent, &self.provenance) {
-            (Some(c), _) if c.missing(&self.hash, &self.lowered).is_empty() => format!(
-                "allowed for this card (hash {}) by {}",
-                self.hash, c.via
-            ),
+            (Some(c), _) if c.missing(&self.hash, &self.lowered).is_empty() => {
+                format!("allowed for this card (hash {}) by {}", self.hash, c.via)
+            }
             (_, None) => "your own card".to_owned(),
             (_, Some(p)) => p.to_string(),
         };
@@ -511,11 +506,16 @@ mod tests {
         ];
         let mut c = clearance(Some(hub()), both, false);
         let e = c.check().unwrap_err();
-        assert!(e.to_string().contains("--consent aa --allow 'evaluator.network,evaluator.read_paths=~/.ssh'"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("--consent aa --allow 'evaluator.network,evaluator.read_paths=~/.ssh'"),
+            "{e}"
+        );
         c.consent = Some(Consent::new("aa", vec!["evaluator.network".into()], "t"));
         let e = c.check().unwrap_err();
         assert!(
-            e.to_string().contains("does not allow evaluator.read_paths=~/.ssh"),
+            e.to_string()
+                .contains("does not allow evaluator.read_paths=~/.ssh"),
             "{e}"
         );
         c.consent = Some(Consent::to(&e, "t"));
@@ -523,14 +523,21 @@ mod tests {
         // the same consent for another card
         c.hash = "bb".into();
         let e = c.check().unwrap_err();
-        assert!(e.to_string().contains("for the card hashed aa, not this one (bb)"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("for the card hashed aa, not this one (bb)"),
+            "{e}"
+        );
     }
 
     #[test]
     fn the_notice_names_who_allowed_what() {
         let c = clearance(None, vec![lowered("evaluator.network", false)], false);
         let n = c.notice().unwrap_or_default();
-        assert!(n.contains("your own card") && n.contains("evaluator.network: w"), "{n}");
+        assert!(
+            n.contains("your own card") && n.contains("evaluator.network: w"),
+            "{n}"
+        );
         assert_eq!(clearance(None, Vec::new(), true).notice(), None);
     }
 }

@@ -73,7 +73,9 @@ impl std::fmt::Display for Provenance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::BuiltIn { name } => write!(f, "the built-in card {name}"),
-            Self::Hub { hub, card, .. } if card.is_empty() => write!(f, "pulled from the hub {hub}"),
+            Self::Hub { hub, card, .. } if card.is_empty() => {
+                write!(f, "pulled from the hub {hub}")
+            }
             Self::Hub { hub, card, .. } => write!(f, "{card}, pulled from the hub {hub}"),
             Self::Bundle { bundle, .. } => write!(f, "imported from the bundle {bundle}"),
             Self::RunFolder { run } => write!(

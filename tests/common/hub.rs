@@ -88,4 +88,3 @@ pub fn serve(home: &Path, hub: &Path) -> Served {
         .to_owned();
     Served(child, url)
 }
-

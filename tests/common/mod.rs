@@ -174,9 +174,9 @@ pub fn consent_flags(card: &Path, task: &Path) -> Vec<String> {
 /// when they run as root (see `engine::consent`, tested in `consent.rs`).
 pub fn consented(plan: RunPlan) -> RunPlan {
     match plan.check_consent() {
-        Err(galapagos::engine::launch::LaunchError::ConsentNeeded(needed)) => plan.with_consent(
-            galapagos::engine::consent::Consent::to(&needed, "the test"),
-        ),
+        Err(galapagos::engine::launch::LaunchError::ConsentNeeded(needed)) => {
+            plan.with_consent(galapagos::engine::consent::Consent::to(&needed, "the test"))
+        }
         _ => plan,
     }
 }
@@ -231,8 +231,8 @@ pub fn cli_run(card: &str, task: &str, iterations: u32, out: &Path) -> (f64, f64
 
 pub mod agents;
 pub mod host_memory;
-pub mod hub;
 pub mod hostile;
+pub mod hub;
 pub mod llm_server;
 pub mod scripted_server;
 pub mod scripted_upstream;

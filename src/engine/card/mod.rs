@@ -593,7 +593,12 @@ impl ValidCard {
         builtin: &crate::engine::builtin::BuiltinCard,
         registry: &Registry,
     ) -> Result<Self, CardErrors> {
-        Self::from_yaml(builtin.yaml, &format!("built-in:{}", builtin.name), registry).map(|c| {
+        Self::from_yaml(
+            builtin.yaml,
+            &format!("built-in:{}", builtin.name),
+            registry,
+        )
+        .map(|c| {
             c.with_provenance(Some(Provenance::BuiltIn {
                 name: builtin.name.to_owned(),
             }))

@@ -80,8 +80,9 @@ fn judge(key: &str, reach: &Reach, task_dir: &Path, as_root: bool, out: &mut Vec
         Place::Cluster => "the cluster's nodes",
     };
     let who = match &reach.runs {
-        Runs::Candidates => "the candidates (programs the model writes) and the task's evaluator"
-            .to_owned(),
+        Runs::Candidates => {
+            "the candidates (programs the model writes) and the task's evaluator".to_owned()
+        }
         Runs::Command(argv) => format!(
             "the card's command `{}` and the candidates it runs",
             shown(argv)
@@ -280,7 +281,10 @@ mod tests {
         let listed: Vec<&str> = out.iter().map(|l| l.setting.as_str()).collect();
         assert_eq!(
             listed,
-            ["evaluator.sandbox=none", "evaluator.env=AWS_SECRET_ACCESS_KEY"]
+            [
+                "evaluator.sandbox=none",
+                "evaluator.env=AWS_SECRET_ACCESS_KEY"
+            ]
         );
         assert!(out[0].unsandboxed && !out[1].unsandboxed);
         assert!(
