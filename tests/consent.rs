@@ -608,3 +608,139 @@ fn a_leaderboard_of_a_pulled_card_runs_only_with_consent() {
     let c = recorded(&batch.join("runs/network-seed0"));
     assert_eq!(c.consent.unwrap().allowed, ["evaluator.network"]);
 }
+
+/// A card from a hub whose coding agent (a shell that changes nothing) may
+/// read a folder outside the task, with the test evaluator.
+fn agent_card(outside: &Path) -> galapagos::engine::card::Card {
+    let registry = common::registry();
+    let mut c = common::with_evaluator(common::card("best_of_n.yaml", &registry), "trivial");
+    c.proposer = galapagos::engine::card::SlotSpec::new("agent_command");
+    let p = &mut c.proposer.params;
+    use galapagos::engine::params::ParamValue;
+    p.set(
+        "command",
+        ParamValue::List(
+            ["sh", "-c", "exit 0"]
+                .map(|a| ParamValue::Str(a.to_owned()))
+                .to_vec(),
+        ),
+    );
+    p.set(
+        "read_paths",
+        ParamValue::List(vec![ParamValue::Str(outside.display().to_string())]),
+    );
+    c.general.max_iterations = 3;
+    c.provenance = Some(Provenance::Hub {
+        hub: "h".into(),
+        card: "evil/agent@1".into(),
+        source: "s".into(),
+        pulled: "t".into(),
+    });
+    c
+}
+
+/// Run `plan`, pausing once the initial program is admitted and sending
+/// `new` as the run's settings then; the changes taken and refused.
+fn change_in_flight(
+    plan: galapagos::engine::launch::RunPlan,
+    new: galapagos::engine::card::ValidCard,
+) -> (
+    Vec<galapagos::engine::steering::settings::SettingsChange>,
+    Vec<Vec<galapagos::engine::steering::settings::Fixed>>,
+) {
+    use galapagos::engine::events::{RunCommand, RunEvent};
+    let mut h = common::spawn(plan);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let (mut changed, mut refused, mut sent) = (Vec::new(), Vec::new(), false);
+    loop {
+        assert!(std::time::Instant::now() < deadline, "the run did not end");
+        match h.events.blocking_recv() {
+            Some(RunEvent::GenomeAdmitted { .. }) if !sent => {
+                h.send(RunCommand::Pause);
+            }
+            Some(RunEvent::Paused) if !sent => {
+                sent = true;
+                assert!(h.send(RunCommand::reconfigure(new.clone(), None)));
+                assert!(h.send(RunCommand::Resume));
+            }
+            Some(RunEvent::SettingsChanged(c)) => changed.push(c),
+            Some(RunEvent::SettingsRefused(f)) => refused.push(f),
+            Some(RunEvent::Finished(s)) => {
+                assert!(
+                    !matches!(s.status, galapagos::engine::events::RunStatus::Failed(_)),
+                    "{:?}",
+                    s.status
+                );
+                h.join();
+                return (changed, refused);
+            }
+            Some(_) => {}
+            None => panic!("no Finished"),
+        }
+    }
+}
+
+#[test]
+fn a_change_in_flight_widens_nothing_past_the_consent_and_the_record_follows_the_card() {
+    let tmp = tempfile::tempdir().unwrap();
+    let task = common::temp_task(tmp.path());
+    let outside = tmp.path().join("data");
+    std::fs::create_dir_all(&outside).unwrap();
+    let registry = common::registry();
+    let card = agent_card(&outside);
+    let fitted = |c: galapagos::engine::card::Card| {
+        galapagos::engine::launch::fit_to_task(
+            c.check(&registry).unwrap(),
+            &galapagos::engine::task::Task::load(&task).unwrap(),
+            &registry,
+        )
+        .unwrap()
+    };
+
+    // The agent is now to get a variable of the user's environment: not
+    // allowed, refused whole, the run goes on as it was.
+    let dir = tmp.path().join("widened");
+    let plan = common::plan_in(card.clone(), &task, Some(dir.clone()), &registry);
+    assert_eq!(plan.clearance().lowered.len(), 1);
+    let mut wider = card.clone();
+    wider.proposer.params.set(
+        "env",
+        galapagos::engine::params::ParamValue::List(vec![
+            galapagos::engine::params::ParamValue::Str("GALAPAGOS_TEST_TOKEN".to_owned()),
+        ]),
+    );
+    let (changed, refused) = change_in_flight(plan, fitted(wider));
+    assert!(changed.is_empty(), "{changed:?}");
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0][0].what, "isolation");
+    assert!(
+        refused[0][0]
+            .why
+            .contains("proposer.env=GALAPAGOS_TEST_TOKEN"),
+        "{:?}",
+        refused[0]
+    );
+
+    // A change that widens nothing is taken, and the record vouches for the
+    // card the run goes on with: it resumes without asking again.
+    let dir = tmp.path().join("changed");
+    let plan = common::plan_in(card.clone(), &task, Some(dir.clone()), &registry);
+    let mut slower = card;
+    slower.proposer.params.set(
+        "timeout_secs",
+        galapagos::engine::params::ParamValue::Float(300.0),
+    );
+    let (changed, refused) = change_in_flight(plan, fitted(slower));
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(changed.len(), 1);
+    let resumed = galapagos::engine::launch::RunPlan::resume(&dir, Some(5), &registry).unwrap();
+    assert!(
+        resumed.check_consent().is_ok(),
+        "{:?}",
+        resumed.check_consent()
+    );
+    assert!(matches!(
+        resumed.clearance().provenance,
+        Some(Provenance::Hub { .. })
+    ));
+}

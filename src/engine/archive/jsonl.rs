@@ -113,6 +113,12 @@ impl RunRecorder for JsonlRecorder {
         std::fs::write(&path, card.to_yaml()).map_err(|e| io_err(&path, e))
     }
 
+    /// `summary.json` says the standing the run ended with.
+    fn clearance_changed(&mut self, clearance: &Clearance) -> Result<(), ArchiveError> {
+        self.clearance = Some(clearance.clone());
+        Ok(())
+    }
+
     fn record_iteration(
         &mut self,
         genomes: &[Arc<Genome>],

@@ -663,6 +663,11 @@ impl RunRecorder for SqliteRecorder {
         self.set_meta(SETTINGS_CHANGES, &json)
     }
 
+    fn clearance_changed(&mut self, clearance: &Clearance) -> Result<(), ArchiveError> {
+        let json = serde_json::to_string(clearance).map_err(|e| io(&self.path, e))?;
+        self.set_meta(CLEARANCE, &json)
+    }
+
     fn finish(&mut self, summary: &RunSummary) -> Result<(), ArchiveError> {
         self.set_meta("status", &summary.status.label())?;
         // The checkpoint holds the run's wall time at its last iteration;

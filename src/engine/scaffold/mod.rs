@@ -112,7 +112,9 @@ pub struct Scaffold {
     queued: Vec<RunCommand>,
     /// The run and genome this run was forked from, when it is a fork.
     origin: Option<RunOrigin>,
-    /// The run's standing on lowered isolation, signed, for its record.
+    /// The run's standing on lowered isolation, signed, for its record
+    /// (`None` for a run started without one: nothing is checked in
+    /// flight then).
     clearance: Option<crate::engine::consent::Clearance>,
     /// The run's spend against its budget, shared with the proposer (the
     /// model relay refuses an agent's request once the budget is spent).
