@@ -263,7 +263,7 @@ impl std::error::Error for ConsentNeeded {}
 impl Clearance {
     /// Whether the run may go: refused when the rule asks for a consent that
     /// was not given for this card's hash and every lowered setting.
-    pub fn check(&self) -> Result<(), ConsentNeeded> {
+    pub fn check(&self) -> Result<(), Box<ConsentNeeded>> {
         let Some(why) = needs_consent(self.provenance.as_ref(), &self.lowered, self.as_root) else {
             return Ok(());
         };
@@ -274,14 +274,14 @@ impl Clearance {
         {
             return Ok(());
         }
-        Err(ConsentNeeded {
+        Err(Box::new(ConsentNeeded {
             card_name: self.card_name.clone(),
             provenance: self.provenance.clone(),
             hash: self.hash.clone(),
             lowered: self.lowered.clone(),
             why,
             given: self.consent.clone(),
-        })
+        }))
     }
 
     /// What a run says at its start about what is lowered (`None` when
@@ -367,7 +367,7 @@ mod key {
 
     fn unhex(text: &str) -> Option<Vec<u8>> {
         let text = text.trim();
-        if text.len() % 2 != 0 {
+        if !text.len().is_multiple_of(2) {
             return None;
         }
         (0..text.len())

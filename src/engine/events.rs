@@ -119,7 +119,7 @@ pub struct RunInfo {
     /// Where the card came from, the settings it lowers below the sandbox's
     /// defaults and the consent given for them, signed (see
     /// [`crate::engine::consent`]); kept in the run's record.
-    pub clearance: Option<crate::engine::consent::Clearance>,
+    pub clearance: Option<Box<crate::engine::consent::Clearance>>,
 }
 
 /// Where a forked run came from: the run folder and the genome whose program

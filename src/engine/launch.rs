@@ -501,9 +501,7 @@ impl RunPlan {
     /// [`crate::engine::consent`]). The run itself checks again before it
     /// starts anything.
     pub fn check_consent(&self) -> Result<(), LaunchError> {
-        self.clearance
-            .check()
-            .map_err(|e| LaunchError::ConsentNeeded(Box::new(e)))
+        self.clearance.check().map_err(LaunchError::ConsentNeeded)
     }
 
     /// This plan with `consent` (it counts only for the card hashed

@@ -87,7 +87,7 @@ fn is_zero(n: &u64) -> bool {
 impl RunRecorder for JsonlRecorder {
     fn begin(&mut self, info: &RunInfo, card: &Card, _task_dir: &Path) -> Result<(), ArchiveError> {
         self.forked_from.clone_from(&info.forked_from);
-        self.clearance.clone_from(&info.clearance);
+        self.clearance = info.clearance.as_deref().cloned();
         std::fs::create_dir_all(&self.dir).map_err(|e| io_err(&self.dir, e))?;
         let card_path = self.dir.join("card.yaml");
         std::fs::write(&card_path, card.to_yaml()).map_err(|e| io_err(&card_path, e))?;

@@ -362,7 +362,7 @@ impl Scaffold {
             run_dir,
             unsandboxed: self.evaluator.unsandboxed(),
             forked_from: self.origin.clone(),
-            clearance: self.clearance.clone(),
+            clearance: self.clearance.clone().map(Box::new),
         };
         if let Some(r) = recorder.as_mut()
             && let Err(e) = r.begin(&info, &self.card, &self.task.dir)
