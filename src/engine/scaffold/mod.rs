@@ -112,9 +112,7 @@ pub struct Scaffold {
     queued: Vec<RunCommand>,
     /// The run and genome this run was forked from, when it is a fork.
     origin: Option<RunOrigin>,
-    /// The run's standing on lowered isolation, signed, for its record
-    /// (`None` for a run started without one: nothing is checked in
-    /// flight then).
+    /// The run's standing on lowered isolation, signed (see `settings.rs`).
     clearance: Option<crate::engine::consent::Clearance>,
     /// The run's spend against its budget, shared with the proposer (the
     /// model relay refuses an agent's request once the budget is spent).
@@ -262,13 +260,6 @@ impl Scaffold {
     #[must_use]
     pub fn forked_from(mut self, origin: Option<RunOrigin>) -> Self {
         self.origin = origin;
-        self
-    }
-
-    /// The run's standing on lowered isolation (signed), kept in its record.
-    #[must_use]
-    pub fn with_clearance(mut self, clearance: crate::engine::consent::Clearance) -> Self {
-        self.clearance = Some(clearance);
         self
     }
 

@@ -262,6 +262,15 @@ impl Scaffold {
         }))
     }
 
+    /// The run's standing on lowered isolation (signed), kept in its record
+    /// and what settings changed in flight are checked against (without
+    /// one, nothing is checked in flight).
+    #[must_use]
+    pub fn with_clearance(mut self, clearance: Clearance) -> Self {
+        self.clearance = Some(clearance);
+        self
+    }
+
     /// The run's standing on lowered isolation with the settings of `new`:
     /// its provenance and consent, the lowered settings `new` has. Refused
     /// when `new` lowers isolation where the rule asks for a consent the
