@@ -101,6 +101,7 @@ fn record(
         run_dir: Some(dir.to_path_buf()),
         unsandboxed: None,
         forked_from: None,
+        clearance: None,
     };
     recorder
         .begin(&info, card, dir)

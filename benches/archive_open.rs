@@ -38,6 +38,7 @@ fn write_archive(dir: &std::path::Path, n: u64) -> Result<u64, String> {
         run_dir: Some(dir.to_path_buf()),
         unsandboxed: None,
         forked_from: None,
+        clearance: None,
     };
     rec.begin(&info, &card, std::path::Path::new("synthetic"))
         .map_err(|e| e.to_string())?;

@@ -119,6 +119,7 @@ fn main() {
             run_dir: None,
             unsandboxed: None,
             forked_from: None,
+            clearance: None,
         }));
         for i in 0..n {
             view.apply_event(admitted(common::genome(i), &mut best));

@@ -181,6 +181,7 @@ fn main() {
         run_dir: Some(run.clone()),
         unsandboxed: None,
         forked_from: None,
+        clearance: None,
     };
     let mut recorder = open_run_folder(&run, false).expect("tree_storage benchmark");
     recorder

@@ -16,7 +16,8 @@ fn main() {
             quiet,
             verbose,
             model,
-        }) => galapagos::cli::resume(&run_dir, iterations, quiet, verbose, &model),
+            consent,
+        }) => galapagos::cli::resume(&run_dir, iterations, quiet, verbose, &model, &consent),
         Some(Command::Fork(args)) => galapagos::cli::fork::fork(&args),
         Some(Command::Export { card, out, results }) => {
             galapagos::cli::export(&card, &out, results.as_deref())

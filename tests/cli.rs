@@ -323,9 +323,17 @@ fn export_then_import_round_trips_a_card_through_the_cli() {
     let registry = galapagos::engine::registry::Registry::builtin();
     let a = galapagos::engine::card::Card::load(&root().join("cards/best_of_n.yaml"), &registry)
         .unwrap();
-    let b =
+    let mut b =
         galapagos::engine::card::Card::load(&out.path().join("cards/best_of_n.yaml"), &registry)
             .unwrap();
+    // the same card, which keeps where it came from: the bundle
+    assert!(
+        matches!(&b.provenance, Some(galapagos::engine::provenance::Provenance::Bundle { bundle, .. }) if *bundle == tarball.display().to_string()),
+        "{:?}",
+        b.provenance
+    );
+    assert_eq!(a.hash(), b.hash());
+    b.provenance = None;
     assert_eq!(a, b);
     // importing again refuses to overwrite
     let o = galapagos()

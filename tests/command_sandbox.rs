@@ -77,7 +77,21 @@ echo "{{\"combined_score\": 1, \"ssh\": $ssh, \"task\": $task, \"outside\": $out
             "  kind: command\n  argv: [./evaluate.sh]\n  timeout_secs: 60.0\n  sandbox: {sandbox}\n"
         ),
     );
-    std::fs::write(&card, text).unwrap();
+    std::fs::write(&card, &text).unwrap();
+    // Without the sandbox the command runs as the user, as root here: the
+    // user's own card needs the consent then (`engine::consent`).
+    let hash = galapagos::engine::card::Card::from_yaml(
+        &text,
+        "card.yaml",
+        &galapagos::engine::registry::Registry::builtin(),
+    )
+    .unwrap()
+    .hash();
+    let consent: &[&str] = if sandbox == "none" {
+        &["--consent", &hash, "--allow", "evaluator.sandbox=none"]
+    } else {
+        &[]
+    };
     let out = runs.path().join("runs");
     let o = Command::new(env!("CARGO_BIN_EXE_galapagos"))
         .arg("run")
@@ -86,6 +100,7 @@ echo "{{\"combined_score\": 1, \"ssh\": $ssh, \"task\": $task, \"outside\": $out
         .arg(task.path())
         .args(["--iterations", "1", "--quiet", "--out"])
         .arg(&out)
+        .args(consent)
         .env("HOME", home.path())
         .output()
         .unwrap();

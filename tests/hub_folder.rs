@@ -5,84 +5,15 @@
 //! in it, a name collision, a malformed bundle, a hub that is down or
 //! answers garbage (a clear error naming the address, nothing cached).
 
-use std::io::{BufRead as _, Read as _, Write as _};
+mod common;
+
+use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-fn galapagos(home: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_galapagos"));
-    c.env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env("XDG_DATA_HOME", home.join(".local/share"))
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null());
-    c
-}
-
-fn run(c: &mut Command) -> Output {
-    c.output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn ok(c: &mut Command) -> String {
-    let o = run(c);
-    assert!(o.status.success(), "{c:?}: {}", text(&o));
-    text(&o)
-}
-
-fn fails(c: &mut Command) -> String {
-    let o = run(c);
-    assert!(!o.status.success(), "{c:?} should fail: {}", text(&o));
-    text(&o)
-}
-
-struct Served(Child, String);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve(home: &Path, hub: &Path) -> Served {
-    let mut child = galapagos(home)
-        .args(["hub", "serve"])
-        .arg(hub)
-        .args(["--port", "0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(120))
-        .expect("no address");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap()
-        .to_owned();
-    Served(child, url)
-}
+use common::hub::{fails, galapagos, ok, serve};
 
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

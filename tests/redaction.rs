@@ -135,6 +135,7 @@ fn credentials_in_the_api_base_and_a_key_a_model_echoes_are_redacted_everywhere(
         .args(["--api-base", &api_base, "--model", "echo-coder"])
         .arg("--out")
         .arg(&out)
+        .args(common::consent_flags(&card, &hostile.task))
         .env("OPENAI_API_KEY", SECRET)
         .env("HOME", &hostile.home)
         .env_remove("XDG_CONFIG_HOME")

@@ -106,6 +106,7 @@ fn history(n: u64) -> RunHistory {
         run_dir: None,
         unsandboxed: None,
         forked_from: None,
+        clearance: None,
     }));
     for i in 0..n {
         h.apply(RunEvent::GenomeAdmitted {

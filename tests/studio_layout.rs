@@ -134,6 +134,7 @@ fn history(genomes: impl IntoIterator<Item = Genome>) -> RunHistory {
         run_dir: None,
         unsandboxed: None,
         forked_from: None,
+        clearance: None,
     }));
     for (i, g) in genomes.into_iter().enumerate() {
         let score = g.fitness();

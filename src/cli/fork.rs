@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{HubArgs, ModelArgs, Output, RunFlags, launch, load_card};
+use super::{ConsentArgs, HubArgs, ModelArgs, Output, RunFlags, launch, load_card};
 use crate::engine::launch::{RunPlan, recorded_card};
 use crate::engine::registry::Registry;
 
@@ -42,6 +42,8 @@ pub struct ForkArgs {
     pub model: ModelArgs,
     #[command(flatten)]
     pub hubs: HubArgs,
+    #[command(flatten)]
+    pub consent: ConsentArgs,
 }
 
 /// Run `galapagos fork`: returns the process exit code.
@@ -87,6 +89,7 @@ pub fn fork(args: &ForkArgs) -> i32 {
     );
     launch(
         plan,
+        &args.consent,
         &args.model,
         Output {
             quiet: args.quiet,

@@ -5,7 +5,6 @@ use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::engine::card::ValidCard;
 use crate::engine::leaderboard::worker::{self, BatchCommand, BatchEvent};
 use crate::engine::leaderboard::{BatchRun, BatchSpec, RunState};
 use crate::engine::registry::Registry;
@@ -43,6 +42,8 @@ pub struct LeaderboardArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub model: super::ModelArgs,
+    #[command(flatten)]
+    pub consent: super::ConsentArgs,
 }
 
 /// Run the batch and write the leaderboard; returns the exit code.
@@ -51,7 +52,7 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
     let mut cards = Vec::new();
     let mut failed = false;
     for path in &args.cards {
-        match ValidCard::load(path, &registry) {
+        match crate::engine::hub::pull::load_card_file(path, &registry) {
             Ok(c) => cards.push((path.clone(), c)),
             Err(errors) => {
                 for e in &errors.0 {
@@ -128,6 +129,7 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
         out: args.out.clone(),
         model,
         model_desc,
+        consents: args.consent.consents(),
     };
     let (n_runs, n_cards) = (spec.cards.len() * spec.seeds.len(), spec.cards.len());
     let mut handle = match worker::start(

@@ -8,6 +8,8 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 
+mod bundle;
+mod consent;
 pub mod fork;
 pub mod hub;
 pub mod leaderboard;
@@ -15,6 +17,8 @@ pub mod models;
 pub mod steer;
 pub mod takeout;
 
+pub use bundle::{export, import};
+pub use consent::ConsentArgs;
 pub use takeout::{apply, export_run, export_run_git};
 
 use crate::engine::card::{Card, ValidCard};
@@ -75,6 +79,8 @@ pub enum Command {
         verbose: bool,
         #[command(flatten)]
         model: ModelArgs,
+        #[command(flatten)]
+        consent: ConsentArgs,
     },
     /// Evaluate a program you wrote as a child of genome N of a stopped run and add it to the run
     /// (marked as written by a person); `resume` continues with it.
@@ -198,6 +204,8 @@ pub struct RunArgs {
     pub model: ModelArgs,
     #[command(flatten)]
     pub hubs: HubArgs,
+    #[command(flatten)]
+    pub consent: ConsentArgs,
 }
 
 /// Where `NAMESPACE/NAME[@VERSION]` cards are pulled from.
@@ -255,8 +263,7 @@ pub fn resolve_model(
 /// `NAMESPACE/NAME[@VERSION]` with no such file is pulled from the hubs.
 fn load_card(path: &Path, registry: &Registry, hubs: &HubArgs) -> Result<ValidCard, i32> {
     if let Some(card) = crate::engine::builtin::card_for_arg(path) {
-        return ValidCard::from_yaml(card.yaml, &format!("built-in:{}", card.name), registry)
-            .map_err(print_errors);
+        return ValidCard::builtin(card, registry).map_err(print_errors);
     }
     if !path.exists()
         && let Some(r) = path
@@ -265,7 +272,7 @@ fn load_card(path: &Path, registry: &Registry, hubs: &HubArgs) -> Result<ValidCa
     {
         return hub::pull_card(&r, registry, hubs).map(|p| p.card);
     }
-    ValidCard::load(path, registry).map_err(print_errors)
+    crate::engine::hub::pull::load_card_file(path, registry).map_err(print_errors)
 }
 
 fn print_errors(errors: crate::engine::card::CardErrors) -> i32 {
@@ -514,6 +521,7 @@ pub fn run(args: &RunArgs) -> i32 {
     };
     launch(
         plan,
+        &args.consent,
         &args.model,
         Output {
             quiet: args.quiet,
@@ -531,8 +539,19 @@ struct Output {
 }
 
 /// Resolve the model, start the run on its thread and follow it. A new
-/// run gets its folder under `runs_root` here, once everything is checked.
-fn launch(plan: RunPlan, model_args: &ModelArgs, out: Output, runs_root: Option<&Path>) -> i32 {
+/// run gets its folder under `runs_root` here, once everything is checked
+/// (the consent its card's lowered isolation needs included).
+fn launch(
+    plan: RunPlan,
+    consent: &ConsentArgs,
+    model_args: &ModelArgs,
+    out: Output,
+    runs_root: Option<&Path>,
+) -> i32 {
+    let plan = match consent.apply(plan) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     let (model, model_desc) = match resolve_model(plan.card(), model_args) {
         Ok(m) => m,
         Err(e) => {
@@ -686,6 +705,7 @@ pub fn resume(
     quiet: bool,
     verbose: bool,
     model_args: &ModelArgs,
+    consent: &ConsentArgs,
 ) -> i32 {
     let registry = Registry::builtin();
     let plan = match RunPlan::resume(run_dir, iterations, &registry) {
@@ -702,97 +722,5 @@ pub fn resume(
             return 2;
         }
     };
-    launch(plan, model_args, Output { quiet, verbose }, None)
-}
-
-/// `galapagos export`.
-pub fn export(card_path: &Path, out: &Path, results: Option<&Path>) -> i32 {
-    let registry = Registry::builtin();
-    let card = match load_card(card_path, &registry, &HubArgs::default()) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let card = card.into_card();
-    let results =
-        match results.map(|r| crate::engine::leaderboard::report::results_section(r, &card.name)) {
-            None => None,
-            Some(Ok(s)) => Some(s),
-            Some(Err(e)) => {
-                eprintln!("error: --results: {e}");
-                return 2;
-            }
-        };
-    match crate::engine::hub::export_bundle_with_results(
-        &card,
-        &registry,
-        out,
-        &crate::engine::hub::secret_env_values(),
-        results.as_deref(),
-    ) {
-        Ok(dir) => {
-            println!(
-                "exported {}/{} to {}",
-                card.namespace,
-                card.name,
-                dir.display()
-            );
-            0
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            1
-        }
-    }
-}
-
-/// `galapagos import`.
-pub fn import(bundle: &Path, out: &Path, force: bool, hubs: &HubArgs) -> i32 {
-    let registry = Registry::builtin();
-    let hub_ref = (!bundle.exists())
-        .then(|| {
-            bundle
-                .to_str()
-                .and_then(crate::engine::hub::pull::HubRef::parse)
-        })
-        .flatten();
-    let card = match hub_ref {
-        Some(r) => match hub::pull_card(&r, &registry, hubs) {
-            Ok(p) => p.card.into_card(),
-            Err(code) => return code,
-        },
-        None => match crate::engine::hub::import_bundle(bundle, &registry) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return 2;
-            }
-        },
-    };
-    if out.exists() && !out.is_dir() {
-        eprintln!(
-            "error: --out {}: not a folder; --out names the folder to write {}.yaml into",
-            out.display(),
-            card.name
-        );
-        return 2;
-    }
-    let target = out.join(format!("{}.yaml", card.name));
-    if target.exists() && !force {
-        eprintln!(
-            "error: {} exists; pass --force to overwrite",
-            target.display()
-        );
-        return 1;
-    }
-    if let Err(e) = std::fs::create_dir_all(out).and_then(|()| card.save(&target)) {
-        eprintln!("error: {}: {e}", target.display());
-        return 1;
-    }
-    println!(
-        "imported {}/{} as {}",
-        card.namespace,
-        card.name,
-        target.display()
-    );
-    0
+    launch(plan, consent, model_args, Output { quiet, verbose }, None)
 }

@@ -17,7 +17,7 @@ use crate::engine::run_thread::start;
 use crate::engine::scaffold::check_person_program;
 use crate::engine::steering::Steering;
 
-use super::{ModelArgs, resolve_model};
+use super::{ConsentArgs, ModelArgs, resolve_model};
 
 /// `galapagos inject`.
 #[derive(Debug, clap::Args)]
@@ -32,6 +32,8 @@ pub struct InjectArgs {
     pub program: PathBuf,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub consent: ConsentArgs,
 }
 
 /// `galapagos steer`.
@@ -56,6 +58,8 @@ pub struct SteerArgs {
     pub unpin: Vec<GenomeId>,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub consent: ConsentArgs,
 }
 
 /// The parent's record, read from the run folder.
@@ -158,6 +162,11 @@ pub fn inject(args: &InjectArgs) -> i32 {
             eprintln!("error: {e}");
             return 2;
         }
+    };
+    // The person's program is evaluated with the run's evaluator.
+    let plan = match args.consent.apply(plan) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
     let program = match read_program(&args.program, &parent.content, &plan).and_then(|p| {
         check_person_program(&plan.task().edit_rules(), &parent.content, &p).map(|()| p)
@@ -273,6 +282,11 @@ pub fn steer(args: &SteerArgs) -> i32 {
             eprintln!("error: {e}");
             return 2;
         }
+    };
+    // The run's blocks are built, its evaluator started.
+    let plan = match args.consent.apply(plan) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
     let reported = match follow(plan, &args.model) {
         Ok(r) => r,

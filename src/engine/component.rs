@@ -229,6 +229,64 @@ impl fmt::Display for Need {
     }
 }
 
+/// What a block runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Runs {
+    /// The task's evaluator and the candidate programs the model writes.
+    Candidates,
+    /// A command the card names (its argv), which runs the candidates.
+    Command(Vec<String>),
+    /// A coding agent, the command the card names (its argv).
+    Agent(Vec<String>),
+}
+
+/// Where a block's processes run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// On the machine galapagos runs on.
+    ThisMachine,
+    /// On a cluster's nodes (Slurm jobs).
+    Cluster,
+}
+
+/// What a block's processes are and what its parameters let them reach:
+/// facts, judged by [`crate::engine::sandbox::lowered::lowered`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reach {
+    pub runs: Runs,
+    pub place: Place,
+    /// In the sandbox (false: as the user, reaching what they can).
+    pub sandboxed: bool,
+    /// May use the network (in the sandbox; without it, they may anyway).
+    pub network: bool,
+    /// `read_paths` as the card writes them.
+    pub read_paths: Vec<String>,
+    /// `env` entries as the card writes them (`NAME` passes the run's
+    /// value, `NAME=value` sets one).
+    pub env: Vec<String>,
+    /// More arguments for the cluster's scheduler (`sbatch_args`).
+    pub scheduler_args: Vec<String>,
+    /// The folder the task and the candidates' files are copied to
+    /// (`staging_dir`), when set.
+    pub staging_dir: Option<String>,
+}
+
+impl Reach {
+    /// `runs`, on `place`, sandboxed, with nothing widened.
+    pub fn sandboxed(runs: Runs, place: Place) -> Self {
+        Self {
+            runs,
+            place,
+            sandboxed: true,
+            network: false,
+            read_paths: Vec::new(),
+            env: Vec::new(),
+            scheduler_args: Vec::new(),
+            staging_dir: None,
+        }
+    }
+}
+
 /// What a component may use while it is built.
 #[derive(Clone)]
 pub struct BuildContext<'a> {
@@ -305,6 +363,15 @@ pub trait Component: Sized + 'static {
     /// genomes added to it), so every population provides it (the registry
     /// test checks). `None`: the block needs a run.
     fn detached(_params: Self::Params) -> Option<Self> {
+        None
+    }
+
+    /// What the block's processes are and what these parameters let them
+    /// reach (the sandbox, the network, read paths, the environment), for
+    /// the list of settings that lower isolation
+    /// ([`crate::engine::sandbox::lowered::lowered`]). `None`: the block starts no
+    /// process of its own.
+    fn reach(_params: &Self::Params) -> Option<Reach> {
         None
     }
 }

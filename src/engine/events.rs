@@ -116,6 +116,10 @@ pub struct RunInfo {
     /// The run and genome this run was forked from (its initial program is
     /// that genome's), when it is a fork.
     pub forked_from: Option<RunOrigin>,
+    /// Where the card came from, the settings it lowers below the sandbox's
+    /// defaults and the consent given for them, signed (see
+    /// [`crate::engine::consent`]); kept in the run's record.
+    pub clearance: Option<Box<crate::engine::consent::Clearance>>,
 }
 
 /// Where a forked run came from: the run folder and the genome whose program

@@ -36,9 +36,11 @@ use std::sync::Arc;
 use crate::engine::archive::{Archive, ArchiveError, RunLock, RunMeta};
 use crate::engine::card::{Card, CardErrors, ValidCard};
 use crate::engine::component::{Feature, Slot};
+use crate::engine::consent::{Clearance, Consent, ConsentNeeded};
 use crate::engine::events::RunCommand;
 use crate::engine::events::RunOrigin;
 use crate::engine::genome::GenomeId;
+use crate::engine::provenance::Provenance;
 use crate::engine::registry::Registry;
 use crate::engine::task::{Task, TaskError};
 use crate::engine::task_settings::{SettingsError, TaskSettings};
@@ -95,6 +97,10 @@ pub enum LaunchError {
         limit: i64,
         where_set: &'static str,
     },
+    /// The card lowers isolation and the rule asks for a consent that was
+    /// not given (see [`crate::engine::consent`]).
+    #[error("{0}")]
+    ConsentNeeded(Box<ConsentNeeded>),
 }
 
 /// Why a genome is invalid, on one short line (its error's first line).
@@ -120,11 +126,60 @@ pub fn check_resume_budget(done: u64, budget: u64) -> Result<(), LaunchError> {
 }
 
 /// The card the run in `run_dir` ran with, checked with this build's
-/// components.
+/// components, with the provenance its record vouches for: the record's when
+/// this account signed it for this card, else [`Provenance::RunFolder`]
+/// (see [`crate::engine::consent`]).
 pub fn recorded_card(run_dir: &Path, registry: &Registry) -> Result<ValidCard, LaunchError> {
-    let meta = Archive::open(run_dir)?.meta()?;
+    let archive = Archive::open(run_dir)?;
+    let meta = archive.meta()?;
     let origin = format!("{} (card stored in the run archive)", run_dir.display());
-    ValidCard::from_yaml(&meta.card_yaml, &origin, registry).map_err(LaunchError::RecordedCard)
+    let card = ValidCard::from_yaml(&meta.card_yaml, &origin, registry)
+        .map_err(LaunchError::RecordedCard)?;
+    let (provenance, _) = vouched(run_dir, &archive, &card)?;
+    Ok(card.with_provenance(provenance))
+}
+
+/// What the record of the run in `run_dir` vouches for about its `card`:
+/// (its provenance, the record itself) when this account signed it for this
+/// card; else (the run folder as provenance, no record).
+fn vouched(
+    run_dir: &Path,
+    archive: &Archive,
+    card: &ValidCard,
+) -> Result<(Option<Provenance>, Option<Clearance>), LaunchError> {
+    match archive.clearance()? {
+        Some(record) if record.is_signed_for(&card.card().hash()) => {
+            Ok((record.provenance.clone(), Some(record)))
+        }
+        _ => Ok((
+            Some(Provenance::RunFolder {
+                run: std::fs::canonicalize(run_dir).unwrap_or_else(|_| run_dir.to_path_buf()),
+            }),
+            None,
+        )),
+    }
+}
+
+/// The standing of a run of `card` (fitted to the task in `task_dir`), from
+/// a card of `provenance` hashed `hash` before the task's settings were
+/// mapped onto it.
+fn clearance_of(
+    card: &ValidCard,
+    task_dir: &Path,
+    provenance: Option<Provenance>,
+    hash: String,
+) -> Clearance {
+    let as_root = crate::engine::consent::running_as_root();
+    Clearance {
+        card_name: card.card().name.clone(),
+        provenance,
+        hash,
+        lowered: crate::engine::sandbox::lowered::lowered(card.reaches(), task_dir, as_root),
+        as_root,
+        consent: None,
+        recorded: String::new(),
+        tag: None,
+    }
 }
 
 /// A run ready to start.
@@ -147,6 +202,9 @@ pub struct RunPlan {
     /// The run and genome this run was forked from, when it is a fork (kept
     /// when a fork is resumed).
     origin: Option<RunOrigin>,
+    /// Where the card came from, what it lowers and the consent given (see
+    /// [`crate::engine::consent`]).
+    clearance: Clearance,
 }
 
 /// The card fitted to the task: its config's settings mapped onto it, and a
@@ -223,7 +281,10 @@ impl RunPlan {
         run_dir: Option<PathBuf>,
         registry: &Registry,
     ) -> Result<Self, LaunchError> {
+        let hash = card.card().hash();
+        let provenance = card.card().provenance.clone();
         let (card, settings) = fit(card, &task, registry)?;
+        let clearance = clearance_of(&card, &task.dir, provenance, hash);
         let lock = match &run_dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir).map_err(|e| ArchiveError::Io {
@@ -244,6 +305,7 @@ impl RunPlan {
             recorded: (0, 0),
             steer_only: None,
             origin: None,
+            clearance,
         })
     }
 
@@ -369,6 +431,15 @@ impl RunPlan {
         let origin = format!("{} (card stored in the run archive)", run_dir.display());
         let card = ValidCard::from_yaml(&meta.card_yaml, &origin, registry)
             .map_err(LaunchError::RecordedCard)?;
+        // What its record vouches for: a record this account signed for
+        // this card carries its provenance, hash and consent; any other
+        // makes the card one from the run folder.
+        let (provenance, record) = vouched(run_dir, &Archive::open(run_dir)?, &card)?;
+        let hash = record
+            .as_ref()
+            .map_or_else(|| card.card().hash(), |r| r.hash.clone());
+        let consent = record.and_then(|r| r.consent);
+        let card = card.with_provenance(provenance.clone());
         let budget = budget.unwrap_or(card.card().general.max_iterations);
         if !steer_only {
             check_resume_budget(done, budget)?;
@@ -398,6 +469,8 @@ impl RunPlan {
             task.initial_program = initial.content;
         }
         let (card, settings) = fit(card, &task, registry)?;
+        let mut clearance = clearance_of(&card, &task.dir, provenance, hash);
+        clearance.consent = consent;
         // Read again under the lock: a writer that held it may have gone on.
         let lock = RunLock::acquire(run_dir)?;
         let (_, done, recorded) = read()?;
@@ -414,7 +487,38 @@ impl RunPlan {
             recorded,
             steer_only: None,
             origin: meta.forked_from,
+            clearance,
         })
+    }
+
+    /// Where the card came from, what it lowers and the consent given.
+    pub fn clearance(&self) -> &Clearance {
+        &self.clearance
+    }
+
+    /// Whether the run may go: refused, with what the card asks for and how
+    /// to allow it, when its lowered settings need a consent it lacks (see
+    /// [`crate::engine::consent`]). The run itself checks again before it
+    /// starts anything.
+    pub fn check_consent(&self) -> Result<(), LaunchError> {
+        self.clearance.check().map_err(LaunchError::ConsentNeeded)
+    }
+
+    /// This plan with `consent` (it counts only for the card hashed
+    /// `consent.card`, and only for the settings it names).
+    #[must_use]
+    pub fn with_consent(mut self, consent: Consent) -> Self {
+        self.clearance.consent = Some(consent);
+        self
+    }
+
+    /// This plan with the first of `consents` given for its card, if any.
+    #[must_use]
+    pub fn with_consent_from(self, consents: &[Consent]) -> Self {
+        match consents.iter().find(|c| c.card == self.clearance.hash) {
+            Some(c) => self.with_consent(c.clone()),
+            None => self,
+        }
     }
 
     /// The run and genome this run was forked from, when it is a fork.
@@ -464,6 +568,7 @@ impl RunPlan {
                 .into_iter()
                 .map(|w| (LogLevel::Warn, w)),
         );
+        out.extend(self.clearance.notice().map(|n| (LogLevel::Warn, n)));
         out
     }
 

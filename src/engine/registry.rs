@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 pub use crate::engine::component::Conflict;
 use crate::engine::component::{
-    BuildContext, Component, ComponentInfo, Feature, Fills, Need, RegistryError, Slot, SlotTrait,
+    BuildContext, Component, ComponentInfo, Feature, Fills, Need, Reach, RegistryError, Slot,
+    SlotTrait,
 };
 use crate::engine::evaluator::{CommandEvaluator, SlurmEvaluator, SubprocessEvaluator};
 use crate::engine::memory::{NoneMemory, ScratchpadMemory};
@@ -43,6 +44,8 @@ type CheckFn = fn(&ParamMap) -> Result<TypedParams, Vec<ParamError>>;
 /// ([`Component::detached`]), boxed like [`BuildFn`]'s.
 type DetachedFn = fn(&(dyn Any + Send + Sync)) -> Option<Box<dyn Any + Send>>;
 type EffectiveFn = fn(&ParamMap) -> Result<ParamMap, ParamError>;
+/// Checked parameters → what the block's processes reach ([`Component::reach`]).
+type ReachFn = fn(&(dyn Any + Send + Sync)) -> Option<Reach>;
 
 /// One registered implementation.
 pub struct Entry {
@@ -61,6 +64,7 @@ pub struct Entry {
     effective: EffectiveFn,
     build: BuildFn,
     detached: DetachedFn,
+    reach: ReachFn,
     /// The Rust paths of the component's type and of its parameters' type,
     /// for the naming rule's test.
     #[cfg(test)]
@@ -84,6 +88,7 @@ impl Entry {
             effective: effective_params::<T::Params>,
             build: build_component::<T>,
             detached: detached_component::<T>,
+            reach: reach_of::<T>,
             #[cfg(test)]
             rust_names: [
                 std::any::type_name::<T>(),
@@ -125,8 +130,13 @@ impl Entry {
             live: self.live,
             build: self.build,
             detached: self.detached,
+            reach: self.reach,
         })
     }
+}
+
+fn reach_of<T: Component>(params: &(dyn Any + Send + Sync)) -> Option<Reach> {
+    T::reach(params.downcast_ref::<T::Params>()?)
 }
 
 /// `Params::default()` as a parameter map.
@@ -207,6 +217,7 @@ pub struct Configured {
     params: TypedParams,
     build: BuildFn,
     detached: DetachedFn,
+    reach: ReachFn,
 }
 
 impl std::fmt::Debug for Configured {
@@ -239,6 +250,12 @@ impl Configured {
                 },
             })
     }
+    /// What the block's processes reach ([`Component::reach`]; `None`: it
+    /// starts none).
+    pub fn reach(&self) -> Option<Reach> {
+        (self.reach)(&*self.params)
+    }
+
     /// Build the component without a run around it
     /// ([`Component::detached`]); `None` for a block that needs a run (or
     /// when `S` is not its slot's trait object).

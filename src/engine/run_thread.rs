@@ -136,6 +136,16 @@ pub async fn run_plan(
         sink.send(RunEvent::Finished(s.clone())).await;
         s
     };
+    // Nothing starts (no evaluator, no agent, no record) for a card whose
+    // lowered isolation needs a consent it lacks; a front end asks first,
+    // this is the last word.
+    if let Err(e) = plan.check_consent() {
+        return fail(e.to_string()).await;
+    }
+    let clearance = plan
+        .clearance()
+        .clone()
+        .signed(&plan.valid_card().card().hash());
     let task = plan.task().clone();
     let notices = plan.notices();
     let origin = plan.origin().cloned();
@@ -158,6 +168,7 @@ pub async fn run_plan(
             let s = s
                 .with_notices(notices)
                 .forked_from(origin)
+                .with_clearance(clearance)
                 .with_redactor(Arc::clone(&redactor));
             match changes {
                 Some(changes) => s.steer_only(changes),

@@ -205,6 +205,10 @@ pub enum UiCommand {
     PauseOrResume,
     /// Stop the live run.
     StopRun,
+    /// Allow what the consent dialog lists (the held run starts with it).
+    AllowLowered,
+    /// Decline the consent dialog (the held run does not start).
+    CancelLowered,
 
     // ---- recorded runs ----
     /// Re-list the runs in the Runs panel's folder.
@@ -319,6 +323,8 @@ impl UiCommand {
             | Self::OpenLeaderboard(_)
             | Self::BrowseLeaderboard => CommandGroup::Leaderboard,
             Self::StartRun
+            | Self::AllowLowered
+            | Self::CancelLowered
             | Self::PauseOrResume
             | Self::StopRun
             | Self::RefreshRuns

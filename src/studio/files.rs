@@ -195,7 +195,8 @@ pub fn read_card(path: &Path, registry: &Registry) -> Result<Card, CardErrors> {
             ),
         ));
     }
-    Card::load(path, registry)
+    crate::engine::hub::pull::load_card_file(path, registry)
+        .map(crate::engine::card::ValidCard::into_card)
 }
 
 /// Save a card; adds `.yaml` when the path has no extension.

@@ -305,6 +305,7 @@ impl Hostile {
             ])
             .arg("--out")
             .arg(&out)
+            .args(super::consent_flags(&card, &self.task))
             .envs(env.iter().copied())
             .env("OPENAI_API_KEY", SECRET)
             .env("HOME", &self.home)

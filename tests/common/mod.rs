@@ -133,12 +133,52 @@ pub fn plan_in(card: Card, task: &Path, run_dir: Option<PathBuf>, registry: &Reg
         .check(registry)
         .unwrap_or_else(|problems| panic!("invalid card: {problems:?}"));
     let task = galapagos::engine::task::Task::load(task).unwrap_or_else(|e| panic!("{e}"));
-    RunPlan::new(card, task, run_dir, registry).unwrap_or_else(|e| panic!("{e}"))
+    consented(RunPlan::new(card, task, run_dir, registry).unwrap_or_else(|e| panic!("{e}")))
 }
 
 /// Continue the run recorded in `run_dir` up to `budget` total iterations.
 pub fn resume_request(run_dir: &Path, budget: u64, registry: &Registry) -> RunPlan {
-    RunPlan::resume(run_dir, Some(budget), registry).unwrap_or_else(|e| panic!("{e}"))
+    consented(RunPlan::resume(run_dir, Some(budget), registry).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// The command line's flags that give the consent the card file `card`
+/// needs for a run of the task in `task` (none when it needs none), as a
+/// person gives them after reading the refusal: these tests' own cards
+/// switch the sandbox off, which needs it when they run as root. A card or
+/// task that does not load gets none (the run says why).
+pub fn consent_flags(card: &Path, task: &Path) -> Vec<String> {
+    let registry = Registry::builtin();
+    // A card or task that does not load: the run says why.
+    let (Ok(card), Ok(task)) = (
+        galapagos::engine::card::ValidCard::load(card, &registry),
+        galapagos::engine::task::Task::load(task),
+    ) else {
+        return Vec::new();
+    };
+    match RunPlan::new(card, task, None, &registry).map(|p| p.check_consent()) {
+        Ok(Err(galapagos::engine::launch::LaunchError::ConsentNeeded(needed))) => {
+            let allow: Vec<&str> = needed.lowered.iter().map(|l| l.setting.as_str()).collect();
+            vec![
+                "--consent".to_owned(),
+                needed.hash.clone(),
+                "--allow".to_owned(),
+                allow.join(","),
+            ]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// `plan` with the consent its card's lowered isolation needs, as a person
+/// gives it: these tests' own cards switch the sandbox off, which needs it
+/// when they run as root (see `engine::consent`, tested in `consent.rs`).
+pub fn consented(plan: RunPlan) -> RunPlan {
+    match plan.check_consent() {
+        Err(galapagos::engine::launch::LaunchError::ConsentNeeded(needed)) => {
+            plan.with_consent(galapagos::engine::consent::Consent::to(&needed, "the test"))
+        }
+        _ => plan,
+    }
 }
 
 /// Start `plan` with the offline model and no UI waker.
@@ -192,6 +232,7 @@ pub fn cli_run(card: &str, task: &str, iterations: u32, out: &Path) -> (f64, f64
 pub mod agents;
 pub mod host_memory;
 pub mod hostile;
+pub mod hub;
 pub mod llm_server;
 pub mod scripted_server;
 pub mod scripted_upstream;

@@ -43,6 +43,7 @@ enum Job {
     },
     Log(LogLevel, String),
     SettingsChanged(Box<Card>, SettingsChange),
+    Clearance(Box<crate::engine::consent::Clearance>),
     Finish {
         summary: Box<RunSummary>,
         done: SyncSender<Result<(), ArchiveError>>,
@@ -156,6 +157,13 @@ fn write_all(
                     f.get_or_insert(e);
                 }
             }
+            Job::Clearance(clearance) => {
+                if let Err(e) = inner.clearance_changed(&clearance)
+                    && let Ok(mut f) = failed.lock()
+                {
+                    f.get_or_insert(e);
+                }
+            }
             Job::Finish { summary, done } => {
                 let first = failed.lock().ok().and_then(|mut f| f.take());
                 let result = inner.finish(&summary);
@@ -206,6 +214,17 @@ impl RunRecorder for BackgroundRecorder {
             return Err(e);
         }
         self.send(Job::SettingsChanged(Box::new(card.clone()), change.clone()))
+    }
+
+    /// Queued in order with the settings change it follows.
+    fn clearance_changed(
+        &mut self,
+        clearance: &crate::engine::consent::Clearance,
+    ) -> Result<(), ArchiveError> {
+        if let Some(e) = self.take_failure() {
+            return Err(e);
+        }
+        self.send(Job::Clearance(Box::new(clearance.clone())))
     }
 
     fn progress(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
@@ -333,6 +352,7 @@ mod tests {
             run_dir: None,
             unsandboxed: None,
             forked_from: None,
+            clearance: None,
         };
         (info, card)
     }

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::{ArchiveError, Checkpoint, RunRecorder};
 use crate::engine::card::Card;
+use crate::engine::consent::Clearance;
 use crate::engine::events::{RunInfo, RunOrigin, RunSummary};
 use crate::engine::genome::Genome;
 use crate::engine::steering::settings::SettingsChange;
@@ -21,6 +22,8 @@ pub struct JsonlRecorder {
     genomes: Option<BufWriter<File>>,
     /// The run's origin when it is a fork, for `summary.json`.
     forked_from: Option<RunOrigin>,
+    /// The run's standing on lowered isolation, for `summary.json`.
+    clearance: Option<Clearance>,
 }
 
 impl JsonlRecorder {
@@ -31,6 +34,7 @@ impl JsonlRecorder {
             append,
             genomes: None,
             forked_from: None,
+            clearance: None,
         }
     }
 }
@@ -70,6 +74,10 @@ struct SummaryJson {
     /// The run and genome a fork started from.
     #[serde(skip_serializing_if = "Option::is_none")]
     forked_from: Option<RunOrigin>,
+    /// Where the card came from, the settings it lowers and the consent
+    /// given for them (see `crate::engine::consent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    clearance: Option<Clearance>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -79,6 +87,7 @@ fn is_zero(n: &u64) -> bool {
 impl RunRecorder for JsonlRecorder {
     fn begin(&mut self, info: &RunInfo, card: &Card, _task_dir: &Path) -> Result<(), ArchiveError> {
         self.forked_from.clone_from(&info.forked_from);
+        self.clearance = info.clearance.as_deref().cloned();
         std::fs::create_dir_all(&self.dir).map_err(|e| io_err(&self.dir, e))?;
         let card_path = self.dir.join("card.yaml");
         std::fs::write(&card_path, card.to_yaml()).map_err(|e| io_err(&card_path, e))?;
@@ -102,6 +111,12 @@ impl RunRecorder for JsonlRecorder {
     ) -> Result<(), ArchiveError> {
         let path = self.dir.join("card.yaml");
         std::fs::write(&path, card.to_yaml()).map_err(|e| io_err(&path, e))
+    }
+
+    /// `summary.json` says the standing the run ended with.
+    fn clearance_changed(&mut self, clearance: &Clearance) -> Result<(), ArchiveError> {
+        self.clearance = Some(clearance.clone());
+        Ok(())
     }
 
     fn record_iteration(
@@ -146,6 +161,7 @@ impl RunRecorder for JsonlRecorder {
             wall_secs: s.wall_secs,
             run_wall_secs: s.run_wall_secs,
             forked_from: self.forked_from.clone(),
+            clearance: self.clearance.clone(),
         })
         .map_err(|e| io_err(&path, e))?;
         std::fs::write(&path, text + "\n").map_err(|e| io_err(&path, e))

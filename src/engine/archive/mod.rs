@@ -152,6 +152,14 @@ pub trait RunRecorder: Send {
     ) -> Result<(), ArchiveError> {
         Ok(())
     }
+    /// The run's standing on lowered isolation changed in flight (new
+    /// settings lower it otherwise): a recorder that keeps it keeps this one.
+    fn clearance_changed(
+        &mut self,
+        _clearance: &crate::engine::consent::Clearance,
+    ) -> Result<(), ArchiveError> {
+        Ok(())
+    }
     fn finish(&mut self, summary: &RunSummary) -> Result<(), ArchiveError>;
     /// For a recorder that writes after `record_iteration` returns: how many
     /// of its calls have been written (or failed) so far. `None` (the
@@ -195,6 +203,15 @@ impl RunRecorder for Recorders {
         self.0
             .iter_mut()
             .try_for_each(|r| r.settings_changed(card, change))
+    }
+
+    fn clearance_changed(
+        &mut self,
+        clearance: &crate::engine::consent::Clearance,
+    ) -> Result<(), ArchiveError> {
+        self.0
+            .iter_mut()
+            .try_for_each(|r| r.clearance_changed(clearance))
     }
 
     fn finish(&mut self, summary: &RunSummary) -> Result<(), ArchiveError> {

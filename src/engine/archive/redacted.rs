@@ -88,6 +88,13 @@ impl RunRecorder for Redacted {
         self.inner.settings_changed(card, &change)
     }
 
+    fn clearance_changed(
+        &mut self,
+        clearance: &crate::engine::consent::Clearance,
+    ) -> Result<(), ArchiveError> {
+        self.inner.clearance_changed(clearance)
+    }
+
     fn finish(&mut self, summary: &RunSummary) -> Result<(), ArchiveError> {
         let mut summary = summary.clone();
         summary.status.redact(&self.redactor);

@@ -3,8 +3,9 @@
 //! Schema (version [`SCHEMA_VERSION`]):
 //! - `meta(key PRIMARY KEY, value)`: schema_version, card_yaml, task_dir, seed,
 //!   model, offline, started_unix, ended_unix, status, max_iterations, and
-//!   for a fork forked_from_run and forked_from_genome, and the settings
-//!   changed in flight (settings_changes).
+//!   for a fork forked_from_run and forked_from_genome, the settings
+//!   changed in flight (settings_changes), and the run's standing on lowered
+//!   isolation (clearance: see `crate::engine::consent`).
 //! - `genomes(id PRIMARY KEY, iteration, attempt, parent_id, valid, score, json)`:
 //!   every genome, the whole record as JSON plus indexed columns for listing.
 //! - `events(seq PRIMARY KEY, unix, level, message)`: the run's log.
@@ -21,6 +22,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension as _, params};
 
 use super::{ArchiveError, Checkpoint, RunRecorder, unix_now};
 use crate::engine::card::Card;
+use crate::engine::consent::Clearance;
 use crate::engine::events::{LogLevel, RunInfo, RunOrigin, RunSummary};
 use crate::engine::genome::{Genome, GenomeId};
 use crate::engine::steering::settings::SettingsChange;
@@ -34,6 +36,10 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// The `meta` keys of a fork's origin: the parent run's folder and genome.
 const FORKED_FROM_RUN: &str = "forked_from_run";
 const FORKED_FROM_GENOME: &str = "forked_from_genome";
+/// The `meta` key of the run's standing on lowered isolation (a JSON
+/// [`Clearance`]: the card's provenance and hash, what it lowers, the consent
+/// given, this account's signature).
+const CLEARANCE: &str = "clearance";
 /// The `meta` key of the settings changed in flight (a JSON list of
 /// [`SettingsChange`], each with the iteration it took effect at).
 const SETTINGS_CHANGES: &str = "settings_changes";
@@ -167,6 +173,15 @@ impl Archive {
             Some(json) => serde_json::from_str(&json)
                 .map_err(|e| corrupt(&self.path, format!("{SETTINGS_CHANGES}: {e}"))),
         }
+    }
+
+    /// The run's standing on lowered isolation as recorded (`None` for a
+    /// run recorded before it was kept, or one whose record does not read:
+    /// either vouches for nothing).
+    pub fn clearance(&self) -> Result<Option<Clearance>, ArchiveError> {
+        Ok(self
+            .meta_value(CLEARANCE)?
+            .and_then(|json| serde_json::from_str(&json).ok()))
     }
 
     /// The run and genome this run was forked from (`None` for a run
@@ -555,6 +570,10 @@ impl RunRecorder for SqliteRecorder {
             self.set_meta(FORKED_FROM_RUN, &origin.run.display().to_string())?;
             self.set_meta(FORKED_FROM_GENOME, &origin.genome.to_string())?;
         }
+        if let Some(clearance) = &info.clearance {
+            let json = serde_json::to_string(clearance).map_err(|e| io(&self.path, e))?;
+            self.set_meta(CLEARANCE, &json)?;
+        }
         if !self.resume {
             self.set_meta("started_unix", &unix_now().to_string())?;
         }
@@ -642,6 +661,11 @@ impl RunRecorder for SqliteRecorder {
         self.set_meta("card_yaml", &card.to_yaml())?;
         self.set_meta("max_iterations", &card.general.max_iterations.to_string())?;
         self.set_meta(SETTINGS_CHANGES, &json)
+    }
+
+    fn clearance_changed(&mut self, clearance: &Clearance) -> Result<(), ArchiveError> {
+        let json = serde_json::to_string(clearance).map_err(|e| io(&self.path, e))?;
+        self.set_meta(CLEARANCE, &json)
     }
 
     fn finish(&mut self, summary: &RunSummary) -> Result<(), ArchiveError> {

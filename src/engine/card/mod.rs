@@ -34,6 +34,7 @@ use crate::engine::component::{BuildContext, RegistryError, Slot, SlotTrait};
 use crate::engine::genome::{Direction, Objective};
 pub use crate::engine::model::{LlmSettings, ModelSpec};
 use crate::engine::params::ParamMap;
+pub use crate::engine::provenance::Provenance;
 use crate::engine::registry::{Configured, Registry};
 
 pub use novelty::NoveltySettings;
@@ -186,6 +187,12 @@ pub struct Card {
     pub seed: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<LlmSettings>,
+    /// Where the card came from when it is not the user's own (a hub, a
+    /// bundle, a run folder): kept when the card is saved, so a card from
+    /// elsewhere stays so (see [`crate::engine::provenance`]). Never part
+    /// of the card's hash ([`Card::hash`]).
+    #[serde(default, skip_serializing_if = "Provenance::is_local")]
+    pub provenance: Option<Provenance>,
 }
 
 impl Card {
@@ -243,7 +250,35 @@ impl Card {
             general: General::default(),
             seed: 0,
             llm: None,
+            provenance: None,
         }
+    }
+
+    /// This card with `provenance` (where it came from).
+    #[must_use]
+    pub fn with_provenance(mut self, provenance: Provenance) -> Self {
+        self.provenance = Some(provenance);
+        self
+    }
+
+    /// The card's content hash, what a consent is given for
+    /// ([`crate::engine::consent`]): the SHA-256 of its YAML, in hex (32
+    /// digits), without its provenance and without the three settings every
+    /// front end sets per run: `general.max_iterations`, `general.parallel`
+    /// and `seed` (`--iterations`, `--parallel`, `--seed`, a resume's
+    /// budget, a leaderboard's seeds). Any other change, a comment-free
+    /// reformatting aside, gives another hash.
+    pub fn hash(&self) -> String {
+        let mut bare = self.clone();
+        bare.provenance = None;
+        bare.general.max_iterations = General::default().max_iterations;
+        bare.general.parallel = General::default().parallel;
+        bare.seed = 0;
+        let digest = ring::digest::digest(&ring::digest::SHA256, bare.to_yaml().as_bytes());
+        digest.as_ref()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
     }
 
     /// Parse a card from YAML text and check it; `origin` names the file in
@@ -252,7 +287,10 @@ impl Card {
         ValidCard::from_yaml(text, origin, registry).map(ValidCard::into_card)
     }
 
-    /// Load a card file and check it.
+    /// Load a card file and check it (its provenance as the file records
+    /// it; a front end reads a file the user names with
+    /// `crate::engine::hub::pull::load_card_file`, which knows the hub
+    /// cache).
     pub fn load(path: &Path, registry: &Registry) -> Result<Self, CardErrors> {
         ValidCard::load(path, registry).map(ValidCard::into_card)
     }
@@ -550,6 +588,30 @@ impl ValidCard {
         Self::from_yaml(&text, &origin, registry)
     }
 
+    /// The built-in card `name`, checked, with its provenance.
+    pub fn builtin(
+        builtin: &crate::engine::builtin::BuiltinCard,
+        registry: &Registry,
+    ) -> Result<Self, CardErrors> {
+        Self::from_yaml(
+            builtin.yaml,
+            &format!("built-in:{}", builtin.name),
+            registry,
+        )
+        .map(|c| {
+            c.with_provenance(Some(Provenance::BuiltIn {
+                name: builtin.name.to_owned(),
+            }))
+        })
+    }
+
+    /// This card with another provenance (nothing else is checked again).
+    #[must_use]
+    pub fn with_provenance(mut self, provenance: Option<Provenance>) -> Self {
+        self.card.provenance = provenance;
+        self
+    }
+
     /// The card.
     pub fn card(&self) -> &Card {
         &self.card
@@ -558,6 +620,15 @@ impl ValidCard {
     /// The card, giving up what was decoded.
     pub fn into_card(self) -> Card {
         self.card
+    }
+
+    /// What each block that runs processes lets them reach, in slot order
+    /// (see [`crate::engine::sandbox::lowered`]).
+    pub fn reaches(&self) -> Vec<(Slot, crate::engine::component::Reach)> {
+        Slot::ALL
+            .into_iter()
+            .filter_map(|slot| Some((slot, self.slots.get(&slot)?.reach()?)))
+            .collect()
     }
 
     /// The checked block of `slot`.

@@ -259,6 +259,16 @@ impl Component for SubprocessEvaluator {
         evaluator.config.key_vars = keys;
         Ok(evaluator)
     }
+
+    /// The task's evaluator and the candidates, on this machine.
+    fn reach(params: &SubprocessParams) -> Option<crate::engine::component::Reach> {
+        Some(params.isolation.reach(
+            &params.allowance,
+            crate::engine::component::Runs::Candidates,
+            crate::engine::component::Place::ThisMachine,
+            &params.env,
+        ))
+    }
 }
 
 impl SubprocessEvaluator {

@@ -225,7 +225,11 @@ pub(crate) fn bundle_texts(
 ) -> Result<(String, String), HubError> {
     let card_path = bundle.join(CARD_FILE);
     let readme_path = bundle.join(README_FILE);
-    let yaml = card.to_yaml();
+    // Where this copy came from is not shared: whoever pulls or imports the
+    // bundle records where they got it (see `crate::engine::provenance`).
+    let mut shared = card.clone();
+    shared.provenance = None;
+    let yaml = shared.to_yaml();
     let mut readme = render_readme(card, registry);
     if let Some(results) = results {
         readme.push('\n');
@@ -346,6 +350,16 @@ pub fn import_bundle(path: &Path, registry: &Registry) -> Result<Card, HubError>
         return import_archive(path, registry);
     }
     Ok(Card::load(path, registry)?)
+}
+
+/// The provenance of a card imported now from the bundle at `path` (a
+/// folder, a `card.yaml` or a `.tar.gz`): from elsewhere, whatever the
+/// bundle's card says (see [`crate::engine::provenance`]).
+pub fn bundle_provenance(path: &Path) -> crate::engine::provenance::Provenance {
+    crate::engine::provenance::Provenance::Bundle {
+        bundle: path.display().to_string(),
+        imported: folder::now_utc(),
+    }
 }
 
 fn is_gzip(path: &Path) -> Result<bool, HubError> {

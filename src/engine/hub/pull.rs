@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 use super::folder::HubFolder;
 use super::site::{INDEX_JSON, SiteIndex};
 use super::{CARD_FILE, check_path_name};
-use crate::engine::card::ValidCard;
+use crate::engine::card::{CardErrors, ValidCard};
 use crate::engine::foreign::{RelPath, Target};
+use crate::engine::provenance::Provenance as CardProvenance;
 use crate::engine::registry::Registry;
 
 /// The largest `index.json` read from a hub site.
@@ -87,10 +88,59 @@ pub struct Provenance {
 /// A pulled, checked and cached card.
 #[derive(Debug)]
 pub struct Pulled {
+    /// The card, its provenance the hub it came from.
     pub card: ValidCard,
     pub provenance: Provenance,
     /// The cached `card.yaml`.
     pub cached: PathBuf,
+}
+
+impl Provenance {
+    /// Where the card came from, as the card records it
+    /// ([`CardProvenance::Hub`]).
+    pub fn of_card(&self) -> CardProvenance {
+        CardProvenance::Hub {
+            hub: self.hub.clone(),
+            card: format!("{}/{}@{}", self.namespace, self.name, self.version),
+            source: self.source.clone(),
+            pulled: self.pulled.clone(),
+        }
+    }
+}
+
+/// Load and check the card file `path` a person names, with its provenance:
+/// what the file records, except that a file of the per-user hub cache is
+/// from its hub (see [`crate::engine::provenance`]).
+pub fn load_card_file(path: &Path, registry: &Registry) -> Result<ValidCard, CardErrors> {
+    let card = ValidCard::load(path, registry)?;
+    Ok(match cached_provenance(path, &cache_dir()) {
+        Some(from) => card.with_provenance(Some(from)),
+        None => card,
+    })
+}
+
+/// The provenance of a card file in the hub cache `cache`
+/// (`cache/HUB/NAMESPACE/NAME/VERSION/card.yaml` beside its `source.json`),
+/// or `None` for a file elsewhere. A cached card whose note is missing or
+/// unreadable is still from a hub.
+fn cached_provenance(path: &Path, cache: &Path) -> Option<CardProvenance> {
+    let file = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let cache = std::fs::canonicalize(cache).unwrap_or_else(|_| cache.to_path_buf());
+    if !file.starts_with(&cache) {
+        return None;
+    }
+    let note = std::fs::read_to_string(file.with_file_name("source.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Provenance>(&t).ok());
+    Some(match note {
+        Some(p) => p.of_card(),
+        None => CardProvenance::Hub {
+            hub: "unknown (the hub cache's note is missing)".to_owned(),
+            card: String::new(),
+            source: file.display().to_string(),
+            pulled: String::new(),
+        },
+    })
 }
 
 /// The hubs to pull from: those given (`--hub`) first, then the user
@@ -509,11 +559,15 @@ pub fn pull_into(
             Ok(target.path_of(&card_rel))
         };
         let cached = save()?;
-        return Ok(Pulled {
+        let mut pulled = Pulled {
             card,
             provenance,
             cached,
-        });
+        };
+        // whatever its YAML says, it is from this hub
+        let from = pulled.provenance.of_card();
+        pulled.card = pulled.card.with_provenance(Some(from));
+        return Ok(pulled);
     }
     Err(format!("cannot pull {r}:\n  {}", problems.join("\n  ")))
 }
@@ -535,5 +589,35 @@ mod tests {
         assert!(HubRef::parse("../x").is_none());
         assert!(HubRef::parse("a/b@").is_none());
         assert!(hub_key("http://127.0.0.1:1/").starts_with("127_0_0_1_1_-"));
+    }
+
+    #[test]
+    fn a_file_in_the_hub_cache_is_from_its_hub() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let cache = tmp.path().join("hub");
+        let dir = cache.join("h-1/team/x/2");
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let card = dir.join("card.yaml");
+        std::fs::write(&card, "name: x\n").unwrap_or_else(|e| panic!("{e}"));
+        // no note: still from a hub
+        assert!(matches!(
+            cached_provenance(&card, &cache),
+            Some(CardProvenance::Hub { .. })
+        ));
+        std::fs::write(
+            dir.join("source.json"),
+            r#"{"hub": "http://h/", "namespace": "team", "name": "x", "version": "2",
+               "published": "p", "source": "http://h/cards/team/x/2/card.yaml", "pulled": "t"}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let Some(CardProvenance::Hub { hub, card: id, .. }) = cached_provenance(&card, &cache)
+        else {
+            panic!("not from a hub");
+        };
+        assert_eq!((hub.as_str(), id.as_str()), ("http://h/", "team/x@2"));
+        // a file beside the cache is not in it
+        let mine = tmp.path().join("mine.yaml");
+        std::fs::write(&mine, "name: x\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cached_provenance(&mine, &cache), None);
     }
 }

@@ -23,6 +23,7 @@ use std::time::Instant;
 
 use crate::engine::archive::Archive;
 use crate::engine::card::ValidCard;
+use crate::engine::consent::{Consent, ConsentNeeded};
 use crate::engine::events::{RunEvent, RunStatus};
 use crate::engine::launch::{LaunchError, RunPlan};
 use crate::engine::model::LanguageModel;
@@ -50,6 +51,25 @@ pub struct BatchSpec {
     /// The model every run asks, and its description.
     pub model: Arc<dyn LanguageModel>,
     pub model_desc: String,
+    /// Consents to the cards' lowered isolation (each for one card's hash;
+    /// see [`crate::engine::consent`]).
+    pub consents: Vec<Consent>,
+}
+
+/// The cards of `spec` whose lowered isolation needs a consent `spec` does
+/// not give: what each asks for. A card that does not fit the task is left
+/// to its run, which says why.
+pub fn consents_needed(spec: &BatchSpec, registry: &Registry) -> Vec<ConsentNeeded> {
+    spec.cards
+        .iter()
+        .filter_map(|card| {
+            let plan = RunPlan::new(card.clone(), spec.task.clone(), None, registry).ok()?;
+            match plan.with_consent_from(&spec.consents).check_consent() {
+                Err(LaunchError::ConsentNeeded(e)) => Some(*e),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// Where one run of a batch is.
@@ -134,6 +154,16 @@ impl Batch {
                 w[0]
             ));
         }
+        // Nothing starts while a card lacks the consent its lowered
+        // isolation needs.
+        let needed = consents_needed(&spec, &registry);
+        if !needed.is_empty() {
+            return Err(needed
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n"));
+        }
         let mut runs = Vec::new();
         for card in &spec.cards {
             for &seed in &spec.seeds {
@@ -190,7 +220,15 @@ impl Batch {
             };
             changed.push(index);
             let asked = Instant::now();
-            match self.plan(index) {
+            let plan = self.plan(index).and_then(|plan| match plan {
+                None => Ok(None),
+                Some(p) => {
+                    let p = p.with_consent_from(&self.spec.consents);
+                    p.check_consent().map_err(|e| e.to_string())?;
+                    Ok(Some(p))
+                }
+            });
+            match plan {
                 Ok(None) => self.runs[index].state = RunState::Skipped,
                 Ok(Some(plan)) => match start(plan, self.spec.model.clone(), self.waker.clone()) {
                     Ok(handle) => {

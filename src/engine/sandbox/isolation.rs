@@ -88,3 +88,24 @@ const SANDBOX_SPECS: &[ParamSpec] = &[
 /// them: [`Isolation`]'s (`sandbox`, `network`), then [`limits::SPECS`]
 /// ([`super::limits::Allowance`]'s).
 pub const SPECS: &[ParamSpec] = param_table!(SANDBOX_SPECS, limits::SPECS);
+
+impl Isolation {
+    /// What a block with these settings and `allowance` reaches when it runs
+    /// `runs` on `place` with the run's environment variables `env` passed
+    /// ([`crate::engine::sandbox::lowered`] judges it).
+    pub(crate) fn reach(
+        &self,
+        allowance: &limits::Allowance,
+        runs: crate::engine::component::Runs,
+        place: crate::engine::component::Place,
+        env: &[String],
+    ) -> crate::engine::component::Reach {
+        crate::engine::component::Reach {
+            sandboxed: self.sandbox != Sandbox::None,
+            network: self.network,
+            read_paths: allowance.read_paths.clone(),
+            env: env.to_vec(),
+            ..crate::engine::component::Reach::sandboxed(runs, place)
+        }
+    }
+}

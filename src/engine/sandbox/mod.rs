@@ -18,6 +18,7 @@
 //! | [`isolation`] | an evaluator's choice of container and network (`Isolation`: `sandbox`, `network`), and the parameter table of every sandbox key an evaluator takes |
 //! | [`limits`] | the one limits table: what a sandboxed process may read and use as a card sets it (`Allowance`: `read_paths`, memory, CPU time, processes, file size, the writable-space quota, `output_limit_kb`; the evaluators and the coding agent flatten it in), their values for one process (`Limits`), the rlimits that enforce them, and the one explainer that names the limit a process hit from raw facts |
 //! | [`environment`] | the one environment allowlist, with a profile per kind of process (the Python evaluator, a command, Slurm's clients, a coding agent), and refusing a listed name that holds a model key (or its value) |
+//! | [`lowered`] | the one list of a card's settings that lower isolation below the safe defaults (the sandbox off, the network, `read_paths` outside the task, a variable of the user's environment passed, a cluster's extra `sbatch_args` and `staging_dir`), from what each block says it reaches; what `crate::engine::consent` asks consent for |
 //! | [`paths`] | the host paths a sandbox hides (the user's data dirs) and shows (`read_paths`, never a whole home or the settings file), the scratch dir inside |
 //! | [`interpreter`] | the interpreter a sandboxed process runs and the dirs it reads, found outside the sandbox |
 //! | [`capture`] | a process's stdout and stderr kept within bounds (head and tail, the rest counted) |
@@ -86,6 +87,10 @@
 //!   its CPU time is the kernel's count for the exited container
 //!   ([`supervise`]), its output is bounded ([`capture`]), and a limit is
 //!   named only on evidence ([`limits::Limits::explain`]).
+//! - Nothing lowers isolation silently: a card's settings that widen what
+//!   its processes reach are listed by one function ([`lowered::lowered`]),
+//!   and a card from elsewhere that lowers any runs only with the person's
+//!   consent to that card and each setting (`crate::engine::consent`).
 //! - A process tree never outlives what started it: the container runs in
 //!   a process group of its own, killed at the time limit, once it has
 //!   exited (closing what a leftover held) and when its supervision is
@@ -104,6 +109,7 @@ pub(crate) mod environment;
 pub(crate) mod interpreter;
 pub mod isolation;
 pub mod limits;
+pub mod lowered;
 pub(crate) mod paths;
 pub(crate) mod prlimit;
 pub(crate) mod process;

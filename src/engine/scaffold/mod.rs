@@ -112,6 +112,8 @@ pub struct Scaffold {
     queued: Vec<RunCommand>,
     /// The run and genome this run was forked from, when it is a fork.
     origin: Option<RunOrigin>,
+    /// The run's standing on lowered isolation, signed (see `settings.rs`).
+    clearance: Option<crate::engine::consent::Clearance>,
     /// The run's spend against its budget, shared with the proposer (the
     /// model relay refuses an agent's request once the budget is spent).
     meter: Arc<RunMeter>,
@@ -239,6 +241,7 @@ impl Scaffold {
             steer_only: false,
             queued: Vec::new(),
             origin: None,
+            clearance: None,
             meter,
             live: settings::Rebuild::new(valid, run_dir, key_vars),
         })
@@ -350,6 +353,7 @@ impl Scaffold {
             run_dir,
             unsandboxed: self.evaluator.unsandboxed(),
             forked_from: self.origin.clone(),
+            clearance: self.clearance.clone().map(Box::new),
         };
         if let Some(r) = recorder.as_mut()
             && let Err(e) = r.begin(&info, &self.card, &self.task.dir)

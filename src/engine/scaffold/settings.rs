@@ -28,6 +28,12 @@
 //! `settings_changes` list with the iteration; `card.yaml`), so a resume builds the run with it,
 //! and announced as `RunEvent::SettingsChanged`; a refusal changes nothing, is a warning in the log
 //! and names each fixed setting in `RunEvent::SettingsRefused`.
+//!
+//! A change that lowers the sandbox's isolation past what the run was allowed (the rule of
+//! `crate::engine::consent`: a card from elsewhere, or unsandboxed as root, needs a consent naming
+//! each lowered setting) is refused as `isolation`. One taken that changes what is lowered is said in
+//! the log, and the run's record (`RunRecorder::clearance_changed`) is signed again for the card the
+//! run goes on with, so its resume does not ask again.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,12 +42,14 @@ use super::iteration::Shared;
 use super::{LoopState, Scaffold};
 use crate::engine::card::{General, ValidCard};
 use crate::engine::component::{BuildContext, Slot};
+use crate::engine::consent::Clearance;
 use crate::engine::events::{EventSink, LogLevel, NewSettings, RunEvent};
 use crate::engine::meter::RunBudget;
 use crate::engine::model::{LanguageModel, RedactedModel};
 use crate::engine::prompt::PromptBuilder;
 use crate::engine::proposer::Proposer;
 use crate::engine::redact::Redactor;
+use crate::engine::sandbox::lowered::lowered;
 use crate::engine::selection::SelectionPolicy;
 use crate::engine::steering::settings::{Fixed, SettingsChange, compare};
 
@@ -99,6 +107,11 @@ impl Scaffold {
         let Some((new, paused)) = self.live.pending.take() else {
             return;
         };
+        let lowered_before = self
+            .clearance
+            .as_ref()
+            .map(|c| c.lowered.clone())
+            .unwrap_or_default();
         match self.rebuild(*new, paused, shared, general, st.last_iteration + 1) {
             Ok(None) => {}
             Ok(Some(change)) => {
@@ -106,6 +119,19 @@ impl Scaffold {
                     && let Err(e) = r.settings_changed(&self.card, &change)
                 {
                     st.record_error.get_or_insert(e.to_string());
+                }
+                // The record vouches for the card the run goes on with.
+                if let Some(c) = &self.clearance {
+                    if let Some(r) = st.recorder.as_mut()
+                        && let Err(e) = r.clearance_changed(c)
+                    {
+                        st.record_error.get_or_insert(e.to_string());
+                    }
+                    if c.lowered != lowered_before
+                        && let Some(notice) = c.notice()
+                    {
+                        self.say(st, events, LogLevel::Warn, notice).await;
+                    }
                 }
                 self.say(st, events, LogLevel::Info, change.to_string())
                     .await;
@@ -145,6 +171,7 @@ impl Scaffold {
         if changes.is_empty() {
             return Ok(None);
         }
+        let clearance = self.clearance_for(&new)?;
         let llm_changed = self.live.valid.card().llm != new.card().llm;
         let model = if llm_changed {
             self.new_model(model)?
@@ -225,11 +252,57 @@ impl Scaffold {
         self.model = model;
         self.card = new.card().clone();
         self.live.valid = new;
+        if let Some(c) = clearance {
+            self.clearance = Some(c.signed(&self.card.hash()));
+        }
         Ok(Some(SettingsChange {
             iteration: from,
             changes,
             max_iterations: general.max_iterations,
         }))
+    }
+
+    /// The run's standing on lowered isolation (signed), kept in its record
+    /// and what settings changed in flight are checked against (without
+    /// one, nothing is checked in flight).
+    #[must_use]
+    pub fn with_clearance(mut self, clearance: Clearance) -> Self {
+        self.clearance = Some(clearance);
+        self
+    }
+
+    /// The run's standing on lowered isolation with the settings of `new`:
+    /// its provenance and consent, the lowered settings `new` has. Refused
+    /// when `new` lowers isolation where the rule asks for a consent the
+    /// run was not given for it (see [`crate::engine::consent`]): a change
+    /// in flight widens nothing past what was allowed.
+    fn clearance_for(&self, new: &ValidCard) -> Result<Option<Clearance>, Vec<Fixed>> {
+        let Some(now) = &self.clearance else {
+            return Ok(None);
+        };
+        let next = Clearance {
+            lowered: lowered(new.reaches(), &self.task.dir, now.as_root),
+            ..now.clone()
+        };
+        match next.check() {
+            Ok(()) => Ok(Some(next)),
+            Err(needed) => {
+                let missing: Vec<&str> = needed
+                    .lowered
+                    .iter()
+                    .filter(|l| !now.lowered.contains(l))
+                    .map(|l| l.setting.as_str())
+                    .collect();
+                Err(vec![Fixed {
+                    what: "isolation".to_owned(),
+                    why: format!(
+                        "the new settings lower the sandbox's isolation ({}) without the consent \
+                         this card needs",
+                        missing.join(", ")
+                    ),
+                }])
+            }
+        }
     }
 
     /// The model built from changed `llm` settings, in the run's redactor.

@@ -219,8 +219,9 @@ impl App {
         let Some(builtin) = crate::engine::builtin::card(name) else {
             return self.error(format!("There is no built-in card {name}"));
         };
-        match Card::from_yaml(builtin.yaml, &format!("built-in:{name}"), &self.registry) {
+        match crate::engine::card::ValidCard::builtin(builtin, &self.registry) {
             Ok(card) => {
+                let card = card.into_card();
                 self.set_doc(Document::new(card, None));
                 self.problems_revision = None;
                 self.card_errors = None;

@@ -25,9 +25,15 @@ impl App {
                 if let Some(ctx) = self.ctx.clone() {
                     let registry = self.registry.clone();
                     self.jobs.spawn("import", &ctx, move || {
+                        // an imported card is from elsewhere, and stays so
+                        // when saved (see `crate::engine::provenance`)
                         JobResult::Imported(
                             crate::engine::hub::import_bundle(&path, &registry)
-                                .map(Box::new)
+                                .map(|mut card| {
+                                    card.provenance =
+                                        Some(crate::engine::hub::bundle_provenance(&path));
+                                    Box::new(card)
+                                })
                                 .map_err(|e| e.to_string()),
                         )
                     });

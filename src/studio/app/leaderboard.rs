@@ -120,9 +120,9 @@ impl App {
 
     /// Start the form's batch.
     fn start_leaderboard(&mut self) {
-        let Some(ctx) = self.ctx.clone() else {
+        if self.ctx.is_none() {
             return;
-        };
+        }
         let form = self.state.leaderboard.clone();
         if let Some(why) = self.leaderboard.start_blocker(&form) {
             return self.error(format!("Leaderboard: {why}"));
@@ -162,19 +162,23 @@ impl App {
             out: form.out.clone(),
             model,
             model_desc,
+            consents: Vec::new(),
+        };
+        self.start_batch_cleared(spec, baseline, form.target);
+    }
+
+    /// Start a batch whose cards' lowered isolation is cleared.
+    pub(super) fn start_batch(&mut self, spec: BatchSpec, baseline: String, target: Option<f64>) {
+        let Some(ctx) = self.ctx.clone() else {
+            return;
         };
         let runs = spec.cards.len() * spec.seeds.len();
-        match self.leaderboard.start(
-            spec,
-            Arc::clone(&self.registry),
-            baseline,
-            form.target,
-            &ctx,
-        ) {
-            Ok(()) => self.info(format!(
-                "Leaderboard: {runs} runs into {}",
-                form.out.display()
-            )),
+        let out = spec.out.clone();
+        match self
+            .leaderboard
+            .start(spec, Arc::clone(&self.registry), baseline, target, &ctx)
+        {
+            Ok(()) => self.info(format!("Leaderboard: {runs} runs into {}", out.display())),
             Err(e) => self.error(format!("Leaderboard: {e}")),
         }
     }

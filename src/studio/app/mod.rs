@@ -10,6 +10,7 @@
 //! (`editor/tabs.rs`, `run/`, `runs.rs`, `leaderboard/`), drawn through one
 //! dispatch (`App::tab_ui`).
 
+mod consent;
 mod files;
 mod hub;
 mod leaderboard;
@@ -160,6 +161,9 @@ pub struct App {
     save_as_field: String,
     /// The next Save As goes on with the waiting action once it saved.
     save_then_continue: bool,
+    /// A run held for the person's consent to its card's lowered
+    /// isolation (the dialog asks).
+    asking: Option<consent::Asking>,
     card_errors: Option<CardErrors>,
     message: Option<Message>,
     applied_theme: Option<ThemeChoice>,
@@ -212,6 +216,7 @@ impl App {
             pending: None,
             save_as_field: String::new(),
             save_then_continue: false,
+            asking: None,
             card_errors: None,
             message: None,
             applied_theme: None,
@@ -722,6 +727,7 @@ impl App {
         egui::CentralPanel::default().show(ui, |ui| self.tab_ui(ui, palette));
 
         self.modals_ui(&ctx);
+        self.consent_ui(&ctx);
         self.model_dialog_ui(&ctx);
         self.help_ui(&ctx);
         drag_preview_ui(&ctx);

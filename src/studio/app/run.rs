@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::App;
+use super::consent::Then;
 use crate::engine::launch::RunPlan;
 use crate::studio::command::UiCommand;
 use crate::studio::files::JobResult;
@@ -45,6 +46,8 @@ impl App {
             UiCommand::ResumeRun { dir, iterations } => self.resume_run(&dir, iterations),
             UiCommand::ForkRun { dir, genome } => self.fork_run(&dir, genome, false),
             UiCommand::ForkInstead { dir, genome } => self.fork_run(&dir, genome, true),
+            UiCommand::AllowLowered => self.allow_lowered(),
+            UiCommand::CancelLowered => self.cancel_lowered(),
             other => self.misrouted(&other),
         }
     }
@@ -68,9 +71,9 @@ impl App {
             self.error(why);
             return;
         }
-        let Some(ctx) = self.ctx.clone() else {
+        if self.ctx.is_none() {
             return;
-        };
+        }
         let model = match self.resolve_model() {
             Ok((m, _)) => m,
             Err(e) => {
@@ -87,15 +90,15 @@ impl App {
                 return self.error(format!("Fix the card first: {}", first.unwrap_or_default()));
             }
         };
+        // The folder is made once the card's lowered isolation is cleared.
         let plan = match crate::engine::task::Task::load(&self.task_dir)
             .map_err(crate::engine::launch::LaunchError::from)
-            .and_then(|task| RunPlan::new_in(card, task, &self.state.runs_folder, &self.registry))
+            .and_then(|task| RunPlan::new(card, task, None, &self.registry))
         {
             Ok(p) => p,
             Err(e) => return self.error(format!("Cannot start: {e}")),
         };
-        self.run_view.start(plan, model, &ctx);
-        self.state.tab = Tab::Run;
+        self.start_cleared(plan, model, Then::New);
     }
 
     fn open_run(&mut self, dir: PathBuf) {
@@ -124,9 +127,6 @@ impl App {
             );
             return;
         }
-        let Some(ctx) = self.ctx.clone() else {
-            return;
-        };
         let card = match self.doc.card.clone().check(&self.registry) {
             Ok(c) => c,
             Err(problems) => {
@@ -143,23 +143,18 @@ impl App {
             Ok((m, _)) => m,
             Err(e) => return self.error(format!("Fork: model: {e}")),
         };
-        let plan = match RunPlan::fork(dir, genome, Some(card), &self.registry)
-            .and_then(|p| p.in_new_folder(&self.state.runs_folder))
-        {
+        let plan = match RunPlan::fork(dir, genome, Some(card), &self.registry) {
             Ok(p) => p,
             Err(e) => return self.error(format!("Fork: {e}")),
         };
-        let into = plan
-            .run_dir()
-            .map(|d| d.display().to_string())
-            .unwrap_or_default();
-        self.run_view.start(plan, model, &ctx);
-        self.state.tab = Tab::Run;
-        self.runs.refresh();
-        self.info(format!(
-            "Forked genome #{genome} of {} into {into}",
-            dir.display()
-        ));
+        self.start_cleared(
+            plan,
+            model,
+            Then::Fork {
+                dir: dir.to_path_buf(),
+                genome,
+            },
+        );
     }
 
     /// Resume the paused live run with the settings of the card on the
@@ -204,9 +199,6 @@ impl App {
             self.error("A run is in progress; stop it before resuming another");
             return;
         }
-        let Some(ctx) = self.ctx.clone() else {
-            return;
-        };
         let plan = match RunPlan::resume(dir, Some(iterations), &self.registry) {
             Ok(p) => p,
             Err(e) => return self.error(format!("resume: {e}")),
@@ -219,12 +211,14 @@ impl App {
             Ok((m, _)) => m,
             Err(e) => return self.error(format!("resume: model: {e}")),
         };
-        self.run_view
-            .continue_recorded(run.history, plan, model, &ctx);
-        self.state.tab = Tab::Run;
-        self.info(format!(
-            "Resuming {} up to {iterations} iterations",
-            dir.display()
-        ));
+        self.start_cleared(
+            plan,
+            model,
+            Then::Resume {
+                history: Box::new(run.history),
+                dir: dir.to_path_buf(),
+                iterations,
+            },
+        );
     }
 }

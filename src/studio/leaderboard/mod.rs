@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::error::TryRecvError;
 
-use crate::engine::card::{Card, ValidCard};
+use crate::engine::card::ValidCard;
 use crate::engine::leaderboard::report::Leaderboard;
 use crate::engine::leaderboard::worker::{self, BatchCommand, BatchEvent, BatchHandle};
 use crate::engine::leaderboard::{BatchRun, BatchSpec, RunState};
@@ -43,7 +43,7 @@ pub fn load_card_ref(reference: &str, registry: &Registry) -> Result<ValidCard, 
         Some(name) => {
             let builtin = crate::engine::builtin::card(name)
                 .ok_or_else(|| format!("there is no built-in card {name}"))?;
-            Card::from_yaml(builtin.yaml, reference, registry)
+            ValidCard::builtin(builtin, registry).map(ValidCard::into_card)
         }
         None => read_card(Path::new(reference), registry),
     }

@@ -167,6 +167,7 @@ impl RunHistory {
             run_dir: Some(dir.to_path_buf()),
             unsandboxed: None,
             forked_from: meta.forked_from.clone(),
+            clearance: None,
         });
         h.genomes.reserve(genomes.len());
         h.children.reserve(genomes.len());
@@ -639,6 +640,7 @@ mod tests {
             run_dir: None,
             unsandboxed: None,
             forked_from: None,
+            clearance: None,
         }));
         h.apply(admitted(genome(0, None, 0, Some(1.0)), Some((0, 1.0)), 0));
         h.apply(RunEvent::IterationStarted {

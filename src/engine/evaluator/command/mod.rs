@@ -225,6 +225,16 @@ impl Component for CommandEvaluator {
             params,
         })
     }
+
+    /// The card's command and the candidates it runs, on this machine.
+    fn reach(params: &CommandParams) -> Option<crate::engine::component::Reach> {
+        Some(params.isolation.reach(
+            &params.allowance,
+            crate::engine::component::Runs::Command(params.argv.clone()),
+            crate::engine::component::Place::ThisMachine,
+            &[],
+        ))
+    }
 }
 
 /// The scratch dir's dir holding `galapagos_eval.py`: the command's `PYTHONPATH`.

@@ -181,6 +181,21 @@ impl Component for SlurmEvaluator {
         evaluator.key_vars = keys;
         Ok(evaluator)
     }
+
+    /// The task's evaluator and the candidates, on the cluster's nodes, with
+    /// the scheduler's extra arguments and the staging folder.
+    fn reach(params: &SlurmParams) -> Option<crate::engine::component::Reach> {
+        let mut reach = params.isolation.reach(
+            &params.allowance,
+            crate::engine::component::Runs::Candidates,
+            crate::engine::component::Place::Cluster,
+            &params.env,
+        );
+        reach.scheduler_args.clone_from(&params.sbatch_args);
+        let staging = params.staging_dir.trim();
+        reach.staging_dir = (!staging.is_empty()).then(|| staging.to_owned());
+        Some(reach)
+    }
 }
 
 impl SlurmEvaluator {

@@ -351,6 +351,19 @@ impl Component for AgentCommandProposer {
             params,
         })
     }
+
+    /// The agent, always in the sandbox with no network but the relay: its
+    /// read paths and the variables it is passed can widen it.
+    fn reach(params: &AgentCommandParams) -> Option<crate::engine::component::Reach> {
+        Some(crate::engine::component::Reach {
+            read_paths: params.allowance.read_paths.clone(),
+            env: params.env.clone(),
+            ..crate::engine::component::Reach::sandboxed(
+                crate::engine::component::Runs::Agent(params.command.clone()),
+                crate::engine::component::Place::ThisMachine,
+            )
+        })
+    }
 }
 
 impl AgentCommandProposer {
