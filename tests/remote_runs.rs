@@ -56,7 +56,13 @@ fn text(o: &Output) -> String {
 
 /// Start `galapagos run … --detach` on the server's side (this machine);
 /// the run folder it printed.
-fn detach(root: &Path, task: &Path, iterations: u64, extra: &[&str], env: &[(&str, &str)]) -> PathBuf {
+fn detach(
+    root: &Path,
+    task: &Path,
+    iterations: u64,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> PathBuf {
     let mut c = Command::new(env!("CARGO_BIN_EXE_galapagos"));
     c.arg("run")
         .arg(card())
@@ -97,7 +103,10 @@ fn run_pid(dir: &Path) -> u32 {
         {
             return pid;
         }
-        assert!(Instant::now() < deadline, "the detached run never locked its folder");
+        assert!(
+            Instant::now() < deadline,
+            "the detached run never locked its folder"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -119,7 +128,11 @@ fn wait_for_genomes(dir: &Path, n: u64) {
 
 /// Run `c` to its end within `limit` (killed and failed after it).
 fn finish(mut c: Command, limit: Duration) -> Output {
-    let child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let id = child.id();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || tx.send(child.wait_with_output()).ok());
@@ -127,7 +140,10 @@ fn finish(mut c: Command, limit: Duration) -> Output {
         Ok(o) => o.unwrap(),
         Err(_) => {
             // the command this test started, by its pid
-            Command::new("kill").args(["-9", &id.to_string()]).status().ok();
+            Command::new("kill")
+                .args(["-9", &id.to_string()])
+                .status()
+                .ok();
             panic!("the command did not end within {} s", limit.as_secs());
         }
     }
@@ -158,7 +174,12 @@ fn summary_genomes(stdout: &str) -> u64 {
 /// The session a process belongs to (`/proc/PID/stat`, field 6).
 fn session_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().nth(3)?.parse().ok()
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(3)?
+        .parse()
+        .ok()
 }
 
 /// Stop the detached run in `dir` (by its pid, which this test started)
@@ -186,7 +207,11 @@ fn a_detached_run_is_listed_and_attached_to_its_end_over_ssh() {
     let _reap = Reap(dir.clone());
     // its own session: the terminal closing or an SSH logout does not end it
     let pid = run_pid(&dir);
-    assert_eq!(session_of(pid), Some(pid), "the run leads a session of its own");
+    assert_eq!(
+        session_of(pid),
+        Some(pid),
+        "the run leads a session of its own"
+    );
     assert_ne!(session_of(pid), session_of(std::process::id()));
     let runs = root.path().join("runs");
     let o = finish(
@@ -221,7 +246,11 @@ fn a_detached_run_is_listed_and_attached_to_its_end_over_ssh() {
     let n = genomes(&dir);
     assert!(n >= 26, "{n}");
     assert_eq!(summary_genomes(&stdout), n, "{stdout}");
-    assert_eq!(genome_lines(&stdout), (0..n).collect::<Vec<_>>(), "{stdout}");
+    assert_eq!(
+        genome_lines(&stdout),
+        (0..n).collect::<Vec<_>>(),
+        "{stdout}"
+    );
     assert!(stdout.contains("status:      completed"), "{stdout}");
     // listed again: finished, with its progress
     let o = finish(
@@ -259,7 +288,11 @@ fn lines_of(child: &mut Child) -> (mpsc::Receiver<String>, mpsc::Receiver<String
 }
 
 /// Lines from `rx` into `into` until `done` (bounded).
-fn read_until(rx: &mpsc::Receiver<String>, into: &mut Vec<String>, done: impl Fn(&[String]) -> bool) {
+fn read_until(
+    rx: &mpsc::Receiver<String>,
+    into: &mut Vec<String>,
+    done: impl Fn(&[String]) -> bool,
+) {
     let deadline = Instant::now() + Duration::from_secs(180);
     while !done(into) {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -273,9 +306,16 @@ fn read_until(rx: &mpsc::Receiver<String>, into: &mut Vec<String>, done: impl Fn
 /// The processes whose parent is `pid`.
 fn children_of(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
-            out.extend(text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
         }
     }
     out
@@ -305,12 +345,18 @@ fn a_dropped_connection_resumes_and_a_killed_client_attaches_again_with_no_gap_a
     let ssh = children_of(first.id());
     assert!(!ssh.is_empty(), "attach runs ssh");
     for pid in &ssh {
-        Command::new("kill").args(["-9", &pid.to_string()]).status().ok();
+        Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .ok();
     }
     let mut said = Vec::new();
-    read_until(&err, &mut said, |l| l.iter().any(|s| s.starts_with("reconnected")));
+    read_until(&err, &mut said, |l| {
+        l.iter().any(|s| s.starts_with("reconnected"))
+    });
     assert!(
-        said.iter().any(|s| s.contains("resumed where the stream left off")),
+        said.iter()
+            .any(|s| s.contains("resumed where the stream left off")),
         "{said:?}"
     );
     let before = count(&seen);
@@ -327,8 +373,14 @@ fn a_dropped_connection_resumes_and_a_killed_client_attaches_again_with_no_gap_a
         (0..ids.len() as u64).collect::<Vec<_>>(),
         "the first client, across its reconnection: {said:?}"
     );
-    assert!(!said.iter().any(|s| s.contains("received twice")), "{said:?}");
-    assert!(genomes(&dir) < 121, "the run was still going when the client died");
+    assert!(
+        !said.iter().any(|s| s.contains("received twice")),
+        "{said:?}"
+    );
+    assert!(
+        genomes(&dir) < 121,
+        "the run was still going when the client died"
+    );
     // attached again: the whole run, each genome once
     let o = finish(
         {
@@ -341,7 +393,12 @@ fn a_dropped_connection_resumes_and_a_killed_client_attaches_again_with_no_gap_a
     assert!(o.status.success(), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     let n = genomes(&dir);
-    assert_eq!(genome_lines(&stdout), (0..n).collect::<Vec<_>>(), "{}", text(&o));
+    assert_eq!(
+        genome_lines(&stdout),
+        (0..n).collect::<Vec<_>>(),
+        "{}",
+        text(&o)
+    );
     assert_eq!(summary_genomes(&stdout), n);
 }
 
@@ -372,11 +429,7 @@ fn a_live_run_on_the_server_is_paused_noted_pinned_resumed_and_stopped_over_ssh(
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(genomes(&dir), settled, "nothing is admitted while paused");
     const NOTE: &str = "NOTE-7781: prefer constants near 2.5";
-    let said = steer(
-        &sshd,
-        &dir,
-        &["--notes", NOTE, "--pin", "0", "--resume"],
-    );
+    let said = steer(&sshd, &dir, &["--notes", NOTE, "--pin", "0", "--resume"]);
     assert!(said.contains("state: running"), "{said}");
     assert!(said.contains("pinned: #0"), "{said}");
     assert!(said.contains(NOTE), "{said}");
@@ -400,7 +453,10 @@ fn a_live_run_on_the_server_is_paused_noted_pinned_resumed_and_stopped_over_ssh(
     for g in &genomes {
         let id = g["id"].as_u64().unwrap();
         if id > 0 && id < paused_at {
-            assert!(!prompt(g).contains(NOTE), "genome {id} came before the notes");
+            assert!(
+                !prompt(g).contains(NOTE),
+                "genome {id} came before the notes"
+            );
         }
         if id > settled + 1 && g["metadata"]["patch_type"] != "initial" {
             assert!(prompt(g).contains(NOTE), "genome {id}: {}", prompt(g));
@@ -483,6 +539,9 @@ fn the_model_key_lives_on_the_server_and_reaches_nothing_the_client_has() {
     let leaked = files_containing(client_dir.path(), SECRET.as_bytes());
     assert!(leaked.is_empty(), "the key reached {leaked:?}");
     let leaked = files_containing(&dir, SECRET.as_bytes());
-    assert!(leaked.is_empty(), "the key reached the run folder: {leaked:?}");
+    assert!(
+        leaked.is_empty(),
+        "the key reached the run folder: {leaked:?}"
+    );
     assert!(!server.bodies().is_empty());
 }

@@ -91,7 +91,10 @@ fn wait_for_genomes(dir: &Path, n: u64) {
         if count >= n {
             return;
         }
-        assert!(Instant::now() < deadline, "only {count} genomes after 120 s");
+        assert!(
+            Instant::now() < deadline,
+            "only {count} genomes after 120 s"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -281,9 +284,16 @@ fn commands_are_taken_by_the_loop_and_refused_to_a_watcher_and_bodies_come_on_de
         let g = steerer.genome(0).await.unwrap();
         assert_eq!(g.content.single_text(), Some(common::PROGRAM));
         let missing = steerer.genome(10_000_000).await.unwrap_err();
-        assert!(missing.to_string().contains("no genome #10000000"), "{missing}");
+        assert!(
+            missing.to_string().contains("no genome #10000000"),
+            "{missing}"
+        );
     });
-    assert!(commands.try_send(galapagos::engine::events::RunCommand::Stop).is_ok());
+    assert!(
+        commands
+            .try_send(galapagos::engine::events::RunCommand::Stop)
+            .is_ok()
+    );
     local.join().unwrap();
 }
 
@@ -353,6 +363,10 @@ fn a_client_of_another_protocol_version_is_refused_naming_both() {
         line.contains("protocol version 999") && line.contains("speaks version 1"),
         "{line}"
     );
-    assert!(commands.try_send(galapagos::engine::events::RunCommand::Stop).is_ok());
+    assert!(
+        commands
+            .try_send(galapagos::engine::events::RunCommand::Stop)
+            .is_ok()
+    );
     local.join().unwrap();
 }

@@ -51,7 +51,11 @@ fn served_run(root: &Path, iterations: u64, sleep_ms: i64) -> (RunHandle, PathBu
 /// An `ssh` that runs its last argument (the remote command) here.
 fn stand_in_ssh(root: &Path) -> PathBuf {
     let path = root.join("ssh-here");
-    std::fs::write(&path, "#!/bin/sh\nfor last; do :; done\nexec sh -c \"$last\"\n").unwrap();
+    std::fs::write(
+        &path,
+        "#!/bin/sh\nfor last; do :; done\nexec sh -c \"$last\"\n",
+    )
+    .unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
 }
@@ -61,7 +65,8 @@ fn app(root: &Path) -> Harness<'static, App> {
         runs_folder: root.join("local-runs"),
         ..State::default()
     };
-    let mut app = App::new(state, common::registry()).with_settings_path(Some(root.join("settings.json")));
+    let mut app =
+        App::new(state, common::registry()).with_settings_path(Some(root.join("settings.json")));
     app.set_connect_options(ConnectOptions {
         ssh: SshOptions {
             ssh: vec![stand_in_ssh(root).display().to_string()],
@@ -102,7 +107,10 @@ fn our_descendants_running(needle: &str) -> Vec<u32> {
             .flatten()
         {
             if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
-                out.extend(text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+                out.extend(
+                    text.split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
             }
         }
         out
@@ -123,7 +131,12 @@ fn our_descendants_running(needle: &str) -> Vec<u32> {
 }
 
 fn ids(app: &App) -> Vec<u64> {
-    app.run_view.history().genomes.iter().map(|g| g.id).collect()
+    app.run_view
+        .history()
+        .genomes
+        .iter()
+        .map(|g| g.id)
+        .collect()
 }
 
 #[test]
@@ -211,12 +224,18 @@ fn the_studio_follows_a_served_run_through_a_lost_and_regained_connection() {
         .type_text(&listing);
     h.run_steps(2);
     h.get_by_label("List server runs").click();
-    step_until(&mut h, "the server's runs", |a| a.runs.host_rows().is_some());
+    step_until(&mut h, "the server's runs", |a| {
+        a.runs.host_rows().is_some()
+    });
     let rows = h.state().runs.host_rows().unwrap().clone().unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0].state, "paused");
     h.get_by_label("Connect");
 
-    assert!(commands.try_send(galapagos::engine::events::RunCommand::Stop).is_ok());
+    assert!(
+        commands
+            .try_send(galapagos::engine::events::RunCommand::Stop)
+            .is_ok()
+    );
     local.join().unwrap();
 }

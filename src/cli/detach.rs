@@ -24,7 +24,9 @@ pub fn leave_session() {
     // Started as a child (not a group leader), setsid succeeds; a failure
     // leaves the run where it is, still writing its log.
     if let Err(e) = rustix::process::setsid() {
-        eprintln!("warning: cannot start a session of its own ({e}); the run may end with the terminal");
+        eprintln!(
+            "warning: cannot start a session of its own ({e}); the run may end with the terminal"
+        );
     }
 }
 

@@ -186,7 +186,13 @@ impl Tally {
 /// `galapagos attach TARGET`: follow a run until it ends (or Ctrl-C), then
 /// print its summary. A dropped connection is retried with backoff and the
 /// stream resumes where it was.
-pub fn attach(target: &Path, quiet: bool, verbose: bool, read_only: bool, remote: &RemoteArgs) -> i32 {
+pub fn attach(
+    target: &Path,
+    quiet: bool,
+    verbose: bool,
+    read_only: bool,
+    remote: &RemoteArgs,
+) -> i32 {
     let target = match parse_target(target) {
         Ok(t) => t,
         Err(code) => return code,
@@ -194,7 +200,10 @@ pub fn attach(target: &Path, quiet: bool, verbose: bool, read_only: bool, remote
     if let Target::Local(dir) = &target
         && !dir.join(crate::engine::archive::ARCHIVE_FILE).is_file()
     {
-        eprintln!("error: {}: not a run folder (no archive.sqlite)", dir.display());
+        eprintln!(
+            "error: {}: not a run folder (no archive.sqlite)",
+            dir.display()
+        );
         return 2;
     }
     let rt = match runtime() {
@@ -235,14 +244,22 @@ pub fn attach(target: &Path, quiet: bool, verbose: bool, read_only: bool, remote
                 Update::Connected { welcome, resumed } => {
                     if !quiet {
                         progress.clear();
-                        let what = if welcome.live { "a live run" } else { "a recorded run" };
+                        let what = if welcome.live {
+                            "a live run"
+                        } else {
+                            "a recorded run"
+                        };
                         if resumed {
                             eprintln!("reconnected to {what}: resumed where the stream left off");
                         } else {
                             eprintln!(
                                 "attached to {what} at {}{}",
                                 welcome.path,
-                                if welcome.read_only { " (read-only)" } else { "" }
+                                if welcome.read_only {
+                                    " (read-only)"
+                                } else {
+                                    ""
+                                }
                             );
                         }
                     }
@@ -298,7 +315,12 @@ pub fn attach(target: &Path, quiet: bool, verbose: bool, read_only: bool, remote
         best: "fitness".to_owned(),
         initial: "fitness".to_owned(),
     });
-    print_summary(&summary, Path::new(&target.to_string()), &tally.model, &labels);
+    print_summary(
+        &summary,
+        Path::new(&target.to_string()),
+        &tally.model,
+        &labels,
+    );
     if interrupted {
         return 0;
     }
@@ -465,7 +487,10 @@ pub fn export_run(target: &Target, out: Option<&Path>, remote: &RemoteArgs) -> i
             })
             .await
     });
-    if let Err(e) = done.map_err(|e| e.to_string()).and_then(|()| sink.flush().map_err(|e| e.to_string())) {
+    if let Err(e) = done
+        .map_err(|e| e.to_string())
+        .and_then(|()| sink.flush().map_err(|e| e.to_string()))
+    {
         eprintln!("error: {e}");
         return 1;
     }

@@ -18,7 +18,14 @@ pub(super) struct Progress {
 }
 
 impl Progress {
-    pub(super) fn draw(&mut self, done: u64, valid: u64, invalid: u64, best: Option<f64>, force: bool) {
+    pub(super) fn draw(
+        &mut self,
+        done: u64,
+        valid: u64,
+        invalid: u64,
+        best: Option<f64>,
+        force: bool,
+    ) {
         if self.quiet {
             return;
         }
@@ -136,4 +143,3 @@ pub(super) fn print_summary(s: &RunSummary, run_dir: &Path, model: &str, fitness
     }
     println!("run folder:  {}", run_dir.display());
 }
-

@@ -112,9 +112,7 @@ pub(super) fn steer(target: &Target, args: &SteerArgs, notes: Option<String>) ->
             commands.push(Command::Stop);
         }
         for command in commands {
-            client
-                .request(RequestBody::Command { command })
-                .await?;
+            client.request(RequestBody::Command { command }).await?;
         }
         let mut errors = Vec::new();
         let deadline = tokio::time::Instant::now() + CONFIRM;
@@ -152,9 +150,9 @@ pub(super) fn steer(target: &Target, args: &SteerArgs, notes: Option<String>) ->
                         message,
                     } => {
                         // a refused pin names its genome
-                        expected.pins.retain(|g| {
-                            !message.starts_with(&format!("cannot pin genome #{g}:"))
-                        });
+                        expected
+                            .pins
+                            .retain(|g| !message.starts_with(&format!("cannot pin genome #{g}:")));
                         errors.push(message);
                     }
                     _ => {}

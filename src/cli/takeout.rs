@@ -79,9 +79,15 @@ pub fn export_run_git(run_dir: &Path, to: &Path) -> i32 {
 }
 
 /// `galapagos export-run --jsonl` of a run here or on a server.
-pub fn export_run_at(run_dir: &Path, out: Option<&Path>, remote: &super::remote::RemoteArgs) -> i32 {
+pub fn export_run_at(
+    run_dir: &Path,
+    out: Option<&Path>,
+    remote: &super::remote::RemoteArgs,
+) -> i32 {
     match crate::engine::service::Target::of_path(run_dir) {
-        Ok(t @ crate::engine::service::Target::Ssh(_)) => super::remote::export_run(&t, out, remote),
+        Ok(t @ crate::engine::service::Target::Ssh(_)) => {
+            super::remote::export_run(&t, out, remote)
+        }
         Ok(crate::engine::service::Target::Local(_)) => export_run(run_dir, out),
         Err(e) => {
             eprintln!("error: {e}");

@@ -233,15 +233,23 @@ impl RunsPanel {
                     ui.label(&r.state);
                     ui.label(format!("{}/{}", r.iterations, r.max_iterations));
                     ui.label(r.genomes.to_string());
-                    ui.label(r.best_score.map_or_else(|| "-".to_owned(), |b| format!("{b:.6}")));
-                    ui.label(r.cost_usd.map_or_else(|| "-".to_owned(), |c| format!("${c:.4}")));
+                    ui.label(
+                        r.best_score
+                            .map_or_else(|| "-".to_owned(), |b| format!("{b:.6}")),
+                    );
+                    ui.label(
+                        r.cost_usd
+                            .map_or_else(|| "-".to_owned(), |c| format!("${c:.4}")),
+                    );
                     let name = Path::new(&r.dir)
                         .file_name()
                         .map_or_else(|| r.dir.clone(), |n| n.to_string_lossy().into_owned());
                     ui.label(&name);
                     // the run's own address: the listed folder's server, its path
                     let run_address = match crate::engine::service::Target::parse(&base) {
-                        Ok(crate::engine::service::Target::Ssh(t)) => t.with_path(r.dir.clone()).to_string(),
+                        Ok(crate::engine::service::Target::Ssh(t)) => {
+                            t.with_path(r.dir.clone()).to_string()
+                        }
                         _ => r.dir.clone(),
                     };
                     if ui

@@ -56,7 +56,9 @@ impl Sshd {
     /// Start sshd, or `None` after saying why (see the module docs).
     pub fn start() -> Option<Self> {
         if !Path::new(SSHD).exists() {
-            return unavailable(&format!("{SSHD} is not installed (apt-get install openssh-server)"));
+            return unavailable(&format!(
+                "{SSHD} is not installed (apt-get install openssh-server)"
+            ));
         }
         let dir = tempfile::tempdir().ok()?;
         let d = dir.path();
@@ -105,9 +107,7 @@ impl Sshd {
                 pid = std::fs::read_to_string(d.join("sshd.pid"))
                     .ok()
                     .and_then(|t| t.trim().parse::<u32>().ok());
-                if pid.is_some()
-                    && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-                {
+                if pid.is_some() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(50));

@@ -67,8 +67,8 @@ pub use jsonl::{JsonlRecorder, read_genomes, read_summary};
 pub use lock::{LOCK_FILE, RunLock, reserve_run_dir};
 pub use redacted::Redacted;
 pub use sqlite::{
-    ARCHIVE_FILE, Archive, ArchiveContents, HEAD_ERROR_CHARS, card_name, RunListing, RunMeta, SCHEMA_VERSION, SqliteRecorder,
-    list_runs,
+    ARCHIVE_FILE, Archive, ArchiveContents, HEAD_ERROR_CHARS, RunListing, RunMeta, SCHEMA_VERSION,
+    SqliteRecorder, card_name, list_runs,
 };
 
 /// Why a run record could not be read or written.

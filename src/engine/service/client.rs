@@ -112,7 +112,14 @@ type Halves = (
 async fn transport(
     target: &Target,
     options: &ConnectOptions,
-) -> Result<(Halves, Option<tokio::process::Child>, Arc<Mutex<Vec<String>>>), ClientError> {
+) -> Result<
+    (
+        Halves,
+        Option<tokio::process::Child>,
+        Arc<Mutex<Vec<String>>>,
+    ),
+    ClientError,
+> {
     let stderr = Arc::new(Mutex::new(Vec::new()));
     match target {
         Target::Local(dir) => {
@@ -242,10 +249,7 @@ impl Client {
         let welcome = match tokio::time::timeout(options.timeout, hello_rx).await {
             Err(_) => {
                 return Err(ClientError::Connect(with_stderr(
-                    &format!(
-                        "{target}: no answer in {} s",
-                        options.timeout.as_secs()
-                    ),
+                    &format!("{target}: no answer in {} s", options.timeout.as_secs()),
                     &stderr,
                 )));
             }
@@ -341,7 +345,10 @@ impl Client {
             .await
             .take()
             .ok_or_else(|| ClientError::Request("subscribed already".to_owned()))?;
-        match self.request(RequestBody::Subscribe { after, history }).await? {
+        match self
+            .request(RequestBody::Subscribe { after, history })
+            .await?
+        {
             Reply::Subscribed { resumed, next } => Ok((resumed, next, stream)),
             other => Err(unexpected(&other)),
         }
@@ -473,10 +480,7 @@ pub enum Update {
     Connecting { attempt: u32 },
     /// Connected; `resumed`: the stream goes on from where the last
     /// connection left it (no snapshot).
-    Connected {
-        welcome: Welcome,
-        resumed: bool,
-    },
+    Connected { welcome: Welcome, resumed: bool },
     /// The connection dropped (or could not be made); trying again in
     /// `retry_in`.
     Lost { error: String, retry_in: Duration },

@@ -263,4 +263,3 @@ impl LiveRun {
         self.seq.send_replace(seq + 1);
     }
 }
-

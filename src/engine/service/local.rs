@@ -29,7 +29,10 @@ pub fn socket_path(dir: &Path) -> PathBuf {
 
 /// `f` given a path to `dir`'s socket short enough to bind or connect to:
 /// the socket's own path, or one through the opened `service` folder.
-fn with_short_path<T>(dir: &Path, f: impl FnOnce(&Path) -> std::io::Result<T>) -> std::io::Result<T> {
+fn with_short_path<T>(
+    dir: &Path,
+    f: impl FnOnce(&Path) -> std::io::Result<T>,
+) -> std::io::Result<T> {
     let path = socket_path(dir);
     if path.as_os_str().len() <= MAX_SOCKET_PATH {
         return f(&path);

@@ -101,16 +101,27 @@ pub enum Command {
     Resume,
     Stop,
     /// Notes for every following prompt (empty: none).
-    Notes { text: String },
-    Pin { genome: GenomeId },
-    Unpin { genome: GenomeId },
+    Notes {
+        text: String,
+    },
+    Pin {
+        genome: GenomeId,
+    },
+    Unpin {
+        genome: GenomeId,
+    },
     /// A person's program, to evaluate as a child of `parent`.
-    Inject { parent: GenomeId, program: Tree },
+    Inject {
+        parent: GenomeId,
+        program: Tree,
+    },
     /// While paused: go on with this card's settings (YAML). The server
     /// checks it with its components, fits it to the run's task and builds
     /// the model from its own settings when `llm` changed, as the studio
     /// does; the run takes it or refuses it as it would the studio's.
-    Settings { card_yaml: String },
+    Settings {
+        card_yaml: String,
+    },
 }
 
 /// Where a client is in a server's event stream: the server `instance`
@@ -175,7 +186,9 @@ pub struct Welcome {
 #[serde(rename_all = "snake_case")]
 pub enum Reply {
     Status(RunRow),
-    Card { yaml: String },
+    Card {
+        yaml: String,
+    },
     Summary(Option<RunSummary>),
     Genome(Box<Genome>),
     Program {
@@ -188,7 +201,10 @@ pub enum Reply {
     Done,
     /// A subscription starts: `resumed` when the stream goes on from the
     /// client's cursor (no snapshot), at event `next`.
-    Subscribed { resumed: bool, next: u64 },
+    Subscribed {
+        resumed: bool,
+        next: u64,
+    },
 }
 
 /// One run as a list shows it.
@@ -575,10 +591,8 @@ mod tests {
         assert!(text.ends_with('\n'));
         let back: Message = serde_json::from_str(text.trim_end()).unwrap();
         assert!(matches!(back, Message::Synced { cursor } if cursor.next == 4));
-        let r: Request = serde_json::from_str(
-            r#"{"id":3,"request":{"subscribe":{"after":null}}}"#,
-        )
-        .unwrap();
+        let r: Request =
+            serde_json::from_str(r#"{"id":3,"request":{"subscribe":{"after":null}}}"#).unwrap();
         assert!(matches!(
             r.request,
             RequestBody::Subscribe { history: true, .. }

@@ -202,15 +202,15 @@ pub(crate) fn row(dir: &Path, live: Option<RunRow>) -> RunRow {
 /// Every run folder directly under `root` (or `root` itself when it is
 /// one), newest first, each asked through its service when it answers.
 pub(crate) fn rows(root: &Path) -> Vec<RunRow> {
-    let dirs: Vec<std::path::PathBuf> =
-        if root.join(crate::engine::archive::ARCHIVE_FILE).is_file() {
-            vec![root.to_path_buf()]
-        } else {
-            crate::engine::archive::list_runs(root)
-                .into_iter()
-                .map(|l| l.dir)
-                .collect()
-        };
+    let dirs: Vec<std::path::PathBuf> = if root.join(crate::engine::archive::ARCHIVE_FILE).is_file()
+    {
+        vec![root.to_path_buf()]
+    } else {
+        crate::engine::archive::list_runs(root)
+            .into_iter()
+            .map(|l| l.dir)
+            .collect()
+    };
     let mut out: Vec<RunRow> = dirs
         .iter()
         .map(|d| row(d, super::local::status(d)))

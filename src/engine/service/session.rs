@@ -390,7 +390,9 @@ async fn snapshot_live(
         next,
         genomes,
     };
-    send(out, &Message::Synced { cursor }).await.then_some((next, genomes))
+    send(out, &Message::Synced { cursor })
+        .await
+        .then_some((next, genomes))
 }
 
 /// Stream the live run to one subscription, from `after` when the ring

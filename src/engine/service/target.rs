@@ -38,9 +38,9 @@ impl Target {
     /// local path.
     pub fn parse(text: &str) -> Result<Self, String> {
         match text.strip_prefix(SSH_SCHEME) {
-            Some(rest) => SshTarget::parse(rest).map(Self::Ssh).map_err(|why| {
-                format!("{text}: {why} (expected ssh://[user@]host[:port]/path)")
-            }),
+            Some(rest) => SshTarget::parse(rest)
+                .map(Self::Ssh)
+                .map_err(|why| format!("{text}: {why} (expected ssh://[user@]host[:port]/path)")),
             None => Ok(Self::Local(PathBuf::from(text))),
         }
     }
@@ -324,7 +324,10 @@ mod tests {
         let argv = o.argv(&t, true);
         let dashdash = argv.iter().position(|a| a == "--").unwrap();
         assert_eq!(argv[dashdash + 1], "h");
-        assert_eq!(argv.last().unwrap(), "/opt/galapagos serve --stdio '/r/a' --read-only");
+        assert_eq!(
+            argv.last().unwrap(),
+            "/opt/galapagos serve --stdio '/r/a' --read-only"
+        );
         assert!(argv.windows(2).any(|w| w == ["-F", "/c"]));
         assert!(argv.windows(2).any(|w| w == ["-p", "2"]));
         assert!(argv.windows(2).any(|w| w == ["-l", "u"]));

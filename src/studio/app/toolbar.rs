@@ -112,7 +112,9 @@ impl App {
                 ui.separator();
                 if ui
                     .button("Connect to a run…")
-                    .on_hover_text("follow a run on a server (ssh://[user@]host[:port]/path) through your ssh")
+                    .on_hover_text(
+                        "follow a run on a server (ssh://[user@]host[:port]/path) through your ssh",
+                    )
                     .clicked()
                 {
                     self.commands.push(UiCommand::ShowConnect);

@@ -396,7 +396,11 @@ impl RunView {
     /// True while a run is active (started and not finished): a run of
     /// this studio's, or a followed run that is live.
     pub fn is_running(&self) -> bool {
-        (self.handle.is_some() || self.remote.as_ref().is_some_and(remote::RemoteLink::is_live))
+        (self.handle.is_some()
+            || self
+                .remote
+                .as_ref()
+                .is_some_and(remote::RemoteLink::is_live))
             && !self.history.is_finished()
     }
 

@@ -185,7 +185,9 @@ impl RemoteLink {
     pub fn is_live(&self) -> bool {
         matches!(
             self.state,
-            LinkState::Connected { live: true } | LinkState::Reconnecting { .. } | LinkState::Connecting
+            LinkState::Connected { live: true }
+                | LinkState::Reconnecting { .. }
+                | LinkState::Connecting
         )
     }
 
@@ -199,7 +201,9 @@ impl RemoteLink {
             }
             LinkState::Reconnecting { error, at } => format!(
                 "connection lost ({error}); reconnecting in {:.0} s",
-                at.saturating_duration_since(Instant::now()).as_secs_f64().ceil()
+                at.saturating_duration_since(Instant::now())
+                    .as_secs_f64()
+                    .ceil()
             ),
             LinkState::Ended(status) => format!("{}: {status}", self.target),
             LinkState::Failed(why) => format!("cannot reach {}: {why}", self.target),
@@ -336,5 +340,4 @@ impl RunView {
     pub fn is_paused(&self) -> bool {
         self.is_running() && (self.history.paused || self.pause_requested)
     }
-
 }
