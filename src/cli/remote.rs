@@ -411,16 +411,14 @@ fn apply(
                 false,
             );
         }
-        RunEvent::Log { level, message } => {
-            if *level >= LogLevel::Warn || verbose {
-                progress.clear();
-                let tag = match level {
-                    LogLevel::Info => "info",
-                    LogLevel::Warn => "warning",
-                    LogLevel::Error => "error",
-                };
-                eprintln!("{tag}: {message}");
-            }
+        RunEvent::Log { level, message } if *level >= LogLevel::Warn || verbose => {
+            progress.clear();
+            let tag = match level {
+                LogLevel::Info => "info",
+                LogLevel::Warn => "warning",
+                LogLevel::Error => "error",
+            };
+            eprintln!("{tag}: {message}");
         }
         RunEvent::Paused if !quiet => {
             progress.clear();

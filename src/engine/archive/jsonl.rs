@@ -77,7 +77,11 @@ struct SummaryJson {
 /// The tally a finished run wrote to its folder's `summary.json` (`None`
 /// when there is none or it does not read: a run that has not ended).
 pub fn read_summary(dir: &Path) -> Option<RunSummary> {
-    let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
+    use crate::engine::foreign::{Folder, Limit, Links};
+    let text = Folder::open(dir, Links::Never)
+        .ok()?
+        .read_text_if_any("summary.json", Limit::SMALL_JSON)
+        .ok()??;
     let s: SummaryJson = serde_json::from_str(&text).ok()?;
     Some(RunSummary {
         status: crate::engine::events::RunStatus::from_label(&s.status),

@@ -21,6 +21,10 @@ use crate::engine::task::Task;
 pub const RING_EVENTS: usize = 16_384;
 /// Bytes of encoded events the ring keeps at most.
 pub const RING_BYTES: usize = 32 << 20;
+/// Events from the ring: each one's number, the genome it admits (if any)
+/// and its line.
+pub(crate) type Batch = Vec<(u64, Option<u64>, Arc<str>)>;
+
 /// One event in the ring.
 struct Entry {
     seq: u64,
@@ -64,7 +68,7 @@ impl Stream {
 
     /// Up to `max` events from `next` on, with the genome each admits:
     /// `None` when `next` is no longer held.
-    pub(crate) fn from(&self, next: u64, max: usize) -> Option<Vec<(u64, Option<u64>, Arc<str>)>> {
+    pub(crate) fn since(&self, next: u64, max: usize) -> Option<Batch> {
         let first = self.first();
         if next < first {
             return None;

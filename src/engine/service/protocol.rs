@@ -307,7 +307,7 @@ pub enum WireEvent {
         parent_id: GenomeId,
     },
     GenomeAdmitted {
-        genome: Genome,
+        genome: Box<Genome>,
         best_id: Option<GenomeId>,
         best_score: Option<f64>,
         iterations_done: u64,
@@ -349,7 +349,7 @@ impl WireEvent {
                 policy,
                 active,
             } => Self::GenomeAdmitted {
-                genome: head(genome),
+                genome: Box::new(head(genome)),
                 best_id: *best_id,
                 best_score: *best_score,
                 iterations_done: *iterations_done,
@@ -391,7 +391,7 @@ impl WireEvent {
                 policy,
                 active,
             } => RunEvent::GenomeAdmitted {
-                genome: Arc::new(genome),
+                genome: Arc::new(*genome),
                 best_id,
                 best_score,
                 iterations_done,

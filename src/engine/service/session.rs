@@ -446,7 +446,7 @@ async fn stream_live(
         wake.mark_unchanged();
         let (batch, ended) = match live.stream.lock() {
             Ok(s) => {
-                let batch = s.from(next, BATCH);
+                let batch = s.since(next, BATCH);
                 let ended = s.ended.clone();
                 (batch, ended)
             }

@@ -622,10 +622,7 @@ impl RunView {
         }
         let start = Instant::now();
         let mut disconnected = false;
-        loop {
-            let Some(handle) = self.handle.as_mut() else {
-                break;
-            };
+        while let Some(handle) = self.handle.as_mut() {
             match handle.events.try_recv() {
                 Ok(event) => self.take_event(event),
                 Err(TryRecvError::Empty) => break,

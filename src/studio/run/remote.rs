@@ -7,7 +7,7 @@
 //! connection.
 
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
 use super::{DRAIN_BUDGET, RunHistory, RunView, structure};
@@ -25,7 +25,7 @@ enum Ask {
 /// What comes back besides the follow's updates.
 pub enum Answer {
     Update(Update),
-    Genome(GenomeId, Result<Genome, String>),
+    Genome(GenomeId, Result<Box<Genome>, String>),
     /// A command the server refused (or that could not be sent).
     Refused(String),
 }
@@ -101,7 +101,7 @@ impl RemoteLink {
                                 let waker = Arc::clone(&waker);
                                 tokio::spawn(async move {
                                     let answer = match ask {
-                                        Ask::Genome(id) => Answer::Genome(id, client.genome(id).await.map_err(|e| e.to_string())),
+                                        Ask::Genome(id) => Answer::Genome(id, client.genome(id).await.map(Box::new).map_err(|e| e.to_string())),
                                         Ask::Command(command) => match client.request(RequestBody::Command { command }).await {
                                             Ok(_) => return,
                                             Err(e) => Answer::Refused(e.to_string()),
@@ -129,16 +129,11 @@ impl RemoteLink {
     pub fn drain(&mut self, budget: Duration) -> Vec<Answer> {
         let start = Instant::now();
         let mut out = Vec::new();
-        loop {
-            match self.answers.try_recv() {
-                Ok(a) => {
-                    if let Answer::Update(u) = &a {
-                        self.note(u);
-                    }
-                    out.push(a);
-                }
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+        while let Ok(a) = self.answers.try_recv() {
+            if let Answer::Update(u) = &a {
+                self.note(u);
             }
+            out.push(a);
             if start.elapsed() >= budget {
                 break;
             }
@@ -279,7 +274,7 @@ impl RunView {
                 }
                 Answer::Update(_) => {}
                 Answer::Genome(id, Ok(genome)) => {
-                    if self.history.replace_genome(genome) {
+                    if self.history.replace_genome(*genome) {
                         self.bodies_loaded.insert(id);
                     }
                 }
