@@ -13,11 +13,20 @@ fn main() {
         Some(Command::Resume {
             run_dir,
             iterations,
+            detach,
+            detached_into,
             quiet,
             verbose,
             model,
             consent,
-        }) => galapagos::cli::resume(&run_dir, iterations, quiet, verbose, &model, &consent),
+        }) => {
+            let detach = match (detach, detached_into) {
+                (_, Some(_)) => Some(false),
+                (true, None) => Some(true),
+                (false, None) => None,
+            };
+            galapagos::cli::resume(&run_dir, iterations, detach, quiet, verbose, &model, &consent)
+        }
         Some(Command::Fork(args)) => galapagos::cli::fork::fork(&args),
         Some(Command::Export { card, out, results }) => {
             galapagos::cli::export(&card, &out, results.as_deref())
@@ -33,15 +42,32 @@ fn main() {
             git: Some(dir),
             ..
         }) => galapagos::cli::export_run_git(&run_dir, &dir),
-        Some(Command::ExportRun { run_dir, out, .. }) => {
-            galapagos::cli::export_run(&run_dir, out.as_deref())
-        }
+        Some(Command::ExportRun {
+            run_dir,
+            out,
+            remote,
+            ..
+        }) => galapagos::cli::takeout::export_run_at(&run_dir, out.as_deref(), &remote),
         Some(Command::Apply {
             run_dir,
             genome,
             to,
             force,
-        }) => galapagos::cli::apply(&run_dir, genome, &to, force),
+            remote,
+        }) => galapagos::cli::takeout::apply_at(&run_dir, genome, &to, force, &remote),
+        Some(Command::Runs { folder, remote }) => {
+            galapagos::cli::remote::runs(folder.as_deref(), &remote)
+        }
+        Some(Command::Attach {
+            target,
+            quiet,
+            verbose,
+            read_only,
+            remote,
+        }) => galapagos::cli::remote::attach(&target, quiet, verbose, read_only, &remote),
+        Some(Command::Serve {
+            path, read_only, ..
+        }) => galapagos::cli::remote::serve(&path, read_only),
         Some(Command::Leaderboard(args)) => galapagos::cli::leaderboard::leaderboard(&args),
         Some(Command::Hub { command }) => galapagos::cli::hub::hub(&command),
         Some(Command::Models { command }) => galapagos::cli::models::models(&command),

@@ -38,6 +38,13 @@ pub struct ForkArgs {
     /// Print one line per admitted genome.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Run in the background, in a session of its own (output to output.log in the new run
+    /// folder): print the folder and return.
+    #[arg(long)]
+    pub detach: bool,
+    /// (Internal) the detached run itself, recording into this folder.
+    #[arg(long = "detached-into", hide = true, value_name = "DIR")]
+    pub detached_into: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -48,6 +55,20 @@ pub struct ForkArgs {
 
 /// Run `galapagos fork`: returns the process exit code.
 pub fn fork(args: &ForkArgs) -> i32 {
+    if args.detached_into.is_some() {
+        super::detach::leave_session();
+    }
+    if matches!(
+        crate::engine::service::Target::of_path(&args.run_dir),
+        Ok(crate::engine::service::Target::Ssh(_))
+    ) {
+        eprintln!(
+            "error: {}: a fork runs where its run's task folder is: run `galapagos fork PATH --genome N --detach` \
+             on the server (and follow it with `galapagos attach ssh://…`)",
+            args.run_dir.display()
+        );
+        return 2;
+    }
     let registry = Registry::builtin();
     let (card, label) = match &args.card {
         Some(path) => match load_card(path, &registry, &args.hubs) {
@@ -82,6 +103,24 @@ pub fn fork(args: &ForkArgs) -> i32 {
         .out
         .clone()
         .unwrap_or_else(|| runs_root_of(&args.run_dir));
+    if args.detach && args.detached_into.is_none() {
+        // The consent is checked before the folder is made; the detached
+        // child is given the same flags and checks it again.
+        return match args.consent.apply(plan) {
+            Ok(plan) => super::detach::start(plan, &args.model, Some(&out)),
+            Err(code) => code,
+        };
+    }
+    let plan = match &args.detached_into {
+        Some(dir) => match plan.in_folder(dir.clone()) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        },
+        None => plan,
+    };
     println!(
         "fork:        genome #{} of {}",
         args.genome,
@@ -95,7 +134,7 @@ pub fn fork(args: &ForkArgs) -> i32 {
             quiet: args.quiet,
             verbose: args.verbose,
         },
-        Some(&out),
+        args.detached_into.is_none().then_some(out.as_path()),
     )
 }
 

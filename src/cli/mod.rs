@@ -1,7 +1,7 @@
 //! The headless command line: `galapagos run`, `validate`, and friends. The
 //! studio opens when no subcommand is given.
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,11 +10,15 @@ use clap::{Parser, Subcommand};
 
 mod bundle;
 mod consent;
+pub mod detach;
 pub mod fork;
 pub mod hub;
 pub mod leaderboard;
 pub mod models;
+pub mod remote;
+mod report;
 pub mod steer;
+mod steer_live;
 pub mod takeout;
 
 pub use bundle::{export, import};
@@ -22,12 +26,13 @@ pub use consent::ConsentArgs;
 pub use takeout::{apply, export_run, export_run_git};
 
 use crate::engine::card::{Card, ValidCard};
-use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus, RunSummary};
+use crate::engine::events::{LogLevel, RunCommand, RunEvent, RunStatus};
 use crate::engine::launch::{LaunchError, RunPlan};
 use crate::engine::model::{ConfigError, LanguageModel};
 use crate::engine::registry::Registry;
 use crate::engine::run_thread::{RunHandle, start};
 use crate::engine::task::Task;
+use report::{FitnessLabels, Progress, print_summary};
 
 /// Galapagos: LLM-driven program search as six composable blocks.
 #[derive(Debug, Parser)]
@@ -71,6 +76,13 @@ pub enum Command {
         /// Raise the iteration budget to N (total, including iterations already done).
         #[arg(long)]
         iterations: Option<u64>,
+        /// Run in the background, in a session of its own (it survives the terminal closing and an
+        /// SSH logout; output to output.log in the run folder): print the folder and return.
+        #[arg(long)]
+        detach: bool,
+        /// (Internal) the detached run itself.
+        #[arg(long = "detached-into", hide = true, value_name = "DIR")]
+        detached_into: Option<PathBuf>,
         /// No progress bar; only the summary.
         #[arg(long, short)]
         quiet: bool,
@@ -93,7 +105,7 @@ pub enum Command {
     /// Export a run's genomes as JSON lines, or the best genome's lineage as a git history.
     #[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "git"])))]
     ExportRun {
-        /// The run folder (holds archive.sqlite).
+        /// The run folder (holds archive.sqlite), or ssh://[user@]host[:port]/path (--jsonl).
         run_dir: PathBuf,
         /// Write JSON lines (one genome per line).
         #[arg(long)]
@@ -105,11 +117,13 @@ pub enum Command {
         /// genome's lineage, its scores in the message.
         #[arg(long, value_name = "DIR")]
         git: Option<PathBuf>,
+        #[command(flatten)]
+        remote: remote::RemoteArgs,
     },
     /// Write a genome's program into a folder (the run's best unless --genome): the whole program
     /// into a new or empty folder, else the files it changed, refusing to overwrite local changes.
     Apply {
-        /// The run folder (holds archive.sqlite).
+        /// The run folder (holds archive.sqlite), or ssh://[user@]host[:port]/path.
         run_dir: PathBuf,
         /// The genome's id (default: the run's best).
         #[arg(long, value_name = "N")]
@@ -120,6 +134,46 @@ pub enum Command {
         /// Overwrite files with local changes.
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        remote: remote::RemoteArgs,
+    },
+    /// List the runs under a folder (default: ./runs, else the studio's runs folder), here or
+    /// ssh://[user@]host[:port]/folder: running, paused, finished or failed, progress, best, cost.
+    Runs {
+        /// The folder of runs (or one run folder).
+        folder: Option<PathBuf>,
+        #[command(flatten)]
+        remote: remote::RemoteArgs,
+    },
+    /// Follow a run live in the terminal until it ends (or Ctrl-C, which leaves it running), then
+    /// print its summary: a run folder here, or ssh://[user@]host[:port]/path on a server.
+    Attach {
+        /// The run folder, or ssh://[user@]host[:port]/path.
+        target: PathBuf,
+        /// No progress bar; only the summary.
+        #[arg(long, short)]
+        quiet: bool,
+        /// Print one line per genome (the run's history first).
+        #[arg(long, short)]
+        verbose: bool,
+        /// Watch only: the connection cannot steer the run.
+        #[arg(long)]
+        read_only: bool,
+        #[command(flatten)]
+        remote: remote::RemoteArgs,
+    },
+    /// Serve a run (or a folder of runs) to one client on standard input and output: what a
+    /// client's ssh runs on the server for ssh:// targets. A live run is reached through its
+    /// socket; a finished run is read from its folder.
+    Serve {
+        /// Speak the run service's protocol on stdin/stdout (the one transport).
+        #[arg(long, required = true)]
+        stdio: bool,
+        /// The run folder, or a folder of runs.
+        path: PathBuf,
+        /// Refuse every command (a watcher's connection).
+        #[arg(long)]
+        read_only: bool,
     },
     /// Export a card as a shareable hub bundle: DIR/NAMESPACE/NAME/{card.yaml, README.md} and NAME.tar.gz.
     Export {
@@ -200,6 +254,13 @@ pub struct RunArgs {
     /// Print one line per admitted genome (for scripts and logs).
     #[arg(long, short)]
     pub verbose: bool,
+    /// Run in the background, in a session of its own (it survives the terminal closing and an
+    /// SSH logout; output to output.log in the run folder): print the run folder and return.
+    #[arg(long)]
+    pub detach: bool,
+    /// (Internal) the detached run itself, recording into this folder.
+    #[arg(long = "detached-into", hide = true, value_name = "DIR")]
+    pub detached_into: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -298,135 +359,6 @@ pub fn validate(cards: &[PathBuf], hubs: &HubArgs) -> i32 {
     code
 }
 
-struct Progress {
-    tty: bool,
-    quiet: bool,
-    total: u64,
-    last_draw: Instant,
-    /// The last line printed without a terminal (not printed twice).
-    last_line: Option<(u64, u64, u64)>,
-}
-
-impl Progress {
-    fn draw(&mut self, done: u64, valid: u64, invalid: u64, best: Option<f64>, force: bool) {
-        if self.quiet {
-            return;
-        }
-        if !force && self.last_draw.elapsed().as_millis() < 100 {
-            return;
-        }
-        self.last_draw = Instant::now();
-        let best = best.map_or_else(|| "-".to_owned(), |b| format!("{b:.6}"));
-        if self.tty {
-            let width = 30usize;
-            let filled = if self.total == 0 {
-                width
-            } else {
-                (done.min(self.total) as usize * width) / self.total as usize
-            };
-            eprint!(
-                "\r[{}{}] {done}/{} best {best}  valid {valid}  invalid {invalid} ",
-                "#".repeat(filled),
-                ".".repeat(width - filled),
-                self.total
-            );
-            std::io::stderr().flush().ok();
-        } else if (force || done.is_multiple_of(10))
-            && self.last_line != Some((done, valid, invalid))
-        {
-            self.last_line = Some((done, valid, invalid));
-            eprintln!(
-                "iteration {done}/{}: best {best}, valid {valid}, invalid {invalid}",
-                self.total
-            );
-        }
-    }
-
-    fn clear(&self) {
-        if self.tty && !self.quiet {
-            eprintln!();
-        }
-    }
-}
-
-/// What the best and the initial genome's fitness are (`combined_score`, a
-/// metric the task named, or the mean of the metrics).
-struct FitnessLabels {
-    best: String,
-    initial: String,
-}
-
-/// "combined_score 0.93", or "fitness 1.49 (mean of 2 metrics, no
-/// combined_score)".
-fn fitness_text(basis: &str, value: f64) -> String {
-    if basis.contains(' ') {
-        format!("fitness {value:.6} ({basis})")
-    } else {
-        format!("{basis} {value:.6}")
-    }
-}
-
-fn print_summary(s: &RunSummary, run_dir: &Path, model: &str, fitness: &FitnessLabels) {
-    // A failure's reason is printed once, as the error after the summary.
-    let status = match &s.status {
-        RunStatus::Failed(_) => "failed".to_owned(),
-        other => other.label(),
-    };
-    println!("status:      {status}");
-    println!("iterations:  {}", s.iterations);
-    println!(
-        "genomes:     {} ({} valid, {} invalid{})",
-        s.genomes,
-        s.valid,
-        s.invalid,
-        if s.rejected == 0 {
-            String::new()
-        } else {
-            format!(", of which {} rejected before evaluation", s.rejected)
-        }
-    );
-    match (s.best_id, s.best_score) {
-        (Some(id), Some(best)) => println!(
-            "best:        genome {id}, {}",
-            fitness_text(&fitness.best, best)
-        ),
-        _ => println!("best:        none"),
-    }
-    if let Some(init) = s.initial_score {
-        println!("initial:     {}", fitness_text(&fitness.initial, init));
-    }
-    let cost = s
-        .usage
-        .cost_usd
-        .map_or_else(String::new, |c| format!(", ${c:.4}"));
-    let of = |n: u64, what: &str| {
-        if n == 0 {
-            String::new()
-        } else {
-            format!(" ({n} {what})")
-        }
-    };
-    println!(
-        "tokens:      {} prompt{} + {} completion{}{cost}",
-        s.usage.prompt_tokens,
-        of(s.usage.cached_tokens, "from the prompt cache"),
-        s.usage.completion_tokens,
-        of(s.usage.reasoning_tokens, "reasoning")
-    );
-    // The description says it all once: the model, and for the offline
-    // model why it is in use and how to name a real one.
-    println!("model:       {model}");
-    if s.run_wall_secs > s.wall_secs + 0.005 {
-        println!(
-            "wall time:   {:.2} s ({:.2} s over the run's invocations)",
-            s.wall_secs, s.run_wall_secs
-        );
-    } else {
-        println!("wall time:   {:.2} s", s.wall_secs);
-    }
-    println!("run folder:  {}", run_dir.display());
-}
-
 /// The flags `run` and `fork` share that change the card's settings.
 struct RunFlags {
     iterations: Option<u64>,
@@ -469,6 +401,9 @@ impl RunFlags {
 
 /// `galapagos run`: returns the process exit code.
 pub fn run(args: &RunArgs) -> i32 {
+    if args.detached_into.is_some() {
+        detach::leave_session();
+    }
     let registry = Registry::builtin();
     let card = match load_card(&args.card, &registry, &args.hubs) {
         Ok(c) => c,
@@ -511,14 +446,23 @@ pub fn run(args: &RunArgs) -> i32 {
             return 2;
         }
     };
-    // The folder is made once the model is resolved too (in `launch`).
-    let plan = match RunPlan::new(card, task, None, &registry) {
+    // The folder is made once the model is resolved too (in `launch`); a
+    // detached run records into the folder its starter made.
+    let plan = match RunPlan::new(card, task, args.detached_into.clone(), &registry) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");
             return 2;
         }
     };
+    if args.detach && args.detached_into.is_none() {
+        // The consent is checked here, before the folder is made; the
+        // detached child is given the same flags and checks it again.
+        return match args.consent.apply(plan) {
+            Ok(plan) => detach::start(plan, &args.model, Some(&args.out)),
+            Err(code) => code,
+        };
+    }
     launch(
         plan,
         &args.consent,
@@ -527,7 +471,7 @@ pub fn run(args: &RunArgs) -> i32 {
             quiet: args.quiet,
             verbose: args.verbose,
         },
-        Some(&args.out),
+        args.detached_into.is_none().then_some(args.out.as_path()),
     )
 }
 
@@ -575,6 +519,18 @@ fn launch(
         eprintln!("error: the command line records every run; no run folder was given");
         return 2;
     };
+    let serving = crate::engine::service::ServeContext {
+        dir: run_dir.clone(),
+        card: plan.valid_card().clone(),
+        task: plan.task().clone(),
+        registry: Arc::new(Registry::builtin()),
+        redactor: Arc::new(crate::engine::redact::Redactor::new(
+            crate::engine::model::run_secrets(model.as_ref())
+                .values
+                .into_iter()
+                .chain(crate::engine::hub::secret_env_values()),
+        )),
+    };
     let handle = match start(plan, model, None) {
         Ok(h) => h,
         Err(e) => {
@@ -582,6 +538,12 @@ fn launch(
             return 1;
         }
     };
+    // The run answers on its folder's socket while it runs (`attach`,
+    // `steer`, `runs`, a remote studio).
+    let (handle, unserved) = crate::engine::service::serve(handle, serving, None);
+    if let Some(e) = unserved {
+        eprintln!("warning: {e}; the run goes on without its service");
+    }
     drive(handle, &run_dir, total, out, recorded, &model_desc)
 }
 
@@ -702,11 +664,16 @@ fn drive(
 pub fn resume(
     run_dir: &Path,
     iterations: Option<u64>,
+    detach: Option<bool>,
     quiet: bool,
     verbose: bool,
     model_args: &ModelArgs,
     consent: &ConsentArgs,
 ) -> i32 {
+    // `Some(true)`: start it detached; `Some(false)`: this is the detached run.
+    if detach == Some(false) {
+        detach::leave_session();
+    }
     let registry = Registry::builtin();
     let plan = match RunPlan::resume(run_dir, iterations, &registry) {
         Ok(p) => p,
@@ -722,5 +689,11 @@ pub fn resume(
             return 2;
         }
     };
+    if detach == Some(true) {
+        return match consent.apply(plan) {
+            Ok(plan) => detach::start(plan, model_args, None),
+            Err(code) => code,
+        };
+    }
     launch(plan, consent, model_args, Output { quiet, verbose }, None)
 }

@@ -39,7 +39,9 @@ pub struct InjectArgs {
 /// `galapagos steer`.
 #[derive(Debug, clap::Args)]
 pub struct SteerArgs {
-    /// The run folder (holds archive.sqlite). With no option, prints the notes and pins in force.
+    /// The run folder (holds archive.sqlite), or ssh://[user@]host[:port]/path for a run on a
+    /// server. A live run is steered through its service; a stopped one here is reopened. With no
+    /// option, prints the notes and pins in force.
     pub run_dir: PathBuf,
     /// Notes added to every following prompt (replacing the notes in force).
     #[arg(long, value_name = "TEXT", conflicts_with_all = ["notes_file", "clear_notes"])]
@@ -56,10 +58,24 @@ pub struct SteerArgs {
     /// Unpin a genome (repeatable).
     #[arg(long, value_name = "N")]
     pub unpin: Vec<GenomeId>,
+    /// A live run: pause it once the iterations in flight are done.
+    #[arg(long, conflicts_with_all = ["resume", "stop"])]
+    pub pause: bool,
+    /// A live run: continue after a pause.
+    #[arg(long, conflicts_with = "stop")]
+    pub resume: bool,
+    /// A live run: stop it (the run so far is kept; `galapagos resume` continues it).
+    #[arg(long)]
+    pub stop: bool,
+    /// A paused live run: go on with this card's settings (those that can change in flight).
+    #[arg(long, value_name = "CARD")]
+    pub settings: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
     pub consent: ConsentArgs,
+    #[command(flatten)]
+    pub remote: super::remote::RemoteArgs,
 }
 
 /// The parent's record, read from the run folder.
@@ -222,7 +238,7 @@ pub fn inject(args: &InjectArgs) -> i32 {
     }
 }
 
-fn print_steering(s: &Steering) {
+pub(super) fn print_steering(s: &Steering) {
     if s.notes.trim().is_empty() {
         println!("notes: none");
     } else {
@@ -260,6 +276,30 @@ pub fn steer(args: &SteerArgs) -> i32 {
         (None, None, true) => Some(String::new()),
         (None, None, false) => None,
     };
+    let target = match crate::engine::service::Target::of_path(&args.run_dir) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let live = match &target {
+        crate::engine::service::Target::Ssh(_) => true,
+        crate::engine::service::Target::Local(dir) => {
+            crate::engine::service::local::status(dir).is_some()
+        }
+    };
+    if live {
+        return super::steer_live::steer(&target, args, notes);
+    }
+    if args.pause || args.resume || args.stop || args.settings.is_some() {
+        eprintln!(
+            "error: {}: the run is not running (--pause, --resume, --stop and --settings steer a live run; \
+             `galapagos resume` continues a stopped one)",
+            args.run_dir.display()
+        );
+        return 2;
+    }
     let mut changes: Vec<RunCommand> = notes.into_iter().map(RunCommand::SetNotes).collect();
     changes.extend(args.unpin.iter().map(|&id| RunCommand::Unpin(id)));
     changes.extend(args.pin.iter().map(|&id| RunCommand::Pin(id)));

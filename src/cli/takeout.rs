@@ -49,6 +49,17 @@ pub fn export_run(run_dir: &Path, out: Option<&Path>) -> i32 {
 
 /// `galapagos export-run --git`.
 pub fn export_run_git(run_dir: &Path, to: &Path) -> i32 {
+    if matches!(
+        crate::engine::service::Target::of_path(run_dir),
+        Ok(crate::engine::service::Target::Ssh(_))
+    ) {
+        eprintln!(
+            "error: {}: export-run --git reads a run folder on this machine; for a run on a server, \
+             run it there, or take the genomes here with --jsonl and a genome's program with apply",
+            run_dir.display()
+        );
+        return 2;
+    }
     match crate::engine::takeout::export_git(run_dir, to) {
         Ok(done) => {
             let ids: Vec<String> = done.lineage.iter().map(|id| format!("#{id}")).collect();
@@ -67,9 +78,58 @@ pub fn export_run_git(run_dir: &Path, to: &Path) -> i32 {
     }
 }
 
+/// `galapagos export-run --jsonl` of a run here or on a server.
+pub fn export_run_at(
+    run_dir: &Path,
+    out: Option<&Path>,
+    remote: &super::remote::RemoteArgs,
+) -> i32 {
+    match crate::engine::service::Target::of_path(run_dir) {
+        Ok(t @ crate::engine::service::Target::Ssh(_)) => {
+            super::remote::export_run(&t, out, remote)
+        }
+        Ok(crate::engine::service::Target::Local(_)) => export_run(run_dir, out),
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    }
+}
+
+/// `galapagos apply` of a run here or on a server.
+pub fn apply_at(
+    run_dir: &Path,
+    genome: Option<u64>,
+    to: &Path,
+    force: bool,
+    remote: &super::remote::RemoteArgs,
+) -> i32 {
+    match crate::engine::service::Target::of_path(run_dir) {
+        Ok(t @ crate::engine::service::Target::Ssh(_)) => {
+            super::remote::apply_program(&t, genome, to, force, remote)
+        }
+        Ok(crate::engine::service::Target::Local(_)) => apply(run_dir, genome, to, force),
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    }
+}
+
 /// `galapagos apply`.
 pub fn apply(run_dir: &Path, genome: Option<u64>, to: &Path, force: bool) -> i32 {
-    match crate::engine::takeout::apply(run_dir, genome, to, force) {
+    report_applied(
+        crate::engine::takeout::apply(run_dir, genome, to, force),
+        to,
+    )
+}
+
+/// What `apply` prints of what it did, and its exit code.
+pub(super) fn report_applied(
+    done: Result<crate::engine::takeout::Applied, crate::engine::takeout::TakeoutError>,
+    to: &Path,
+) -> i32 {
+    match done {
         Ok(done) => {
             println!(
                 "genome #{} into {}: {} file(s) written, {} deleted, {} already as the genome has them",

@@ -89,7 +89,10 @@ impl RunCommand {
 }
 
 /// Severity of a log line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum LogLevel {
     Info,
     Warn,
@@ -97,7 +100,7 @@ pub enum LogLevel {
 }
 
 /// Static facts about a run, sent once at start.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunInfo {
     pub card_name: String,
     pub task_name: String,
@@ -152,7 +155,8 @@ impl RunInfo {
 }
 
 /// How a run ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// The iteration budget was spent.
     Completed,
@@ -178,6 +182,33 @@ impl RunStatus {
         }
     }
 
+    /// The status a record's label names ([`Self::label`] read back); a
+    /// record that never ended (`running`, or no label) is an interrupted
+    /// run.
+    pub fn from_label(label: &str) -> Self {
+        if label == "completed" {
+            Self::Completed
+        } else if label == "stopped" {
+            Self::Stopped
+        } else if let Some(why) = label
+            .strip_prefix("budget reached (")
+            .and_then(|w| w.strip_suffix(')'))
+        {
+            Self::BudgetReached(why.to_owned())
+        } else if let Some(why) = label
+            .strip_prefix("stopped early (")
+            .and_then(|w| w.strip_suffix(')'))
+        {
+            Self::EarlyStop(why.to_owned())
+        } else if let Some(why) = label.strip_prefix("failed: ") {
+            Self::Failed(why.to_owned())
+        } else if label == "running" || label.is_empty() {
+            Self::Failed("interrupted (the record has no end)".to_owned())
+        } else {
+            Self::Failed(label.to_owned())
+        }
+    }
+
     /// Takes the run's secrets out of the reason, if any.
     pub fn redact(&mut self, r: &Redactor) {
         match self {
@@ -190,7 +221,7 @@ impl RunStatus {
 }
 
 /// The final tally of a run.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunSummary {
     pub status: RunStatus,
     /// Iterations completed (the initial program not counted).

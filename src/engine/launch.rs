@@ -374,6 +374,18 @@ impl RunPlan {
         Ok(self)
     }
 
+    /// Record this new run in `dir`, a fresh folder made for it (a detached
+    /// run's, made by the command that started it), taking its lock.
+    pub fn in_folder(mut self, dir: PathBuf) -> Result<Self, LaunchError> {
+        std::fs::create_dir_all(&dir).map_err(|e| ArchiveError::Io {
+            path: dir.clone(),
+            message: e.to_string(),
+        })?;
+        self.lock = Some(Arc::new(RunLock::acquire(&dir)?));
+        self.run_dir = Some(dir);
+        Ok(self)
+    }
+
     /// Continue the run recorded in `run_dir`: its own card and task folder,
     /// up to `budget` total iterations (the card's `max_iterations` when
     /// `None`). Refused when the budget is already spent (see the module

@@ -66,6 +66,7 @@ pub mod run_thread;
 pub mod sandbox;
 pub mod scaffold;
 pub mod selection;
+pub mod service;
 pub mod steering;
 pub mod takeout;
 pub mod task;

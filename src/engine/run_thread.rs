@@ -26,6 +26,9 @@ pub struct RunHandle {
     pub commands: tokio::sync::mpsc::Sender<RunCommand>,
     pub events: tokio::sync::mpsc::Receiver<RunEvent>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// A thread that passes the run's events on (the run service's, see
+    /// [`crate::engine::service`]), joined after the run's.
+    relay: Option<std::thread::JoinHandle<()>>,
 }
 
 impl RunHandle {
@@ -35,18 +38,56 @@ impl RunHandle {
         self.commands.try_send(cmd).is_ok()
     }
 
-    /// Wait for the run thread to end.
+    /// Wait for the run thread (and the thread relaying its events) to end.
     pub fn join(mut self) {
         if let Some(t) = self.thread.take() {
             t.join().ok();
         }
+        if let Some(t) = self.relay.take() {
+            t.join().ok();
+        }
     }
 
-    /// True once the run thread has ended.
+    /// True once the run thread (and the thread relaying its events) has
+    /// ended.
     pub fn is_finished(&self) -> bool {
         self.thread
             .as_ref()
             .is_none_or(std::thread::JoinHandle::is_finished)
+            && self
+                .relay
+                .as_ref()
+                .is_none_or(std::thread::JoinHandle::is_finished)
+    }
+
+    /// This handle with its events passed through `relay`: `spawn` gets the
+    /// run's event receiver and returns the receiver the handle reads from
+    /// then on and the thread doing the relaying (joined with the run's).
+    pub(crate) fn relayed<E>(
+        mut self,
+        spawn: impl FnOnce(
+            tokio::sync::mpsc::Receiver<RunEvent>,
+        ) -> Result<
+            (
+                tokio::sync::mpsc::Receiver<RunEvent>,
+                std::thread::JoinHandle<()>,
+            ),
+            (tokio::sync::mpsc::Receiver<RunEvent>, E),
+        >,
+    ) -> (Self, Option<E>) {
+        let (_, closed) = tokio::sync::mpsc::channel(1);
+        let events = std::mem::replace(&mut self.events, closed);
+        match spawn(events) {
+            Ok((events, relay)) => {
+                self.events = events;
+                self.relay = Some(relay);
+                (self, None)
+            }
+            Err((events, e)) => {
+                self.events = events;
+                (self, Some(e))
+            }
+        }
     }
 }
 
@@ -99,6 +140,7 @@ pub fn start(
         commands: cmd_tx,
         events: ev_rx,
         thread: Some(thread),
+        relay: None,
     })
 }
 

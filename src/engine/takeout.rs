@@ -161,6 +161,28 @@ pub struct Applied {
     pub unchanged: usize,
 }
 
+/// Genome `id` (default: the run's best) of the run in `run_dir` and the
+/// run's initial program, each as files named as the run's task names them:
+/// what [`apply`] writes and compares with (also what the run service hands
+/// a remote `apply`).
+pub fn program_files(
+    run_dir: &Path,
+    id: Option<GenomeId>,
+) -> Result<(GenomeId, Tree, Tree), TakeoutError> {
+    let run = Run::open(run_dir)?;
+    let genome = match id {
+        Some(id) => run.genome(id)?,
+        None => run.best()?,
+    };
+    let initial = run.files(
+        &run.genomes
+            .first()
+            .map(|g| g.content.clone())
+            .unwrap_or_default(),
+    );
+    Ok((genome.id, run.files(&genome.content), initial))
+}
+
 /// Write genome `id` (default: the run's best) of the run in `run_dir` into
 /// `to`. A new or empty folder gets the whole program. In a folder that
 /// holds a copy of the program, the files the genome changed from the run's
@@ -173,23 +195,24 @@ pub fn apply(
     to: &Path,
     force: bool,
 ) -> Result<Applied, TakeoutError> {
-    let run = Run::open(run_dir)?;
-    let genome = match id {
-        Some(id) => run.genome(id)?,
-        None => run.best()?,
-    };
-    let target = run.files(&genome.content);
-    let initial = run.files(
-        &run.genomes
-            .first()
-            .map(|g| g.content.clone())
-            .unwrap_or_default(),
-    );
-    check_all(to, &target)?;
-    check_all(to, &initial)?;
+    let (genome, target, initial) = program_files(run_dir, id)?;
+    apply_files(genome, &target, &initial, to, force)
+}
+
+/// [`apply`] of genome `genome`'s files `target`, given the run's initial
+/// program's `initial` (from [`program_files`], here or on a server).
+pub fn apply_files(
+    genome: GenomeId,
+    target: &Tree,
+    initial: &Tree,
+    to: &Path,
+    force: bool,
+) -> Result<Applied, TakeoutError> {
+    check_all(to, target)?;
+    check_all(to, initial)?;
     let dest = Target::create(to)?;
     let mut out = Applied {
-        genome: genome.id,
+        genome,
         ..Applied::default()
     };
     if dest.is_empty()? {
@@ -230,7 +253,7 @@ pub fn apply(
     if !conflicts.is_empty() && !force {
         return Err(TakeoutError::LocalChanges {
             dir: to.to_path_buf(),
-            id: genome.id,
+            id: genome,
             files: conflicts,
         });
     }

@@ -233,6 +233,14 @@ pub enum UiCommand {
         /// The genome the fork starts from.
         genome: u64,
     },
+    /// Show the Connect to a run dialog.
+    ShowConnect,
+    /// Follow the run at this address (`ssh://[user@]host[:port]/path`, or a
+    /// run folder here) in the run view.
+    ConnectRun(String),
+    /// List the runs under this address (`ssh://host/folder`) in the Runs
+    /// panel (in the background).
+    ListRemoteRuns(String),
     /// Continue a recorded run live up to `iterations` (the new budget).
     ResumeRun {
         /// The run folder (appended to).
@@ -332,6 +340,9 @@ impl UiCommand {
             | Self::LoadCurve(_)
             | Self::ForkRun { .. }
             | Self::ForkInstead { .. }
+            | Self::ShowConnect
+            | Self::ConnectRun(_)
+            | Self::ListRemoteRuns(_)
             | Self::ResumeRun { .. } => CommandGroup::Run,
             Self::OpenModelSettings | Self::CloseModelSettings | Self::SaveModelSettings(_) => {
                 CommandGroup::Model

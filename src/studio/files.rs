@@ -58,6 +58,12 @@ pub enum JobResult {
             String,
         >,
     ),
+    /// A server's runs were listed (or could not be).
+    RemoteRuns {
+        /// The address listed.
+        address: String,
+        rows: Result<Vec<crate::engine::service::protocol::RunRow>, String>,
+    },
     /// A recorded run was read for the read-only view (or failed to be).
     OpenedRun(Result<Box<crate::studio::run::ArchivedRun>, String>),
     /// A recorded run's best-so-far curve was read for comparison.

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use egui::{Color32, RichText, Ui};
 
 use crate::engine::archive::{Archive, RunListing, list_runs};
+use crate::engine::service::protocol::RunRow;
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::compare::RunCompare;
 use crate::studio::compare::format_started;
@@ -147,6 +148,12 @@ pub struct RunsPanel {
     selected: Option<Selected>,
     /// The Resume budget field's text.
     pub iterations: String,
+    /// The server field's text (`ssh://[user@]host[:port]/folder`).
+    pub host: String,
+    /// The server's runs as last listed (and the address), or why not.
+    host_rows: Option<(String, Result<Vec<RunRow>, String>)>,
+    /// A listing is on its way.
+    host_listing: bool,
 }
 
 impl RunsPanel {
@@ -156,6 +163,105 @@ impl RunsPanel {
             folder: folder.display().to_string(),
             ..Self::default()
         }
+    }
+
+    /// A server's runs were listed (or could not be).
+    pub fn set_host_rows(&mut self, address: String, rows: Result<Vec<RunRow>, String>) {
+        self.host_listing = false;
+        self.host_rows = Some((address, rows));
+    }
+
+    /// A server's listing was asked for.
+    pub fn host_listing_started(&mut self) {
+        self.host_listing = true;
+    }
+
+    /// The server's runs as last listed.
+    pub fn host_rows(&self) -> Option<&Result<Vec<RunRow>, String>> {
+        self.host_rows.as_ref().map(|(_, r)| r)
+    }
+
+    /// The runs on a server: its address, List, and a row per run with
+    /// Connect (the run view follows it).
+    fn host_ui(&mut self, ui: &mut Ui, ctx: &RunsCtx<'_>, commands: &mut Commands) {
+        ui.horizontal(|ui| {
+            let label = ui.label("Server");
+            ui.add(
+                egui::TextEdit::singleline(&mut self.host)
+                    .hint_text("ssh://[user@]host[:port]/folder")
+                    .desired_width(360.0),
+            )
+            .labelled_by(label.id);
+            if ui
+                .add_enabled(
+                    !self.host.trim().is_empty() && !self.host_listing,
+                    egui::Button::new("List server runs"),
+                )
+                .on_hover_text("List the runs in that folder on the server, through your ssh")
+                .clicked()
+            {
+                commands.push(UiCommand::ListRemoteRuns(self.host.trim().to_owned()));
+            }
+            if self.host_listing {
+                ui.spinner();
+            }
+        });
+        let Some((address, rows)) = &self.host_rows else {
+            return;
+        };
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(why) => {
+                ui.colored_label(ctx.error, why);
+                return;
+            }
+        };
+        if rows.is_empty() {
+            ui.weak(format!("no runs in {address}"));
+            return;
+        }
+        let base = address.trim_end_matches('/').to_owned();
+        egui::Grid::new("server-runs")
+            .striped(true)
+            .num_columns(7)
+            .show(ui, |ui| {
+                for h in ["State", "Iterations", "Genomes", "Best", "Cost", "Run", ""] {
+                    ui.strong(h);
+                }
+                ui.end_row();
+                for r in rows {
+                    ui.label(&r.state);
+                    ui.label(format!("{}/{}", r.iterations, r.max_iterations));
+                    ui.label(r.genomes.to_string());
+                    ui.label(
+                        r.best_score
+                            .map_or_else(|| "-".to_owned(), |b| format!("{b:.6}")),
+                    );
+                    ui.label(
+                        r.cost_usd
+                            .map_or_else(|| "-".to_owned(), |c| format!("${c:.4}")),
+                    );
+                    let name = Path::new(&r.dir)
+                        .file_name()
+                        .map_or_else(|| r.dir.clone(), |n| n.to_string_lossy().into_owned());
+                    ui.label(&name);
+                    // the run's own address: the listed folder's server, its path
+                    let run_address = match crate::engine::service::Target::parse(&base) {
+                        Ok(crate::engine::service::Target::Ssh(t)) => {
+                            t.with_path(r.dir.clone()).to_string()
+                        }
+                        _ => r.dir.clone(),
+                    };
+                    if ui
+                        .button("Connect")
+                        .on_hover_text(format!("follow {run_address} in the Run tab"))
+                        .clicked()
+                    {
+                        commands.push(UiCommand::ConnectRun(run_address));
+                    }
+                    ui.end_row();
+                }
+            });
     }
 
     /// List the runs in the folder field's folder.
@@ -308,6 +414,8 @@ impl RunsPanel {
                 if self.listings.len() == 1 { "" } else { "s" }
             ));
         });
+        ui.add_space(6.0);
+        self.host_ui(ui, ctx, commands);
         ui.add_space(6.0);
         if self.listings.is_empty() {
             ui.label(

@@ -167,6 +167,9 @@ pub struct State {
     pub tab: Tab,
     /// The Leaderboard tab's form.
     pub leaderboard: LeaderboardForm,
+    /// Runs on servers connected to lately (`ssh://…` addresses), newest
+    /// first.
+    pub recent_remotes: Vec<String>,
 }
 
 /// What the Leaderboard tab runs (persisted; the batch itself is not).
@@ -218,11 +221,20 @@ impl Default for State {
             last_task_folder: None,
             tab: Tab::default(),
             leaderboard: LeaderboardForm::default(),
+            recent_remotes: Vec::new(),
         }
     }
 }
 
 impl State {
+    /// Put a remote run's address at the front of the recent list
+    /// (deduplicated, bounded).
+    pub fn remember_remote(&mut self, address: &str) {
+        self.recent_remotes.retain(|a| a != address);
+        self.recent_remotes.insert(0, address.to_owned());
+        self.recent_remotes.truncate(MAX_RECENT);
+    }
+
     /// Put `path` at the front of the recent list (deduplicated, bounded).
     pub fn remember_card(&mut self, path: &Path) {
         self.recent_cards.retain(|p| p != path);

@@ -237,3 +237,4 @@ pub mod llm_server;
 pub mod scripted_server;
 pub mod scripted_upstream;
 pub mod slurm;
+pub mod sshd;

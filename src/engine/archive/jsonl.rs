@@ -46,7 +46,7 @@ fn io_err(path: &Path, e: impl std::fmt::Display) -> ArchiveError {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, serde::Deserialize)]
 struct SummaryJson {
     status: String,
     iterations: u64,
@@ -54,30 +54,64 @@ struct SummaryJson {
     valid: u64,
     invalid: u64,
     /// Of the invalid, rejected by the novelty gate before evaluation.
+    #[serde(default)]
     rejected: u64,
     best_id: Option<u64>,
     best_score: Option<f64>,
     initial_score: Option<f64>,
     prompt_tokens: u64,
     completion_tokens: u64,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     cached_tokens: u64,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     cache_write_tokens: u64,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     reasoning_tokens: u64,
     cost_usd: Option<f64>,
     /// This invocation's wall time.
     wall_secs: f64,
     /// The run's wall time over every invocation.
+    #[serde(default)]
     run_wall_secs: f64,
     /// The run and genome a fork started from.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     forked_from: Option<RunOrigin>,
     /// Where the card came from, the settings it lowers and the consent
     /// given for them (see `crate::engine::consent`).
     #[serde(skip_serializing_if = "Option::is_none")]
     clearance: Option<Clearance>,
+}
+
+/// The tally a finished run wrote to its folder's `summary.json` (`None`
+/// when there is none or it does not read: a run that has not ended).
+pub fn read_summary(dir: &Path) -> Option<RunSummary> {
+    use crate::engine::foreign::{Folder, Limit, Links};
+    let text = Folder::open(dir, Links::Never)
+        .ok()?
+        .read_text_if_any("summary.json", Limit::SMALL_JSON)
+        .ok()??;
+    let s: SummaryJson = serde_json::from_str(&text).ok()?;
+    Some(RunSummary {
+        status: crate::engine::events::RunStatus::from_label(&s.status),
+        iterations: s.iterations,
+        genomes: s.genomes,
+        valid: s.valid,
+        invalid: s.invalid,
+        rejected: s.rejected,
+        best_id: s.best_id,
+        best_score: s.best_score,
+        initial_score: s.initial_score,
+        usage: crate::engine::genome::TokenUsage {
+            prompt_tokens: s.prompt_tokens,
+            completion_tokens: s.completion_tokens,
+            cost_usd: s.cost_usd,
+            cached_tokens: s.cached_tokens,
+            cache_write_tokens: s.cache_write_tokens,
+            reasoning_tokens: s.reasoning_tokens,
+        },
+        wall_secs: s.wall_secs,
+        run_wall_secs: s.run_wall_secs,
+    })
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -64,6 +64,24 @@ impl RunLock {
         })
     }
 
+    /// True when a process holds the writer lock of run folder `dir` (a
+    /// run is writing it). Asked with a shared lock taken and dropped at
+    /// once; a writer starting in that instant is refused as if the folder
+    /// were in use, and says so.
+    pub fn is_held(dir: &Path) -> bool {
+        let Ok(file) = File::open(dir.join(LOCK_FILE)) else {
+            return false;
+        };
+        match file.try_lock_shared() {
+            Ok(()) => {
+                file.unlock().ok();
+                false
+            }
+            Err(std::fs::TryLockError::WouldBlock) => true,
+            Err(std::fs::TryLockError::Error(_)) => false,
+        }
+    }
+
     /// The folder this lock is for.
     pub fn dir(&self) -> &Path {
         &self.dir

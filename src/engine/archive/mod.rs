@@ -63,12 +63,12 @@ use crate::engine::rng::SearchRng;
 use crate::engine::steering::settings::SettingsChange;
 
 pub use background::BackgroundRecorder;
-pub use jsonl::{JsonlRecorder, read_genomes};
+pub use jsonl::{JsonlRecorder, read_genomes, read_summary};
 pub use lock::{LOCK_FILE, RunLock, reserve_run_dir};
 pub use redacted::Redacted;
 pub use sqlite::{
-    ARCHIVE_FILE, Archive, ArchiveContents, RunListing, RunMeta, SCHEMA_VERSION, SqliteRecorder,
-    list_runs,
+    ARCHIVE_FILE, Archive, ArchiveContents, HEAD_ERROR_CHARS, RunListing, RunMeta, SCHEMA_VERSION,
+    SqliteRecorder, card_name, list_runs,
 };
 
 /// Why a run record could not be read or written.

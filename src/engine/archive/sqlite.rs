@@ -33,6 +33,10 @@ pub const ARCHIVE_FILE: &str = "archive.sqlite";
 /// trees; version 1 archives are read as they are).
 pub const SCHEMA_VERSION: i64 = 2;
 
+/// How many characters of a genome's error its head keeps
+/// ([`Archive::genome_heads_json`]).
+pub const HEAD_ERROR_CHARS: usize = 2000;
+
 /// The `meta` keys of a fork's origin: the parent run's folder and genome.
 const FORKED_FROM_RUN: &str = "forked_from_run";
 const FORKED_FROM_GENOME: &str = "forked_from_genome";
@@ -277,6 +281,19 @@ impl Archive {
         super::blobs::TreeReader::new(has_blobs.then_some(&self.conn))
     }
 
+    /// The ids of every genome on record, in order.
+    pub fn genome_ids(&self) -> Result<Vec<GenomeId>, ArchiveError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM genomes ORDER BY id")
+            .map_err(|e| corrupt(&self.path, e))?;
+        let rows = stmt
+            .query_map([], |r| Ok(r.get::<_, i64>(0)? as u64))
+            .map_err(|e| corrupt(&self.path, e))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| corrupt(&self.path, e))
+    }
+
     /// How many genomes are on record.
     pub fn genome_count(&self) -> Result<u64, ArchiveError> {
         self.conn
@@ -294,6 +311,63 @@ impl Archive {
         let rows = stmt
             .query_map([first as i64], |r| {
                 Ok((r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?))
+            })
+            .map_err(|e| corrupt(&self.path, e))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| corrupt(&self.path, e))
+    }
+
+    /// Every genome from id `first` on, in id order, as the JSON of a
+    /// [`Genome`] without its bodies, handed to `each` one at a time until it
+    /// returns false: no program (`content` is empty text), diff, artifacts,
+    /// prompt, reply, private metrics or agent transcript, and its error cut
+    /// to [`HEAD_ERROR_CHARS`] characters. SQLite takes the bodies out, so a
+    /// long run's programs and transcripts are never parsed here, and one
+    /// statement reads them all from one snapshot of the record: what a
+    /// remote view reads for every genome, the bodies one at a time
+    /// ([`Archive::genome`]).
+    pub fn genome_heads_json(
+        &self,
+        first: u64,
+        mut each: impl FnMut(u64, String) -> bool,
+    ) -> Result<(), ArchiveError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, json_set(json_remove(json, '$.content', '$.diff', '$.artifacts', '$.prompt', \
+                 '$.response', '$.private', '$.agent'), '$.content', '', \
+                 '$.error', substr(json_extract(json, '$.error'), 1, ?2)) \
+                 FROM genomes WHERE id >= ?1 ORDER BY id",
+            )
+            .map_err(|e| corrupt(&self.path, e))?;
+        let mut rows = stmt
+            .query(params![
+                i64::try_from(first).unwrap_or(i64::MAX),
+                HEAD_ERROR_CHARS as i64
+            ])
+            .map_err(|e| corrupt(&self.path, e))?;
+        while let Some(row) = rows.next().map_err(|e| corrupt(&self.path, e))? {
+            let id = row.get::<_, i64>(0).map_err(|e| corrupt(&self.path, e))? as u64;
+            let json = row
+                .get::<_, String>(1)
+                .map_err(|e| corrupt(&self.path, format!("genome {id}: {e}")))?;
+            if !each(id, json) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The newest `n` lines of the run's log, oldest first: (unix time,
+    /// level, message).
+    pub fn last_events(&self, n: usize) -> Result<Vec<(u64, String, String)>, ArchiveError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT unix, level, message FROM (SELECT seq, unix, level, message FROM events ORDER BY seq DESC LIMIT ?1) ORDER BY seq")
+            .map_err(|e| corrupt(&self.path, e))?;
+        let rows = stmt
+            .query_map([i64::try_from(n).unwrap_or(i64::MAX)], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?))
             })
             .map_err(|e| corrupt(&self.path, e))?;
         rows.collect::<Result<Vec<_>, _>>()
@@ -412,6 +486,12 @@ pub fn list_runs(root: &Path) -> Vec<RunListing> {
             .then_with(|| b.dir.cmp(&a.dir))
     });
     out
+}
+
+/// The `name:` of a card's YAML without a full parse (what a run list
+/// shows).
+pub fn card_name(yaml: &str) -> String {
+    serde_yaml_name(yaml)
 }
 
 /// The `name:` of a card's YAML without a full parse.

@@ -57,7 +57,7 @@ pub enum SelectionError {
 }
 
 /// A policy's state, shown in the studio ("current parent #12, used 2/5").
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PolicyStatus {
     /// Label/value pairs, in display order.
     pub fields: Vec<(String, String)>,

@@ -180,6 +180,11 @@ pub struct App {
     /// The Help page shown, if any.
     help: Option<HelpPage>,
     ctx: Option<egui::Context>,
+    /// How runs on servers are reached (the environment's ssh unless set:
+    /// tests, embedding).
+    connect_options: Option<crate::engine::service::ConnectOptions>,
+    /// The Connect to a run dialog's address field, while it is open.
+    connect_dialog: Option<String>,
 }
 
 impl App {
@@ -227,6 +232,8 @@ impl App {
             yaml: YamlTab::default(),
             help: None,
             ctx: None,
+            connect_options: None,
+            connect_dialog: None,
         };
         app.set_task_folder(task_dir);
         // the Leaderboard tab shows the batch its folder holds, as it was
@@ -467,6 +474,12 @@ impl App {
                 JobResult::OpenedRun(Ok(run)) => self.opened_run(run),
                 JobResult::OpenedRun(Err(e)) => self.error(format!("open run: {e}")),
                 JobResult::Curve { dir, curve } => self.runs.set_curve(dir, curve),
+                JobResult::RemoteRuns { address, rows } => {
+                    if rows.is_ok() {
+                        self.state.remember_remote(&address);
+                    }
+                    self.runs.set_host_rows(address, rows);
+                }
                 JobResult::OpenedLeaderboard { dir, leaderboard } => {
                     self.leaderboard_read(dir, leaderboard);
                 }
@@ -728,6 +741,7 @@ impl App {
 
         self.modals_ui(&ctx);
         self.consent_ui(&ctx);
+        self.connect_dialog_ui(&ctx);
         self.model_dialog_ui(&ctx);
         self.help_ui(&ctx);
         drag_preview_ui(&ctx);

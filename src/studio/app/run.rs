@@ -44,6 +44,17 @@ impl App {
                 }
             }
             UiCommand::ResumeRun { dir, iterations } => self.resume_run(&dir, iterations),
+            UiCommand::ShowConnect => {
+                self.connect_dialog = Some(
+                    self.state
+                        .recent_remotes
+                        .first()
+                        .cloned()
+                        .unwrap_or_default(),
+                );
+            }
+            UiCommand::ConnectRun(address) => self.connect_run(&address),
+            UiCommand::ListRemoteRuns(address) => self.list_remote_runs(address),
             UiCommand::ForkRun { dir, genome } => self.fork_run(&dir, genome, false),
             UiCommand::ForkInstead { dir, genome } => self.fork_run(&dir, genome, true),
             UiCommand::AllowLowered => self.allow_lowered(),
@@ -220,5 +231,139 @@ impl App {
                 iterations,
             },
         );
+    }
+
+    /// Reach runs on servers with `options` instead of the environment's
+    /// ssh settings (tests, embedding).
+    pub fn set_connect_options(&mut self, options: crate::engine::service::ConnectOptions) {
+        self.connect_options = Some(options);
+    }
+
+    fn connect_options(&self) -> crate::engine::service::ConnectOptions {
+        self.connect_options
+            .clone()
+            .unwrap_or_else(|| crate::engine::service::ConnectOptions::new("galapagos studio"))
+    }
+
+    /// Follow the run at `address` in the run view.
+    fn connect_run(&mut self, address: &str) {
+        let address = address.trim();
+        if self.run_view.is_running() && self.run_view.remote().is_none() {
+            self.error("A run is in progress; stop it before following another");
+            return;
+        }
+        let target = match crate::engine::service::Target::parse(address) {
+            Ok(t) => t,
+            Err(e) => return self.error(e),
+        };
+        if let crate::engine::service::Target::Local(dir) = &target
+            && !dir.join(crate::engine::archive::ARCHIVE_FILE).is_file()
+        {
+            return self.error(format!("{}: not a run folder", dir.display()));
+        }
+        let Some(ctx) = self.ctx.clone() else {
+            return;
+        };
+        self.connect_dialog = None;
+        self.state.remember_remote(address);
+        let options = self.connect_options();
+        self.run_view.connect_remote(target, options, &ctx);
+        self.state.tab = Tab::Run;
+        self.info(format!("Following {address}"));
+    }
+
+    /// List a server's runs in the Runs panel, in the background.
+    fn list_remote_runs(&mut self, address: String) {
+        let target = match crate::engine::service::Target::parse(address.trim()) {
+            Ok(t) => t,
+            Err(e) => return self.runs.set_host_rows(address, Err(e)),
+        };
+        let Some(ctx) = self.ctx.clone() else {
+            return;
+        };
+        let mut options = self.connect_options();
+        options.read_only = true;
+        self.runs.host_listing_started();
+        self.jobs.spawn("list-remote-runs", &ctx, move || {
+            let rows = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+                .and_then(|rt| {
+                    rt.block_on(async {
+                        let client = crate::engine::service::Client::connect(&target, &options)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        match client
+                            .request(crate::engine::service::protocol::RequestBody::Runs)
+                            .await
+                            .map_err(|e| e.to_string())?
+                        {
+                            crate::engine::service::protocol::Reply::Runs(rows) => Ok(rows),
+                            other => Err(format!("an unexpected answer: {other:?}")),
+                        }
+                    })
+                });
+            JobResult::RemoteRuns { address, rows }
+        });
+    }
+
+    /// The Connect to a run dialog: an address (recent ones offered),
+    /// Connect and Cancel.
+    pub(super) fn connect_dialog_ui(&mut self, ctx: &egui::Context) {
+        let Some(mut address) = self.connect_dialog.take() else {
+            return;
+        };
+        let mut open = true;
+        let mut connect = false;
+        let response = egui::Modal::new(egui::Id::unique("connect-to-a-run")).show(ctx, |ui| {
+            ui.set_max_width(520.0);
+            ui.heading("Connect to a run");
+            ui.label(
+                "A run on a server, reached through your own ssh (your config, keys and agent): \
+                 ssh://[user@]host[:port]/path/to/run. The server needs galapagos on its PATH.",
+            );
+            ui.add_space(crate::studio::theme::SECTION_GAP);
+            let label = ui.label("Run address");
+            let field = ui
+                .add(
+                    egui::TextEdit::singleline(&mut address)
+                        .hint_text("ssh://user@host/path/to/run")
+                        .desired_width(480.0),
+                )
+                .labelled_by(label.id);
+            if field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)) {
+                connect = true;
+            }
+            if !self.state.recent_remotes.is_empty() {
+                ui.add_space(crate::studio::theme::SECTION_GAP);
+                ui.label("Recent:");
+                for recent in &self.state.recent_remotes {
+                    if ui.selectable_label(recent == &address, recent).clicked() {
+                        address.clone_from(recent);
+                    }
+                }
+            }
+            ui.add_space(crate::studio::theme::SECTION_GAP);
+            ui.horizontal(|ui| {
+                if ui
+                    .add_enabled(!address.trim().is_empty(), egui::Button::new("Connect"))
+                    .clicked()
+                {
+                    connect = true;
+                }
+                if ui.button("Cancel").clicked() {
+                    open = false;
+                }
+            });
+        });
+        if response.should_close() {
+            open = false;
+        }
+        if connect {
+            self.commands.push(UiCommand::ConnectRun(address));
+        } else if open {
+            self.connect_dialog = Some(address);
+        }
     }
 }

@@ -110,6 +110,16 @@ impl App {
                     self.commands.push(UiCommand::BrowseSaveAs);
                 }
                 ui.separator();
+                if ui
+                    .button("Connect to a run…")
+                    .on_hover_text(
+                        "follow a run on a server (ssh://[user@]host[:port]/path) through your ssh",
+                    )
+                    .clicked()
+                {
+                    self.commands.push(UiCommand::ShowConnect);
+                }
+                ui.separator();
                 if ui.button("Export hub bundle…").clicked() {
                     self.commands.push(UiCommand::BrowseExport);
                 }

@@ -183,6 +183,22 @@ impl RunView {
     /// Progress for the status bar: iteration i/N, valid/invalid, elapsed,
     /// ETA, tokens/cost where known, and an "offline model" badge.
     pub fn status_bar_ui(&mut self, ui: &mut egui::Ui) {
+        // a followed run's connection first (rightmost)
+        if let Some(link) = &self.remote {
+            let text = link.label();
+            let colour = match link.state {
+                super::remote::LinkState::Reconnecting { .. } => ui.visuals().warn_fg_color,
+                super::remote::LinkState::Failed(_) => ui.visuals().error_fg_color,
+                _ => ui.visuals().text_color(),
+            };
+            let width = (ui.available_width() * 0.3).clamp(60.0, 320.0);
+            ui.scope(|ui| {
+                ui.set_max_width(width);
+                ui.add(egui::Label::new(RichText::new(&text).color(colour)).truncate())
+                    .on_hover_text(&text);
+            });
+            ui.separator();
+        }
         let h = &self.history;
         if self.handle.is_none() && h.started_at.is_none() {
             ui.label(RichText::new("idle").weak());

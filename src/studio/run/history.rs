@@ -247,6 +247,19 @@ impl RunHistory {
         }
     }
 
+    /// Put `genome` in place of the genome of its id (a followed run's
+    /// genome with its bodies, in place of its head); false when the
+    /// history has no such genome.
+    pub fn replace_genome(&mut self, genome: Genome) -> bool {
+        match self.position(genome.id) {
+            Some(i) => {
+                self.genomes[i] = Arc::new(genome);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Apply one event.
     pub fn apply(&mut self, event: RunEvent) {
         if self.started_at.is_none() {
@@ -505,27 +518,7 @@ pub fn card_name_of(yaml: &str) -> String {
 /// The run status recorded as a label ([`RunStatus::label`]) read back; a
 /// record still saying `running` ended without its last write.
 pub fn status_from_label(label: &str) -> RunStatus {
-    if label == "completed" {
-        RunStatus::Completed
-    } else if label == "stopped" {
-        RunStatus::Stopped
-    } else if let Some(why) = label
-        .strip_prefix("budget reached (")
-        .and_then(|w| w.strip_suffix(')'))
-    {
-        RunStatus::BudgetReached(why.to_owned())
-    } else if let Some(why) = label
-        .strip_prefix("stopped early (")
-        .and_then(|w| w.strip_suffix(')'))
-    {
-        RunStatus::EarlyStop(why.to_owned())
-    } else if let Some(why) = label.strip_prefix("failed: ") {
-        RunStatus::Failed(why.to_owned())
-    } else if label == "running" || label.is_empty() {
-        RunStatus::Failed("interrupted (the record has no end)".to_owned())
-    } else {
-        RunStatus::Failed(label.to_owned())
-    }
+    RunStatus::from_label(label)
 }
 
 /// `mm:ss` or `h:mm:ss`.

@@ -45,6 +45,7 @@ pub mod models;
 pub mod objectives;
 mod panes;
 pub mod plot;
+pub mod remote;
 mod settings;
 pub mod steer;
 pub mod structure;
@@ -195,6 +196,13 @@ pub struct RunView {
     edit_rules: Option<crate::engine::task::files::EditRules>,
     /// The live run's settings, to change them while paused.
     settings: settings::LiveSettings,
+    /// A run followed through the run service (on a server, or served by
+    /// another process here), when the view shows one.
+    remote: Option<remote::RemoteLink>,
+    /// Genomes of the followed run whose bodies were asked for, and those
+    /// that arrived (its stream carries heads only).
+    bodies_asked: std::collections::BTreeSet<GenomeId>,
+    bodies_loaded: std::collections::BTreeSet<GenomeId>,
 }
 
 /// The registry a run view builds a card's population with to replay it:
@@ -374,6 +382,9 @@ impl RunView {
         self.editor = None;
         self.notes.reset();
         self.edit_rules = None;
+        self.remote = None;
+        self.bodies_asked.clear();
+        self.bodies_loaded.clear();
     }
 
     /// Apply an event as if the worker had sent it (replaying a recorded
@@ -382,51 +393,48 @@ impl RunView {
         self.history.apply(event);
     }
 
-    /// True while a run is active (started and not finished).
+    /// True while a run is active (started and not finished): a run of
+    /// this studio's, or a followed run that is live.
     pub fn is_running(&self) -> bool {
-        self.handle.is_some() && !self.history.is_finished()
-    }
-
-    /// True while the active run is paused (or a pause was asked for).
-    pub fn is_paused(&self) -> bool {
-        self.is_running() && (self.history.paused || self.pause_requested)
+        (self.handle.is_some()
+            || self
+                .remote
+                .as_ref()
+                .is_some_and(remote::RemoteLink::is_live))
+            && !self.history.is_finished()
     }
 
     /// Ask the run to pause after the iterations in flight.
     pub fn pause(&mut self) {
-        if let Some(h) = &self.handle {
-            self.pause_requested = h.send(RunCommand::Pause);
+        if self.handle.is_some() || self.remote.is_some() {
+            self.pause_requested = self.send(RunCommand::Pause);
         }
     }
 
     /// Continue a paused run.
     pub fn resume(&mut self) {
-        if let Some(h) = &self.handle {
-            h.send(RunCommand::Resume);
+        if self.handle.is_some() || self.remote.is_some() {
+            self.send(RunCommand::Resume);
             self.pause_requested = false;
         }
     }
 
     /// Stop the run: in-flight iterations are abandoned.
     pub fn stop(&mut self) {
-        if let Some(h) = &self.handle {
-            self.stop_requested = h.send(RunCommand::Stop) || self.stop_requested;
+        if self.handle.is_some() || self.remote.is_some() {
+            self.stop_requested = self.send(RunCommand::Stop) || self.stop_requested;
         }
     }
 
     /// Send a program written by a person to the live run, as a child of
     /// `parent`; false when there is no live run (or its queue is full).
     pub fn inject(&mut self, parent: GenomeId, program: crate::engine::genome::Tree) -> bool {
-        self.is_running()
-            && self
-                .handle
-                .as_ref()
-                .is_some_and(|h| h.send(RunCommand::Inject { parent, program }))
+        self.is_running() && self.send(RunCommand::Inject { parent, program })
     }
 
     /// Send a steering command to the live run (notes, pin, unpin).
     fn steer(&mut self, cmd: RunCommand) -> bool {
-        self.is_running() && self.handle.as_ref().is_some_and(|h| h.send(cmd))
+        self.is_running() && self.send(cmd)
     }
 
     /// Replace the notes for the model (empty: clear them).
@@ -444,8 +452,15 @@ impl RunView {
         self.steer(RunCommand::Unpin(id))
     }
 
-    /// Open the editor on genome `id`'s program.
+    /// Open the editor on genome `id`'s program (a followed run's once its
+    /// body is here).
     pub fn open_editor(&mut self, id: GenomeId) {
+        if !self.has_body(id) {
+            self.last_error = Some(format!(
+                "genome #{id}'s program is still on its way from the server; try again in a moment"
+            ));
+            return;
+        }
         if let Some(g) = self.history.get(id) {
             self.editor = Some(edit::ProgramEditor::open(
                 g,
@@ -556,51 +571,60 @@ impl RunView {
         self.last_drained
     }
 
+    /// Take in one event of the run: what the view does about it, then
+    /// the history.
+    fn take_event(&mut self, event: RunEvent) {
+        match &event {
+            RunEvent::GenomeAdmitted { genome, .. }
+                if genome.is_by_person()
+                    && self
+                        .editor
+                        .as_ref()
+                        .is_some_and(|e| e.pending && Some(e.parent) == genome.parent_id) =>
+            {
+                // The person's child is in: show it.
+                self.editor = None;
+                self.select_later = Some(genome.id);
+            }
+            RunEvent::Log {
+                level: crate::engine::events::LogLevel::Error,
+                message,
+            } if message.starts_with(crate::engine::scaffold::PERSON_REFUSED) => {
+                if let Some(e) = self.editor.as_mut().filter(|e| e.pending) {
+                    e.pending = false;
+                    e.error = Some(message.clone());
+                }
+            }
+            RunEvent::Paused | RunEvent::Resumed => self.pause_requested = false,
+            RunEvent::SettingsChanged(_) | RunEvent::SettingsRefused(_) => {
+                self.settings.answered(&event);
+            }
+            RunEvent::Finished(_) => {
+                self.pause_requested = false;
+                self.stop_requested = false;
+            }
+            _ => {}
+        }
+        self.history.apply(event);
+        self.last_drained += 1;
+    }
+
     /// Drain events within [`DRAIN_BUDGET`]; ask for another frame if some
     /// remain. Never blocks. Call once per frame.
     pub fn logic(&mut self, ctx: &egui::Context) {
         self.last_drained = 0;
-        let Some(handle) = self.handle.as_mut() else {
+        if self.remote.is_some() {
+            self.remote_logic(ctx);
             return;
-        };
+        }
+        if self.handle.is_none() {
+            return;
+        }
         let start = Instant::now();
         let mut disconnected = false;
-        loop {
+        while let Some(handle) = self.handle.as_mut() {
             match handle.events.try_recv() {
-                Ok(event) => {
-                    match &event {
-                        RunEvent::GenomeAdmitted { genome, .. }
-                            if genome.is_by_person()
-                                && self.editor.as_ref().is_some_and(|e| {
-                                    e.pending && Some(e.parent) == genome.parent_id
-                                }) =>
-                        {
-                            // The person's child is in: show it.
-                            self.editor = None;
-                            self.select_later = Some(genome.id);
-                        }
-                        RunEvent::Log {
-                            level: crate::engine::events::LogLevel::Error,
-                            message,
-                        } if message.starts_with(crate::engine::scaffold::PERSON_REFUSED) => {
-                            if let Some(e) = self.editor.as_mut().filter(|e| e.pending) {
-                                e.pending = false;
-                                e.error = Some(message.clone());
-                            }
-                        }
-                        RunEvent::Paused | RunEvent::Resumed => self.pause_requested = false,
-                        RunEvent::SettingsChanged(_) | RunEvent::SettingsRefused(_) => {
-                            self.settings.answered(&event);
-                        }
-                        RunEvent::Finished(_) => {
-                            self.pause_requested = false;
-                            self.stop_requested = false;
-                        }
-                        _ => {}
-                    }
-                    self.history.apply(event);
-                    self.last_drained += 1;
-                }
+                Ok(event) => self.take_event(event),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
                     disconnected = true;
@@ -707,6 +731,14 @@ impl RunView {
             }
             self.apply_actions();
             return;
+        }
+        if let Some(id) = self.selected.filter(|&id| !self.has_body(id)) {
+            ui.label(
+                RichText::new(format!(
+                    "genome #{id}: its program, prompt and reply are on their way from the server…"
+                ))
+                .weak(),
+            );
         }
         let clicked = self.panes_ui(ui);
         match self.inspector.action.take() {
