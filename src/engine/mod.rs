@@ -65,6 +65,7 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod selection;
 pub mod steering;
+pub mod suggest;
 pub mod takeout;
 pub mod task;
 pub mod task_settings;
