@@ -239,6 +239,36 @@ seed: abc
     }
 }
 
+/// A misspelt built-in card or task name on the command line names the
+/// one that was meant.
+#[test]
+fn a_misspelt_card_or_task_name_says_which_was_meant() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let o = galapagos()
+        .args(["validate", "best_of_m"])
+        .env("HOME", home.path())
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("did you mean `best_of_n`?"), "{stderr}");
+    let o = galapagos()
+        .args(["run", "best_of_n", "--task", "circle_pack", "--quiet"])
+        .env("HOME", home.path())
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("did you mean `circle_packing`?"), "{stderr}");
+    assert!(
+        !work.path().join("runs").exists(),
+        "nothing is written for a task that is not there"
+    );
+}
+
 #[test]
 fn shipped_cards_validate() {
     let out = galapagos()
@@ -662,7 +692,7 @@ fn a_run_from_an_empty_folder_with_an_empty_home_uses_the_built_in_card_and_task
     assert_eq!(runs.len(), 1);
     assert!(runs[0].path().join("archive.sqlite").is_file());
 
-    // validate takes the names too; an unknown name is still a missing file
+    // validate takes the names too; an unknown name is neither a file nor a built-in
     let ok = galapagos()
         .args(["validate", "beam_search", "topk.yaml"])
         .current_dir(cwd.path())
@@ -679,5 +709,8 @@ fn a_run_from_an_empty_folder_with_an_empty_home_uses_the_built_in_card_and_task
         .output()
         .unwrap();
     assert_eq!(missing.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&missing.stderr).contains("no_such_card: cannot read"));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr)
+            .contains("no_such_card: no such file, built-in card or hub card")
+    );
 }

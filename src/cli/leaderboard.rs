@@ -5,7 +5,6 @@ use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::engine::card::ValidCard;
 use crate::engine::leaderboard::worker::{self, BatchCommand, BatchEvent};
 use crate::engine::leaderboard::{BatchRun, BatchSpec, RunState};
 use crate::engine::registry::Registry;
@@ -14,10 +13,10 @@ use crate::engine::task::Task;
 /// `galapagos leaderboard`.
 #[derive(Debug, clap::Args)]
 pub struct LeaderboardArgs {
-    /// The cards to compare (YAML).
+    /// The cards to compare: files, names of built-in cards, or NAMESPACE/NAME[@VERSION] on a hub.
     #[arg(required = true)]
     pub cards: Vec<PathBuf>,
-    /// The task folder every card runs on.
+    /// The task folder every card runs on, or the name of a built-in task (circle_packing, ...).
     #[arg(long)]
     pub task: PathBuf,
     /// Seeds per card: 0, 1, ..., K-1.
@@ -43,6 +42,8 @@ pub struct LeaderboardArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub model: super::ModelArgs,
+    #[command(flatten)]
+    pub hubs: super::HubArgs,
 }
 
 /// Run the batch and write the leaderboard; returns the exit code.
@@ -51,20 +52,27 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
     let mut cards = Vec::new();
     let mut failed = false;
     for path in &args.cards {
-        match ValidCard::load(path, &registry) {
+        match super::load_card(path, &registry, &args.hubs) {
             Ok(c) => cards.push((path.clone(), c)),
-            Err(errors) => {
-                for e in &errors.0 {
-                    eprintln!("error: {e}");
-                }
-                failed = true;
-            }
+            Err(_) => failed = true,
         }
     }
+    let task_dir = super::task_folder(&args.task);
     if failed {
         return 2;
     }
-    let task = match Task::load(&args.task) {
+    let task_dir = match task_dir {
+        Ok(t) => {
+            if let Some(name) = t.builtin
+                && !args.quiet
+            {
+                eprintln!("task: built-in {name} ({})", t.dir.display());
+            }
+            t.dir
+        }
+        Err(code) => return code,
+    };
+    let task = match Task::load(&task_dir) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");

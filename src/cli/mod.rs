@@ -250,22 +250,35 @@ pub fn resolve_model(
     )
 }
 
-/// Load and check a card, printing every error on failure. A name with no
-/// such file (`best_of_n`) is the built-in card of that name; a
-/// `NAMESPACE/NAME[@VERSION]` with no such file is pulled from the hubs.
+/// Load and check a card, printing every error on failure. The card is
+/// resolved by the one rule ([`crate::engine::builtin::resolve_card`]): a
+/// file, else a built-in card's name (`best_of_n`), else
+/// `NAMESPACE/NAME[@VERSION]` pulled from the hubs.
 fn load_card(path: &Path, registry: &Registry, hubs: &HubArgs) -> Result<ValidCard, i32> {
-    if let Some(card) = crate::engine::builtin::card_for_arg(path) {
-        return ValidCard::from_yaml(card.yaml, &format!("built-in:{}", card.name), registry)
-            .map_err(print_errors);
+    use crate::engine::builtin::CardArg;
+    match crate::engine::builtin::resolve_card(path) {
+        Ok(CardArg::Builtin(card)) => {
+            ValidCard::from_yaml(card.yaml, &format!("built-in:{}", card.name), registry)
+                .map_err(print_errors)
+        }
+        Ok(CardArg::Hub(r)) => hub::pull_card(&r, registry, hubs).map(|p| p.card),
+        Ok(CardArg::Path(path)) => ValidCard::load(&path, registry).map_err(print_errors),
+        Err(e) => {
+            eprintln!("error: {e}");
+            Err(2)
+        }
     }
-    if !path.exists()
-        && let Some(r) = path
-            .to_str()
-            .and_then(crate::engine::hub::pull::HubRef::parse)
-    {
-        return hub::pull_card(&r, registry, hubs).map(|p| p.card);
-    }
-    ValidCard::load(path, registry).map_err(print_errors)
+}
+
+/// The task folder a `--task` argument names, by the one rule
+/// ([`crate::engine::builtin::resolve_task`]): a folder, else a built-in
+/// task's name (written out into the per-user data dir); the exit code
+/// after printing why not.
+fn task_folder(arg: &Path) -> Result<crate::engine::builtin::TaskArg, i32> {
+    crate::engine::builtin::resolve_task(arg).map_err(|e| {
+        eprintln!("error: {e}");
+        2
+    })
 }
 
 fn print_errors(errors: crate::engine::card::CardErrors) -> i32 {
@@ -478,25 +491,15 @@ pub fn run(args: &RunArgs) -> i32 {
     };
     // The task folder is checked before anything is written: a bad one is
     // one message and exit 2, with no run folder.
-    // a name with no such folder (`circle_packing`) is the built-in task
-    let task_dir = match crate::engine::builtin::task_dir_for_arg(&args.task) {
-        Ok(dir) => dir.unwrap_or_else(|| args.task.clone()),
-        Err(e) => {
-            eprintln!(
-                "error: cannot write the built-in task {} to {}: {e}",
-                args.task.display(),
-                crate::engine::builtin::tasks_dir().display()
-            );
-            return 2;
+    let task_dir = match task_folder(&args.task) {
+        Ok(t) => {
+            if let Some(name) = t.builtin {
+                println!("task:        built-in {name} ({})", t.dir.display());
+            }
+            t.dir
         }
+        Err(code) => return code,
     };
-    if task_dir != args.task {
-        println!(
-            "task:        built-in {} ({})",
-            args.task.display(),
-            task_dir.display()
-        );
-    }
     let task = match Task::load_with(&task_dir, args.config.as_deref()) {
         Ok(t) => t,
         Err(e) => {

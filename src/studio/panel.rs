@@ -105,7 +105,7 @@ pub struct CardCtx<'a> {
 
 /// Where the task and run folders are, for the settings panel.
 pub struct Folders<'a> {
-    /// The task folder as typed.
+    /// The task as typed: a folder, or a built-in task's name.
     pub task: &'a Path,
     /// Why the task folder cannot be used, if so.
     pub task_problem: Option<&'a str>,

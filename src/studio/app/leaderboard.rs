@@ -138,10 +138,14 @@ impl App {
             Ok(m) => m,
             Err(e) => return self.error(format!("Leaderboard: model: {e}")),
         };
+        // a folder or a built-in task's name, by the one rule
         let task_dir = if form.task.as_os_str().is_empty() {
             self.task_dir.clone()
         } else {
-            form.task.clone()
+            match crate::engine::builtin::resolve_task_in(&form.task, &self.tasks_root) {
+                Ok(t) => t.dir,
+                Err(e) => return self.error(format!("Leaderboard: task: {e}")),
+            }
         };
         let task = match crate::engine::task::Task::load(&task_dir) {
             Ok(t) => t,
