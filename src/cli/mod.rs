@@ -203,8 +203,9 @@ pub struct RunArgs {
 /// Where `NAMESPACE/NAME[@VERSION]` cards are pulled from.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct HubArgs {
-    /// A hub to pull NAMESPACE/NAME[@VERSION] from (a hub folder or the address of a built hub site),
-    /// tried before the hubs of the user settings file; repeatable.
+    /// A hub to pull NAMESPACE/NAME[@VERSION] from: a hub folder or a built hub site's folder (a path
+    /// or a file:// address), or a built hub site's http(s):// address; tried before the hubs of the
+    /// user settings file; repeatable.
     #[arg(long = "hub", value_name = "DIR|URL")]
     pub hubs: Vec<String>,
 }
