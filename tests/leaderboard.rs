@@ -384,3 +384,37 @@ fn built_in_card_and_task_names_work_from_an_empty_folder() {
             .is_file()
     );
 }
+
+/// A leaderboard records the model's identity (`offline`), never the advice
+/// the command line or the studio gives with it ("use --api-base …", "add
+/// an endpoint in Model settings"): leaderboard.json and leaderboard.md are
+/// published as they are (a hub page's Model column reads them).
+#[test]
+fn the_leaderboard_records_the_model_not_advice() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .arg("leaderboard")
+        .arg(root().join("cards/best_of_n.yaml"))
+        .arg("--task")
+        .arg(root().join("assets/tasks/circle_packing"))
+        .args(["--seeds", "1", "--iterations", "1", "--quiet", "--out"])
+        .arg(out.path())
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join(".config"))
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("leaderboard.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["model"], "offline");
+    let md = std::fs::read_to_string(out.path().join("leaderboard.md")).unwrap();
+    assert!(md.contains("the model offline"), "{md}");
+    for advice in ["--api-base", "--model", "Model settings", "no model configured"] {
+        assert!(!md.contains(advice), "{advice}: {md}");
+    }
+}

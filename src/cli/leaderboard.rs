@@ -103,7 +103,7 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
             }
         }
     }
-    let Some((model, model_desc, _)) = model else {
+    let Some((model, _, _)) = model else {
         eprintln!("error: no cards");
         return 2;
     };
@@ -135,7 +135,6 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
         parallel_runs: args.parallel.max(1),
         out: args.out.clone(),
         model,
-        model_desc,
     };
     let (n_runs, n_cards) = (spec.cards.len() * spec.seeds.len(), spec.cards.len());
     let mut handle = match worker::start(

@@ -134,7 +134,7 @@ impl App {
                 Err(e) => return self.error(format!("Leaderboard: {e}")),
             }
         }
-        let (model, model_desc) = match self.leaderboard_model() {
+        let (model, _) = match self.leaderboard_model() {
             Ok(m) => m,
             Err(e) => return self.error(format!("Leaderboard: model: {e}")),
         };
@@ -165,7 +165,6 @@ impl App {
             parallel_runs: form.parallel.max(1),
             out: form.out.clone(),
             model,
-            model_desc,
         };
         let runs = spec.cards.len() * spec.seeds.len();
         match self.leaderboard.start(

@@ -104,6 +104,10 @@ impl LanguageModel for OfflineModel {
         "offline model (built-in, no network)".to_owned()
     }
 
+    fn identity(&self) -> String {
+        OFFLINE_MODEL_NAME.to_owned()
+    }
+
     fn is_offline(&self) -> bool {
         true
     }
