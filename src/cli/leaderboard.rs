@@ -82,8 +82,15 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
     // One model for every card: a card naming another one in its `llm`
     // section would make the comparison unequal, so that is refused.
     let mut model = None;
+    // as many model calls at once as the runs at once times the widest card
+    let in_flight = args.parallel.max(1)
+        * cards
+            .iter()
+            .map(|(_, c)| c.card().general.parallel as usize)
+            .max()
+            .unwrap_or(1);
     for (path, card) in &cards {
-        match super::resolve_model(card.card(), &args.model) {
+        match super::resolve_model_for(card.card(), &args.model, in_flight) {
             Ok((m, desc)) => match &model {
                 None => model = Some((m, desc, path.clone())),
                 Some((_, first, first_path)) if *first != desc => {

@@ -231,10 +231,21 @@ pub struct ModelArgs {
     pub api_key_env: Option<String>,
 }
 
-/// Resolve the model: CLI flags > user settings > the card's `llm` > offline.
+/// Resolve the model: CLI flags > user settings > the card's `llm` > offline;
+/// an endpoint that sets no concurrency allows the card's iterations in
+/// flight (`general.parallel`) at once.
 pub fn resolve_model(
     card: &Card,
     args: &ModelArgs,
+) -> Result<(Arc<dyn LanguageModel>, String), ConfigError> {
+    resolve_model_for(card, args, card.general.parallel as usize)
+}
+
+/// [`resolve_model`] for `in_flight` model calls at once.
+pub fn resolve_model_for(
+    card: &Card,
+    args: &ModelArgs,
+    in_flight: usize,
 ) -> Result<(Arc<dyn LanguageModel>, String), ConfigError> {
     let settings = crate::engine::model::load_user_settings()?;
     let overrides = crate::engine::model::ModelOverrides {
@@ -242,6 +253,7 @@ pub fn resolve_model(
         api_base: args.api_base.clone(),
         model: args.model.clone(),
         api_key_env: args.api_key_env.clone(),
+        in_flight: Some(in_flight),
     };
     crate::engine::model::build_model(
         card.llm.as_ref(),

@@ -131,7 +131,7 @@ pub struct App {
     /// The Leaderboard tab (a batch of cards × seeds, its table and curves).
     pub leaderboard: LeaderboardPanel,
     /// The leaderboard's model for (ticked cards, settings version).
-    lb_model: Option<((Vec<String>, u64), ResolvedModel)>,
+    lb_model: Option<((Vec<String>, u64, usize), ResolvedModel)>,
     /// The cards the Leaderboard tab offers, for the recent cards they were
     /// listed with (dropped when the library is scanned again).
     lb_choices: Option<(Vec<PathBuf>, Vec<crate::studio::leaderboard::CardChoice>)>,
