@@ -82,3 +82,61 @@ fn parallel_16_puts_16_requests_in_flight() {
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(server.most_at_once(), 16, "{}", text(&o));
 }
+
+/// An Anthropic Messages reply with no edit in it.
+fn anthropic_reply() -> Reply {
+    Reply::json(
+        200,
+        &json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "text", "text": "no edit here"}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 3}
+        }),
+    )
+}
+
+/// The Anthropic preset takes its base URL in either convention: the API's
+/// (`…/v1`) and the Anthropic SDK's (no `/v1`, as `ANTHROPIC_BASE_URL` and
+/// proxies give it); both post to `/v1/messages`.
+#[test]
+fn the_anthropic_preset_takes_the_sdks_base_url_and_the_apis() {
+    let server = LlmServer::start(|s: &Seen| {
+        if s.path() == "/v1/messages" {
+            anthropic_reply()
+        } else {
+            Reply::json(404, &json!({"type": "error", "error": {"type": "not_found_error", "message": "Not found"}}))
+        }
+    });
+    for base in [server.base(""), server.base("/"), server.base("/v1")] {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+            .args([
+                "run",
+                "best_of_n",
+                "--task",
+                "circle_packing",
+                "--iterations",
+                "1",
+                "--quiet",
+                "--provider",
+                "anthropic",
+                "--api-base",
+                &base,
+            ])
+            .env("HOME", home.path())
+            .env("ANTHROPIC_API_KEY", "test-key-not-secret")
+            .env_remove("OPENAI_BASE_URL")
+            .current_dir(cwd.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{base}: {}", text(&o));
+        let paths: Vec<String> = server.seen().iter().map(|s| s.path().to_owned()).collect();
+        assert!(
+            paths.iter().all(|p| p == "/v1/messages"),
+            "{base}: {paths:?}"
+        );
+    }
+    assert!(!server.seen().is_empty());
+}

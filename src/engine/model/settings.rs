@@ -224,6 +224,10 @@ impl EndpointSettings {
         c.first_byte_timeout = secs(self.first_byte_timeout_secs)?;
         c.max_attempts = self.max_attempts;
         c.protocol = self.protocol();
+        if c.protocol == Protocol::AnthropicMessages {
+            // the Anthropic SDK's base (no `/v1`) as well as the API's
+            c.api_base = c.api_base.with_version_segment();
+        }
         c.key_header = self
             .key_header
             .unwrap_or_else(|| KeyHeader::for_protocol(c.protocol));
