@@ -114,6 +114,20 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
         eprintln!("error: no cards");
         return 2;
     };
+    // a down endpoint is said once, before any run starts
+    let down = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()
+        .and_then(|rt| {
+            rt.block_on(crate::engine::model::check::unreachable_endpoint(
+                model.as_ref(),
+            ))
+        });
+    if let Some(why) = down {
+        eprintln!("error: model: {why}");
+        return 2;
+    }
     let baseline = match &args.baseline {
         None => cards[0].1.card().name.clone(),
         Some(b) => match cards

@@ -556,6 +556,17 @@ fn launch(plan: RunPlan, model_args: &ModelArgs, out: Output, runs_root: Option<
             return 2;
         }
     };
+    // A down endpoint is said before anything is written (the run checks
+    // again as it starts).
+    let down = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()
+        .and_then(|rt| rt.block_on(crate::engine::model::check::unreachable_endpoint(model.as_ref())));
+    if let Some(why) = down {
+        eprintln!("error: model: {why}");
+        return 2;
+    }
     let plan = match runs_root {
         None => plan,
         Some(root) => match plan.in_new_folder(root) {

@@ -136,6 +136,11 @@ pub async fn run_plan(
         sink.send(RunEvent::Finished(s.clone())).await;
         s
     };
+    // A down endpoint fails the run now, with the fix, not after the
+    // retries of several iterations.
+    if let Some(why) = crate::engine::model::check::unreachable_endpoint(model.as_ref()).await {
+        return fail(why).await;
+    }
     let task = plan.task().clone();
     let notices = plan.notices();
     let origin = plan.origin().cloned();
