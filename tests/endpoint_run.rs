@@ -228,3 +228,41 @@ fn a_down_endpoint_fails_in_seconds_with_the_fix() {
     );
     assert!(started.elapsed() < Duration::from_secs(20));
 }
+
+/// The run's model line says where its key comes from only when the
+/// variable is set: a local endpoint without one says it is unset (it said
+/// "key from $OPENAI_API_KEY" with the variable unset).
+#[test]
+fn an_unset_key_variable_is_said_to_be_unset() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let server = LlmServer::start(|_: &Seen| chat_reply());
+    let base = server.base("/v1");
+    let o = galapagos(
+        &[
+            "run",
+            "best_of_n",
+            "--task",
+            "circle_packing",
+            "--iterations",
+            "1",
+            "--quiet",
+            "--api-base",
+            &base,
+            "--model",
+            "scripted",
+        ],
+        home.path(),
+        cwd.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let model = stdout
+        .lines()
+        .find(|l| l.starts_with("model:"))
+        .unwrap_or_default();
+    assert!(
+        model.contains("no key: $OPENAI_API_KEY is unset") && !model.contains("key from"),
+        "{model}"
+    );
+}

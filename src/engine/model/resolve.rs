@@ -244,15 +244,34 @@ pub fn build_model_with_env(
         }
         v
     };
+    // each variable as it is: one that is unset sends no key (an endpoint
+    // that needs one was refused above)
+    let (set, unset): (Vec<&String>, Vec<&String>) = key_vars
+        .iter()
+        .partition(|var| env(var).is_some_and(|v| !v.trim().is_empty()));
+    let mut keys = Vec::new();
+    if !set.is_empty() {
+        keys.push(format!(
+            "key from ${}",
+            set.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", $")
+        ));
+    }
+    if !unset.is_empty() {
+        keys.push(format!(
+            "no key: ${} {} unset",
+            unset.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", $"),
+            if unset.len() == 1 { "is" } else { "are" }
+        ));
+    }
     let caps = if caps.is_empty() {
         String::new()
     } else {
         format!("; {}", caps.join("; "))
     };
     let suffix = format!(
-        "(model from {model_source}, endpoint from {}; key from ${}{caps})",
+        "(model from {model_source}, endpoint from {}; {}{caps})",
         endpoint_sources.join(" + "),
-        key_vars.join(", $")
+        keys.join("; ")
     );
     if members.len() == 1
         && let Some(m) = members.pop()
@@ -550,6 +569,29 @@ mod tests {
             ),
             "{desc}"
         );
+    }
+
+    #[test]
+    fn an_unset_key_variable_is_said_unset() {
+        let o = ModelOverrides {
+            api_base: Some("http://127.0.0.1:9/v1".into()),
+            model: Some("m".into()),
+            ..ModelOverrides::default()
+        };
+        let r = build(None, &o, &ModelSettings::default(), &no_env);
+        let Ok((_, desc)) = r else {
+            panic!("{:?}", r.err())
+        };
+        assert!(
+            desc.ends_with("; no key: $OPENAI_API_KEY is unset)") && !desc.contains("key from"),
+            "{desc}"
+        );
+        let env = |k: &str| (k == "OPENAI_API_KEY").then(|| "sk-x".to_owned());
+        let r = build(None, &o, &ModelSettings::default(), &env);
+        let Ok((_, desc)) = r else {
+            panic!("{:?}", r.err())
+        };
+        assert!(desc.ends_with("; key from $OPENAI_API_KEY)"), "{desc}");
     }
 
     #[test]
