@@ -425,6 +425,84 @@ fn apply_into_a_checkout_of_an_earlier_generation_takes_the_best() {
     );
 }
 
+/// The repository demo as the docs give it, from an empty folder with an
+/// empty HOME: `run repository --task fit_package --iterations 15` on the
+/// offline model beats the initial program (it did not: every child of
+/// the initial program was worse, so `apply` and `export-run --git` had
+/// nothing to show), and the best goes home: `apply` into a copy of the
+/// initial program writes the package files it changed, `export-run --git`
+/// a history of more than the initial commit.
+#[test]
+fn the_repository_demo_improves_in_15_iterations_and_goes_home() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let out = galapagos(home.path(), cwd.path())
+        .args([
+            "run",
+            "repository",
+            "--task",
+            "fit_package",
+            "--iterations",
+            "15",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let stdout = ok(&out);
+    let runs: Vec<PathBuf> = std::fs::read_dir(cwd.path().join("runs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    let run = &runs[0];
+    let genomes = Archive::open(run).unwrap().genomes().unwrap();
+    let initial = genomes[0].fitness().unwrap();
+    let best = genomes
+        .iter()
+        .filter_map(|g| g.fitness().map(|f| (f, g)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap();
+    assert!(best.0 > initial, "best {} <= initial {initial}\n{stdout}", best.0);
+
+    // apply: the package as the initial program has it, then the best
+    let pkg = cwd.path().join("pkg");
+    ok(&galapagos(home.path(), cwd.path())
+        .arg("apply")
+        .arg(run)
+        .args(["--genome", "0", "--to"])
+        .arg(&pkg)
+        .output()
+        .unwrap());
+    let applied = ok(&galapagos(home.path(), cwd.path())
+        .arg("apply")
+        .arg(run)
+        .arg("--to")
+        .arg(&pkg)
+        .output()
+        .unwrap());
+    assert!(applied.contains("wrote fitpkg/"), "{applied}");
+    for (path, blob) in best.1.content.files() {
+        assert_eq!(std::fs::read(pkg.join(path)).unwrap(), blob.bytes(), "{path}");
+    }
+
+    // export-run --git: the lineage, more than the initial commit
+    let repo = cwd.path().join("history");
+    let exported = ok(&galapagos(home.path(), cwd.path())
+        .arg("export-run")
+        .arg(run)
+        .arg("--git")
+        .arg(&repo)
+        .output()
+        .unwrap());
+    let log = Command::new("git")
+        .args(["log", "--format=%s"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let commits = String::from_utf8_lossy(&log.stdout).lines().count();
+    assert!(commits >= 2, "{exported}");
+}
+
 #[test]
 fn a_repository_run_is_recorded_once_per_file_and_read_back_everywhere() {
     let home = tempfile::tempdir().unwrap();
