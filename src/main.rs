@@ -25,7 +25,9 @@ fn main() {
                 (true, None) => Some(true),
                 (false, None) => None,
             };
-            galapagos::cli::resume(&run_dir, iterations, detach, quiet, verbose, &model, &consent)
+            galapagos::cli::resume(
+                &run_dir, iterations, detach, quiet, verbose, &model, &consent,
+            )
         }
         Some(Command::Fork(args)) => galapagos::cli::fork::fork(&args),
         Some(Command::Export { card, out, results }) => {

@@ -329,3 +329,54 @@ fn publish_build_serve_and_pull_by_name() {
         "a failed pull cached something"
     );
 }
+
+/// A hub is given in three forms wherever one is given: a hub folder, a
+/// built hub site's folder (each as a path or a `file://` address), or a
+/// site's `http://` address; pulling by name and listing (the studio's
+/// library) take each, and a folder that is neither says what a hub is.
+#[test]
+fn a_hub_is_a_folder_a_built_site_or_a_file_address() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let hub = tmp.path().join("hub");
+    ok(galapagos(&home).args(["hub", "init"]).arg(&hub));
+    ok(galapagos(&home)
+        .args(["hub", "publish", "topk", "--hub"])
+        .arg(&hub));
+    let site = tmp.path().join("site");
+    ok(galapagos(&home)
+        .args(["hub", "build"])
+        .arg(&hub)
+        .arg("--out")
+        .arg(&site));
+    let file_url = |p: &Path| format!("file://{}", p.display());
+    for given in [
+        hub.display().to_string(),
+        site.display().to_string(),
+        file_url(&hub),
+        file_url(&site),
+    ] {
+        let out = ok(galapagos(&home).args(["validate", "default/topk", "--hub", &given]));
+        assert!(out.contains("default/topk@1"), "{given}: {out}");
+        let registry = galapagos::engine::registry::Registry::builtin();
+        let listed = galapagos::engine::hub::pull::list_cards(&given, &registry).unwrap();
+        assert_eq!(
+            listed.iter().map(|c| c.id()).collect::<Vec<_>>(),
+            ["default/topk"],
+            "{given}"
+        );
+    }
+    let plain = tmp.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let err = fails(galapagos(&home).args([
+        "validate",
+        "default/topk",
+        "--hub",
+        &plain.display().to_string(),
+    ]));
+    assert!(
+        err.contains("not a hub") && err.contains("hub.json") && err.contains("index.json"),
+        "{err}"
+    );
+}

@@ -337,3 +337,89 @@ fn a_card_stopped_by_its_token_cap_is_marked_capped() {
     );
     check();
 }
+
+/// `galapagos leaderboard` takes built-in card and task names, as `run`
+/// does, from an empty folder with an empty HOME.
+#[test]
+fn built_in_card_and_task_names_work_from_an_empty_folder() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .args([
+            "leaderboard",
+            "best_of_n",
+            "topk",
+            "--task",
+            "circle_packing",
+            "--seeds",
+            "1",
+            "--iterations",
+            "2",
+            "--quiet",
+        ])
+        .env("HOME", home.path())
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("OPENAI_BASE_URL")
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let json: Value = serde_json::from_str(
+        &std::fs::read_to_string(work.path().join("leaderboard/leaderboard.json")).unwrap(),
+    )
+    .unwrap();
+    let cards: Vec<&str> = json["cards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["card"].as_str().unwrap())
+        .collect();
+    assert_eq!(cards, ["best_of_n", "topk"]);
+    assert_eq!(json["task"], "circle_packing");
+    assert!(
+        home.path()
+            .join(".local/share/galapagos/tasks/circle_packing/evaluator.py")
+            .is_file()
+    );
+}
+
+/// A leaderboard records the model's identity (`offline`), never the advice
+/// the command line or the studio gives with it ("use --api-base …", "add
+/// an endpoint in Model settings"): leaderboard.json and leaderboard.md are
+/// published as they are (a hub page's Model column reads them).
+#[test]
+fn the_leaderboard_records_the_model_not_advice() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+        .arg("leaderboard")
+        .arg(root().join("cards/best_of_n.yaml"))
+        .arg("--task")
+        .arg(root().join("assets/tasks/circle_packing"))
+        .args(["--seeds", "1", "--iterations", "1", "--quiet", "--out"])
+        .arg(out.path())
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join(".config"))
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("leaderboard.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["model"], "offline");
+    let md = std::fs::read_to_string(out.path().join("leaderboard.md")).unwrap();
+    assert!(md.contains("the model offline"), "{md}");
+    for advice in [
+        "--api-base",
+        "--model",
+        "Model settings",
+        "no model configured",
+    ] {
+        assert!(!md.contains(advice), "{advice}: {md}");
+    }
+}

@@ -322,6 +322,208 @@ fn a_single_file_run_is_applied_and_exported_as_a_git_history() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not empty"));
 }
 
+/// `apply` into a folder that holds an earlier genome compares with that
+/// genome, not with the run's initial program: a checkout of an earlier
+/// generation of `export-run --git` (its HEAD), or a plain copy of a
+/// genome; a change made on top of either is still a local change.
+#[test]
+fn apply_into_a_checkout_of_an_earlier_generation_takes_the_best() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = offline_run(home.path(), cwd.path(), "curve_fitting", "8");
+    let genomes = Archive::open(&run).unwrap().genomes().unwrap();
+    let repo = cwd.path().join("history");
+    ok(&galapagos(home.path(), cwd.path())
+        .arg("export-run")
+        .arg(&run)
+        .arg("--git")
+        .arg(&repo)
+        .output()
+        .unwrap());
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let commits: Vec<String> = git(&["log", "--reverse", "--format=%H %s"])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        commits.len() >= 3,
+        "a lineage of three generations: {commits:?}"
+    );
+    // generation 1: neither the initial program nor the best
+    let (hash, subject) = commits[1].split_once(' ').unwrap();
+    let earlier: u64 = subject
+        .split("genome #")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    git(&["checkout", "--quiet", hash]);
+    let file = repo.join("initial_program.py");
+    let best = genomes.iter().find(|g| {
+        commits
+            .last()
+            .unwrap()
+            .contains(&format!("genome #{} ", g.id))
+    });
+    let best = best.unwrap();
+    assert_ne!(
+        std::fs::read_to_string(&file).unwrap(),
+        best.content.single_text().unwrap()
+    );
+    assert_ne!(genomes[0].content, best.content);
+
+    // a change on top of the checkout is a local change, named against HEAD
+    std::fs::write(&file, "# mine\n").unwrap();
+    let out = galapagos(home.path(), cwd.path())
+        .arg("apply")
+        .arg(&run)
+        .arg("--to")
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("the checkout's HEAD (genome #{earlier})")),
+        "{err}"
+    );
+    git(&["checkout", "--quiet", "--", "initial_program.py"]);
+
+    // the checkout as it is: the best is written over the earlier genome
+    let out = ok(&galapagos(home.path(), cwd.path())
+        .arg("apply")
+        .arg(&run)
+        .arg("--to")
+        .arg(&repo)
+        .output()
+        .unwrap());
+    assert!(out.contains("1 file(s) written"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        best.content.single_text().unwrap()
+    );
+
+    // a plain copy of the earlier genome (no git) takes the best too
+    let copy = cwd.path().join("copy");
+    ok(&galapagos(home.path(), cwd.path())
+        .arg("apply")
+        .arg(&run)
+        .args(["--genome", &earlier.to_string(), "--to"])
+        .arg(&copy)
+        .output()
+        .unwrap());
+    ok(&galapagos(home.path(), cwd.path())
+        .arg("apply")
+        .arg(&run)
+        .arg("--to")
+        .arg(&copy)
+        .output()
+        .unwrap());
+    assert_eq!(
+        std::fs::read_to_string(copy.join("initial_program.py")).unwrap(),
+        best.content.single_text().unwrap()
+    );
+}
+
+/// The repository demo as the docs give it, from an empty folder with an
+/// empty HOME: `run repository --task fit_package --iterations 15` on the
+/// offline model beats the initial program (it did not: every child of
+/// the initial program was worse, so `apply` and `export-run --git` had
+/// nothing to show), and the best goes home: `apply` into a copy of the
+/// initial program writes the package files it changed, `export-run --git`
+/// a history of more than the initial commit.
+#[test]
+fn the_repository_demo_improves_in_15_iterations_and_goes_home() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let out = galapagos(home.path(), cwd.path())
+        .args([
+            "run",
+            "repository",
+            "--task",
+            "fit_package",
+            "--iterations",
+            "15",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let stdout = ok(&out);
+    let runs: Vec<PathBuf> = std::fs::read_dir(cwd.path().join("runs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    let run = &runs[0];
+    let genomes = Archive::open(run).unwrap().genomes().unwrap();
+    let initial = genomes[0].fitness().unwrap();
+    let best = genomes
+        .iter()
+        .filter_map(|g| g.fitness().map(|f| (f, g)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap();
+    assert!(
+        best.0 > initial,
+        "best {} <= initial {initial}\n{stdout}",
+        best.0
+    );
+
+    // apply: the package as the initial program has it, then the best
+    let pkg = cwd.path().join("pkg");
+    ok(&galapagos(home.path(), cwd.path())
+        .arg("apply")
+        .arg(run)
+        .args(["--genome", "0", "--to"])
+        .arg(&pkg)
+        .output()
+        .unwrap());
+    let applied = ok(&galapagos(home.path(), cwd.path())
+        .arg("apply")
+        .arg(run)
+        .arg("--to")
+        .arg(&pkg)
+        .output()
+        .unwrap());
+    assert!(applied.contains("wrote fitpkg/"), "{applied}");
+    for (path, blob) in best.1.content.files() {
+        assert_eq!(
+            std::fs::read(pkg.join(path)).unwrap(),
+            blob.bytes(),
+            "{path}"
+        );
+    }
+
+    // export-run --git: the lineage, more than the initial commit
+    let repo = cwd.path().join("history");
+    let exported = ok(&galapagos(home.path(), cwd.path())
+        .arg("export-run")
+        .arg(run)
+        .arg("--git")
+        .arg(&repo)
+        .output()
+        .unwrap());
+    let log = Command::new("git")
+        .args(["log", "--format=%s"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let commits = String::from_utf8_lossy(&log.stdout).lines().count();
+    assert!(commits >= 2, "{exported}");
+}
+
 #[test]
 fn a_repository_run_is_recorded_once_per_file_and_read_back_everywhere() {
     let home = tempfile::tempdir().unwrap();

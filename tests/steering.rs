@@ -125,7 +125,11 @@ fn a_person_program_notes_and_a_pin_go_through_the_loop_and_survive_resume() {
     assert!(handle.send(RunCommand::SetNotes(NOTES.to_owned())));
     assert!(handle.send(RunCommand::Pin(0)));
     let program = Tree::from(PERFECT);
-    assert!(handle.send(RunCommand::Inject { parent: 0, program }));
+    assert!(handle.send(RunCommand::Inject {
+        parent: 0,
+        program,
+        outside_markers: false,
+    }));
     let ev = until(
         &mut handle,
         &mut seen,
@@ -268,10 +272,12 @@ fn refused_changes_say_why_and_record_nothing() {
     assert!(handle.send(RunCommand::Inject {
         parent: 0,
         program: Tree::single("initial_program.py", PROGRAM),
+        outside_markers: false,
     }));
     assert!(handle.send(RunCommand::Inject {
         parent: 42,
         program: Tree::single("initial_program.py", PERFECT),
+        outside_markers: false,
     }));
     let mut errors = Vec::new();
     while errors.len() < 3 {
@@ -458,6 +464,78 @@ fn the_command_line_steers_a_stopped_run_and_resume_goes_on_with_it() {
     assert_steered(&resumed);
 }
 
+/// People are held to the task's edit rules as the model is: `inject` of a
+/// program changed outside its EVOLVE-BLOCK markers is refused naming the
+/// rule and the line, and with `--outside-markers` it goes in, the genome
+/// and the run's log recording the override.
+#[test]
+fn inject_outside_the_markers_needs_the_override_and_records_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    std::fs::create_dir_all(home.join("home")).unwrap();
+    let task = temp_task(home);
+    let o = galapagos(
+        &[
+            "run",
+            "topk",
+            "--task",
+            task.to_str().unwrap(),
+            "--iterations",
+            "1",
+            "--quiet",
+            "--out",
+            "runs",
+        ],
+        home,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let run = only_run(&home.join("runs"));
+    let run_arg = run.to_str().unwrap();
+    let before = Archive::open(&run).unwrap().genome_count().unwrap();
+    // the harness outside the block returns the target itself
+    let outside = PERFECT.replace(
+        "    return [A, B, C, SHIFT]",
+        "    return [2.5, -1.25, 0.75, 0.0]",
+    );
+    assert_ne!(outside, PERFECT);
+    let program = home.join("outside.py");
+    std::fs::write(&program, &outside).unwrap();
+    let inject = |extra: &[&str]| {
+        let mut args = vec!["inject", run_arg, "--parent", "0"];
+        args.extend_from_slice(extra);
+        args.push(program.to_str().unwrap());
+        galapagos(&args, home)
+    };
+    let o = inject(&[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("changed outside the EVOLVE-BLOCK markers (initial_program.py line 10")
+            && text(&o).contains("--outside-markers"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(Archive::open(&run).unwrap().genome_count().unwrap(), before);
+
+    let o = inject(&["--outside-markers"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("kept by --outside-markers"),
+        "{}",
+        text(&o)
+    );
+    let archive = Archive::open(&run).unwrap();
+    let person = archive.genomes().unwrap().pop().unwrap();
+    assert!(person.is_by_person());
+    assert_eq!(person.fitness(), Some(1.0));
+    let rule = person.rule_override.as_deref().unwrap_or_default();
+    assert!(
+        rule.contains("outside the EVOLVE-BLOCK markers") && rule.contains("line 10"),
+        "{rule}"
+    );
+    let events = format!("{:?}", archive.events().unwrap());
+    assert!(events.contains("overrode the task's edit rule"), "{events}");
+}
+
 /// A repository task: the program is a folder; `inject` takes the whole
 /// folder, refuses a change to a read-only file by name and admits one to
 /// an editable module.
@@ -506,7 +584,14 @@ fn a_folder_program_goes_in_whole_and_read_only_files_stay_as_they_are() {
     std::fs::write(&test_file, original).unwrap();
     let model = home.join("edit/fitpkg/model.py");
     let text_before = std::fs::read_to_string(&model).unwrap();
-    std::fs::write(&model, format!("# edited by hand\n{text_before}")).unwrap();
+    // inside its EVOLVE-BLOCK, as the task's edit rules want
+    let edited = text_before.replacen(
+        "# EVOLVE-BLOCK-START\n",
+        "# EVOLVE-BLOCK-START\n# edited by hand\n",
+        1,
+    );
+    assert_ne!(edited, text_before);
+    std::fs::write(&model, edited).unwrap();
     let o = galapagos(&["inject", run_arg, "--parent", "0", "edit"], home);
     assert!(
         o.status.code() == Some(0) || o.status.code() == Some(1),

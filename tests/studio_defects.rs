@@ -417,12 +417,16 @@ fn the_model_dialog_sets_the_stall_timeout_and_names_no_command_line_flag() {
     assert_eq!(saved.endpoints[0].stall_timeout_secs, 15.0);
 }
 
-/// A loopback address where nothing listens: a dead endpoint.
-fn dead_endpoint() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    drop(listener);
-    format!("http://127.0.0.1:{port}/v1")
+/// An endpoint on loopback that answers every request with a server error
+/// (a down endpoint, one that refuses connections, now fails the run at
+/// once: see tests/endpoint_run.rs).
+fn failing_endpoint() -> common::llm_server::LlmServer {
+    common::llm_server::LlmServer::start(|_| {
+        common::llm_server::Reply::json(
+            503,
+            &serde_json::json!({"error": {"message": "overloaded", "type": "server_error"}}),
+        )
+    })
 }
 
 /// While the model's endpoint fails and its calls are retried, the Run view
@@ -432,10 +436,11 @@ fn dead_endpoint() -> String {
 fn a_failing_endpoint_shows_its_retries_in_the_run_view() {
     let dir = tempfile::tempdir().unwrap();
     let settings = dir.path().join("settings.json");
+    let server = failing_endpoint();
     std::fs::write(
         &settings,
         serde_json::json!({"endpoints": [{
-            "api_base": dead_endpoint(),
+            "api_base": server.base("/v1"),
             "model": "dead-model",
             "key_required": false,
             "max_attempts": 3

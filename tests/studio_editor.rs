@@ -456,6 +456,61 @@ fn general_settings_and_task_folder_are_validated_live() {
     assert!(is_disabled(&h, "Start run"));
 }
 
+/// Built-in tasks are reachable from the studio as from the command line:
+/// the task field takes a built-in task's name (written out on use), and
+/// its Built-in tasks list offers every one, not only the circle_packing a
+/// fresh home has on disk.
+#[test]
+fn the_task_field_takes_built_in_task_names_and_lists_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks");
+    let mut app = new_app();
+    app.set_builtin_tasks_folder(tasks.clone());
+    // tall enough for the list to open below the field
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1400.0, 1400.0))
+        .build_ui_state(|ui, app: &mut App| app.show(ui), app);
+    h.run();
+
+    // every built-in task is in the list, and picking one uses it
+    h.get_by_label("Built-in tasks").click();
+    h.run_steps(2);
+    for task in galapagos::engine::builtin::TASKS {
+        h.get_by_label(task.name);
+    }
+    h.get_by_label("prime_count_cpp").click();
+    h.run_steps(2);
+    assert_eq!(h.state().task_dir(), tasks.join("prime_count_cpp"));
+    assert!(
+        tasks
+            .join("prime_count_cpp/initial_program/src/count.cpp")
+            .is_file()
+    );
+
+    // a name typed into the field is the built-in task of that name
+    h.get_by_label("task folder").focus();
+    h.run();
+    h.get_by_label("task folder")
+        .set_text_value_accesskit("fit_package");
+    h.run();
+    assert_eq!(h.state().task_dir(), tasks.join("fit_package"));
+    assert!(
+        tasks
+            .join("fit_package/initial_program/fitpkg/model.py")
+            .is_file()
+    );
+    let blocker = h.state().run_blocker().unwrap_or_default();
+    assert!(!blocker.contains("fit_package"), "{blocker}");
+    // the field keeps the name as typed
+    assert_eq!(
+        h.get_by_label("task folder")
+            .accesskit_node()
+            .value()
+            .as_deref(),
+        Some("fit_package")
+    );
+}
+
 #[test]
 fn persisted_state_roundtrips_without_the_card() {
     let mut state = State::default();

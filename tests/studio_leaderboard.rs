@@ -404,3 +404,50 @@ fn a_stopped_batch_resumes_from_its_folder_without_running_a_finished_run_again(
     assert!(lb.cards[0].runs.iter().all(|r| r.iterations_done == 20));
     h.get_by_label("topk (baseline)");
 }
+
+/// The Leaderboard tab's Task field takes a built-in task's name, as the
+/// command line's `--task` does, and the batch runs on that task.
+#[test]
+fn the_task_field_takes_a_built_in_task_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("lb");
+    let tasks = tmp.path().join("tasks");
+    let state = State {
+        runs_folder: tmp.path().join("runs"),
+        ..State::default()
+    };
+    let mut app = App::new(state, Arc::new(Registry::builtin()))
+        .with_settings_path(None)
+        .with_model(galapagos::engine::model::default_model());
+    app.set_library_folder(&tmp.path().join("cards"));
+    app.set_builtin_tasks_folder(tasks.clone());
+    app.launch(StudioLaunch {
+        card: Some(root().join("cards/best_of_n.yaml")),
+        task: Some(root().join("assets/tasks/circle_packing")),
+    });
+    let mut h = harness(app);
+    h.run();
+    h.get_by_label("Leaderboard").click();
+    h.run();
+    h.get_by_role_and_label(Role::CheckBox, "best_of_n").click();
+    h.run();
+    type_into(&mut h, "Task", "function_minimization");
+    type_into(&mut h, "Seeds", "1");
+    type_into(&mut h, "Iterations", "1");
+    type_into(&mut h, "Batch folder", &out.display().to_string());
+    h.get_by_label("Start batch").click();
+    step_until(&mut h, Duration::from_secs(240), |a| {
+        a.leaderboard.outcome().is_some()
+            || a.message()
+                .is_some_and(|m| m.starts_with("Leaderboard: task"))
+    });
+    assert!(
+        matches!(h.state().leaderboard.outcome(), Some(Ok(_))),
+        "{:?} {:?}",
+        h.state().message(),
+        h.state().leaderboard.outcome()
+    );
+    let lb = h.state().leaderboard.table().unwrap();
+    assert_eq!(lb.task, "function_minimization");
+    assert_eq!(lb.task_dir, tasks.join("function_minimization"));
+}

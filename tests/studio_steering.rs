@@ -97,7 +97,13 @@ fn edit_and_submit_admits_a_child_written_by_a_person_while_paused() {
     h.query_by_label_contains("unchanged").unwrap();
     let code = h.get_by_role(Role::MultilineTextInput);
     code.focus();
-    h.run_steps(1);
+    h.run_steps(2);
+    // inside the EVOLVE-BLOCK (the cursor starts at the end): before its
+    // last line, SHIFT = 0.0, six lines up
+    for _ in 0..6 {
+        h.key_press(egui::Key::ArrowUp);
+        h.run_steps(1);
+    }
     h.get_by_role(Role::MultilineTextInput).type_text(HAND);
     h.run_steps(2);
     h.get_by_role_and_label(Role::Button, "Submit as child of #0")
@@ -155,6 +161,54 @@ fn edit_and_submit_admits_a_child_written_by_a_person_while_paused() {
     h.get_by_role_and_label(Role::Button, "Cancel").click();
     h.run_steps(2);
     assert!(h.state().editor().is_none());
+    h.state_mut().stop();
+    step_until(&mut h, "the end", |v| !v.is_running());
+}
+
+/// People are held to the task's edit rules as the model is: a line typed
+/// below the EVOLVE-BLOCK is refused, naming the rule, until "Allow edits
+/// outside the markers" is ticked; then the child goes in and records the
+/// override.
+#[test]
+fn an_edit_outside_the_markers_needs_the_override_and_the_genome_records_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = temp_task(dir.path());
+    let mut h = harness();
+    paused_run(&mut h, &task);
+    h.state_mut().select(Some(0));
+    h.run_steps(2);
+    h.get_by_role_and_label(Role::Button, "Edit").click();
+    h.run_steps(4);
+    h.get_by_role(Role::MultilineTextInput).focus();
+    h.run_steps(1);
+    // at the end (where the cursor starts): below the END marker
+    h.get_by_role(Role::MultilineTextInput).type_text(HAND);
+    h.run_steps(2);
+    assert!(
+        h.get_by_role_and_label(Role::Button, "Submit as child of #0")
+            .accesskit_node()
+            .is_disabled()
+    );
+    h.query_by_label_contains(
+        "changed outside the EVOLVE-BLOCK markers (initial_program.py line 10: `return [A, B, C, SHIFT]`)",
+    )
+    .unwrap();
+    h.get_by_label("Allow edits outside the markers").click();
+    h.run_steps(2);
+    h.get_by_role_and_label(Role::Button, "Submit as child of #0")
+        .click();
+
+    step_until(&mut h, "the person's child", |v| {
+        v.history().genomes.iter().any(|g| g.is_by_person())
+    });
+    let history = h.state().history();
+    let person = history.genomes.iter().find(|g| g.is_by_person()).unwrap();
+    assert!(person.diff.as_deref().unwrap().contains("+# tried by hand"));
+    let rule = person.rule_override.as_deref().unwrap_or_default();
+    assert!(
+        rule.contains("outside the EVOLVE-BLOCK markers (initial_program.py line 10"),
+        "{rule}"
+    );
     h.state_mut().stop();
     step_until(&mut h, "the end", |v| !v.is_running());
 }
@@ -264,6 +318,10 @@ fn edit_of_a_folder_program_lists_every_file_and_submits_the_tree() {
     assert_eq!(h.state().editor().unwrap().file(), "fitpkg/model.py");
     h.get_by_label("0 changed");
     h.get_by_role(Role::MultilineTextInput).focus();
+    h.run_steps(2);
+    // inside the EVOLVE-BLOCK (the cursor starts at the end): before its
+    // END marker, the last line
+    h.key_press(egui::Key::ArrowUp);
     h.run_steps(1);
     h.get_by_role(Role::MultilineTextInput).type_text(HAND);
     h.run_steps(2);

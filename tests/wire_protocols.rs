@@ -582,6 +582,7 @@ async fn a_provider_preset_picks_protocol_headers_and_key_variable() {
             api_base: Some(server.base("/v1")),
             model: None,
             api_key_env: Some(KEY_VAR.into()),
+            in_flight: None,
         };
         let env = |k: &str| std::env::var(k).ok();
         let (m, desc) = build_model_with_env(

@@ -13,10 +13,10 @@ use crate::engine::task::Task;
 /// `galapagos leaderboard`.
 #[derive(Debug, clap::Args)]
 pub struct LeaderboardArgs {
-    /// The cards to compare (YAML).
+    /// The cards to compare: files, names of built-in cards, or NAMESPACE/NAME[@VERSION] on a hub.
     #[arg(required = true)]
     pub cards: Vec<PathBuf>,
-    /// The task folder every card runs on.
+    /// The task folder every card runs on, or the name of a built-in task (circle_packing, ...).
     #[arg(long)]
     pub task: PathBuf,
     /// Seeds per card: 0, 1, ..., K-1.
@@ -44,6 +44,8 @@ pub struct LeaderboardArgs {
     pub model: super::ModelArgs,
     #[command(flatten)]
     pub consent: super::ConsentArgs,
+    #[command(flatten)]
+    pub hubs: super::HubArgs,
 }
 
 /// Run the batch and write the leaderboard; returns the exit code.
@@ -52,20 +54,27 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
     let mut cards = Vec::new();
     let mut failed = false;
     for path in &args.cards {
-        match crate::engine::hub::pull::load_card_file(path, &registry) {
+        match super::load_card(path, &registry, &args.hubs) {
             Ok(c) => cards.push((path.clone(), c)),
-            Err(errors) => {
-                for e in &errors.0 {
-                    eprintln!("error: {e}");
-                }
-                failed = true;
-            }
+            Err(_) => failed = true,
         }
     }
+    let task_dir = super::task_folder(&args.task);
     if failed {
         return 2;
     }
-    let task = match Task::load(&args.task) {
+    let task_dir = match task_dir {
+        Ok(t) => {
+            if let Some(name) = t.builtin
+                && !args.quiet
+            {
+                eprintln!("task: built-in {name} ({})", t.dir.display());
+            }
+            t.dir
+        }
+        Err(code) => return code,
+    };
+    let task = match Task::load(&task_dir) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");
@@ -75,8 +84,15 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
     // One model for every card: a card naming another one in its `llm`
     // section would make the comparison unequal, so that is refused.
     let mut model = None;
+    // as many model calls at once as the runs at once times the widest card
+    let in_flight = args.parallel.max(1)
+        * cards
+            .iter()
+            .map(|(_, c)| c.card().general.parallel as usize)
+            .max()
+            .unwrap_or(1);
     for (path, card) in &cards {
-        match super::resolve_model(card.card(), &args.model) {
+        match super::resolve_model_for(card.card(), &args.model, in_flight) {
             Ok((m, desc)) => match &model {
                 None => model = Some((m, desc, path.clone())),
                 Some((_, first, first_path)) if *first != desc => {
@@ -96,10 +112,24 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
             }
         }
     }
-    let Some((model, model_desc, _)) = model else {
+    let Some((model, _, _)) = model else {
         eprintln!("error: no cards");
         return 2;
     };
+    // a down endpoint is said once, before any run starts
+    let down = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()
+        .and_then(|rt| {
+            rt.block_on(crate::engine::model::check::unreachable_endpoint(
+                model.as_ref(),
+            ))
+        });
+    if let Some(why) = down {
+        eprintln!("error: model: {why}");
+        return 2;
+    }
     let baseline = match &args.baseline {
         None => cards[0].1.card().name.clone(),
         Some(b) => match cards
@@ -128,7 +158,6 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
         parallel_runs: args.parallel.max(1),
         out: args.out.clone(),
         model,
-        model_desc,
         consents: args.consent.consents(),
     };
     let (n_runs, n_cards) = (spec.cards.len() * spec.seeds.len(), spec.cards.len());

@@ -272,8 +272,9 @@ pub struct RunArgs {
 /// Where `NAMESPACE/NAME[@VERSION]` cards are pulled from.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct HubArgs {
-    /// A hub to pull NAMESPACE/NAME[@VERSION] from (a hub folder or the address of a built hub site),
-    /// tried before the hubs of the user settings file; repeatable.
+    /// A hub to pull NAMESPACE/NAME[@VERSION] from: a hub folder or a built hub site's folder (a path
+    /// or a file:// address), or a built hub site's http(s):// address; tried before the hubs of the
+    /// user settings file; repeatable.
     #[arg(long = "hub", value_name = "DIR|URL")]
     pub hubs: Vec<String>,
 }
@@ -299,10 +300,21 @@ pub struct ModelArgs {
     pub api_key_env: Option<String>,
 }
 
-/// Resolve the model: CLI flags > user settings > the card's `llm` > offline.
+/// Resolve the model: CLI flags > user settings > the card's `llm` > offline;
+/// an endpoint that sets no concurrency allows the card's iterations in
+/// flight (`general.parallel`) at once.
 pub fn resolve_model(
     card: &Card,
     args: &ModelArgs,
+) -> Result<(Arc<dyn LanguageModel>, String), ConfigError> {
+    resolve_model_for(card, args, card.general.parallel as usize)
+}
+
+/// [`resolve_model`] for `in_flight` model calls at once.
+pub fn resolve_model_for(
+    card: &Card,
+    args: &ModelArgs,
+    in_flight: usize,
 ) -> Result<(Arc<dyn LanguageModel>, String), ConfigError> {
     let settings = crate::engine::model::load_user_settings()?;
     let overrides = crate::engine::model::ModelOverrides {
@@ -310,6 +322,7 @@ pub fn resolve_model(
         api_base: args.api_base.clone(),
         model: args.model.clone(),
         api_key_env: args.api_key_env.clone(),
+        in_flight: Some(in_flight),
     };
     crate::engine::model::build_model(
         card.llm.as_ref(),
@@ -319,21 +332,34 @@ pub fn resolve_model(
     )
 }
 
-/// Load and check a card, printing every error on failure. A name with no
-/// such file (`best_of_n`) is the built-in card of that name; a
-/// `NAMESPACE/NAME[@VERSION]` with no such file is pulled from the hubs.
+/// Load and check a card, printing every error on failure. The card is
+/// resolved by the one rule ([`crate::engine::builtin::resolve_card`]): a
+/// file, else a built-in card's name (`best_of_n`), else
+/// `NAMESPACE/NAME[@VERSION]` pulled from the hubs.
 fn load_card(path: &Path, registry: &Registry, hubs: &HubArgs) -> Result<ValidCard, i32> {
-    if let Some(card) = crate::engine::builtin::card_for_arg(path) {
-        return ValidCard::builtin(card, registry).map_err(print_errors);
+    use crate::engine::builtin::CardArg;
+    match crate::engine::builtin::resolve_card(path) {
+        Ok(CardArg::Builtin(card)) => ValidCard::builtin(card, registry).map_err(print_errors),
+        Ok(CardArg::Hub(r)) => hub::pull_card(&r, registry, hubs).map(|p| p.card),
+        Ok(CardArg::Path(path)) => {
+            crate::engine::hub::pull::load_card_file(&path, registry).map_err(print_errors)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            Err(2)
+        }
     }
-    if !path.exists()
-        && let Some(r) = path
-            .to_str()
-            .and_then(crate::engine::hub::pull::HubRef::parse)
-    {
-        return hub::pull_card(&r, registry, hubs).map(|p| p.card);
-    }
-    crate::engine::hub::pull::load_card_file(path, registry).map_err(print_errors)
+}
+
+/// The task folder a `--task` argument names, by the one rule
+/// ([`crate::engine::builtin::resolve_task`]): a folder, else a built-in
+/// task's name (written out into the per-user data dir); the exit code
+/// after printing why not.
+fn task_folder(arg: &Path) -> Result<crate::engine::builtin::TaskArg, i32> {
+    crate::engine::builtin::resolve_task(arg).map_err(|e| {
+        eprintln!("error: {e}");
+        2
+    })
 }
 
 fn print_errors(errors: crate::engine::card::CardErrors) -> i32 {
@@ -420,25 +446,15 @@ pub fn run(args: &RunArgs) -> i32 {
     };
     // The task folder is checked before anything is written: a bad one is
     // one message and exit 2, with no run folder.
-    // a name with no such folder (`circle_packing`) is the built-in task
-    let task_dir = match crate::engine::builtin::task_dir_for_arg(&args.task) {
-        Ok(dir) => dir.unwrap_or_else(|| args.task.clone()),
-        Err(e) => {
-            eprintln!(
-                "error: cannot write the built-in task {} to {}: {e}",
-                args.task.display(),
-                crate::engine::builtin::tasks_dir().display()
-            );
-            return 2;
+    let task_dir = match task_folder(&args.task) {
+        Ok(t) => {
+            if let Some(name) = t.builtin {
+                println!("task:        built-in {name} ({})", t.dir.display());
+            }
+            t.dir
         }
+        Err(code) => return code,
     };
-    if task_dir != args.task {
-        println!(
-            "task:        built-in {} ({})",
-            args.task.display(),
-            task_dir.display()
-        );
-    }
     let task = match Task::load_with(&task_dir, args.config.as_deref()) {
         Ok(t) => t,
         Err(e) => {
@@ -503,6 +519,21 @@ fn launch(
             return 2;
         }
     };
+    // A down endpoint is said before anything is written (the run checks
+    // again as it starts).
+    let down = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()
+        .and_then(|rt| {
+            rt.block_on(crate::engine::model::check::unreachable_endpoint(
+                model.as_ref(),
+            ))
+        });
+    if let Some(why) = down {
+        eprintln!("error: model: {why}");
+        return 2;
+    }
     let plan = match runs_root {
         None => plan,
         Some(root) => match plan.in_new_folder(root) {

@@ -533,7 +533,14 @@ pub fn apply_program(
         }
     };
     super::takeout::report_applied(
-        crate::engine::takeout::apply_files(genome, &program, &initial, to, force),
+        crate::engine::takeout::apply_files(
+            genome,
+            &program,
+            &initial,
+            std::iter::empty(),
+            to,
+            force,
+        ),
         to,
     )
 }

@@ -30,6 +30,10 @@ pub struct InjectArgs {
     /// The program: a file for a single-file task, a folder (the whole program, as
     /// `galapagos apply` writes it) for a repository task.
     pub program: PathBuf,
+    /// Keep changes outside the EVOLVE-BLOCK markers (refused otherwise: only the lines between
+    /// them may change, for a person as for the model); the genome records the override.
+    #[arg(long)]
+    pub outside_markers: bool,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -185,7 +189,13 @@ pub fn inject(args: &InjectArgs) -> i32 {
         Err(code) => return code,
     };
     let program = match read_program(&args.program, &parent.content, &plan).and_then(|p| {
-        check_person_program(&plan.task().edit_rules(), &parent.content, &p).map(|()| p)
+        check_person_program(
+            &plan.task().edit_rules(),
+            &parent.content,
+            &p,
+            args.outside_markers,
+        )
+        .map(|_| p)
     }) {
         Ok(p) => p,
         Err(e) => {
@@ -196,6 +206,7 @@ pub fn inject(args: &InjectArgs) -> i32 {
     let plan = plan.with_changes(vec![RunCommand::Inject {
         parent: args.parent,
         program,
+        outside_markers: args.outside_markers,
     }]);
     let reported = match follow(plan, &args.model) {
         Ok(r) => r,
@@ -210,6 +221,12 @@ pub fn inject(args: &InjectArgs) -> i32 {
     let Some(g) = reported.person else {
         return 2;
     };
+    if let Some(rule) = &g.rule_override {
+        println!(
+            "genome #{}: {rule}, kept by --outside-markers (recorded on the genome)",
+            g.id
+        );
+    }
     match g.fitness() {
         Some(f) => {
             println!(

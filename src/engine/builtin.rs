@@ -7,11 +7,19 @@
 //! task is a folder the evaluator runs in, so a built-in task is written out
 //! once into the per-user data dir ([`data_dir`]) and used from there; a file
 //! that differs from the embedded one is written again.
+//!
+//! [`resolve_card`] and [`resolve_task`] are the one rule for "a card or a
+//! task given by name or path", which every entry point uses (`run`,
+//! `validate`, `fork`, `leaderboard`, the studio's task field, its
+//! Leaderboard tab's Task field, `galapagos studio --task`): a path that
+//! exists is that path; else a built-in's name is the built-in; else, for a
+//! card, `NAMESPACE/NAME[@VERSION]` is a hub card; else an error that says
+//! so, with the nearest built-in name ("did you mean `best_of_n`?").
 
 use std::path::{Path, PathBuf};
 
 /// One shipped card: its name (the file stem) and its YAML.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BuiltinCard {
     pub name: &'static str,
     pub yaml: &'static str,
@@ -286,16 +294,121 @@ pub fn install_task(task: &BuiltinTask, root: &Path) -> std::io::Result<PathBuf>
     Ok(dir)
 }
 
-/// The task folder an argument names: the path itself when it exists, else
-/// the built-in task of that name written out under [`tasks_dir`] (`Ok(None)`
-/// when it is neither: the caller reports the missing folder).
-pub fn task_dir_for_arg(arg: &Path) -> std::io::Result<Option<PathBuf>> {
+/// Why a name or path given for a card or a task does not resolve.
+#[derive(Debug, thiserror::Error)]
+pub enum NameError {
+    #[error(
+        "{given}: no such file, built-in card or hub card (NAMESPACE/NAME[@VERSION]){hint} \
+         (built-in cards: {known})"
+    )]
+    NoCard {
+        given: String,
+        hint: String,
+        known: String,
+    },
+    #[error("{given}: no such folder or built-in task{hint} (built-in tasks: {known})")]
+    NoTask {
+        given: String,
+        hint: String,
+        known: String,
+    },
+    #[error("cannot write the built-in task {name} to {}: {source}", dir.display())]
+    Install {
+        name: &'static str,
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A card named by a path or a name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CardArg {
+    /// A file that exists.
+    Path(PathBuf),
+    /// A built-in card.
+    Builtin(&'static BuiltinCard),
+    /// `NAMESPACE/NAME[@VERSION]`, to pull from a hub.
+    Hub(crate::engine::hub::pull::HubRef),
+}
+
+/// What a card argument names: the file when it exists, else the built-in
+/// card of that name, else a hub card (`NAMESPACE/NAME[@VERSION]`), else an
+/// error naming the nearest built-in card (a path with a folder in it is
+/// taken as a file, for its loader to say it is not there).
+pub fn resolve_card(arg: &Path) -> Result<CardArg, NameError> {
     if arg.exists() {
-        return Ok(Some(arg.to_path_buf()));
+        return Ok(CardArg::Path(arg.to_path_buf()));
     }
-    match bare_name(arg, &[]).and_then(task) {
-        Some(t) => install_task(t, &tasks_dir()).map(Some),
-        None => Ok(None),
+    if let Some(card) = card_for_arg(arg) {
+        return Ok(CardArg::Builtin(card));
+    }
+    if let Some(r) = arg
+        .to_str()
+        .and_then(crate::engine::hub::pull::HubRef::parse)
+    {
+        return Ok(CardArg::Hub(r));
+    }
+    // a path with a folder in it is a file that is not there: its loader says so
+    let Some(word) = bare_name(arg, &[".yaml", ".yml"]) else {
+        return Ok(CardArg::Path(arg.to_path_buf()));
+    };
+    Err(NameError::NoCard {
+        given: arg.display().to_string(),
+        hint: crate::engine::suggest::did_you_mean(word, CARDS.iter().map(|c| c.name)),
+        known: CARDS.iter().map(|c| c.name).collect::<Vec<_>>().join(", "),
+    })
+}
+
+/// A task folder named by a path or a name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskArg {
+    /// The folder.
+    pub dir: PathBuf,
+    /// The built-in task it is, written out under [`tasks_dir`].
+    pub builtin: Option<&'static str>,
+}
+
+/// What a task argument names: the folder when the path exists, else the
+/// built-in task of that name (written out under [`tasks_dir`]), else an
+/// error naming the nearest built-in task (a path with a folder in it is
+/// taken as a folder, for the task loader to say it is not there).
+pub fn resolve_task(arg: &Path) -> Result<TaskArg, NameError> {
+    resolve_task_in(arg, &tasks_dir())
+}
+
+/// [`resolve_task`] writing built-in tasks under `root`.
+pub fn resolve_task_in(arg: &Path, root: &Path) -> Result<TaskArg, NameError> {
+    if arg.exists() {
+        return Ok(TaskArg {
+            dir: arg.to_path_buf(),
+            builtin: None,
+        });
+    }
+    // a path with a folder in it is a folder that is not there: the task
+    // loader says so
+    let Some(word) = bare_name(arg, &[]) else {
+        return Ok(TaskArg {
+            dir: arg.to_path_buf(),
+            builtin: None,
+        });
+    };
+    match task(word) {
+        Some(t) => install_task(t, root)
+            .map(|dir| TaskArg {
+                dir,
+                builtin: Some(t.name),
+            })
+            .map_err(|source| NameError::Install {
+                name: t.name,
+                dir: root.to_path_buf(),
+                source,
+            }),
+        None => Err(NameError::NoTask {
+            given: arg.display().to_string(),
+            hint: crate::engine::suggest::did_you_mean(word, TASKS.iter().map(|t| t.name)),
+            known: TASKS.iter().map(|t| t.name).collect::<Vec<_>>().join(", "),
+        }),
     }
 }
 
@@ -375,11 +488,36 @@ mod tests {
         install_task(t, root.path()).unwrap();
         assert_eq!(std::fs::read_to_string(&evaluator).unwrap(), t.files[2].1);
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 4);
-        // an existing path is used as it is
-        assert_eq!(
-            task_dir_for_arg(root.path()).unwrap(),
-            Some(root.path().to_path_buf())
+    }
+
+    #[test]
+    fn names_and_paths_resolve_by_one_rule_and_a_near_miss_is_named() {
+        let root = tempfile::tempdir().unwrap();
+        let fit = resolve_task_in(Path::new("fit_package"), root.path()).unwrap();
+        assert_eq!(fit.builtin, Some("fit_package"));
+        assert!(fit.dir.join("initial_program/fitpkg/model.py").is_file());
+        let same = resolve_task_in(&fit.dir, root.path()).unwrap();
+        assert_eq!((same.dir, same.builtin), (fit.dir.clone(), None));
+        let err = resolve_task_in(Path::new("circle_pack"), root.path())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(
+                "circle_pack: no such folder or built-in task; did you mean `circle_packing`?"
+            ),
+            "{err}"
         );
-        assert_eq!(task_dir_for_arg(Path::new("no_such_task")).unwrap(), None);
+        assert!(matches!(
+            resolve_card(Path::new("best_of_n")),
+            Ok(CardArg::Builtin(c)) if c.name == "best_of_n"
+        ));
+        assert!(matches!(
+            resolve_card(Path::new("team/topk@2")),
+            Ok(CardArg::Hub(r)) if r.name == "topk"
+        ));
+        let err = resolve_card(Path::new("best_of_m"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("did you mean `best_of_n`?"), "{err}");
     }
 }

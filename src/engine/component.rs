@@ -384,7 +384,11 @@ pub struct NoParams {}
 /// Why a slot could not be looked up, checked or built.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum RegistryError {
-    #[error("unknown {slot} kind `{kind}`; available: {}", available.join(", "))]
+    #[error(
+        "unknown {slot} kind `{kind}`{} (available: {})",
+        crate::engine::suggest::did_you_mean(kind, available.iter().copied()),
+        available.join(", ")
+    )]
     UnknownKind {
         slot: Slot,
         kind: String,

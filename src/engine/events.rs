@@ -49,8 +49,15 @@ pub enum RunCommand {
     /// A program written by a person, to evaluate as a child of `parent`
     /// and admit like any child (also while paused). Refused, with an error
     /// in the log, when the parent is unknown, the program is the parent's
-    /// unchanged or it changes a file the task does not let change.
-    Inject { parent: GenomeId, program: Tree },
+    /// unchanged, it changes a file the task does not let change or it
+    /// changes a marked file outside its EVOLVE-BLOCK markers, unless
+    /// `outside_markers`: the person overrides that last rule, and the
+    /// genome records it ([`crate::engine::genome::Genome::rule_override`]).
+    Inject {
+        parent: GenomeId,
+        program: Tree,
+        outside_markers: bool,
+    },
     /// Notes added to every following prompt through the memory (empty
     /// text clears them).
     SetNotes(String),

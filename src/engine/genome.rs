@@ -195,6 +195,11 @@ pub struct Genome {
     /// proposer): its relayed model calls, its process and what was dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<Box<AgentRun>>,
+    /// A program written by a person who overrode one of the task's edit
+    /// rules (a change outside the EVOLVE-BLOCK markers): which rule, and
+    /// where it was broken. Never set on a model's child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_override: Option<String>,
 }
 
 /// Why the novelty gate (`general.novelty`) refused a child before its

@@ -68,6 +68,7 @@ pub mod scaffold;
 pub mod selection;
 pub mod service;
 pub mod steering;
+pub mod suggest;
 pub mod takeout;
 pub mod task;
 pub mod task_settings;

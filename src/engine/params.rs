@@ -212,7 +212,11 @@ impl ParamMap {
                         reason: if known.is_empty() {
                             "unknown parameter; this component takes no parameters".to_owned()
                         } else {
-                            format!("unknown parameter; known: {}", known.join(", "))
+                            format!(
+                                "unknown parameter{} (known: {})",
+                                crate::engine::suggest::did_you_mean(key, known.iter().copied()),
+                                known.join(", ")
+                            )
                         },
                     });
                 }

@@ -782,7 +782,7 @@ mod tests {
             .map(|e| e.to_string());
         assert_eq!(
             e.as_deref(),
-            Some("unknown memory kind `notes`; available: none, scratchpad")
+            Some("unknown memory kind `notes` (available: none, scratchpad)")
         );
     }
 }

@@ -188,6 +188,11 @@ pub async fn run_plan(
         .clearance()
         .clone()
         .signed(&plan.valid_card().card().hash());
+    // A down endpoint fails the run now, with the fix, not after the
+    // retries of several iterations.
+    if let Some(why) = crate::engine::model::check::unreachable_endpoint(model.as_ref()).await {
+        return fail(why).await;
+    }
     let task = plan.task().clone();
     let notices = plan.notices();
     let origin = plan.origin().cloned();

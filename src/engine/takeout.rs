@@ -2,7 +2,7 @@
 //! ([`apply`]), and the lineage of the best genome as a git history
 //! ([`export_git`]). Both work for single-file and repository runs alike.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -25,7 +25,7 @@ pub enum TakeoutError {
     #[error("{run}: no valid genome to take")]
     NoBest { run: PathBuf },
     #[error(
-        "{dir}: local changes in {} (they differ from the run's initial program and from genome #{id}); \
+        "{dir}: local changes in {} (they differ from {base} and from genome #{id}); \
          commit or move them, or pass --force to overwrite",
         .files.join(", ")
     )]
@@ -33,6 +33,8 @@ pub enum TakeoutError {
         dir: PathBuf,
         id: GenomeId,
         files: Vec<String>,
+        /// What the folder held before it was changed, as the message names it.
+        base: String,
     },
     #[error(
         "{dir}: not empty; export-run --git writes a new repository into an empty or new folder"
@@ -183,28 +185,109 @@ pub fn program_files(
     Ok((genome.id, run.files(&genome.content), initial))
 }
 
+/// What a folder held before anyone changed it: the files local changes
+/// are told apart by.
+struct Base {
+    /// Each path's content (`None`: the file was not there).
+    files: BTreeMap<String, Option<Vec<u8>>>,
+    /// How the error names it ("the checkout's HEAD", "genome #4").
+    name: String,
+}
+
+impl Base {
+    fn get(&self, path: &str) -> Option<&[u8]> {
+        self.files.get(path).and_then(|b| b.as_deref())
+    }
+}
+
+/// The checkout's HEAD version of each of `paths`, when `dir` is in a git
+/// work tree whose HEAD tracks some of them (`None` otherwise): a folder
+/// `export-run --git` wrote, checked out at any generation, or a project
+/// the program lives in.
+fn git_head(dir: &Path, paths: &BTreeSet<String>) -> Option<Base> {
+    git(dir, &["rev-parse", "--verify", "--quiet", "HEAD"]).ok()?;
+    // the HEAD commit's message names the genome a generation is
+    let subject = git(dir, &["log", "-1", "--format=%s"]).unwrap_or_default();
+    let name = match subject
+        .split("genome #")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .filter(|id| !id.is_empty())
+    {
+        Some(id) => format!("the checkout's HEAD (genome #{id})"),
+        None => "the checkout's HEAD".to_owned(),
+    };
+    let files = paths
+        .iter()
+        .map(|path| {
+            let at_head = Command::new("git")
+                .args(["show", &format!("HEAD:./{path}")])
+                .current_dir(dir)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env_remove("GIT_DIR")
+                .env_remove("GIT_WORK_TREE")
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| o.stdout);
+            (path.clone(), at_head)
+        })
+        .collect::<BTreeMap<_, _>>();
+    // a folder the checkout does not track (a copy inside some other
+    // project) is not what its HEAD holds
+    if files.values().all(Option::is_none) {
+        return None;
+    }
+    Some(Base { files, name })
+}
+
 /// Write genome `id` (default: the run's best) of the run in `run_dir` into
 /// `to`. A new or empty folder gets the whole program. In a folder that
-/// holds a copy of the program, the files the genome changed from the run's
-/// initial program are written (and the ones it deleted removed); a file
-/// that differs from both the initial program and the genome is a local
-/// change, and nothing is written unless `force`.
+/// holds a copy of the program, the files in which the genome differs from
+/// what the folder held are written (and the ones it deleted removed): what
+/// it held is its git HEAD when it is a checkout (`export-run --git` at any
+/// generation), else the run's genome it holds (the one most of its files
+/// agree with; the initial program when none does). A file that differs
+/// from both what the folder held and the genome is a local change, and
+/// nothing is written unless `force`.
 pub fn apply(
     run_dir: &Path,
     id: Option<GenomeId>,
     to: &Path,
     force: bool,
 ) -> Result<Applied, TakeoutError> {
-    let (genome, target, initial) = program_files(run_dir, id)?;
-    apply_files(genome, &target, &initial, to, force)
+    let run = Run::open(run_dir)?;
+    let genome = match id {
+        Some(id) => run.genome(id)?,
+        None => run.best()?,
+    };
+    let initial = run.files(
+        &run.genomes
+            .first()
+            .map(|g| g.content.clone())
+            .unwrap_or_default(),
+    );
+    let held = run.genomes.iter().map(|g| (g.id, run.files(&g.content)));
+    apply_files(
+        genome.id,
+        &run.files(&genome.content),
+        &initial,
+        held,
+        to,
+        force,
+    )
 }
 
 /// [`apply`] of genome `genome`'s files `target`, given the run's initial
-/// program's `initial` (from [`program_files`], here or on a server).
+/// program's `initial` (from [`program_files`], here or on a server) and
+/// the run's genomes a folder outside a git checkout may hold (`held`, read
+/// one at a time: the one agreeing with the folder the most is what its
+/// local changes are told apart from; none, or no agreement: `initial`).
 pub fn apply_files(
     genome: GenomeId,
     target: &Tree,
     initial: &Tree,
+    held: impl IntoIterator<Item = (GenomeId, Tree)>,
     to: &Path,
     force: bool,
 ) -> Result<Applied, TakeoutError> {
@@ -222,32 +305,78 @@ pub fn apply_files(
         out.written = target.files().map(|(p, _)| p.to_owned()).collect();
         return Ok(out);
     }
-    let paths: BTreeSet<&str> = target
+    let mut disk: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
+    let mut on_disk = |path: &str| -> Result<Option<Vec<u8>>, TakeoutError> {
+        if let Some(have) = disk.get(path) {
+            return Ok(have.clone());
+        }
+        let have = dest.read(&rel(to, path)?, Limit::TARGET_FILE)?;
+        disk.insert(path.to_owned(), have.clone());
+        Ok(have)
+    };
+    let mut paths: BTreeSet<String> = target
         .files()
-        .map(|(p, _)| p)
-        .chain(initial.files().map(|(p, _)| p))
+        .chain(initial.files())
+        .map(|(p, _)| p.to_owned())
         .collect();
+    let base = match git_head(to, &paths) {
+        Some(head) => head,
+        None => {
+            // the run's genome the folder holds: most files in agreement
+            // (the earliest of equals, so an untouched copy is the initial);
+            // a genome with a path that cannot be written is none of them
+            let mut best: Option<(usize, Tree, GenomeId)> = None;
+            for (held_id, files) in held {
+                if check_all(to, &files).is_err() {
+                    continue;
+                }
+                let mut agree = 0;
+                let mut all: BTreeSet<&str> = paths.iter().map(String::as_str).collect();
+                all.extend(files.files().map(|(p, _)| p));
+                for path in all {
+                    if on_disk(path)?.as_deref() == files.get(path).map(|b| b.bytes()) {
+                        agree += 1;
+                    }
+                }
+                if best.as_ref().is_none_or(|(n, _, _)| agree > *n) {
+                    best = Some((agree, files, held_id));
+                }
+            }
+            let (files, name) = match best {
+                Some((agree, files, id)) if agree > 0 => (files, format!("genome #{id}")),
+                _ => (initial.clone(), "the run's initial program".to_owned()),
+            };
+            paths.extend(files.files().map(|(p, _)| p.to_owned()));
+            Base {
+                files: paths
+                    .iter()
+                    .map(|p| (p.clone(), files.get(p).map(|b| b.bytes().to_vec())))
+                    .collect(),
+                name,
+            }
+        }
+    };
     let mut writes = Vec::new();
     let mut deletes = Vec::new();
     let mut conflicts = Vec::new();
-    for path in paths {
+    for path in &paths {
         let want = target.get(path).map(|b| b.bytes());
-        let was = initial.get(path).map(|b| b.bytes());
-        let have = dest.read(&rel(to, path)?, Limit::TARGET_FILE)?;
+        let was = base.get(path);
+        let have = on_disk(path)?;
         if have.as_deref() == want {
             out.unchanged += 1;
             continue;
         }
         if want == was {
-            // the genome did not change it: a local edit stays as it is
+            // the genome has what the folder held: a local edit stays as it is
             continue;
         }
         if have.as_deref() != was {
-            conflicts.push(path.to_owned());
+            conflicts.push(path.clone());
         }
         match want {
-            Some(_) => writes.push(path.to_owned()),
-            None => deletes.push(path.to_owned()),
+            Some(_) => writes.push(path.clone()),
+            None => deletes.push(path.clone()),
         }
     }
     if !conflicts.is_empty() && !force {
@@ -255,6 +384,7 @@ pub fn apply_files(
             dir: to.to_path_buf(),
             id: genome,
             files: conflicts,
+            base: base.name,
         });
     }
     for path in &writes {

@@ -222,11 +222,17 @@ pub fn write_card(card: &Card, path: &Path) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// What the studio says about a task folder (loaded as a run loads it):
-/// why it cannot be used, else its layout and description (`notes`) and
-/// what is wrong with it (`warnings`, e.g. missing EVOLVE-BLOCK markers).
+/// What the studio says about a task given by folder or built-in name
+/// (resolved by the one rule, [`crate::engine::builtin::resolve_task`], and
+/// loaded as a run loads it): why it cannot be used, else its layout and
+/// description (`notes`) and what is wrong with it (`warnings`, e.g.
+/// missing EVOLVE-BLOCK markers).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TaskCheck {
+    /// The folder a run uses (a built-in task's, written out, for a name).
+    pub dir: PathBuf,
+    /// The built-in task it is, if it is one.
+    pub builtin: Option<&'static str>,
     pub problem: Option<String>,
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
@@ -235,27 +241,53 @@ pub struct TaskCheck {
     pub no_evaluator: Option<String>,
 }
 
-/// Check the task folder `dir` (reads its small files: the program, the
-/// description and config.yaml).
-pub fn check_task_folder(dir: &Path) -> TaskCheck {
-    if dir.as_os_str().is_empty() {
+/// Check the task `arg` names, a folder or a built-in task's name (reads
+/// its small files: the program, the description and config.yaml; writes a
+/// built-in task out into the per-user data dir).
+pub fn check_task_folder(arg: &Path) -> TaskCheck {
+    check_task_folder_in(arg, &crate::engine::builtin::tasks_dir())
+}
+
+/// [`check_task_folder`] writing built-in tasks under `tasks_root`.
+pub fn check_task_folder_in(arg: &Path, tasks_root: &Path) -> TaskCheck {
+    if arg.as_os_str().is_empty() {
         return TaskCheck {
             problem: Some("choose a task folder".to_owned()),
             ..TaskCheck::default()
         };
     }
-    match crate::engine::task::Task::load(dir) {
+    let resolved = match crate::engine::builtin::resolve_task_in(arg, tasks_root) {
+        Ok(t) => t,
+        Err(e) => {
+            return TaskCheck {
+                dir: arg.to_path_buf(),
+                problem: Some(e.to_string()),
+                ..TaskCheck::default()
+            };
+        }
+    };
+    let dir = resolved.dir;
+    let mut check = match crate::engine::task::Task::load(&dir) {
         Ok(task) => TaskCheck {
-            problem: None,
             notes: task.notices(),
             warnings: task.warnings(),
             no_evaluator: task.require_evaluator_file().err().map(|e| e.to_string()),
+            ..TaskCheck::default()
         },
         Err(e) => TaskCheck {
             problem: Some(e.to_string()),
             ..TaskCheck::default()
         },
+    };
+    if let Some(name) = resolved.builtin {
+        check.notes.insert(
+            0,
+            format!("built-in task {name}: its files are in {}", dir.display()),
+        );
     }
+    check.builtin = resolved.builtin;
+    check.dir = dir;
+    check
 }
 
 /// Why a task folder cannot be used, or `None` when it is a task.

@@ -105,7 +105,7 @@ pub struct CardCtx<'a> {
 
 /// Where the task and run folders are, for the settings panel.
 pub struct Folders<'a> {
-    /// The task folder as typed.
+    /// The task as typed: a folder, or a built-in task's name.
     pub task: &'a Path,
     /// Why the task folder cannot be used, if so.
     pub task_problem: Option<&'a str>,
@@ -174,18 +174,9 @@ mod tests {
     #[test]
     fn problems_lookup() {
         let p = Problems(vec![
-            Problem {
-                field: "selection_policy.n".into(),
-                message: "too big".into(),
-            },
-            Problem {
-                field: "selection_policy_x".into(),
-                message: "other".into(),
-            },
-            Problem {
-                field: "general.parallel".into(),
-                message: "bad".into(),
-            },
+            Problem::new("selection_policy.n", "too big"),
+            Problem::new("selection_policy_x", "other"),
+            Problem::new("general.parallel", "bad"),
         ]);
         assert_eq!(p.at("selection_policy.n"), Some("too big"));
         assert_eq!(p.under("selection_policy").count(), 1);

@@ -3,8 +3,9 @@
 //! (no mock library) on a thread of its own, so sync tests and tests that
 //! start the command line can use it too. A handler decides each reply from
 //! the request it saw; replies are whole bodies, server-sent event streams
-//! (sent event by event with a gap, optionally going silent before the end)
-//! or silence.
+//! (sent event by event with a gap, optionally going silent before the end),
+//! any of those after a delay, or silence. It counts the requests it holds
+//! at once (read, not yet answered), and the most it held.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -59,6 +60,8 @@ pub enum Reply {
     },
     /// Read the request, never answer.
     Hang,
+    /// This reply, after a delay (the request held meanwhile).
+    After(Duration, Box<Reply>),
 }
 
 impl Reply {
@@ -110,6 +113,14 @@ pub struct LlmServer {
     /// `http://127.0.0.1:PORT`.
     pub origin: String,
     seen: Arc<Mutex<Vec<Seen>>>,
+    held: Arc<Held>,
+}
+
+/// Requests read and not yet answered: now, and the most at once.
+#[derive(Default)]
+struct Held {
+    now: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
 }
 
 impl LlmServer {
@@ -117,6 +128,8 @@ impl LlmServer {
     pub fn start(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> LlmServer {
         let handler: Arc<Handler> = Arc::new(handler);
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let held = Arc::new(Held::default());
+        let held2 = Arc::clone(&held);
         let (tx, rx) = std::sync::mpsc::channel();
         let seen2 = Arc::clone(&seen);
         std::thread::Builder::new()
@@ -134,7 +147,8 @@ impl LlmServer {
                     while let Ok((sock, _)) = listener.accept().await {
                         let handler = Arc::clone(&handler);
                         let seen = Arc::clone(&seen2);
-                        tokio::spawn(async move { serve(sock, handler, seen).await });
+                        let held = Arc::clone(&held2);
+                        tokio::spawn(async move { serve(sock, handler, seen, held).await });
                     }
                 });
             })
@@ -145,7 +159,13 @@ impl LlmServer {
         LlmServer {
             origin: format!("http://{addr}"),
             seen,
+            held,
         }
+    }
+
+    /// The most requests held at once so far (read, not yet answered).
+    pub fn most_at_once(&self) -> usize {
+        self.held.most.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// `origin` + `path` (`/v1`).
@@ -202,12 +222,30 @@ pub async fn read_request(sock: &mut TcpStream) -> Option<Seen> {
     })
 }
 
-async fn serve(mut sock: TcpStream, handler: Arc<Handler>, seen: Arc<Mutex<Vec<Seen>>>) {
+async fn serve(
+    mut sock: TcpStream,
+    handler: Arc<Handler>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    held: Arc<Held>,
+) {
+    use std::sync::atomic::Ordering;
     let Some(request) = read_request(&mut sock).await else {
         return;
     };
     seen.lock().expect("lock").push(request.clone());
-    let reply = handler(&request);
+    let now = held.now.fetch_add(1, Ordering::SeqCst) + 1;
+    held.most.fetch_max(now, Ordering::SeqCst);
+    let mut reply = handler(&request);
+    while let Reply::After(delay, then) = reply {
+        tokio::time::sleep(delay).await;
+        reply = *then;
+    }
+    answer(&mut sock, reply).await;
+    held.now.fetch_sub(1, Ordering::SeqCst);
+    let _ = sock.shutdown().await;
+}
+
+async fn answer(sock: &mut TcpStream, reply: Reply) {
     match reply {
         Reply::Whole {
             status,
@@ -243,6 +281,6 @@ async fn serve(mut sock: TcpStream, handler: Arc<Handler>, seen: Arc<Mutex<Vec<S
         Reply::Hang => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
         }
+        Reply::After(..) => {}
     }
-    let _ = sock.shutdown().await;
 }

@@ -1,6 +1,7 @@
 //! An OpenAI-compatible server on 127.0.0.1 that answers chat requests with
 //! a script of replies, in order (the last one again once the script is
-//! spent), and keeps every request body it received.
+//! spent), and keeps every request body it received (a connection closed
+//! without a request is not one).
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpListener;
@@ -22,14 +23,21 @@ impl ScriptedServer {
                 let Ok(mut stream) = stream else { continue };
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut length = 0usize;
+                let mut lines = 0;
                 loop {
                     let mut line = String::new();
                     if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
                         break;
                     }
+                    lines += 1;
                     if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
                         length = v.trim().parse().unwrap_or(0);
                     }
+                }
+                // a connection closed before a request (a run's reachability
+                // check) is no request
+                if lines == 0 {
+                    continue;
                 }
                 let mut body = vec![0u8; length];
                 if reader.read_exact(&mut body).is_err() {

@@ -1,16 +1,31 @@
-//! The errors of a card's shape (wrong types, unknown keys), all of them in
-//! one pass and in a user's words: serde stops at the first error, so the
-//! card is read again as a YAML value with each offending key taken out
-//! until it decodes, and serde's wording ("invalid type: integer `-3`,
-//! expected u64") is said as what the field must be ("must be a whole number
-//! ≥ 0, got -3").
+//! The errors of a card's shape (wrong types, unknown keys, missing keys),
+//! all of them in one pass and in a user's words: serde stops at the first
+//! error, so the card is read as a YAML value and decoded again and again,
+//! each offending key taken out (a wrong value: the default stands in) or,
+//! for a key that is required, a placeholder put in, until it decodes; the
+//! card it decodes into is then checked like any other, so the errors of
+//! its meaning (unknown kinds, parameters, ranges) come in the same pass.
+//! serde's wording ("invalid type: integer `-3`, expected u64") is said as
+//! what the field must be ("must be a whole number ≥ 0, got -3").
 
 use serde_yaml::Value;
 
-use super::Card;
+use super::{Anchor, Card};
+use crate::engine::component::Slot;
 
 /// At most this many shape errors are collected from one card.
 const MAX_SHAPE_ERRORS: usize = 64;
+
+/// What went wrong with a field's shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ShapeKind {
+    /// A required key is not there.
+    Missing,
+    /// A key the card does not have.
+    Unknown,
+    /// A value of the wrong type (or not one of the allowed words).
+    Value,
+}
 
 /// One shape error: the field's dotted path (empty: the whole card) and the
 /// reason, already in plain words.
@@ -18,23 +33,45 @@ const MAX_SHAPE_ERRORS: usize = 64;
 pub(super) struct ShapeError {
     pub field: String,
     pub message: String,
+    pub kind: ShapeKind,
+}
+
+impl ShapeError {
+    /// Where the error points (see the rule in [`super`]).
+    pub fn anchor(&self) -> Anchor {
+        match self.kind {
+            ShapeKind::Missing => Anchor::Parent,
+            ShapeKind::Unknown => Anchor::Key,
+            ShapeKind::Value => Anchor::Value,
+        }
+    }
 }
 
 /// A serde error's field path and message as a user reads them: the path
-/// printed once, a missing key named as the field, serde's type words said
-/// as what the field must be.
+/// printed once, a missing key named as the field (a missing slot with a
+/// minimal example of it), an unknown key with the nearest known one,
+/// serde's type words said as what the field must be.
 pub(super) fn shape_error(path: String, mut message: String) -> ShapeError {
     // serde_yaml appends " at line L column C"; the caller prints it in front.
     if let Some(i) = message.find(" at line ") {
         message.truncate(i);
     }
     let mut field = if path == "." { String::new() } else { path };
-    // serde_yaml may already prefix the path; print it once.
-    if !field.is_empty()
-        && let Some(rest) = message.strip_prefix(&format!("{field}: "))
-    {
-        message = rest.to_owned();
+    // serde_yaml may prefix the path, or its parent's; print it once.
+    let mut prefix = field.clone();
+    loop {
+        if !prefix.is_empty()
+            && let Some(rest) = message.strip_prefix(&format!("{prefix}: "))
+        {
+            message = rest.to_owned();
+            break;
+        }
+        match prefix.rfind(['.', '[']) {
+            Some(cut) => prefix.truncate(cut),
+            None => break,
+        }
     }
+    let mut kind = ShapeKind::Value;
     if let Some(missing) = message
         .strip_prefix("missing field `")
         .and_then(|m| m.split('`').next())
@@ -44,9 +81,19 @@ pub(super) fn shape_error(path: String, mut message: String) -> ShapeError {
         } else {
             format!("{field}.{missing}")
         };
-        message = "missing (this key is required)".to_owned();
-    }
-    if let Some(big) = too_large_integer(&message) {
+        message = match Slot::ALL.iter().find(|s| s.key() == field) {
+            Some(slot) => format!(
+                "missing (every card names all six slots); add it, for example `{}: {{kind: {}}}`",
+                slot.key(),
+                Card::new_default("x").slot(*slot).kind
+            ),
+            None => "missing (this key is required)".to_owned(),
+        };
+        kind = ShapeKind::Missing;
+    } else if let Some(plain) = unknown_key(&message) {
+        message = plain;
+        kind = ShapeKind::Unknown;
+    } else if let Some(big) = too_large_integer(&message) {
         message = big;
     } else if let Some(plain) = plain_type_error(&message) {
         message = plain;
@@ -56,7 +103,35 @@ pub(super) fn shape_error(path: String, mut message: String) -> ShapeError {
             " (keys never go in cards: put the key in an environment variable and name the variable in your settings)",
         );
     }
-    ShapeError { field, message }
+    ShapeError {
+        field,
+        message,
+        kind,
+    }
+}
+
+/// serde's "unknown field `paralel`, expected one of `max_iterations`, …"
+/// as "unknown key; did you mean `parallel`? (keys here: max_iterations,
+/// …)"; `None` for other words.
+fn unknown_key(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (key, rest) = rest.split_once('`')?;
+    let known: Vec<&str> = if let Some(list) = rest.strip_prefix(", expected one of ") {
+        list.split(", ").map(|k| k.trim_matches('`')).collect()
+    } else if let Some(one) = rest.strip_prefix(", expected ") {
+        vec![one.trim_matches('`')]
+    } else {
+        Vec::new()
+    };
+    let hint = crate::engine::suggest::did_you_mean(key, known.iter().copied());
+    Some(if known.is_empty() {
+        format!("unknown key `{key}`; this mapping takes no keys")
+    } else {
+        format!(
+            "unknown key `{key}`{hint} (keys here: {})",
+            known.join(", ")
+        )
+    })
 }
 
 /// serde's words for an integer outside every integer type it was asked
@@ -131,43 +206,120 @@ fn plain_value(got: &str) -> String {
     }
 }
 
-/// The card's shape errors after the first (`first`, at `first_path`):
-/// the text read as a YAML value, each offending key taken out in turn
-/// until the rest decodes. Returns the further errors and the card the
-/// rest decodes into (`None` when a key that is required is missing or
-/// the text is not YAML).
-pub(super) fn further_shape_errors(
-    text: &str,
-    first_path: &str,
-) -> (Vec<ShapeError>, Option<Card>) {
-    let Ok(mut value) = serde_yaml::from_str::<Value>(text) else {
-        return (Vec::new(), None);
-    };
-    let mut removed = vec![first_path.to_owned()];
-    if !remove_at(&mut value, first_path) {
-        return (Vec::new(), None);
-    }
-    let mut out = Vec::new();
+/// Every shape error of the card in `value`, and the card it decodes
+/// into once each offending key is taken out (a wrong value or an unknown
+/// key: the default stands in) or, for a missing required key, a
+/// placeholder is put in (a slot of no kind, an empty name): what those
+/// errors are about is then said once, and the rest of the card can be
+/// checked. `None` for the card when it still does not decode (the text is
+/// not a mapping, or a value cannot be taken out).
+pub(super) fn shape_errors(mut value: Value) -> (Vec<ShapeError>, Option<Card>) {
+    let mut out: Vec<ShapeError> = Vec::new();
+    // fields taken out, and fields a placeholder was put in for
+    let mut removed: Vec<String> = Vec::new();
+    let mut filled: Vec<String> = Vec::new();
     while out.len() < MAX_SHAPE_ERRORS {
-        match serde_path_to_error::deserialize::<_, Card>(value.clone()) {
+        let (path, error) = match serde_path_to_error::deserialize::<_, Card>(value.clone()) {
             Ok(card) => return (out, Some(card)),
             Err(e) => {
                 let path = e.path().to_string();
-                let error = shape_error(path.clone(), e.into_inner().to_string());
-                // a key taken out is missing now: said once already
-                if removed.contains(&error.field) {
-                    return (out, None);
-                }
-                if !remove_at(&mut value, &path) {
+                (path.clone(), shape_error(path, e.into_inner().to_string()))
+            }
+        };
+        match error.kind {
+            ShapeKind::Missing => {
+                if filled.contains(&error.field) || !fill_at(&mut value, &error.field) {
                     out.push(error);
                     return (out, None);
                 }
-                removed.push(path);
+                filled.push(error.field.clone());
+                // a key taken out is missing now: said once already
+                if !removed.contains(&error.field) {
+                    out.push(error);
+                }
+            }
+            ShapeKind::Unknown | ShapeKind::Value => {
+                if removed.contains(&error.field) || !remove_at(&mut value, &path) {
+                    out.push(error);
+                    return (out, None);
+                }
+                removed.push(error.field.clone());
                 out.push(error);
             }
         }
     }
     (out, None)
+}
+
+/// Put a placeholder in for the missing required key at `path`: a slot of
+/// no kind (`{kind: ""}`) for a slot, else an empty text; the error already
+/// said is what the checks of its meaning leave out. False when the parent
+/// is not a mapping.
+fn fill_at(value: &mut Value, path: &str) -> bool {
+    let (parent, key) = match path.rsplit_once('.') {
+        Some((parent, key)) => (Some(parent), key),
+        None => (None, path),
+    };
+    if key.is_empty() || key.contains('[') {
+        return false;
+    }
+    let placeholder = if parent.is_none() && Slot::ALL.iter().any(|s| s.key() == key) {
+        let mut slot = serde_yaml::Mapping::new();
+        slot.insert(Value::from("kind"), Value::from(""));
+        Value::Mapping(slot)
+    } else {
+        Value::from("")
+    };
+    let Some(at) = (match parent {
+        None => Some(value),
+        Some(p) => value_at(value, p),
+    }) else {
+        return false;
+    };
+    match at {
+        Value::Mapping(m) => {
+            m.insert(Value::from(key), placeholder);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The value at a serde path, when there is one.
+fn value_at<'v>(value: &'v mut Value, path: &str) -> Option<&'v mut Value> {
+    walk(value, &segments(path)?)
+}
+
+/// The value at the end of `segments`, when there is one.
+fn walk<'v>(value: &'v mut Value, segments: &[Segment]) -> Option<&'v mut Value> {
+    let mut at = value;
+    for segment in segments {
+        at = match (segment, at) {
+            (Segment::Key(k), Value::Mapping(m)) => m.get_mut(k.as_str())?,
+            (Segment::Index(i), Value::Sequence(s)) => s.get_mut(*i)?,
+            _ => return None,
+        };
+    }
+    Some(at)
+}
+
+/// A serde path (`general.max_iterations`, `llm.models[0].weight`) as keys
+/// and indices.
+fn segments(path: &str) -> Option<Vec<Segment>> {
+    let mut out: Vec<Segment> = Vec::new();
+    for part in path.split('.') {
+        let (key, indices) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            out.push(Segment::Key(key.to_owned()));
+        }
+        for index in indices.split('[').filter(|s| !s.is_empty()) {
+            out.push(Segment::Index(index.trim_end_matches(']').parse().ok()?));
+        }
+    }
+    Some(out)
 }
 
 /// Take the value at a serde path (`general.max_iterations`,
@@ -176,40 +328,15 @@ fn remove_at(value: &mut Value, path: &str) -> bool {
     if path.is_empty() || path == "." {
         return false;
     }
-    let mut segments: Vec<Segment> = Vec::new();
-    for part in path.split('.') {
-        let (key, indices) = match part.find('[') {
-            Some(i) => (&part[..i], &part[i..]),
-            None => (part, ""),
-        };
-        if !key.is_empty() {
-            segments.push(Segment::Key(key.to_owned()));
-        }
-        for index in indices.split('[').filter(|s| !s.is_empty()) {
-            match index.trim_end_matches(']').parse() {
-                Ok(i) => segments.push(Segment::Index(i)),
-                Err(_) => return false,
-            }
-        }
-    }
+    let Some(segments) = segments(path) else {
+        return false;
+    };
     let Some((last, parents)) = segments.split_last() else {
         return false;
     };
-    let mut at = value;
-    for segment in parents {
-        let next = match (segment, at) {
-            (Segment::Key(k), Value::Mapping(m)) => m.get_mut(k.as_str()),
-            (Segment::Index(i), Value::Sequence(s)) => s.get_mut(*i),
-            _ => None,
-        };
-        match next {
-            Some(v) => at = v,
-            None => return false,
-        }
-    }
-    match (last, at) {
-        (Segment::Key(k), Value::Mapping(m)) => m.remove(k.as_str()).is_some(),
-        (Segment::Index(i), Value::Sequence(s)) if *i < s.len() => {
+    match (last, walk(value, parents)) {
+        (Segment::Key(k), Some(Value::Mapping(m))) => m.remove(k.as_str()).is_some(),
+        (Segment::Index(i), Some(Value::Sequence(s))) if *i < s.len() => {
             s.remove(*i);
             true
         }
@@ -249,10 +376,30 @@ mod tests {
             plain("invalid type: integer `1e23` as u128, expected u64"),
             "1e23 is too large: the limit is 18446744073709551615"
         );
+        // an unknown key with the nearest known one
+        assert_eq!(
+            plain("general: unknown field `paralel`, expected one of `max_iterations`, `parallel`"),
+            "unknown key `paralel`; did you mean `parallel`? (keys here: max_iterations, parallel)"
+        );
+        assert_eq!(
+            plain("unknown field `zzz`, expected `name`"),
+            "unknown key `zzz` (keys here: name)"
+        );
         // other words are kept
         assert_eq!(
-            plain("unknown field `sede`, expected one of `name`"),
-            "unknown field `sede`, expected one of `name`"
+            plain("invalid length 3, expected 2"),
+            "invalid length 3, expected 2"
+        );
+    }
+
+    #[test]
+    fn a_missing_slot_says_what_one_looks_like() {
+        let e = shape_error(".".into(), "missing field `memory`".into());
+        assert_eq!(e.field, "memory");
+        assert_eq!(e.kind, ShapeKind::Missing);
+        assert_eq!(
+            e.message,
+            "missing (every card names all six slots); add it, for example `memory: {kind: none}`"
         );
     }
 

@@ -1,22 +1,33 @@
 //! Scaffold cards: a method declared as YAML — metadata, one `{kind, ...params}`
 //! block per slot, `general` settings, the seed and optional model settings.
 //!
-//! Loading is strict: unknown fields, unknown kinds, wrong types and values
-//! out of range are all errors, each naming `file:line:col`, the field path and
-//! the reason. serde_yaml is used only here and in `task.rs` (to read an
-//! OpenEvolve `config.yaml`).
+//! Loading is strict: unknown keys, missing slots, unknown kinds, unknown
+//! parameters, wrong types and values out of range are all errors, each
+//! naming `file:line:col`, the field path and the reason, and a card's errors
+//! all come in one pass: a card with nine mistakes reports nine. An unknown
+//! kind or key says the nearest known one ("did you mean `best_of_n`?"), and
+//! a missing slot shows a minimal one. serde_yaml is used only here and in
+//! `task.rs` (to read an OpenEvolve `config.yaml`).
+//!
+//! Where `line:col` points, by what is wrong:
+//! - a wrong value (a wrong type, out of range, an unknown kind, an
+//!   unknown word): the value;
+//! - an unknown or misspelt key (a card key, a parameter): the key;
+//! - a missing key: the key of the mapping it is missing from (`1:1`, the
+//!   start of the card, for a top-level key such as a slot).
 //!
 //! # Checked once
 //!
 //! A card's shape is read first: serde stops at its first wrong type or unknown key, so the card is
-//! read again as a YAML value with each offending key taken out until the rest decodes
-//! (`card/errors.rs`), the rest is checked as below, and every error of every stage is reported
-//! together, sorted by position, serde's type words said as what the field must be. A card is
-//! checked once, into a `ValidCard`: every slot's kind is looked up and its parameters are checked
-//! against the table (unknown keys, types, ranges), decoded into the component's `Params` and
-//! passed through `Component::check` (rules across parameters). A run builds each component from
-//! those typed values; nothing is checked again. The studio validates live while a card is edited
-//! (`Card::validate`, the same check) to show errors at their fields.
+//! read again as a YAML value and decoded again and again (`card/errors.rs`), each offending key
+//! taken out (the default stands in) or, for a missing required key, a placeholder put in, until
+//! it decodes; that card is checked as below, what a shape error is about is said once, and every
+//! error of every stage is reported together, sorted by position, serde's type words said as what
+//! the field must be. A card is checked once, into a `ValidCard`: every slot's kind is looked up
+//! and its parameters are checked against the table (unknown keys, types, ranges), decoded into the
+//! component's `Params` and passed through `Component::check` (rules across parameters). A run
+//! builds each component from those typed values; nothing is checked again. The studio validates
+//! live while a card is edited (`Card::validate`, the same check) to show errors at their fields.
 
 pub mod diagram;
 mod errors;
@@ -352,14 +363,27 @@ impl Card {
                             } else {
                                 format!("{}.{}", slot.key(), e.key)
                             };
-                            out.push(Problem::new(&field, &e.reason));
+                            // a parameter the block does not take: its key
+                            // is what is wrong
+                            let top = e.key.split(['.', '[']).next().unwrap_or_default();
+                            let known = entry.info.params.iter().any(|p| p.key == top);
+                            out.push(if e.key.is_empty() || known {
+                                Problem::new(&field, &e.reason)
+                            } else {
+                                Problem::at_key(&field, &e.reason)
+                            });
                         }
                     }
                 },
             }
         }
-        // blocks that do not go together (beam selection without a beam)
-        for conflict in registry.conflicts(|slot| self.slot(slot).kind.as_str()) {
+        // blocks that do not go together (beam selection without a beam);
+        // a block of an unknown kind is its own error, not a conflict
+        for conflict in registry
+            .conflicts(|slot| self.slot(slot).kind.as_str())
+            .into_iter()
+            .filter(|c| c.other_type_name.is_some())
+        {
             slots.remove(&conflict.slot);
             out.push(Problem::new(
                 &format!("{}.kind", conflict.slot.key()),
@@ -445,7 +469,7 @@ impl Card {
         }
         for (metric, value) in &g.reference_point {
             if !g.objectives.contains_key(metric) {
-                out.push(Problem::new(
+                out.push(Problem::at_key(
                     &format!("general.reference_point.{metric}"),
                     "not one of general.objectives",
                 ));
@@ -506,67 +530,78 @@ pub struct ValidCard {
 }
 
 impl ValidCard {
-    /// Parse and check YAML text; `origin` names the file in errors.
+    /// Parse and check YAML text; `origin` names the file in errors. Every
+    /// error comes in this one pass, in the order of the file.
     pub fn from_yaml(text: &str, origin: &str, registry: &Registry) -> Result<Self, CardErrors> {
         let spans = Spans::of(text);
-        let de = serde_yaml::Deserializer::from_str(text);
-        let card: Card = match serde_path_to_error::deserialize(de) {
-            Ok(card) => card,
-            Err(e) => {
-                let path = e.path().to_string();
-                let inner = e.into_inner();
-                let location = inner.location().map(|l| (l.line(), l.column()));
-                let first = errors::shape_error(path.clone(), inner.to_string());
-                let at = |field: &str| spans.find(field).unwrap_or((1, 1));
-                let (line, col) = location.unwrap_or_else(|| at(&path));
-                let error = |line, col, e: errors::ShapeError| CardError {
-                    origin: origin.to_owned(),
-                    line,
-                    col,
-                    field: e.field,
-                    message: e.message,
-                };
-                let mut all = vec![error(line, col, first)];
-                // every further error in the same pass: the keys in error
-                // taken out, the rest read and checked
-                let (further, rest) = errors::further_shape_errors(text, &path);
-                for e in further {
-                    let (line, col) = at(&e.field);
-                    all.push(error(line, col, e));
-                }
-                if let Some(rest) = rest
-                    && let Err(problems) = rest.check(registry)
-                {
-                    all.extend(problems.into_iter().map(|p| CardError {
-                        origin: origin.to_owned(),
-                        line: at(&p.field).0,
-                        col: at(&p.field).1,
-                        field: p.field,
-                        message: p.message,
-                    }));
-                }
-                all.sort_by_key(|e| (e.line, e.col));
-                return Err(CardErrors(all));
+        let located = |field: String, message: String, anchor: Anchor| {
+            let (line, col) = anchor.position(&spans, &field);
+            CardError {
+                origin: origin.to_owned(),
+                line,
+                col,
+                field,
+                message,
             }
         };
-        card.check(registry).map_err(|problems| {
-            let mut errors: Vec<CardError> = problems
-                .into_iter()
-                .map(|p| {
-                    let (line, col) = spans.find(&p.field).unwrap_or((1, 1));
-                    CardError {
-                        origin: origin.to_owned(),
-                        line,
-                        col,
-                        field: p.field,
-                        message: p.message,
-                    }
-                })
-                .collect();
-            // in the order of the file (stable: one line's errors keep theirs)
-            errors.sort_by_key(|e| (e.line, e.col));
-            CardErrors(errors)
-        })
+        let de = serde_yaml::Deserializer::from_str(text);
+        let first = match serde_path_to_error::deserialize::<_, Card>(de) {
+            Ok(card) => {
+                return card.check(registry).map_err(|problems| {
+                    let mut errors: Vec<CardError> = problems
+                        .into_iter()
+                        .map(|p| located(p.field, p.message, p.anchor))
+                        .collect();
+                    // in the order of the file (stable: one line's errors keep theirs)
+                    errors.sort_by_key(|e| (e.line, e.col));
+                    CardErrors(errors)
+                });
+            }
+            Err(e) => e,
+        };
+        // serde's first error, where it found it
+        let path = first.path().to_string();
+        let inner = first.into_inner();
+        let location = inner.location().map(|l| (l.line(), l.column()));
+        let first = errors::shape_error(path, inner.to_string());
+        // Not a card as it stands: read as a YAML value, every error of its
+        // shape is found and the card it then decodes into is checked.
+        let Ok(value) = serde_yaml::from_str::<serde_yaml::Value>(text) else {
+            // not YAML: the first error alone
+            let anchor = first.anchor();
+            let mut error = located(first.field, first.message, anchor);
+            if let Some((line, col)) = location {
+                (error.line, error.col) = (line, col);
+            }
+            return Err(CardErrors(vec![error]));
+        };
+        let (mut shape, card) = errors::shape_errors(value);
+        // Read from the text, serde says more of some values than the YAML
+        // value keeps (an integer too large for any type): its words win.
+        match shape.iter_mut().find(|e| e.field == first.field) {
+            Some(e) if e.kind == first.kind => e.message = first.message,
+            Some(_) => {}
+            None => shape.push(first),
+        }
+        let mut all: Vec<CardError> = Vec::new();
+        let in_error: Vec<String> = shape.iter().map(|e| e.field.clone()).collect();
+        for e in shape {
+            let anchor = e.anchor();
+            all.push(located(e.field, e.message, anchor));
+        }
+        if let Some(card) = card
+            && let Err(problems) = card.check(registry)
+        {
+            // what a shape error is about is said once
+            all.extend(
+                problems
+                    .into_iter()
+                    .filter(|p| !in_error.iter().any(|e| within(&p.field, e)))
+                    .map(|p| located(p.field, p.message, p.anchor)),
+            );
+        }
+        all.sort_by_key(|e| (e.line, e.col));
+        Err(CardErrors(all))
     }
 
     /// Load and check a card file.
@@ -669,20 +704,69 @@ impl ValidCard {
     }
 }
 
-/// A problem found by [`Card::validate`]: a field path and the reason.
+/// A problem found by [`Card::validate`]: a field path, the reason, and
+/// what of the field is wrong (where its position points).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
     pub field: String,
     pub message: String,
+    pub anchor: Anchor,
 }
 
 impl Problem {
-    fn new(field: &str, message: &str) -> Self {
+    /// A problem with the field's value.
+    pub fn new(field: &str, message: &str) -> Self {
         Self {
             field: field.to_owned(),
             message: message.to_owned(),
+            anchor: Anchor::Value,
         }
     }
+
+    /// A problem with the key itself (one the card does not take).
+    pub fn at_key(field: &str, message: &str) -> Self {
+        Self {
+            anchor: Anchor::Key,
+            ..Self::new(field, message)
+        }
+    }
+}
+
+/// What of a field an error is about, and so where its `line:col` points
+/// (the rule is in the module's documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Anchor {
+    /// The value is wrong: the value's position.
+    #[default]
+    Value,
+    /// The key is wrong (unknown, misspelt): the key's position.
+    Key,
+    /// The key is missing: the key of the mapping it belongs in (the start
+    /// of the card for a top-level key).
+    Parent,
+}
+
+impl Anchor {
+    /// The position of `field` in a card whose keys and values are at
+    /// `spans` (`(1, 1)` when the card does not have it).
+    pub fn position(self, spans: &Spans, field: &str) -> (usize, usize) {
+        let pos = match self {
+            Anchor::Value => spans.value(field),
+            Anchor::Key => spans.find(field),
+            Anchor::Parent => field
+                .rfind(['.', '['])
+                .and_then(|cut| spans.find(&field[..cut])),
+        };
+        pos.unwrap_or((1, 1))
+    }
+}
+
+/// Whether `field` is `error` or inside it (`memory.kind` inside `memory`).
+fn within(field: &str, error: &str) -> bool {
+    field == error
+        || field
+            .strip_prefix(error)
+            .is_some_and(|rest| rest.starts_with(['.', '[']))
 }
 
 /// One card error with its position.

@@ -1,6 +1,10 @@
 //! Pulling a card by name, `NAMESPACE/NAME[@VERSION]`, from the configured
-//! hubs: a hub folder on disk, or the HTTP(S) address of a built hub site
-//! (its `index.json` names each version's raw `card.yaml`). The card is
+//! hubs. A hub is given in any of three forms, wherever one is given
+//! (`--hub`, the settings file's `hubs`, the studio): a hub folder on disk
+//! (`hub.json`, what `hub publish` writes to) or a built hub site's folder
+//! (`index.json`, what `hub build` writes), each as a path or a `file://`
+//! address; or the HTTP(S) address of a built hub site. A site's
+//! `index.json` names each version's raw `card.yaml`. The card is
 //! checked as strictly as a local file; only then is it cached per user
 //! (`~/.cache/galapagos/hub/` on Linux) beside a `source.json` saying which
 //! hub, version and address it came from. A hub that is down or answers
@@ -16,7 +20,7 @@ use super::folder::HubFolder;
 use super::site::{INDEX_JSON, SiteIndex};
 use super::{CARD_FILE, check_path_name};
 use crate::engine::card::{CardErrors, ValidCard};
-use crate::engine::foreign::{RelPath, Target};
+use crate::engine::foreign::{Folder, Limit, Links, RelPath, Target};
 use crate::engine::provenance::Provenance as CardProvenance;
 use crate::engine::registry::Registry;
 
@@ -171,6 +175,75 @@ fn is_url(hub: &str) -> bool {
     lower.starts_with("http://") || lower.starts_with("https://")
 }
 
+/// Where a hub is, by what it was given as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HubPlace {
+    /// A hub folder (`hub.json`): cards are published into it.
+    Folder(PathBuf),
+    /// A built hub site's folder on disk (`index.json`).
+    SiteDir(PathBuf),
+    /// A built hub site at an HTTP(S) address.
+    SiteUrl(String),
+}
+
+/// Where `hub` is: an HTTP(S) address is a site; a path or `file://`
+/// address is a hub folder when it holds `hub.json`, a built site when it
+/// holds `index.json`; anything else an error saying which forms a hub
+/// takes.
+pub fn locate(hub: &str) -> Result<HubPlace, String> {
+    let given = hub.trim();
+    if is_url(given) {
+        return Ok(HubPlace::SiteUrl(given.to_owned()));
+    }
+    let dir = local_path(given)?;
+    if dir.join(super::folder::HUB_FILE).is_file() {
+        Ok(HubPlace::Folder(dir))
+    } else if dir.join(INDEX_JSON).is_file() {
+        Ok(HubPlace::SiteDir(dir))
+    } else if !dir.is_dir() {
+        Err(format!("{given}: no such folder"))
+    } else {
+        Err(format!(
+            "{given}: not a hub: a hub folder has {} (`galapagos hub init`), a built hub site has \
+             {INDEX_JSON} (`galapagos hub build`)",
+            super::folder::HUB_FILE
+        ))
+    }
+}
+
+/// The folder a hub given as a path or a `file://` address is in (nothing
+/// is read); an error for an address of another scheme or a `file://`
+/// address that is not a local path.
+pub fn local_path(hub: &str) -> Result<PathBuf, String> {
+    let given = hub.trim();
+    if given
+        .get(..7)
+        .is_some_and(|s| s.eq_ignore_ascii_case("file://"))
+    {
+        reqwest::Url::parse(given)
+            .ok()
+            .and_then(|u| u.to_file_path().ok())
+            .ok_or_else(|| {
+                format!("{given}: not a file:// address of a folder (file:///path/to/hub)")
+            })
+    } else if given.contains("://") {
+        Err(format!(
+            "{given}: a hub is a folder, a file:// address or an http(s):// address"
+        ))
+    } else {
+        Ok(PathBuf::from(given))
+    }
+}
+
+/// The hub folder `hub` names (a path or `file://` address of a folder
+/// with `hub.json`), when it names one: where cards can be published.
+pub fn hub_folder(hub: &str) -> Option<PathBuf> {
+    match locate(hub) {
+        Ok(HubPlace::Folder(dir)) => Some(dir),
+        _ => None,
+    }
+}
+
 /// A folder name for a hub: readable, and unique by a hash of the address.
 fn hub_key(hub: &str) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, hub.as_bytes());
@@ -181,6 +254,7 @@ fn hub_key(hub: &str) -> String {
     let slug: String = hub
         .trim_start_matches("https://")
         .trim_start_matches("http://")
+        .trim_start_matches("file://")
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .take(40)
@@ -290,42 +364,55 @@ async fn get(
     Ok(body)
 }
 
+/// The version of `r` a site's index lists, and its card's path on the
+/// site: `Ok(None)` when the index does not list the card.
+fn pick<'i>(
+    index: &'i SiteIndex,
+    r: &HubRef,
+    index_label: &str,
+) -> Result<Option<&'i super::site::IndexVersion>, String> {
+    let Some(card) = index
+        .cards
+        .iter()
+        .find(|c| c.namespace == r.namespace && c.name == r.name)
+    else {
+        return Ok(None);
+    };
+    let want = r.version.as_deref().unwrap_or(&card.latest);
+    let Some(entry) = card.versions.iter().find(|v| v.version == want) else {
+        return Err(no_version(
+            r,
+            index_label.to_owned(),
+            card.versions.iter().map(|v| v.version.as_str()),
+        ));
+    };
+    // The index's names are names and its paths stay on the site: a
+    // version becomes a folder of the cache.
+    if !super::folder::valid_version(&entry.version) {
+        return Err(format!(
+            "{index_label}: refused: it lists version `{}` of {}/{}; a version is a name (letters, digits, \
+             `.`, `_`, `-`), never a path",
+            entry.version, r.namespace, r.name
+        ));
+    }
+    if let Err(e) = RelPath::new(&entry.card) {
+        return Err(format!(
+            "{index_label}: refused: the card path `{}` does not stay on the site: {e}",
+            entry.card
+        ));
+    }
+    Ok(Some(entry))
+}
+
 fn from_site(base: &str, r: &HubRef) -> Result<Option<Found>, String> {
     let client = http_client(base)?;
     let root = site_root(base);
     let index_url = format!("{root}{INDEX_JSON}");
     runtime()?.block_on(async {
         let index = read_index(&client, &root).await?;
-        let Some(card) = index
-            .cards
-            .iter()
-            .find(|c| c.namespace == r.namespace && c.name == r.name)
-        else {
+        let Some(entry) = pick(&index, r, &index_url)? else {
             return Ok(None);
         };
-        let want = r.version.as_deref().unwrap_or(&card.latest);
-        let Some(entry) = card.versions.iter().find(|v| v.version == want) else {
-            return Err(no_version(
-                r,
-                index_url.clone(),
-                card.versions.iter().map(|v| v.version.as_str()),
-            ));
-        };
-        // The index's names are names and its paths stay on the site: a
-        // version becomes a folder of the cache.
-        if !super::folder::valid_version(&entry.version) {
-            return Err(format!(
-                "{index_url}: refused: it lists version `{}` of {}/{}; a version is a name (letters, digits, \
-                 `.`, `_`, `-`), never a path",
-                entry.version, r.namespace, r.name
-            ));
-        }
-        if let Err(e) = RelPath::new(&entry.card) {
-            return Err(format!(
-                "{index_url}: refused: the card path `{}` does not stay on the site: {e}",
-                entry.card
-            ));
-        }
         let url = format!("{root}{}", entry.card);
         let bytes = get(&client, &url, MAX_CARD_BYTES, CARD_FILE).await?;
         let yaml =
@@ -337,6 +424,41 @@ fn from_site(base: &str, r: &HubRef) -> Result<Option<Found>, String> {
             source: url,
         }))
     })
+}
+
+/// A built site's folder, opened as every folder from elsewhere is
+/// (no symbolic link followed, regular files only).
+fn site_folder(root: &Path) -> Result<Folder, String> {
+    Folder::open(root, Links::Never).map_err(|e| e.to_string())
+}
+
+/// A built site's `index.json`, read from its folder.
+fn site_dir_index(root: &Path) -> Result<SiteIndex, String> {
+    let body = site_folder(root)?
+        .read(INDEX_JSON, Limit::HUB_INDEX)
+        .map_err(|e| e.to_string())?;
+    serde_json::from_slice(&body).map_err(|e| {
+        format!(
+            "{}: not a hub site's {INDEX_JSON} ({e})",
+            root.join(INDEX_JSON).display()
+        )
+    })
+}
+
+fn from_site_dir(root: &Path, r: &HubRef) -> Result<Option<Found>, String> {
+    let index = site_dir_index(root)?;
+    let Some(entry) = pick(&index, r, &root.join(INDEX_JSON).display().to_string())? else {
+        return Ok(None);
+    };
+    let yaml = site_folder(root)?
+        .read_text(&entry.card, Limit::CARD)
+        .map_err(|e| e.to_string())?;
+    Ok(Some(Found {
+        yaml,
+        version: entry.version.clone(),
+        published: entry.published.clone(),
+        source: root.join(&entry.card).display().to_string(),
+    }))
 }
 
 /// One card a hub lists (for the studio's library).
@@ -363,23 +485,43 @@ impl ListedCard {
 /// The cards `hub` (a folder or a site's address) lists, with their titles
 /// and summaries.
 pub fn list_cards(hub: &str, registry: &Registry) -> Result<Vec<ListedCard>, String> {
-    if is_url(hub) {
-        let index = fetch_index(hub)?;
-        return Ok(index
-            .cards
-            .into_iter()
-            .map(|c| ListedCard {
-                hub: hub.to_owned(),
-                namespace: c.namespace,
-                name: c.name,
-                title: c.title,
-                summary: c.summary,
-                tags: c.tags,
-                versions: c.versions.into_iter().map(|v| v.version).collect(),
-            })
-            .collect());
-    }
-    let folder = HubFolder::open(Path::new(hub)).map_err(|e| e.to_string())?;
+    let dir = match locate(hub)? {
+        HubPlace::Folder(dir) => dir,
+        place => {
+            let index = match place {
+                HubPlace::SiteDir(root) => site_dir_index(&root)?,
+                _ => fetch_index(hub)?,
+            };
+            return Ok(listed_from_index(hub, index));
+        }
+    };
+    list_folder_cards(hub, &dir, registry)
+}
+
+/// The cards a site's index lists.
+fn listed_from_index(hub: &str, index: SiteIndex) -> Vec<ListedCard> {
+    index
+        .cards
+        .into_iter()
+        .map(|c| ListedCard {
+            hub: hub.to_owned(),
+            namespace: c.namespace,
+            name: c.name,
+            title: c.title,
+            summary: c.summary,
+            tags: c.tags,
+            versions: c.versions.into_iter().map(|v| v.version).collect(),
+        })
+        .collect()
+}
+
+/// The cards a hub folder holds, each read for its title and summary.
+fn list_folder_cards(
+    hub: &str,
+    dir: &Path,
+    registry: &Registry,
+) -> Result<Vec<ListedCard>, String> {
+    let folder = HubFolder::open(dir).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for list in folder.cards().map_err(|e| e.to_string())? {
         let Some(latest) = list.latest() else {
@@ -416,9 +558,8 @@ pub fn list_cards(hub: &str, registry: &Registry) -> Result<Vec<ListedCard>, Str
 /// that has it, with its versions.
 pub fn published_in(hubs: &[String], namespace: &str, name: &str) -> Vec<(String, Vec<String>)> {
     hubs.iter()
-        .filter(|h| !is_url(h))
         .filter_map(|h| {
-            let folder = HubFolder::open(Path::new(h)).ok()?;
+            let folder = HubFolder::open(&hub_folder(h)?).ok()?;
             let list = folder.versions(namespace, name).ok()??;
             Some((
                 h.clone(),
@@ -487,10 +628,11 @@ pub fn pull_into(
     }
     let mut problems = Vec::new();
     for hub in hubs {
-        let found = if is_url(hub) {
-            from_site(hub, r)
-        } else {
-            from_folder(Path::new(hub), r)
+        let found = match locate(hub) {
+            Ok(HubPlace::SiteUrl(base)) => from_site(&base, r),
+            Ok(HubPlace::SiteDir(root)) => from_site_dir(&root, r),
+            Ok(HubPlace::Folder(dir)) => from_folder(&dir, r),
+            Err(e) => Err(e),
         };
         let found = match found {
             Ok(Some(f)) => f,

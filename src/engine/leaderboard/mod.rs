@@ -48,9 +48,9 @@ pub struct BatchSpec {
     pub parallel_runs: usize,
     /// The batch folder.
     pub out: PathBuf,
-    /// The model every run asks, and its description.
+    /// The model every run asks (the leaderboard records its
+    /// [`LanguageModel::identity`]).
     pub model: Arc<dyn LanguageModel>,
-    pub model_desc: String,
     /// Consents to the cards' lowered isolation (each for one card's hash;
     /// see [`crate::engine::consent`]).
     pub consents: Vec<Consent>,
@@ -457,7 +457,7 @@ impl Batch {
         Ok(report::Leaderboard {
             task: self.spec.task.name.clone(),
             task_dir: self.spec.task.dir.clone(),
-            model: self.spec.model_desc.clone(),
+            model: self.spec.model.identity(),
             iterations: n,
             seeds: self.spec.seeds.clone(),
             baseline: baseline.to_owned(),

@@ -208,6 +208,14 @@ pub trait LanguageModel: Send + Sync {
     /// A one-line description for logs and the studio ("offline model", "gpt-4o @ https://…").
     fn describe(&self) -> String;
 
+    /// What the model is, as records keep it (a leaderboard's model, a hub
+    /// page's Model column): its name and where it answers, never advice
+    /// for a person ("add an endpoint", "use --api-base"), which stays in
+    /// the command line's and the studio's words.
+    fn identity(&self) -> String {
+        self.describe()
+    }
+
     /// True for the built-in offline model.
     fn is_offline(&self) -> bool {
         false

@@ -44,6 +44,10 @@ impl LanguageModel for RedactedModel {
         self.redactor.text(&self.inner.describe()).into_owned()
     }
 
+    fn identity(&self) -> String {
+        self.redactor.text(&self.inner.identity()).into_owned()
+    }
+
     fn is_offline(&self) -> bool {
         self.inner.is_offline()
     }

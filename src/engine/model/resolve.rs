@@ -27,10 +27,15 @@ pub struct ModelOverrides {
     pub model: Option<String>,
     /// Environment variable holding the key.
     pub api_key_env: Option<String>,
+    /// Model calls the run may have in flight at once (its
+    /// `general.parallel`; a leaderboard's runs at once times that): the
+    /// requests an endpoint whose settings name no `concurrency` allows at
+    /// once. `None`: [`super::settings::DEFAULT_CONCURRENCY`].
+    pub in_flight: Option<usize>,
 }
 
 impl ModelOverrides {
-    /// True when no flag was given.
+    /// True when no flag was given (`in_flight` is the run's, not a flag).
     pub fn is_empty(&self) -> bool {
         self.provider.is_none()
             && self.api_base.is_none()
@@ -182,10 +187,13 @@ pub fn build_model_with_env(
         resolved.push((spec, endpoint, source));
     }
 
-    // 3. Clients: one pool and concurrency limit per endpoint base.
+    // 3. Clients: one pool and concurrency limit per endpoint base; an
+    // endpoint that sets none follows the run's iterations in flight, and
+    // one that sets fewer says so.
     let mut handles: BTreeMap<String, EndpointHandle> = BTreeMap::new();
     let mut members = Vec::with_capacity(resolved.len());
     let mut endpoint_sources: Vec<&str> = Vec::new();
+    let mut caps: Vec<String> = Vec::new();
     for (spec, ep, source) in &resolved {
         let config = openai_config(spec, card_llm, ep, settings)?;
         if config.key_required && env(&config.api_key_env).is_none_or(|v| v.trim().is_empty()) {
@@ -199,11 +207,20 @@ pub fn build_model_with_env(
         let handle = match handles.get(&key) {
             Some(h) => h.clone(),
             None => {
-                let h = EndpointHandle::new(
-                    &ep.api_base,
-                    ep.concurrency as usize,
-                    config.connect_timeout,
-                )?;
+                let limit = match (ep.concurrency, overrides.in_flight) {
+                    (Some(c), Some(n)) if (c as usize) < n => {
+                        caps.push(format!(
+                            "at most {c} requests at once to {} (its `concurrency` setting), \
+                             fewer than the run's {n} in flight",
+                            config.api_base
+                        ));
+                        c as usize
+                    }
+                    (Some(c), _) => c as usize,
+                    (None, Some(n)) => n.max(1),
+                    (None, None) => super::settings::DEFAULT_CONCURRENCY,
+                };
+                let h = EndpointHandle::new(&ep.api_base, limit, config.connect_timeout)?;
                 handles.insert(key, h.clone());
                 h
             }
@@ -227,10 +244,41 @@ pub fn build_model_with_env(
         }
         v
     };
+    // each variable as it is: one that is unset sends no key (an endpoint
+    // that needs one was refused above)
+    let (set, unset): (Vec<&String>, Vec<&String>) = key_vars
+        .iter()
+        .partition(|var| env(var).is_some_and(|v| !v.trim().is_empty()));
+    let mut keys = Vec::new();
+    if !set.is_empty() {
+        keys.push(format!(
+            "key from ${}",
+            set.iter()
+                .map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join(", $")
+        ));
+    }
+    if !unset.is_empty() {
+        keys.push(format!(
+            "no key: ${} {} unset",
+            unset
+                .iter()
+                .map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join(", $"),
+            if unset.len() == 1 { "is" } else { "are" }
+        ));
+    }
+    let caps = if caps.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", caps.join("; "))
+    };
     let suffix = format!(
-        "(model from {model_source}, endpoint from {}; key from ${})",
+        "(model from {model_source}, endpoint from {}; {}{caps})",
         endpoint_sources.join(" + "),
-        key_vars.join(", $")
+        keys.join("; ")
     );
     if members.len() == 1
         && let Some(m) = members.pop()
@@ -496,6 +544,61 @@ mod tests {
             desc.contains("other @ https://router.example.com/v1"),
             "{desc}"
         );
+    }
+
+    #[test]
+    fn an_endpoint_follows_the_runs_parallelism_and_says_what_caps_it() {
+        let o = ModelOverrides {
+            api_base: Some("http://127.0.0.1:9/v1".into()),
+            model: Some("m".into()),
+            in_flight: Some(16),
+            ..ModelOverrides::default()
+        };
+        let r = build(None, &o, &ModelSettings::default(), &no_env);
+        let Ok((_, desc)) = r else {
+            panic!("{:?}", r.err())
+        };
+        assert!(!desc.contains("requests at once"), "{desc}");
+        let mut s = ModelSettings::default();
+        s.endpoints.push(EndpointSettings {
+            model: Some("m".into()),
+            concurrency: Some(4),
+            ..EndpointSettings::for_base("http://127.0.0.1:9/v1")
+        });
+        let r = build(None, &o, &s, &no_env);
+        let Ok((_, desc)) = r else {
+            panic!("{:?}", r.err())
+        };
+        assert!(
+            desc.contains(
+                "at most 4 requests at once to http://127.0.0.1:9/v1 (its `concurrency` \
+                 setting), fewer than the run's 16 in flight"
+            ),
+            "{desc}"
+        );
+    }
+
+    #[test]
+    fn an_unset_key_variable_is_said_unset() {
+        let o = ModelOverrides {
+            api_base: Some("http://127.0.0.1:9/v1".into()),
+            model: Some("m".into()),
+            ..ModelOverrides::default()
+        };
+        let r = build(None, &o, &ModelSettings::default(), &no_env);
+        let Ok((_, desc)) = r else {
+            panic!("{:?}", r.err())
+        };
+        assert!(
+            desc.ends_with("; no key: $OPENAI_API_KEY is unset)") && !desc.contains("key from"),
+            "{desc}"
+        );
+        let env = |k: &str| (k == "OPENAI_API_KEY").then(|| "sk-x".to_owned());
+        let r = build(None, &o, &ModelSettings::default(), &env);
+        let Ok((_, desc)) = r else {
+            panic!("{:?}", r.err())
+        };
+        assert!(desc.ends_with("; key from $OPENAI_API_KEY)"), "{desc}");
     }
 
     #[test]

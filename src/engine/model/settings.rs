@@ -89,9 +89,17 @@ pub struct EndpointSettings {
     pub stall_timeout_secs: f64,
     /// Attempts per request (1 = no retries).
     pub max_attempts: u32,
-    /// Requests in flight at once to this endpoint.
-    pub concurrency: u32,
+    /// Requests in flight at once to this endpoint; unset: as many as the
+    /// run has iterations in flight (its `general.parallel`; a leaderboard's
+    /// runs at once times that), so `--parallel 16` puts 16 requests in
+    /// flight. Set it below that to spare a server, and the run says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
 }
+
+/// Requests in flight at once to an endpoint when neither its settings nor
+/// a run say (a `models check`, a model built for no run).
+pub const DEFAULT_CONCURRENCY: usize = 8;
 
 impl Default for EndpointSettings {
     fn default() -> Self {
@@ -117,7 +125,7 @@ impl Default for EndpointSettings {
             first_byte_timeout_secs: 120.0,
             stall_timeout_secs: 60.0,
             max_attempts: 4,
-            concurrency: 8,
+            concurrency: None,
         }
     }
 }
@@ -216,6 +224,10 @@ impl EndpointSettings {
         c.first_byte_timeout = secs(self.first_byte_timeout_secs)?;
         c.max_attempts = self.max_attempts;
         c.protocol = self.protocol();
+        if c.protocol == Protocol::AnthropicMessages {
+            // the Anthropic SDK's base (no `/v1`) as well as the API's
+            c.api_base = c.api_base.with_version_segment();
+        }
         c.key_header = self
             .key_header
             .unwrap_or_else(|| KeyHeader::for_protocol(c.protocol));
@@ -265,10 +277,11 @@ impl EndpointSettings {
                 self.max_attempts
             )));
         }
-        if self.concurrency == 0 || self.concurrency > 4096 {
+        if let Some(c) = self.concurrency
+            && (c == 0 || c > 4096)
+        {
             return Err(ConfigError::invalid(format!(
-                "{what}: concurrency must be in 1..=4096, got {}",
-                self.concurrency
+                "{what}: concurrency must be in 1..=4096, got {c}"
             )));
         }
         if self.model.as_deref().is_some_and(|m| m.trim().is_empty())
@@ -527,7 +540,7 @@ mod tests {
         s.endpoints.push(EndpointSettings {
             name: "local".into(),
             model: Some("qwen".into()),
-            concurrency: 2,
+            concurrency: Some(2),
             ..EndpointSettings::for_base("http://localhost:11434/v1")
         });
         s.prices.insert("qwen", Price::new(0.1, 0.2));

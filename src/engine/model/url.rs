@@ -107,6 +107,32 @@ impl ApiBase {
     pub fn has_deployment_slot(&self) -> bool {
         self.0.contains(DEPLOYMENT)
     }
+
+    /// The base with the API's version segment (`/v1`) at the end of its
+    /// path when it has none: the Anthropic SDK's convention
+    /// (`ANTHROPIC_BASE_URL=https://api.anthropic.com`, a proxy's
+    /// `https://proxy.example/anthropic`) leaves it out and appends
+    /// `/v1/messages` itself. A base that ends in a version (`/v1`), in
+    /// `/v1/messages`, or that cannot be parsed is kept as it is.
+    pub fn with_version_segment(&self) -> ApiBase {
+        if self.has_deployment_slot() {
+            return self.clone();
+        }
+        let Ok(mut url) = Url::parse(&self.0) else {
+            return self.clone();
+        };
+        let path = url.path().trim_end_matches('/').to_owned();
+        let stem = path.strip_suffix("/messages").unwrap_or(&path);
+        let last = stem.rsplit('/').next().unwrap_or("");
+        let versioned = last.len() > 1
+            && last.starts_with('v')
+            && last[1..].chars().all(|c| c.is_ascii_digit());
+        if versioned {
+            return self.clone();
+        }
+        url.set_path(&format!("{stem}/v1"));
+        ApiBase(url.to_string())
+    }
 }
 
 /// Where a deployment's name goes in an Azure OpenAI base URL.
@@ -282,6 +308,41 @@ fn percent_decode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_anthropic_sdks_base_gets_its_version_segment() {
+        let v = |base: &str| {
+            ApiBase::new(base)
+                .with_version_segment()
+                .expose()
+                .to_owned()
+        };
+        assert_eq!(
+            v("https://api.anthropic.com"),
+            "https://api.anthropic.com/v1"
+        );
+        assert_eq!(
+            v("https://api.anthropic.com/"),
+            "https://api.anthropic.com/v1"
+        );
+        assert_eq!(
+            v("https://api.anthropic.com/v1"),
+            "https://api.anthropic.com/v1"
+        );
+        assert_eq!(
+            v("https://api.anthropic.com/v1/"),
+            "https://api.anthropic.com/v1/"
+        );
+        assert_eq!(
+            v("https://api.anthropic.com/v1/messages"),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(
+            v("https://proxy.example/anthropic?team=a"),
+            "https://proxy.example/anthropic/v1?team=a"
+        );
+        assert_eq!(v("http://127.0.0.1:8080/v2"), "http://127.0.0.1:8080/v2");
+    }
 
     #[test]
     fn credentials_are_redacted_and_the_rest_is_kept() {

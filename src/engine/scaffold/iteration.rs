@@ -79,8 +79,8 @@ pub(super) struct Job {
     /// The population's fittest, for the novelty gate (empty without one).
     pub(super) compared: Vec<Arc<Genome>>,
     /// A program a person wrote: evaluated as the parent's child instead of
-    /// proposing one.
-    pub(super) program: Option<Tree>,
+    /// proposing one, with the edit rule the person overrode, if any.
+    pub(super) program: Option<(Tree, Option<String>)>,
 }
 
 pub(super) struct Shared {
@@ -141,7 +141,12 @@ async fn score(shared: &Shared, job: &Job, genome: &mut Genome, content: Tree) {
 /// scored as a proposal's child is (no model call, no prompt, no novelty
 /// gate: the person chose it), marked with its proposer label. It does not
 /// count toward the iteration budget.
-async fn person_child(shared: &Shared, job: &Job, program: Tree) -> Outcome {
+async fn person_child(
+    shared: &Shared,
+    job: &Job,
+    program: Tree,
+    rule_override: Option<String>,
+) -> Outcome {
     let parent = &job.parent;
     let mut genome = Genome {
         parent_id: Some(parent.id),
@@ -155,6 +160,7 @@ async fn person_child(shared: &Shared, job: &Job, program: Tree) -> Outcome {
             features: Default::default(),
         },
         diff: Some(program.diff_from(&parent.content)),
+        rule_override,
         ..Genome::default()
     };
     score(shared, job, &mut genome, program).await;
@@ -171,8 +177,8 @@ async fn person_child(shared: &Shared, job: &Job, program: Tree) -> Outcome {
 /// stopping at the first valid child. Every attempt becomes a genome.
 /// A job that carries a person's program evaluates it instead.
 pub(super) async fn run_iteration(shared: Arc<Shared>, job: Job) -> Outcome {
-    if let Some(program) = job.program.clone() {
-        return person_child(&shared, &job, program).await;
+    if let Some((program, rule_override)) = job.program.clone() {
+        return person_child(&shared, &job, program, rule_override).await;
     }
     let mut rng = seeded(job.seed);
     let mut failed: Vec<FailedAttempt> = Vec::new();

@@ -98,40 +98,101 @@ impl Memory for NotedMemory {
 /// How the log line that refuses a person's program begins.
 pub const PERSON_REFUSED: &str = "the program written by a person was not evaluated";
 
-/// Why a person's program cannot be a child of `parent`: nothing changed, or
-/// a change the task's edit rules refuse (the message names the path and the
-/// rule). The one check the loop, the command line and the studio share
-/// (with the task's [`crate::engine::task::Task::edit_rules`]).
+/// Why a person's program cannot be a child of `parent`: nothing changed, a
+/// change the task's edit rules refuse (the message names the path and the
+/// rule), or a change outside a marked file's EVOLVE-BLOCK markers. People
+/// are held to the rules the model is; `outside_markers` overrides the
+/// markers' rule (never the others), and then the rule broken is returned
+/// to be recorded on the genome. The one check the loop, the command line
+/// and the studio share (with the task's
+/// [`crate::engine::task::Task::edit_rules`]).
 pub fn check_person_program(
     rules: &EditRules,
     parent: &Tree,
     program: &Tree,
-) -> Result<(), String> {
+    outside_markers: bool,
+) -> Result<Option<String>, String> {
     let unchanged =
         || Err("the program is its parent's unchanged; change something first".to_owned());
+    // each changed file of a marked parent: (path, the parent's text, the
+    // program's text; None when deleted)
+    let mut marked: Vec<(String, String, Option<String>)> = Vec::new();
     match (parent.is_single(), program.is_single()) {
         // a single-file program is its text, whatever its file is called
         (true, true) if parent.single_text() == program.single_text() => return unchanged(),
-        (true, true) => return Ok(()),
+        (true, true) => {
+            // named as the task names its one file
+            let path = match rules.editable().iter().collect::<Vec<_>>().as_slice() {
+                [only] => only.as_str(),
+                _ => "the program",
+            };
+            marked.push((
+                path.to_owned(),
+                parent.single_text().unwrap_or_default().to_owned(),
+                program.single_text().map(str::to_owned),
+            ));
+        }
         (true, false) => return Err("the run's program is one file, not a folder".to_owned()),
         (false, true) => {
             return Err("the run's program is a folder: give every file of it".to_owned());
         }
-        (false, false) => {}
+        (false, false) => {
+            let changes = program.changes_from(parent);
+            if changes.is_empty() {
+                return unchanged();
+            }
+            for change in &changes {
+                let op = match change.kind {
+                    ChangeKind::Added => EditOp::Add,
+                    ChangeKind::Modified => EditOp::Modify,
+                    ChangeKind::Deleted => EditOp::Delete,
+                };
+                rules.check(&change.path, op)?;
+                if let Some(old) = parent.text_of(&change.path) {
+                    marked.push((
+                        change.path.clone(),
+                        old.to_owned(),
+                        program.text_of(&change.path).map(str::to_owned),
+                    ));
+                }
+            }
+            rules.check_count(program.len())?;
+        }
     }
-    let changes = program.changes_from(parent);
-    if changes.is_empty() {
-        return unchanged();
-    }
-    for change in &changes {
-        let op = match change.kind {
-            ChangeKind::Added => EditOp::Add,
-            ChangeKind::Modified => EditOp::Modify,
-            ChangeKind::Deleted => EditOp::Delete,
+    let mut broken = Vec::new();
+    for (path, old, new) in &marked {
+        let outside = match new {
+            Some(new) => crate::engine::text::tree::outside_markers_kept(old, new)
+                .err()
+                .map(|(line, text)| format!("{path} line {line}: `{text}`")),
+            None if !crate::engine::text::markers::evolve_regions(
+                &old.lines().collect::<Vec<_>>(),
+            )
+            .is_empty() =>
+            {
+                Some(format!("{path} deleted"))
+            }
+            None => None,
         };
-        rules.check(&change.path, op)?;
+        broken.extend(outside);
     }
-    rules.check_count(program.len())
+    if broken.is_empty() {
+        return Ok(None);
+    }
+    let rule = format!(
+        "changed outside the EVOLVE-BLOCK markers ({})",
+        broken.join("; ")
+    );
+    if outside_markers {
+        Ok(Some(rule))
+    } else {
+        Err(format!(
+            "{rule}: the task's edit rules let only the lines between EVOLVE-BLOCK-START and \
+             EVOLVE-BLOCK-END change, for a person as for the model; to keep the change, \
+             override the rule (`galapagos inject --outside-markers`, or \"Allow edits outside \
+             the markers\" in the studio's editor), which the genome records"
+        ))
+    }
 }
 
 impl Scaffold {
@@ -251,23 +312,28 @@ impl Scaffold {
         &mut self,
         parent: GenomeId,
         program: Tree,
+        outside_markers: bool,
         st: &mut LoopState,
         events: &EventSink,
     ) -> Option<Job> {
         let refused = match self.population.get(parent) {
             None => Err(format!("no genome #{parent} in this run")),
-            Some(p) => {
-                check_person_program(&self.task.edit_rules(), &p.content, &program).map(|()| p)
-            }
+            Some(p) => check_person_program(
+                &self.task.edit_rules(),
+                &p.content,
+                &program,
+                outside_markers,
+            )
+            .map(|overridden| (p, overridden)),
         };
-        let (parent, program) = match refused {
+        let (parent, program, overridden) = match refused {
             // a single file keeps its parent's file name
-            Ok(p) => {
+            Ok((p, overridden)) => {
                 let program = match program.single_text() {
                     Some(text) if p.content.is_single() => p.content.with_single_text(text),
                     _ => program.clone(),
                 };
-                (p, program)
+                (p, program, overridden)
             }
             Err(why) => {
                 let msg = format!("{PERSON_REFUSED}: {why}");
@@ -282,6 +348,13 @@ impl Scaffold {
             parent.id
         );
         self.say(st, events, LogLevel::Info, msg).await;
+        if let Some(rule) = &overridden {
+            let msg = format!(
+                "the program written by a person {rule}: the person overrode the task's edit rule, \
+                 and the genome records it"
+            );
+            self.say(st, events, LogLevel::Warn, msg).await;
+        }
         let grandparent = parent.parent_id.and_then(|id| self.population.get(id));
         Some(Job {
             iteration,
@@ -296,7 +369,7 @@ impl Scaffold {
             island: None,
             pool: Vec::new(),
             compared: Vec::new(),
-            program: Some(program),
+            program: Some((program, overridden)),
         })
     }
 
@@ -321,8 +394,14 @@ impl Scaffold {
             RunCommand::Stop => {
                 *stop = Some(RunStatus::Stopped);
             }
-            RunCommand::Inject { parent, program } => {
-                return self.person_job(parent, program, st, events).await;
+            RunCommand::Inject {
+                parent,
+                program,
+                outside_markers,
+            } => {
+                return self
+                    .person_job(parent, program, outside_markers, st, events)
+                    .await;
             }
             RunCommand::SetNotes(text) => self.steer(Change::Notes { text }, st, events).await,
             RunCommand::Pin(genome) => self.steer(Change::Pin { genome }, st, events).await,

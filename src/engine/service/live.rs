@@ -157,7 +157,15 @@ impl LiveRun {
             Command::Notes { text } => RunCommand::SetNotes(text),
             Command::Pin { genome } => RunCommand::Pin(genome),
             Command::Unpin { genome } => RunCommand::Unpin(genome),
-            Command::Inject { parent, program } => RunCommand::Inject { parent, program },
+            Command::Inject {
+                parent,
+                program,
+                outside_markers,
+            } => RunCommand::Inject {
+                parent,
+                program,
+                outside_markers,
+            },
             Command::Settings { card_yaml } => self.settings(&card_yaml)?,
         };
         self.commands.try_send(command).map_err(|e| match e {

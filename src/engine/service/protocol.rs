@@ -110,10 +110,14 @@ pub enum Command {
     Unpin {
         genome: GenomeId,
     },
-    /// A person's program, to evaluate as a child of `parent`.
+    /// A person's program, to evaluate as a child of `parent`
+    /// (`outside_markers`: the person overrides the task's edit rule, as
+    /// `inject --outside-markers` and the studio's editor do).
     Inject {
         parent: GenomeId,
         program: Tree,
+        #[serde(default)]
+        outside_markers: bool,
     },
     /// While paused: go on with this card's settings (YAML). The server
     /// checks it with its components, fits it to the run's task and builds
@@ -451,6 +455,7 @@ pub fn head(g: &Genome) -> Genome {
         placement: g.placement.clone(),
         rejected: g.rejected.clone(),
         agent: None,
+        rule_override: g.rule_override.clone(),
     }
 }
 

@@ -573,6 +573,16 @@ fn list(paths: &[String]) -> String {
     s
 }
 
+/// Whether the text `new` keeps everything of `old` outside its
+/// EVOLVE-BLOCK regions, the marker lines included (the rule every edit of
+/// a marked file is held to): the first line of `old` (1-based) that
+/// changed, with its text, when it does not. A text without markers may
+/// change anywhere.
+pub fn outside_markers_kept(old: &str, new: &str) -> Result<(), (usize, String)> {
+    let (old, new) = (super::patch::Doc::new(old), super::patch::Doc::new(new));
+    outside_kept(&old.lines, &new.lines)
+}
+
 /// Check that `new` keeps everything of `old` outside its EVOLVE-BLOCK
 /// regions (marker lines included). Returns the first line (1-based, in
 /// `old`) that changed, with its text.

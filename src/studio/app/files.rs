@@ -9,7 +9,7 @@ use egui::RichText;
 use super::App;
 use crate::engine::card::Card;
 use crate::studio::command::UiCommand;
-use crate::studio::files::{Pick, check_task_folder, read_card, write_card};
+use crate::studio::files::{Pick, check_task_folder_in, read_card, write_card};
 use crate::studio::library::Library;
 use crate::studio::state::Document;
 use crate::studio::theme;
@@ -137,12 +137,15 @@ impl App {
         }
     }
 
-    pub(super) fn set_task_folder(&mut self, dir: PathBuf) {
-        self.task_check = check_task_folder(&dir);
+    /// Use the task `arg` names: a folder, or a built-in task's name (the
+    /// field keeps what was typed; runs use the folder it resolves to).
+    pub(super) fn set_task_folder(&mut self, arg: PathBuf) {
+        self.task_check = check_task_folder_in(&arg, &self.tasks_root);
         if self.task_check.problem.is_none() {
-            self.state.last_task_folder = Some(dir.clone());
+            self.state.last_task_folder = Some(arg.clone());
         }
-        self.task_dir = dir;
+        self.task_dir = self.task_check.dir.clone();
+        self.task_field = arg;
     }
 
     pub(super) fn open_now(&mut self, path: &Path) {

@@ -82,26 +82,42 @@ impl App {
     /// each card's model as a run of it would use, which must be one and
     /// the same (cached per ticked cards and settings version).
     fn leaderboard_model(&mut self) -> ResolvedModel {
-        let key = (self.state.leaderboard.cards.clone(), self.settings_version);
+        let key = (
+            self.state.leaderboard.cards.clone(),
+            self.settings_version,
+            self.state.leaderboard.parallel,
+        );
         if let Some((k, r)) = &self.lb_model
             && *k == key
         {
             return r.clone();
         }
-        let r = self.resolve_leaderboard_model(&key.0);
+        let r = self.resolve_leaderboard_model(&key.0, key.2);
         self.lb_model = Some((key, r.clone()));
         r
     }
 
-    fn resolve_leaderboard_model(&self, cards: &[String]) -> ResolvedModel {
-        let mut first: Option<(Arc<dyn LanguageModel>, String, String)> = None;
+    /// The one model of the batch's `cards`, run `runs_at_once` at a time:
+    /// as many model calls in flight as the runs at once times the largest
+    /// `general.parallel` among the cards.
+    fn resolve_leaderboard_model(&self, cards: &[String], runs_at_once: usize) -> ResolvedModel {
+        let mut loaded = Vec::new();
         for reference in cards {
-            let card = load_card_ref(reference, &self.registry)?;
+            loaded.push((reference, load_card_ref(reference, &self.registry)?));
+        }
+        let widest = loaded
+            .iter()
+            .map(|(_, c)| c.card().general.parallel as usize)
+            .max()
+            .unwrap_or(1);
+        let in_flight = runs_at_once.max(1) * widest;
+        let mut first: Option<(Arc<dyn LanguageModel>, String, String)> = None;
+        for (reference, card) in &loaded {
             let (model, desc) = self
-                .build_run_model(card.card())
+                .build_model_for(card.card(), in_flight)
                 .map_err(|e| format!("{reference}: {e}"))?;
             match &first {
-                None => first = Some((model, desc, reference.clone())),
+                None => first = Some((model, desc, (*reference).clone())),
                 Some((_, d, r)) if *d != desc => {
                     return Err(format!(
                         "{reference} uses the model {desc}, {r} uses {d}: every card must run with one model \
@@ -134,14 +150,18 @@ impl App {
                 Err(e) => return self.error(format!("Leaderboard: {e}")),
             }
         }
-        let (model, model_desc) = match self.leaderboard_model() {
+        let (model, _) = match self.leaderboard_model() {
             Ok(m) => m,
             Err(e) => return self.error(format!("Leaderboard: model: {e}")),
         };
+        // a folder or a built-in task's name, by the one rule
         let task_dir = if form.task.as_os_str().is_empty() {
             self.task_dir.clone()
         } else {
-            form.task.clone()
+            match crate::engine::builtin::resolve_task_in(&form.task, &self.tasks_root) {
+                Ok(t) => t.dir,
+                Err(e) => return self.error(format!("Leaderboard: task: {e}")),
+            }
         };
         let task = match crate::engine::task::Task::load(&task_dir) {
             Ok(t) => t,
@@ -161,7 +181,6 @@ impl App {
             parallel_runs: form.parallel.max(1),
             out: form.out.clone(),
             model,
-            model_desc,
             consents: Vec::new(),
         };
         self.start_batch_cleared(spec, baseline, form.target);

@@ -132,7 +132,7 @@ pub struct App {
     /// The Leaderboard tab (a batch of cards × seeds, its table and curves).
     pub leaderboard: LeaderboardPanel,
     /// The leaderboard's model for (ticked cards, settings version).
-    lb_model: Option<((Vec<String>, u64), ResolvedModel)>,
+    lb_model: Option<((Vec<String>, u64, usize), ResolvedModel)>,
     /// The cards the Leaderboard tab offers, for the recent cards they were
     /// listed with (dropped when the library is scanned again).
     lb_choices: Option<(Vec<PathBuf>, Vec<crate::studio::leaderboard::CardChoice>)>,
@@ -154,7 +154,12 @@ pub struct App {
     commands: Commands,
     problems: Problems,
     problems_revision: Option<u64>,
+    /// The task folder runs use (resolved from `task_field`).
     task_dir: PathBuf,
+    /// The task as given: a folder, or a built-in task's name.
+    task_field: PathBuf,
+    /// Where built-in tasks are written out when named.
+    tasks_root: PathBuf,
     task_check: TaskCheck,
     pending: Option<Pending>,
     /// The unsaved-changes question's "Save as" field (a card with no file).
@@ -217,6 +222,8 @@ impl App {
             problems: Problems::default(),
             problems_revision: None,
             task_dir: PathBuf::new(),
+            task_field: PathBuf::new(),
+            tasks_root: crate::engine::builtin::tasks_dir(),
             task_check: TaskCheck::default(),
             pending: None,
             save_as_field: String::new(),
@@ -266,6 +273,12 @@ impl App {
     /// The library's hub cards, as last listed.
     pub fn hub_shelf(&self) -> &crate::studio::library::HubShelf {
         &self.library.hubs
+    }
+
+    /// Write built-in tasks out under `dir` when one is named, instead of
+    /// the per-user data dir (tests, embedding).
+    pub fn set_builtin_tasks_folder(&mut self, dir: PathBuf) {
+        self.tasks_root = dir;
     }
 
     /// Scan a different folder for the library (tests, custom installs).
@@ -320,15 +333,8 @@ impl App {
         });
         if let Some(task) = task {
             // a name with no such folder is the built-in task, written out
-            // into the per-user data dir
-            match crate::engine::builtin::task_dir_for_arg(&task) {
-                Ok(Some(dir)) => self.set_task_folder(dir),
-                Ok(None) => self.set_task_folder(task),
-                Err(e) => {
-                    self.error(format!("cannot write the built-in task: {e}"));
-                    self.set_task_folder(task);
-                }
-            }
+            // into the per-user data dir (the one rule for names and paths)
+            self.set_task_folder(task);
         }
     }
 
@@ -592,7 +598,7 @@ impl App {
             card: card_ctx!(self, palette),
             revision: self.doc.revision,
             folders: Folders {
-                task: &self.task_dir,
+                task: &self.task_field,
                 task_problem: self.task_check.problem.as_deref(),
                 task_notes: &self.task_check.notes,
                 task_warnings: &self.task_check.warnings,

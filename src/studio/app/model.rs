@@ -35,6 +35,7 @@ impl App {
             path: self.settings_path.as_deref(),
             load_error: self.settings_error.as_deref(),
             card_llm: self.doc.card.llm.as_ref(),
+            in_flight: self.doc.card.general.parallel as usize,
             card_revision: self.doc.revision,
             fixed_model: fixed.as_deref(),
         };
@@ -90,13 +91,18 @@ impl App {
     }
 
     pub(super) fn build_run_model(&self, card: &Card) -> ResolvedModel {
+        self.build_model_for(card, card.general.parallel as usize)
+    }
+
+    /// The model of `card` for `in_flight` model calls at once.
+    pub(super) fn build_model_for(&self, card: &Card, in_flight: usize) -> ResolvedModel {
         if let Some(m) = &self.fixed_model {
             return Ok((Arc::clone(m), m.describe()));
         }
         if let Some(e) = &self.settings_error {
             return Err(format!("model settings: {e}"));
         }
-        crate::studio::model_ui::studio_model(card.llm.as_ref(), &self.settings)
+        crate::studio::model_ui::studio_model(card.llm.as_ref(), &self.settings, in_flight)
     }
 
     /// The run model of the current card (cached per card revision and

@@ -184,7 +184,7 @@ pub fn general_ui(ui: &mut Ui, ctx: &CardCtx<'_>, folders: &Folders<'_>, command
                 ui,
                 "task folder",
                 "A task folder: initial_program.* and evaluator.py (OpenEvolve), or initial.* and evaluate.py \
-                 (ShinkaEvolve)",
+                 (ShinkaEvolve); or the name of a built-in task (circle_packing, fit_package, ...)",
             );
             ui.vertical(|ui| {
                 // never wider than the room left: long paths and notes truncate
@@ -193,6 +193,19 @@ pub fn general_ui(ui: &mut Ui, ctx: &CardCtx<'_>, folders: &Folders<'_>, command
                     if ui.button("Browse…").clicked() {
                         commands.push(UiCommand::BrowseTask);
                     }
+                    ui.menu_button("Built-in tasks", |ui| {
+                        for task in crate::engine::builtin::TASKS {
+                            if ui.button(task.name).clicked() {
+                                commands.push(UiCommand::SetTaskFolder(task.name.into()));
+                                ui.close();
+                            }
+                        }
+                    })
+                    .response
+                    .on_hover_text(
+                        "The tasks shipped with galapagos (written out into your data folder when chosen); \
+                         their names also work typed in the field",
+                    );
                     let text = folders.task.display().to_string();
                     if let Some(t) = text_field(ui, id, &text) {
                         commands.push(UiCommand::SetTaskFolder(t.into()));

@@ -99,10 +99,13 @@ impl PublishForm {
     pub fn ui(&mut self, ui: &mut Ui, ctx: &TabCtx<'_>, commands: &mut Commands) {
         let card = ctx.card.card;
         let folders: Vec<String> = match self.configured() {
+            // the hubs given as folders (a path or a file:// address): a
+            // site at an http(s):// address is read-only
             Ok(hubs) => hubs
                 .iter()
-                .filter(|h| !h.contains("://"))
-                .cloned()
+                .filter(|h| !h.contains("://") || h.starts_with("file://"))
+                .filter_map(|h| crate::engine::hub::pull::local_path(h).ok())
+                .map(|p| p.display().to_string())
                 .collect(),
             Err(_) => Vec::new(),
         };

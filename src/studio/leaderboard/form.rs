@@ -127,7 +127,8 @@ pub(super) fn form_ui(
     ui.add_enabled_ui(!running, |ui| {
         ui.horizontal_wrapped(|ui| {
             let task_hint = format!(
-                "The task folder every card runs on (empty: the studio's, {})",
+                "The task folder every card runs on, or a built-in task's name (circle_packing, \
+                 fit_package, ...); empty: the studio's, {}",
                 lctx.task_dir.display()
             );
             let l = ui.label("Task");

@@ -295,10 +295,29 @@ impl EndpointDraft {
             .labelled_by(label.id)
             .changed();
         let label = ui.label("Concurrency");
-        changed |= ui
-            .add(egui::DragValue::new(&mut s.concurrency).range(1..=4096))
+        // 0: unset, as many requests at once as the run has iterations in flight
+        let mut concurrency = s.concurrency.unwrap_or(0);
+        let response = ui
+            .add(
+                egui::DragValue::new(&mut concurrency)
+                    .range(0..=4096)
+                    .custom_formatter(|v, _| {
+                        if v < 0.5 {
+                            "the run's parallel".to_owned()
+                        } else {
+                            format!("{v:.0}")
+                        }
+                    }),
+            )
             .labelled_by(label.id)
-            .changed();
+            .on_hover_text(
+                "Requests in flight at once to this endpoint; 0: as many as the run has iterations \
+                 in flight (its parallel). A run with more in flight than this says so",
+            );
+        if response.changed() {
+            s.concurrency = (concurrency > 0).then_some(concurrency);
+            changed = true;
+        }
         ui.end_row();
         let label = ui.label("Reasoning effort");
         let effort = s.reasoning_effort.clone();

@@ -24,17 +24,22 @@ use crate::engine::model::{
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::theme;
 
-/// The model a run of a card with `card_llm` uses under `settings`, and
-/// its description, said in the studio's words: the engine's description
+/// The model a run of a card with `card_llm` and `in_flight` model calls at
+/// once (its `general.parallel`) uses under `settings`, and its
+/// description, said in the studio's words: the engine's description
 /// tells a command-line user which flags name a real model; here the
 /// Model settings dialog does.
 pub fn studio_model(
     card_llm: Option<&LlmSettings>,
     settings: &ModelSettings,
+    in_flight: usize,
 ) -> Result<(Arc<dyn LanguageModel>, String), String> {
     build_model(
         card_llm,
-        &ModelOverrides::default(),
+        &ModelOverrides {
+            in_flight: Some(in_flight),
+            ..ModelOverrides::default()
+        },
         settings,
         crate::engine::model::default_model(),
     )
@@ -118,6 +123,8 @@ pub struct ModelDialogCtx<'a> {
     pub load_error: Option<&'a str>,
     /// The card's `llm` section (for the preview).
     pub card_llm: Option<&'a LlmSettings>,
+    /// The card's iterations in flight (`general.parallel`).
+    pub in_flight: usize,
     /// Revision of the card (the preview is cached on it).
     pub card_revision: u64,
     /// A model set by the host, overriding the settings (tests, embedding).
@@ -186,7 +193,7 @@ impl ModelDialog {
         {
             return r.clone();
         }
-        let r = studio_model(ctx.card_llm, &self.draft()).map(|(_, desc)| desc);
+        let r = studio_model(ctx.card_llm, &self.draft(), ctx.in_flight).map(|(_, desc)| desc);
         self.preview = Some((self.version, ctx.card_revision, r.clone()));
         r
     }

@@ -4,7 +4,9 @@
 //! ([`crate::engine::events::RunCommand::Inject`]); the run evaluates and
 //! admits it like any child, also while paused. Files the task does not
 //! let change are shown read-only, and a program the task's edit rules
-//! refuse is said here before it is sent.
+//! refuse is said here before it is sent. A change outside the
+//! EVOLVE-BLOCK markers is refused as it is for the model unless "Allow
+//! edits outside the markers" is ticked; the genome records the override.
 
 use std::collections::BTreeMap;
 
@@ -18,8 +20,9 @@ use crate::studio::theme::data;
 /// What the person did in the editor this frame.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EditorAction {
-    /// Evaluate this program as a child of the parent.
-    Submit(Tree),
+    /// Evaluate this program as a child of the parent (the flag: edits
+    /// outside the EVOLVE-BLOCK markers are allowed).
+    Submit(Tree, bool),
     /// Close without sending anything.
     Cancel,
 }
@@ -41,6 +44,9 @@ pub struct ProgramEditor {
     pub pending: bool,
     /// Why the last submission was refused.
     pub error: Option<String>,
+    /// The person overrides the rule that only the lines between
+    /// EVOLVE-BLOCK markers may change.
+    pub outside_markers: bool,
 }
 
 impl ProgramEditor {
@@ -67,6 +73,7 @@ impl ProgramEditor {
             rules,
             pending: false,
             error: None,
+            outside_markers: false,
         }
     }
 
@@ -102,7 +109,9 @@ impl ProgramEditor {
     fn problem(&self) -> Option<String> {
         let program = self.program();
         match &self.rules {
-            Some(rules) => check_person_program(rules, &self.original, &program).err(),
+            Some(rules) => {
+                check_person_program(rules, &self.original, &program, self.outside_markers).err()
+            }
             None if program == self.original => {
                 Some("the program is its parent's unchanged; change something first".to_owned())
             }
@@ -236,11 +245,19 @@ impl ProgramEditor {
             {
                 self.pending = true;
                 self.error = None;
-                action = Some(EditorAction::Submit(self.program()));
+                action = Some(EditorAction::Submit(self.program(), self.outside_markers));
             }
             if ui.button("Cancel").clicked() {
                 action = Some(EditorAction::Cancel);
             }
+            ui.add_enabled(
+                !self.pending,
+                egui::Checkbox::new(&mut self.outside_markers, "Allow edits outside the markers"),
+            )
+            .on_hover_text(
+                "Keep changes outside the EVOLVE-BLOCK markers (only the lines between them may \
+                 change otherwise, for a person as for the model); the genome records the override",
+            );
         });
         action
     }
@@ -254,9 +271,9 @@ impl super::RunView {
             return;
         };
         match editor.ui(ctx, live) {
-            Some(EditorAction::Submit(program)) => {
+            Some(EditorAction::Submit(program, outside_markers)) => {
                 let parent = editor.parent;
-                if !self.inject(parent, program)
+                if !self.inject(parent, program, outside_markers)
                     && let Some(e) = self.editor.as_mut()
                 {
                     e.pending = false;

@@ -261,6 +261,12 @@ impl Inspector {
                 }
                 if genome.is_by_person() {
                     ui.label(RichText::new("· written by a person").strong());
+                    if let Some(rule) = &genome.rule_override {
+                        ui.label(
+                            RichText::new(format!("· {rule}, by the person's override"))
+                                .color(ui.visuals().warn_fg_color),
+                        );
+                    }
                 } else if !genome.metadata.patch_type.is_empty() {
                     ui.label(format!("· {}", genome.metadata.patch_type));
                 }

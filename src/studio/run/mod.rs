@@ -427,9 +427,21 @@ impl RunView {
     }
 
     /// Send a program written by a person to the live run, as a child of
-    /// `parent`; false when there is no live run (or its queue is full).
-    pub fn inject(&mut self, parent: GenomeId, program: crate::engine::genome::Tree) -> bool {
-        self.is_running() && self.send(RunCommand::Inject { parent, program })
+    /// `parent` (`outside_markers`: the person overrides the rule that only
+    /// the lines between EVOLVE-BLOCK markers may change); false when there
+    /// is no live run (or its queue is full).
+    pub fn inject(
+        &mut self,
+        parent: GenomeId,
+        program: crate::engine::genome::Tree,
+        outside_markers: bool,
+    ) -> bool {
+        self.is_running()
+            && self.send(RunCommand::Inject {
+                parent,
+                program,
+                outside_markers,
+            })
     }
 
     /// Send a steering command to the live run (notes, pin, unpin).

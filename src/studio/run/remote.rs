@@ -321,7 +321,15 @@ impl RunView {
                 RunCommand::SetNotes(text) => Command::Notes { text },
                 RunCommand::Pin(genome) => Command::Pin { genome },
                 RunCommand::Unpin(genome) => Command::Unpin { genome },
-                RunCommand::Inject { parent, program } => Command::Inject { parent, program },
+                RunCommand::Inject {
+                    parent,
+                    program,
+                    outside_markers,
+                } => Command::Inject {
+                    parent,
+                    program,
+                    outside_markers,
+                },
                 RunCommand::Reconfigure(new) => Command::Settings {
                     card_yaml: new.card.card().to_yaml(),
                 },

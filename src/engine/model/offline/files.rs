@@ -3,14 +3,17 @@
 //! `=== path ===` sections or as one fenced block per file, each after a
 //! line that names its path. The model tunes numeric literals inside the
 //! EVOLVE-BLOCKs of one or two files and replies with SEARCH/REPLACE blocks,
-//! each preceded by its file's path (aider's convention).
+//! each preceded by its file's path (aider's convention). It learns from
+//! the other programs the prompt shows, by their scores: a value of one that
+//! scored at least as well may be borrowed, and a value one that scored
+//! worse has in place of the current one is stepped the other way.
 
 use std::fmt::Write as _;
 
 use rand::RngExt as _;
 use rand::seq::SliceRandom as _;
 
-use super::{Edit, propose_edits};
+use super::{Edit, Others, propose_edits};
 use crate::engine::rng::SearchRng;
 use crate::engine::text::fences::FencedBlock;
 use crate::engine::tree::check_path;
@@ -90,7 +93,7 @@ pub(super) fn label_path(line: &str) -> Option<String> {
 /// something to tune), or `None` when none has.
 pub(super) fn reply(
     files: &[ShownFile],
-    inspirations: &[&FencedBlock],
+    inspirations: &Others<'_>,
     rng: &mut SearchRng,
 ) -> Option<String> {
     let mut order: Vec<usize> = (0..files.len())

@@ -50,28 +50,58 @@ impl OfflineModel {
                 .to_owned();
         };
         let program = &blocks.blocks[program_index];
+        // the other programs the prompt shows (inspirations), for values to
+        // borrow (a folder program's: only before its files, which follow
+        // the current program's heading)
+        let others = |before: bool| -> Vec<&FencedBlock> {
+            blocks
+                .blocks
+                .iter()
+                .enumerate()
+                .filter(|(i, b)| {
+                    (if before {
+                        *i < program_index
+                    } else {
+                        *i != program_index
+                    }) && !b.content.contains("<<<<<<< SEARCH")
+                        && b.content != program.content
+                })
+                .map(|(_, b)| b)
+                .collect()
+        };
         // a folder program: its files as sections of one block, or as
-        // blocks labelled with their paths
+        // blocks labelled with their paths; it learns from the programs
+        // shown by their scores (borrowing from those at least as good,
+        // stepping away from those worse)
         let shown = files::sections(program).or_else(|| labelled_files(&blocks, program_index));
         if let Some(shown) = shown {
+            let mut learn = Others::default();
+            let before = others(true);
+            for (i, b) in blocks.blocks.iter().enumerate() {
+                if !before.iter().any(|o| std::ptr::eq(*o, b)) {
+                    continue;
+                }
+                let standing = blocks.captions[i]
+                    .as_deref()
+                    .and_then(caption_score)
+                    .and_then(|(name, score)| Some((score, current_score(&user, name)?)));
+                match standing {
+                    Some((score, now)) if score >= now => learn.borrow.push(b),
+                    Some(_) => learn.away.push(b),
+                    None => {}
+                }
+            }
             let mut rng = seeded(request.seed);
-            return files::reply(&shown, &[], &mut rng).unwrap_or_else(|| {
+            return files::reply(&shown, &learn, &mut rng).unwrap_or_else(|| {
                 "I could not find a numeric constant to tune inside the EVOLVE-BLOCKs of the \
                  program's files, so I am not proposing an edit."
                     .to_owned()
             });
         }
-        let inspirations: Vec<&FencedBlock> = blocks
-            .blocks
-            .iter()
-            .enumerate()
-            .filter(|(i, b)| {
-                *i != program_index
-                    && !b.content.contains("<<<<<<< SEARCH")
-                    && b.content != program.content
-            })
-            .map(|(_, b)| b)
-            .collect();
+        let inspirations = Others {
+            borrow: others(false),
+            away: Vec::new(),
+        };
         let mut rng = seeded(request.seed);
         match propose_edits(program, &inspirations, &mut rng) {
             Some(edits) => render_reply(&edits),
@@ -104,6 +134,10 @@ impl LanguageModel for OfflineModel {
         "offline model (built-in, no network)".to_owned()
     }
 
+    fn identity(&self) -> String {
+        OFFLINE_MODEL_NAME.to_owned()
+    }
+
     fn is_offline(&self) -> bool {
         true
     }
@@ -124,6 +158,9 @@ struct PromptScan {
     /// For each block, whether a top-level heading (`# ...`) sits between it
     /// and the previous block.
     section_breaks: Vec<bool>,
+    /// For each block, the last line before it (an inspiration's heading:
+    /// `## Program 1 (id 3, combined_score 0.1534)`).
+    captions: Vec<Option<String>>,
 }
 
 /// The current program's files when the prompt shows a folder program as
@@ -150,13 +187,16 @@ fn scan_prompt(text: &str) -> PromptScan {
     let mut headings = Vec::new();
     let mut labels: Vec<Option<String>> = Vec::new();
     let mut section_breaks: Vec<bool> = Vec::new();
+    let mut captions: Vec<Option<String>> = Vec::new();
     let blocks = scan_fences(text, |line, blocks_so_far| {
         if labels.len() <= blocks_so_far {
             labels.resize(blocks_so_far + 1, None);
             section_breaks.resize(blocks_so_far + 1, false);
+            captions.resize(blocks_so_far + 1, None);
         }
         if !line.trim().is_empty() {
             labels[blocks_so_far] = files::label_path(line);
+            captions[blocks_so_far] = Some(line.trim().to_owned());
         }
         if line.starts_with("# ") {
             section_breaks[blocks_so_far] = true;
@@ -171,12 +211,37 @@ fn scan_prompt(text: &str) -> PromptScan {
     });
     labels.resize(blocks.len() + 1, None);
     section_breaks.resize(blocks.len() + 1, false);
+    captions.resize(blocks.len() + 1, None);
     PromptScan {
         blocks,
         headings,
         labels,
         section_breaks,
+        captions,
     }
+}
+
+/// An inspiration heading's fitness name and score:
+/// `## Program 1 (id 3, combined_score 0.1534)` → `("combined_score",
+/// 0.1534)`; `None` for another line or an invalid program.
+fn caption_score(caption: &str) -> Option<(&str, f64)> {
+    let inner = caption.split_once("(id ")?.1;
+    let inner = inner.split_once(", ")?.1.strip_suffix(')')?;
+    let (name, score) = inner.rsplit_once(' ')?;
+    Some((name, score.parse().ok().filter(|v: &f64| v.is_finite())?))
+}
+
+/// The current program's `name` metric as the prompt's metrics list it
+/// (`- combined_score: 0.1736 …`, the first such line).
+fn current_score(text: &str, name: &str) -> Option<f64> {
+    let prefix = format!("- {name}: ");
+    text.lines().find_map(|l| {
+        l.strip_prefix(&prefix)?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    })
 }
 
 fn current_program_index(scan: &PromptScan) -> Option<usize> {
@@ -622,12 +687,30 @@ fn perturb(lit: &Lit, text: &str, rng: &mut SearchRng) -> String {
     }
 }
 
+/// The other programs a prompt shows, to learn values from.
+#[derive(Debug, Default)]
+pub(super) struct Others<'a> {
+    /// Programs whose values may be borrowed (for a single-file program,
+    /// every one shown; for a folder program, those that scored at least
+    /// as well as the current one).
+    pub borrow: Vec<&'a FencedBlock>,
+    /// Programs that scored below the current one (folder programs): a
+    /// value one of them has in place of the current one is stepped the
+    /// other way, as far again (a compass search's reflected step).
+    pub away: Vec<&'a FencedBlock>,
+}
+
+/// Probability of stepping away from a worse program's value when one
+/// differs on the line chosen.
+const AWAY_PROBABILITY: f64 = 0.5;
+
 /// Pick the lines to tune and build their edits.
 fn propose_edits(
     program: &FencedBlock,
-    inspirations: &[&FencedBlock],
+    others: &Others<'_>,
     rng: &mut SearchRng,
 ) -> Option<Vec<Edit>> {
+    let inspirations = &others.borrow;
     let syntax = syntax_for(&program.tag);
     let lines: Vec<&str> = program.content.split('\n').collect();
     let regions = evolve_regions(&lines);
@@ -683,14 +766,25 @@ fn propose_edits(
         };
         let old_literal = &line[lit.start..lit.end];
         let name = assigned_name(line);
+        let index = all
+            .iter()
+            .filter(|l| l.line == line_no)
+            .position(|l| l.start == lit.start);
         let mut borrowed = None;
-        if rng.random_bool(BORROW_PROBABILITY)
+        // (no draw at all without worse programs: a single-file program's
+        // replies stay as they were)
+        if !others.away.is_empty()
             && let Some(name) = &name
         {
-            let index = all
-                .iter()
-                .filter(|l| l.line == line_no)
-                .position(|l| l.start == lit.start);
+            let options = away_options(name, index, lit, old_literal, &others.away);
+            if !options.is_empty() && rng.random_bool(AWAY_PROBABILITY) {
+                borrowed = options.choose(rng).cloned();
+            }
+        }
+        if borrowed.is_none()
+            && rng.random_bool(BORROW_PROBABILITY)
+            && let Some(name) = &name
+        {
             let options = borrow_options(name, index, lit, inspirations);
             borrowed = options.choose(rng).cloned();
         }
@@ -712,6 +806,57 @@ fn propose_edits(
         });
     }
     (!edits.is_empty()).then_some(edits)
+}
+
+/// The current literal `text` (value of `lit`) stepped away from each
+/// value that worse programs' lines assigning `name` have at its position:
+/// `now + (now - worse)`, in the literal's style, keeping its sign.
+fn away_options(
+    name: &str,
+    index: Option<usize>,
+    lit: &Lit,
+    text: &str,
+    worse: &[&FencedBlock],
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for option in borrow_options(name, index, lit, worse) {
+        let stepped = match (
+            lit.value,
+            lex_literals(&[option.as_str()], syntax_for("")).first(),
+        ) {
+            (
+                Num::Int(now),
+                Some(Lit {
+                    value: Num::Int(w), ..
+                }),
+            ) => now
+                .checked_mul(2)
+                .and_then(|d| d.checked_sub(*w))
+                .filter(|n| lit.signed || *n >= 1 || now < 1)
+                .map(|n| n.to_string()),
+            (
+                Num::Float(now),
+                Some(Lit {
+                    value: Num::Float(w),
+                    ..
+                }),
+            ) => {
+                let n = 2.0 * now - w;
+                (n.is_finite()
+                    && (lit.signed || n >= 0.0)
+                    && (now == 0.0 || n.signum() == now.signum()))
+                .then(|| format_float(text, now, n))
+            }
+            _ => None,
+        };
+        if let Some(s) = stepped
+            && s != text
+            && !out.contains(&s)
+        {
+            out.push(s);
+        }
+    }
+    out
 }
 
 /// Literals that inspiration lines assigning `name` use at the same position
@@ -789,6 +934,59 @@ fn render_reply(edits: &[Edit]) -> String {
 mod tests {
     use super::*;
     use crate::engine::text::patch::{PatchOptions, apply_reply};
+
+    /// A folder program's prompt as the default prompt builder writes it,
+    /// with one inspiration scored `score` holding `FREQUENCY = {theirs}`.
+    fn folder_prompt(theirs: Option<(&str, f64)>) -> String {
+        let file = |f: &str| {
+            format!(
+                "=== fitpkg/features.py ===\n# EVOLVE-BLOCK-START\nFREQUENCY = {f}  # frequency\n\
+                 # EVOLVE-BLOCK-END\n"
+            )
+        };
+        let mut p = "# Current Program Metrics\n- combined_score: 0.1736\n\n".to_owned();
+        if let Some((f, score)) = theirs {
+            p.push_str(&format!(
+                "# Inspiration Programs\nOther programs:\n\n## Program 1 (id 3, combined_score \
+                 {score:.4})\n```python\n{}```\n\n",
+                file(f)
+            ));
+        }
+        p.push_str(&format!(
+            "# Current Program\n```python\n{}```\n",
+            file("1.0")
+        ));
+        p
+    }
+
+    /// How many of 200 seeds' replies set `FREQUENCY = value`.
+    fn replies_setting(user: &str, value: &str) -> usize {
+        (0..200)
+            .filter(|seed| {
+                OfflineModel::new()
+                    .reply_text(&request(user.to_owned(), *seed))
+                    .contains(&format!("FREQUENCY = {value} "))
+            })
+            .count()
+    }
+
+    #[test]
+    fn a_folder_program_steps_away_from_a_worse_program_and_borrows_from_a_better_one() {
+        // alone, a step to 1.2 is one perturbation among many
+        let alone = replies_setting(&folder_prompt(None), "1.2");
+        // a worse program had 0.8: half the replies step the other way
+        let away = replies_setting(&folder_prompt(Some(("0.8", 0.1534))), "1.2");
+        assert!(away >= 70 && away > 3 * alone.max(1), "{away} vs {alone}");
+        assert!(
+            replies_setting(&folder_prompt(Some(("0.8", 0.1534))), "0.8")
+                <= replies_setting(&folder_prompt(None), "0.8"),
+            "a worse program's value is not borrowed"
+        );
+        // a better program had 1.45: some replies borrow it
+        let borrowed = replies_setting(&folder_prompt(Some(("1.45", 0.2))), "1.45");
+        assert!(borrowed >= 20, "{borrowed}");
+        assert_eq!(replies_setting(&folder_prompt(None), "1.45"), 0);
+    }
 
     const PROGRAM: &str = "import numpy as np
 TOTAL = 100  # outside: never tuned
