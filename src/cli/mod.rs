@@ -713,15 +713,15 @@ pub fn export(card_path: &Path, out: &Path, results: Option<&Path>) -> i32 {
         Err(code) => return code,
     };
     let card = card.into_card();
-    let results =
-        match results.map(|r| crate::engine::leaderboard::report::results_section(r, &card.name)) {
-            None => None,
-            Some(Ok(s)) => Some(s),
-            Some(Err(e)) => {
-                eprintln!("error: --results: {e}");
-                return 2;
-            }
-        };
+    let results = match results.map(|r| crate::engine::leaderboard::results_section(r, &card.name))
+    {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => {
+            eprintln!("error: --results: {e}");
+            return 2;
+        }
+    };
     match crate::engine::hub::export_bundle_with_results(
         &card,
         &registry,
