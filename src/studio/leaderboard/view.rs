@@ -108,6 +108,10 @@ pub fn curves_of(board: &Board) -> Vec<CardCurve> {
         .collect()
 }
 
+/// Below this height the suite's tables, plot and runs share one vertical
+/// scroll (above it, the tables scroll on their own above the runs and plot).
+const SUITE_ONE_SCROLL_BELOW: f32 = 420.0;
+
 fn num(v: Option<f64>) -> String {
     v.map_or_else(|| "–".to_owned(), |v| format!("{v:.4}"))
 }
@@ -141,6 +145,21 @@ pub(super) fn results_ui(
                 .id_salt("leaderboard-table-scroll")
                 .show(ui, |ui| table_ui(ui, lb, lctx));
             lb.iterations
+        }
+        Board::Suite(sl) if ui.available_height() < SUITE_ONE_SCROLL_BELOW => {
+            // a small window: the tables in full, then the plot and the runs, in one scroll
+            egui::ScrollArea::vertical()
+                .id_salt("leaderboard-suite-all")
+                .auto_shrink([false, false])
+                .show(ui, |ui| {
+                    egui::ScrollArea::horizontal()
+                        .id_salt("leaderboard-suite-wide")
+                        .show(ui, |ui| suite_ui(ui, sl, lctx, cell));
+                    ui.separator();
+                    plot_ui(panel, ui, sl.iterations, true, 240.0);
+                    runs_ui(panel, ui, lctx, commands, 240.0);
+                });
+            return;
         }
         Board::Suite(sl) => {
             let max = (ui.available_height() * 0.55).max(160.0);
