@@ -380,3 +380,146 @@ fn a_hub_is_a_folder_a_built_site_or_a_file_address() {
         "{err}"
     );
 }
+
+/// The `data-value` of every cell of the rows of the table `id` in `html`,
+/// one list per row.
+fn table_values(html: &str, id: &str) -> Vec<Vec<String>> {
+    let start = html
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no table {id}"));
+    let table = &html[start..];
+    let body = &table[table.find("<tbody>").unwrap()..table.find("</tbody>").unwrap()];
+    body.split("<tr>")
+        .skip(1)
+        .map(|row| {
+            row.split("data-value=\"")
+                .skip(1)
+                .map(|v| v[..v.find('"').unwrap()].to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_suite_leaderboard_published_with_its_cards_has_its_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // two benchmark tasks, one where higher is better and one where lower is
+    let suite = tmp.path().join("pair");
+    for task in ["circle_packing", "min_max_distance_16_2d"] {
+        let to = suite.join(task);
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(root.join("assets/tasks").join(task)).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+    let lb = tmp.path().join("lb");
+    ok(galapagos(&home)
+        .args(["leaderboard", "best_of_n", "topk", "--suite"])
+        .arg(&suite)
+        .args(["--seeds", "2", "--iterations", "2", "-q", "--out"])
+        .arg(&lb));
+    let sl: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(lb.join("suite.json")).unwrap()).unwrap();
+    let hub = tmp.path().join("hub");
+    ok(galapagos(&home).args(["hub", "init"]).arg(&hub));
+    for card in ["best_of_n", "topk"] {
+        ok(galapagos(&home)
+            .args(["hub", "publish", card, "--results"])
+            .arg(&lb)
+            .arg("--hub")
+            .arg(&hub));
+        let readme =
+            std::fs::read_to_string(hub.join("default").join(card).join("1/README.md")).unwrap();
+        assert!(
+            readme.contains("## Results") && readme.contains("On the suite `pair` (2 tasks)"),
+            "{readme}"
+        );
+        let line: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(hub.join("default").join(card).join("1/results.json"))
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(line["task"], "pair");
+        assert_eq!(line["suite"]["tasks"].as_array().unwrap().len(), 2);
+    }
+    // a card the suite did not run is refused, nothing published
+    let err = fails(
+        galapagos(&home)
+            .args(["hub", "publish", "shinka", "--results"])
+            .arg(&lb)
+            .arg("--hub")
+            .arg(&hub),
+    );
+    assert!(err.contains("`shinka` is not on this leaderboard"), "{err}");
+    assert!(!hub.join("default/shinka").exists());
+
+    let site = tmp.path().join("site");
+    ok(galapagos(&home)
+        .args(["hub", "build"])
+        .arg(&hub)
+        .arg("--out")
+        .arg(&site));
+    let index = std::fs::read_to_string(site.join("leaderboards/index.html")).unwrap();
+    assert!(
+        index.contains(r#"<a href="suites/pair.html">pair</a>"#) && index.contains("2 tasks"),
+        "{index}"
+    );
+    let page = std::fs::read_to_string(site.join("leaderboards/suites/pair.html")).unwrap();
+    // the cards over the suite: best score first, each with suite.json's score
+    let cards = sl["cards"].as_array().unwrap();
+    let mut by_score: Vec<&serde_json::Value> = cards.iter().collect();
+    by_score.sort_by(|a, b| {
+        b["score"]["mean"]
+            .as_f64()
+            .unwrap()
+            .total_cmp(&a["score"]["mean"].as_f64().unwrap())
+    });
+    let rows = table_values(&page, "suite");
+    assert_eq!(rows.len(), 2, "{page}");
+    for (row, card) in rows.iter().zip(&by_score) {
+        assert_eq!(
+            row[0],
+            format!("default/{}", card["card"].as_str().unwrap())
+        );
+        let score = &card["score"];
+        assert_eq!(
+            row[1].parse::<f64>().unwrap(),
+            score["mean"].as_f64().unwrap()
+        );
+        assert_eq!(
+            row[2].parse::<f64>().unwrap(),
+            score["ci_low"].as_f64().unwrap()
+        );
+        assert_eq!(row[3], card["tasks_reached"].to_string());
+    }
+    // by task: each cell is the card's mean best value on that task
+    let rows = table_values(&page, "suite-tasks");
+    let tasks = sl["tasks"].as_array().unwrap();
+    assert_eq!(rows.len(), tasks.len());
+    for (row, task) in rows.iter().zip(tasks) {
+        for (cell, card) in row.iter().zip(&by_score) {
+            let line = task["cards"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["card"] == card["card"])
+                .unwrap();
+            assert_eq!(
+                cell.parse::<f64>().unwrap(),
+                line["value"]["best"]["mean"].as_f64().unwrap(),
+                "{}",
+                task["task"]
+            );
+        }
+    }
+    assert!(page.contains("min_max_distance_16_2d") && page.contains(">min<"));
+    let card_page = std::fs::read_to_string(site.join("cards/default/topk/index.html")).unwrap();
+    assert!(
+        card_page.contains(r#"href="../../../leaderboards/suites/pair.html">suite pair</a>"#),
+        "{card_page}"
+    );
+}

@@ -4,6 +4,10 @@
 //! started by label; the table fills in with the numbers the runs' own
 //! records give; a run opens in the Run tab; the batch folder reopens; and
 //! the Details tab's Export attaches the leaderboard as the README's Results.
+//! On a suite (the Suite choice, a folder of two benchmark tasks): the cards'
+//! scores over the suite and the card × task table (best value, gap, calls to
+//! the fraction, clicked by label) show what suite.json holds, a run of one
+//! task opens, and the folder reopens as the suite.
 #![allow(
     clippy::unwrap_used,
     reason = "integration tests: a panic is a failed test"
@@ -19,7 +23,7 @@ use egui_kittest::kittest::Queryable as _;
 use galapagos::engine::genome::Genome;
 use galapagos::engine::registry::Registry;
 use galapagos::studio::leaderboard::Source;
-use galapagos::studio::state::{State, Tab};
+use galapagos::studio::state::{LeaderboardScope, State, Tab};
 use galapagos::studio::{App, StudioLaunch};
 
 const ITERATIONS: u64 = 4;
@@ -116,7 +120,7 @@ fn a_leaderboard_fills_in_from_the_runs_opens_a_run_and_goes_into_an_export() {
     h.get_by_role_and_label(Role::CheckBox, "topk_capped.yaml")
         .click();
     h.run();
-    type_into(&mut h, "Task", &task.display().to_string());
+    type_into(&mut h, "Task folder", &task.display().to_string());
     type_into(&mut h, "Seeds", "2");
     type_into(&mut h, "Iterations", &ITERATIONS.to_string());
     type_into(&mut h, "Runs at once", "2");
@@ -405,6 +409,151 @@ fn a_stopped_batch_resumes_from_its_folder_without_running_a_finished_run_again(
     h.get_by_label("topk (baseline)");
 }
 
+/// A folder of two benchmark tasks, one where higher is better and one where
+/// lower is.
+fn two_task_suite(dir: &Path) -> PathBuf {
+    let suite = dir.join("pair");
+    for task in ["circle_packing", "min_max_distance_16_2d"] {
+        let to = suite.join(task);
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(root().join("assets/tasks").join(task)).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+    suite
+}
+
+#[test]
+fn a_suite_runs_from_the_tab_and_shows_the_card_by_task_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = two_task_suite(tmp.path());
+    let out = tmp.path().join("lb");
+    let state = State {
+        runs_folder: tmp.path().join("runs"),
+        ..State::default()
+    };
+    let mut app = App::new(state, Arc::new(Registry::builtin()))
+        .with_settings_path(None)
+        .with_model(galapagos::engine::model::default_model());
+    app.set_library_folder(tmp.path());
+    app.launch(StudioLaunch {
+        card: Some(root().join("cards/best_of_n.yaml")),
+        task: Some(root().join("assets/tasks/circle_packing")),
+    });
+    let mut h = harness(app);
+    h.run();
+    h.get_by_label("Leaderboard").click();
+    h.run();
+    h.get_by_role_and_label(Role::CheckBox, "best_of_n").click();
+    h.run();
+    h.get_by_role_and_label(Role::CheckBox, "topk").click();
+    h.run();
+    // Suite, besides Task: the field names a suite
+    h.get_by_role_and_label(Role::RadioButton, "Suite").click();
+    h.run();
+    assert!(h.query_by_label("Task folder").is_none());
+    type_into(&mut h, "Suite folder or name", &suite.display().to_string());
+    type_into(&mut h, "Seeds", "2");
+    type_into(&mut h, "Iterations", "2");
+    type_into(&mut h, "Runs at once", "2");
+    type_into(&mut h, "Reach %", "76");
+    type_into(&mut h, "Batch folder", &out.display().to_string());
+    let form = h.state().state.leaderboard.clone();
+    assert_eq!(form.scope, LeaderboardScope::Suite);
+    assert_eq!(form.suite, suite);
+    assert!((form.fraction - 0.76).abs() < 1e-12, "{}", form.fraction);
+
+    h.get_by_label("Start batch").click();
+    h.run_steps(3);
+    assert!(
+        h.state().leaderboard.is_running(),
+        "{:?}",
+        h.state().message()
+    );
+    step_until(&mut h, Duration::from_secs(300), |a| {
+        !a.leaderboard.is_running()
+    });
+    let done = h.state().leaderboard.outcome().unwrap().clone().unwrap();
+    assert!(done.starts_with("Done; wrote suite.md"), "{done}");
+    // What the tab shows is what the batch wrote.
+    let sl = h.state().leaderboard.suite().unwrap().clone();
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("suite.json")).unwrap()).unwrap();
+    assert_eq!(sl.suite, "pair");
+    assert_eq!(sl.fraction, 0.76);
+    assert_eq!(sl.tasks.len(), 2);
+    for (c, card) in sl.cards.iter().enumerate() {
+        let score = card.score.unwrap();
+        assert_eq!(
+            Some(score.mean),
+            file["cards"][c]["score"]["mean"].as_f64(),
+            "{}",
+            card.card
+        );
+        assert!(
+            h.query_all_by_label(&format!("[{:.4}, {:.4}]", score.ci_low, score.ci_high))
+                .count()
+                >= 1
+        );
+    }
+    // The card × task table: best values, then gaps, then calls to 76 %.
+    let cell = |t: usize, card: &str| sl.cell(t, card).unwrap().value.clone().unwrap();
+    for t in 0..2 {
+        for card in ["best_of_n", "topk"] {
+            let best = cell(t, card).best.unwrap().mean;
+            assert!(
+                h.query_all_by_label(&format!("{best:.6}")).count() >= 1,
+                "{} {card}: {best:.6} not shown",
+                sl.tasks[t].task
+            );
+        }
+    }
+    h.get_by_label("Gap to best known").click();
+    h.run();
+    for t in 0..2 {
+        let gap = cell(t, "topk").gap.unwrap().mean;
+        assert!(h.query_all_by_label(&format!("{gap:.6}")).count() >= 1);
+    }
+    h.get_by_label("Calls to 76 %").click();
+    h.run();
+    let not_reached = (0..2)
+        .flat_map(|t| ["best_of_n", "topk"].map(|c| cell(t, c)))
+        .filter(|v| v.reached == 0)
+        .count();
+    assert_eq!(
+        h.query_all_by_label("not reached").count(),
+        not_reached,
+        "{sl:?}"
+    );
+
+    // A run of one task opens in the Run tab.
+    let run = out.join("min_max_distance_16_2d/runs/topk-seed1");
+    h.get_by_label("min_max_distance_16_2d · topk seed 1")
+        .click();
+    step_until(&mut h, Duration::from_secs(30), |a| {
+        a.run_view.viewing().is_some()
+    });
+    assert_eq!(h.state().state.tab, Tab::Run);
+    assert_eq!(h.state().run_view.viewing(), Some(run.as_path()));
+
+    // The batch folder reopens as the suite it holds.
+    h.get_by_label("Leaderboard").click();
+    h.run();
+    h.get_by_label("Open folder").click();
+    step_until(&mut h, Duration::from_secs(30), |a| {
+        matches!(a.leaderboard.source(), Source::Folder(_))
+    });
+    let reopened = h.state().leaderboard.suite().unwrap();
+    assert_eq!(reopened.cards[1].score, sl.cards[1].score);
+    assert_eq!(h.state().leaderboard.runs().len(), 8);
+    assert_eq!(h.state().state.leaderboard.scope, LeaderboardScope::Suite);
+    // and goes into an export as its Results
+    h.get_by_label("Attach to hub export").click();
+    h.run();
+    assert_eq!(h.state().results_field(), out.display().to_string());
+}
+
 /// The Leaderboard tab's Task field takes a built-in task's name, as the
 /// command line's `--task` does, and the batch runs on that task.
 #[test]
@@ -431,7 +580,7 @@ fn the_task_field_takes_a_built_in_task_name() {
     h.run();
     h.get_by_role_and_label(Role::CheckBox, "best_of_n").click();
     h.run();
-    type_into(&mut h, "Task", "function_minimization");
+    type_into(&mut h, "Task folder", "function_minimization");
     type_into(&mut h, "Seeds", "1");
     type_into(&mut h, "Iterations", "1");
     type_into(&mut h, "Batch folder", &out.display().to_string());

@@ -1,24 +1,37 @@
-//! `galapagos leaderboard`: run cards × seeds on one task with one model and
-//! budget in this process, then write the leaderboard beside the runs.
+//! `galapagos leaderboard`: run cards × seeds on one task, or on every task of
+//! a suite, with one model and budget in this process, then write the
+//! leaderboard beside the runs.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::engine::leaderboard::suite::Suite;
 use crate::engine::leaderboard::worker::{self, BatchCommand, BatchEvent};
-use crate::engine::leaderboard::{BatchRun, BatchSpec, RunState};
+use crate::engine::leaderboard::{BatchRun, BatchSpec, BatchTasks, RunState};
 use crate::engine::registry::Registry;
 use crate::engine::task::Task;
 
 /// `galapagos leaderboard`.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("tasks").required(true).args(["task", "suite"])))]
 pub struct LeaderboardArgs {
-    /// The cards to compare: files, names of built-in cards, or NAMESPACE/NAME[@VERSION] on a hub.
+    /// The cards to compare: card files (YAML), built-in cards by name (`best_of_n`), or
+    /// NAMESPACE/NAME[@VERSION] from a hub.
     #[arg(required = true)]
     pub cards: Vec<PathBuf>,
-    /// The task folder every card runs on, or the name of a built-in task (circle_packing, ...).
+    /// The task folder every card runs on, or a built-in task by name (`circle_packing`).
     #[arg(long)]
-    pub task: PathBuf,
+    pub task: Option<PathBuf>,
+    /// The tasks every card runs on: a folder of task folders, or a built-in suite by name (`math`: the ten
+    /// mathematical benchmark tasks). Each task gets its leaderboard in a folder of its own; the suite's is
+    /// suite.md / suite.json.
+    #[arg(long)]
+    pub suite: Option<PathBuf>,
+    /// The fraction of a task's best known value (its config's best_known) a run must reach: the leaderboard
+    /// gives the model calls, tokens and cost until it did. `0.99` or `99%`.
+    #[arg(long, default_value = "0.99", value_parser = parse_fraction)]
+    pub fraction: f64,
     /// Seeds per card: 0, 1, ..., K-1.
     #[arg(long, default_value_t = 5)]
     pub seeds: u64,
@@ -48,6 +61,45 @@ pub struct LeaderboardArgs {
     pub hubs: super::HubArgs,
 }
 
+/// `0.99` or `99%`: a number above 0.
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let value = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("`{text}` is not a number (0.99, or 99%)"))?;
+    if value > 0.0 && value.is_finite() {
+        Ok(value)
+    } else {
+        Err(format!(
+            "`{text}`: the fraction must be above 0 (0.99, or 99%)"
+        ))
+    }
+}
+
+/// The tasks the arguments name: the suite, or the one task (a built-in
+/// task's name resolves when no such folder exists).
+fn tasks_of(args: &LeaderboardArgs) -> Result<BatchTasks, String> {
+    if let Some(suite) = &args.suite {
+        return Suite::resolve(suite)
+            .map(BatchTasks::Suite)
+            .map_err(|e| format!("--suite: {e}"));
+    }
+    let Some(arg) = &args.task else {
+        return Err("name the task (--task DIR) or the suite (--suite DIR|math)".to_owned());
+    };
+    let task = crate::engine::builtin::resolve_task(arg).map_err(|e| e.to_string())?;
+    if let Some(name) = task.builtin
+        && !args.quiet
+    {
+        eprintln!("task: built-in {name} ({})", task.dir.display());
+    }
+    Task::load(&task.dir)
+        .map(BatchTasks::One)
+        .map_err(|e| format!("--task: {e}"))
+}
+
 /// Run the batch and write the leaderboard; returns the exit code.
 pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
     let registry = Registry::builtin();
@@ -56,25 +108,14 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
     for path in &args.cards {
         match super::load_card(path, &registry, &args.hubs) {
             Ok(c) => cards.push((path.clone(), c)),
+            // the errors are printed
             Err(_) => failed = true,
         }
     }
-    let task_dir = super::task_folder(&args.task);
     if failed {
         return 2;
     }
-    let task_dir = match task_dir {
-        Ok(t) => {
-            if let Some(name) = t.builtin
-                && !args.quiet
-            {
-                eprintln!("task: built-in {name} ({})", t.dir.display());
-            }
-            t.dir
-        }
-        Err(code) => return code,
-    };
-    let task = match Task::load(&task_dir) {
+    let tasks = match tasks_of(args) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");
@@ -152,15 +193,21 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
     };
     let spec = BatchSpec {
         cards: cards.into_iter().map(|(_, c)| c).collect(),
-        task,
+        tasks,
         seeds: (0..args.seeds).collect(),
         iterations: args.iterations,
         parallel_runs: args.parallel.max(1),
         out: args.out.clone(),
         model,
         consents: args.consent.consents(),
+        fraction: args.fraction,
     };
-    let (n_runs, n_cards) = (spec.cards.len() * spec.seeds.len(), spec.cards.len());
+    let n_tasks = spec.tasks.tasks().len();
+    let suite = spec.tasks.is_suite().then(|| spec.tasks.name().to_owned());
+    let (n_runs, n_cards) = (
+        spec.cards.len() * spec.seeds.len() * n_tasks,
+        spec.cards.len(),
+    );
     let mut handle = match worker::start(
         spec,
         std::sync::Arc::new(registry),
@@ -175,12 +222,20 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
         }
     };
     if !args.quiet {
-        eprintln!(
-            "leaderboard: {n_runs} runs ({n_cards} cards × {} seeds × {} iterations) in {}",
-            args.seeds,
-            args.iterations,
-            args.out.display()
-        );
+        match &suite {
+            Some(name) => eprintln!(
+                "leaderboard: {n_runs} runs ({n_cards} cards × {n_tasks} tasks of {name} × {} seeds × {} iterations) in {}",
+                args.seeds,
+                args.iterations,
+                args.out.display()
+            ),
+            None => eprintln!(
+                "leaderboard: {n_runs} runs ({n_cards} cards × {} seeds × {} iterations) in {}",
+                args.seeds,
+                args.iterations,
+                args.out.display()
+            ),
+        }
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -203,7 +258,7 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
                 event = handle.events.recv() => match event {
                     Some(BatchEvent::Finished(outcome)) => return Some(outcome),
                     Some(BatchEvent::Run { run, .. }) if !args.quiet => {
-                        progress_line(&run, args.iterations, tty, &mut last_draw);
+                        progress_line(&run, suite.is_some(), args.iterations, tty, &mut last_draw);
                     }
                     Some(BatchEvent::Warning(w)) => eprintln!("warning: {w}"),
                     Some(_) => {}
@@ -227,8 +282,8 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
         eprintln!("error: the batch ended without a result");
         return 1;
     };
-    let lb = match &outcome.leaderboard {
-        Ok(lb) => lb,
+    let board = match &outcome.leaderboard {
+        Ok(b) => b,
         Err(e) => {
             eprintln!("error: {e}");
             return 1;
@@ -241,7 +296,7 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
             return 1;
         }
     };
-    println!("{}", crate::engine::leaderboard::report::markdown(lb));
+    println!("{}", board.markdown());
     for p in written {
         println!("wrote {}", p.display());
     }
@@ -257,29 +312,28 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
 }
 
 /// Say what happened to a run on stderr: its end on a line of its own, its
-/// progress (on a terminal) on one line drawn over at most every 100 ms.
-fn progress_line(r: &BatchRun, iterations: u64, tty: bool, last_draw: &mut Instant) {
+/// progress (on a terminal) on one line drawn over at most every 100 ms. In a
+/// suite, each line starts with the run's task.
+fn progress_line(r: &BatchRun, suite: bool, iterations: u64, tty: bool, last_draw: &mut Instant) {
+    let who = if suite {
+        format!("{} {} seed {}", r.task, r.card, r.seed)
+    } else {
+        format!("{} seed {}", r.card, r.seed)
+    };
     let line = match &r.state {
-        RunState::Skipped => Some(format!(
-            "{} seed {}: finished before, skipped",
-            r.card, r.seed
-        )),
+        RunState::Skipped => Some(format!("{who}: finished before, skipped")),
         RunState::Finished(status) => Some(format!(
-            "{} seed {}: {status} in {:.2} s (start-up {:.2} s)",
-            r.card,
-            r.seed,
+            "{who}: {status} in {:.2} s (start-up {:.2} s)",
             r.wall_secs.unwrap_or_default(),
             r.startup_secs.unwrap_or_default()
         )),
-        RunState::Failed(why) => Some(format!("{} seed {}: failed: {why}", r.card, r.seed)),
+        RunState::Failed(why) => Some(format!("{who}: failed: {why}")),
         RunState::Running { done, best }
             if tty && last_draw.elapsed() > Duration::from_millis(100) =>
         {
             *last_draw = Instant::now();
             eprint!(
-                "\r{} seed {}: {done}/{iterations} best {}   ",
-                r.card,
-                r.seed,
+                "\r{who}: {done}/{iterations} best {}   ",
                 best.map_or_else(|| "-".to_owned(), |b| format!("{b:.6}"))
             );
             std::io::stderr().flush().ok();

@@ -73,12 +73,13 @@ pub enum JobResult {
         /// The curve, or why it could not be read.
         curve: Result<crate::studio::runs::Curve, String>,
     },
-    /// A batch folder's `leaderboard.json` was read (or failed to be).
+    /// A batch folder's leaderboard (`suite.json` or `leaderboard.json`) was
+    /// read (or failed to be).
     OpenedLeaderboard {
         /// The batch folder.
         dir: PathBuf,
         /// The leaderboard, or why it could not be read.
-        leaderboard: Result<Box<crate::engine::leaderboard::report::Leaderboard>, String>,
+        leaderboard: Result<crate::engine::leaderboard::Board, String>,
     },
     /// Any other background job: its description and outcome.
     Done {

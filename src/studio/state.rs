@@ -172,14 +172,30 @@ pub struct State {
     pub recent_remotes: Vec<String>,
 }
 
+/// What a leaderboard batch runs every card on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaderboardScope {
+    /// One task folder.
+    #[default]
+    Task,
+    /// Every task of a suite.
+    Suite,
+}
+
 /// What the Leaderboard tab runs (persisted; the batch itself is not).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LeaderboardForm {
     /// The cards compared: a card file's path, or `built-in:NAME`.
     pub cards: Vec<String>,
+    /// One task, or a suite of tasks.
+    pub scope: LeaderboardScope,
     /// The task folder every card runs on (empty: the studio's task folder).
     pub task: PathBuf,
+    /// The suite every card runs on: a folder of task folders, or a built-in
+    /// suite's name (`math`).
+    pub suite: PathBuf,
     /// Seeds per card: 0, 1, ..., K-1.
     pub seeds: u64,
     /// Iterations of every run.
@@ -193,19 +209,25 @@ pub struct LeaderboardForm {
     pub target: Option<f64>,
     /// The batch folder (`runs/` and the leaderboard files).
     pub out: PathBuf,
+    /// The fraction of a task's best known value the table says whether,
+    /// and at what spend, each run reached.
+    pub fraction: f64,
 }
 
 impl Default for LeaderboardForm {
     fn default() -> Self {
         Self {
             cards: Vec::new(),
+            scope: LeaderboardScope::Task,
             task: PathBuf::new(),
+            suite: PathBuf::from("math"),
             seeds: 5,
             iterations: 30,
             parallel: 1,
             baseline: String::new(),
             target: None,
             out: crate::engine::builtin::data_dir().join("leaderboard"),
+            fraction: crate::engine::leaderboard::value::DEFAULT_FRACTION,
         }
     }
 }

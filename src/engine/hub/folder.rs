@@ -26,7 +26,10 @@ use serde::{Deserialize, Serialize};
 use super::{CARD_FILE, HubError, README_FILE, bundle_texts, check_card, io_err, write_atomic};
 use crate::engine::card::Card;
 use crate::engine::foreign::{Folder, Limit, Links, check_name};
+use crate::engine::leaderboard::Board;
 use crate::engine::leaderboard::report::{Estimate, Leaderboard};
+use crate::engine::leaderboard::suite_report::SuiteLeaderboard;
+use crate::engine::leaderboard::value::Record;
 use crate::engine::registry::Registry;
 
 /// The file that marks a hub folder.
@@ -81,9 +84,90 @@ pub struct PublishedResult {
     pub best: Option<Estimate>,
     pub cost_usd: Option<f64>,
     pub baseline: String,
+    /// A suite's line (then `task` is the suite's name and `best` the card's
+    /// score over it, the mean normalised best value); `None` for a task's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<PublishedSuite>,
+}
+
+/// What a card did on a suite: its line on every task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PublishedSuite {
+    /// The fraction of the best known value the runs were to reach.
+    pub fraction: f64,
+    /// Tasks on which a run reached it, of the tasks with a best known value.
+    pub tasks_reached: u64,
+    pub tasks_scored: u64,
+    pub tasks: Vec<PublishedTask>,
+}
+
+/// A card's line on one task of a suite.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PublishedTask {
+    pub task: String,
+    /// Its best known value.
+    pub record: Option<Record>,
+    /// The best value at the budget (mean over seeds, interval) and, without a
+    /// record, the best score.
+    pub best_value: Option<Estimate>,
+    pub best_score: Option<Estimate>,
+    pub gap: Option<Estimate>,
+    pub normalised: Option<Estimate>,
+    /// Runs that reached the fraction, of `runs`, and the model calls to it.
+    pub reached: u64,
+    pub runs: u64,
+    pub calls_to_reach: Option<Estimate>,
 }
 
 impl PublishedResult {
+    /// The line of `card` on a batch's leaderboard, a task's or a suite's.
+    pub fn from_board(board: &Board, card: &str) -> Option<Self> {
+        match board {
+            Board::Task(lb) => Self::from_leaderboard(lb, card),
+            Board::Suite(sl) => Self::from_suite(sl, card),
+        }
+    }
+
+    /// The line of `card` on a suite's leaderboard.
+    pub fn from_suite(sl: &SuiteLeaderboard, card: &str) -> Option<Self> {
+        let line = sl.cards.iter().find(|c| c.card == card)?;
+        let tasks = sl
+            .tasks
+            .iter()
+            .filter_map(|lb| {
+                let c = lb.cards.iter().find(|c| c.card == card)?;
+                let v = c.value.as_ref();
+                Some(PublishedTask {
+                    task: lb.task.clone(),
+                    record: lb.record.clone(),
+                    best_value: v.and_then(|v| v.best),
+                    best_score: c.best,
+                    gap: v.and_then(|v| v.gap),
+                    normalised: v.and_then(|v| v.normalised),
+                    reached: v.map_or(0, |v| v.reached),
+                    runs: v.map_or(c.runs.len() as u64, |v| v.runs),
+                    calls_to_reach: v.and_then(|v| v.calls_to_reach),
+                })
+            })
+            .collect();
+        Some(Self {
+            task: sl.suite.clone(),
+            model: sl.model.clone(),
+            card: card.to_owned(),
+            iterations: sl.iterations,
+            seeds: sl.seeds.clone(),
+            best: line.score,
+            cost_usd: line.cost_usd,
+            baseline: sl.baseline.clone(),
+            suite: Some(PublishedSuite {
+                fraction: sl.fraction,
+                tasks_reached: line.tasks_reached,
+                tasks_scored: line.tasks_scored,
+                tasks,
+            }),
+        })
+    }
+
     /// The line of `card` in `lb`, if it is on it.
     pub fn from_leaderboard(lb: &Leaderboard, card: &str) -> Option<Self> {
         let line = lb.cards.iter().find(|c| c.card == card)?;
@@ -96,6 +180,7 @@ impl PublishedResult {
             best: line.best,
             cost_usd: line.cost_usd,
             baseline: lb.baseline.clone(),
+            suite: None,
         })
     }
 }
@@ -306,11 +391,11 @@ impl HubFolder {
         let (results_md, results_line) = match &opts.results {
             None => (None, None),
             Some(path) => {
-                let md = crate::engine::leaderboard::report::results_section(path, &card.name)
+                let md = crate::engine::leaderboard::results_section(path, &card.name)
                     .map_err(HubError::Results)?;
-                let (_, lb) = crate::engine::leaderboard::report::read_leaderboard(path)
-                    .map_err(HubError::Results)?;
-                (Some(md), PublishedResult::from_leaderboard(&lb, &card.name))
+                let (_, board) =
+                    crate::engine::leaderboard::read_board(path).map_err(HubError::Results)?;
+                (Some(md), PublishedResult::from_board(&board, &card.name))
             }
         };
         let dir = card_dir.join(&version);

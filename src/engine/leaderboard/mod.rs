@@ -1,10 +1,17 @@
-//! A leaderboard: every card × seed run on one task with one model and one
-//! iteration budget, in this process, and the statistics of the result.
+//! A leaderboard: every card × seed run on one task, or on every task of a
+//! suite ([`suite`]), with one model and one iteration budget, in this
+//! process, and the statistics of the result.
 //!
-//! A batch lives in a folder: `runs/<card>-seed<s>/` holds each run (a normal
-//! run folder), `leaderboard.md` / `leaderboard.json` the result. Started
-//! again on the same folder, a batch skips the runs that finished and resumes
-//! the others (the engine's resume; see [`crate::engine::launch`]).
+//! A batch lives in a folder. On one task, `runs/<card>-seed<s>/` holds each
+//! run (a normal run folder), `leaderboard.md` / `leaderboard.json` the
+//! result. On a suite, each task has a folder of its own laid out the same way
+//! (`<task>/runs/<card>-seed<s>/`, `<task>/leaderboard.json`), and
+//! `suite.md` / `suite.json` hold the suite's result ([`suite_report`]).
+//! Started again on the same folder, a batch skips the runs that finished and
+//! resumes the others (the engine's resume; see [`crate::engine::launch`]).
+//!
+//! On a task whose config names its best known value, each card's line also
+//! measures the task's raw objective against it ([`value`]).
 //!
 //! [`Batch::poll`] never blocks; [`worker::start`] drives a batch on a
 //! thread of its own and reports [`worker::BatchEvent`]s over a bounded
@@ -14,6 +21,9 @@ pub mod hypervolume;
 pub mod plot;
 pub mod report;
 pub mod stats;
+pub mod suite;
+pub mod suite_report;
+pub mod value;
 pub mod worker;
 
 use std::collections::VecDeque;
@@ -34,12 +44,45 @@ use crate::engine::task::Task;
 /// The file a finished batch writes its leaderboard into, in its folder.
 pub const LEADERBOARD_FILE: &str = "leaderboard.json";
 
+/// The tasks of a batch.
+#[derive(Clone)]
+pub enum BatchTasks {
+    /// One task: its runs in `OUT/runs/`, its leaderboard in `OUT/`.
+    One(Task),
+    /// A suite: each task's runs in `OUT/<task>/runs/` and its leaderboard in
+    /// `OUT/<task>/`, the suite's leaderboard in `OUT/`.
+    Suite(suite::Suite),
+}
+
+impl BatchTasks {
+    /// Every task, in order.
+    pub fn tasks(&self) -> &[Task] {
+        match self {
+            Self::One(t) => std::slice::from_ref(t),
+            Self::Suite(s) => &s.tasks,
+        }
+    }
+
+    /// True for a suite.
+    pub fn is_suite(&self) -> bool {
+        matches!(self, Self::Suite(_))
+    }
+
+    /// The task's name, or the suite's.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::One(t) => &t.name,
+            Self::Suite(s) => &s.name,
+        }
+    }
+}
+
 /// What to run.
 #[derive(Clone)]
 pub struct BatchSpec {
     /// The cards compared; names must differ (they name the run folders).
     pub cards: Vec<ValidCard>,
-    pub task: Task,
+    pub tasks: BatchTasks,
     /// The seeds every card runs with.
     pub seeds: Vec<u64>,
     /// The iteration budget of every run.
@@ -54,20 +97,27 @@ pub struct BatchSpec {
     /// Consents to the cards' lowered isolation (each for one card's hash;
     /// see [`crate::engine::consent`]).
     pub consents: Vec<Consent>,
+    /// The fraction of a task's best known value the leaderboard says
+    /// whether, and at what spend, each run reached
+    /// ([`value::DEFAULT_FRACTION`] unless told).
+    pub fraction: f64,
 }
 
 /// The cards of `spec` whose lowered isolation needs a consent `spec` does
-/// not give: what each asks for. A card that does not fit the task is left
-/// to its run, which says why.
+/// not give: what each asks for (once per card, on the first of its tasks
+/// that asks). A card that does not fit a task is left to its run, which
+/// says why.
 pub fn consents_needed(spec: &BatchSpec, registry: &Registry) -> Vec<ConsentNeeded> {
     spec.cards
         .iter()
         .filter_map(|card| {
-            let plan = RunPlan::new(card.clone(), spec.task.clone(), None, registry).ok()?;
-            match plan.with_consent_from(&spec.consents).check_consent() {
-                Err(LaunchError::ConsentNeeded(e)) => Some(*e),
-                _ => None,
-            }
+            spec.tasks.tasks().iter().find_map(|task| {
+                let plan = RunPlan::new(card.clone(), task.clone(), None, registry).ok()?;
+                match plan.with_consent_from(&spec.consents).check_consent() {
+                    Err(LaunchError::ConsentNeeded(e)) => Some(*e),
+                    _ => None,
+                }
+            })
         })
         .collect()
 }
@@ -94,9 +144,11 @@ impl RunState {
     }
 }
 
-/// One card × seed of a batch.
+/// One card × seed (× task) of a batch.
 #[derive(Clone, Debug)]
 pub struct BatchRun {
+    /// The task's name.
+    pub task: String,
     pub card: String,
     pub seed: u64,
     pub dir: PathBuf,
@@ -130,6 +182,37 @@ pub fn run_dir(out: &Path, card: &str, seed: u64) -> PathBuf {
     out.join("runs").join(format!("{card}-seed{seed}"))
 }
 
+/// The folder of a suite's task inside the suite batch folder `out`: a
+/// one-task batch folder of its own.
+pub fn task_folder(out: &Path, task: &str) -> PathBuf {
+    out.join(task)
+}
+
+/// A batch's leaderboard: one task's, or a suite's.
+#[derive(Clone, Debug)]
+pub enum Board {
+    Task(Box<report::Leaderboard>),
+    Suite(Box<suite_report::SuiteLeaderboard>),
+}
+
+impl Board {
+    /// The Markdown a batch prints and writes.
+    pub fn markdown(&self) -> String {
+        match self {
+            Self::Task(lb) => report::markdown(lb),
+            Self::Suite(sl) => suite_report::markdown(sl),
+        }
+    }
+
+    /// The cards' names, in order.
+    pub fn cards(&self) -> Vec<&str> {
+        match self {
+            Self::Task(lb) => lb.cards.iter().map(|c| c.card.as_str()).collect(),
+            Self::Suite(sl) => sl.cards.iter().map(|c| c.card.as_str()).collect(),
+        }
+    }
+}
+
 impl Batch {
     /// Check the spec and lay out the runs (nothing is started or written).
     pub fn new(
@@ -145,6 +228,24 @@ impl Batch {
         }
         if spec.iterations == 0 {
             return Err("--iterations must be at least 1".to_owned());
+        }
+        if !(spec.fraction > 0.0 && spec.fraction.is_finite()) {
+            return Err(format!(
+                "--fraction {}: must be a number above 0 (0.99: 99 % of the best known value)",
+                spec.fraction
+            ));
+        }
+        let tasks = spec.tasks.tasks();
+        if tasks.is_empty() {
+            return Err(format!("the suite {} has no tasks", spec.tasks.name()));
+        }
+        let mut task_names: Vec<&str> = tasks.iter().map(|t| t.name.as_str()).collect();
+        task_names.sort_unstable();
+        if let Some(w) = task_names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!(
+                "two tasks of the suite are named `{}`: the name labels a task's folder, so each task needs its own",
+                w[0]
+            ));
         }
         let mut names: Vec<&str> = spec.cards.iter().map(|c| c.card().name.as_str()).collect();
         names.sort_unstable();
@@ -165,16 +266,24 @@ impl Batch {
                 .join("\n"));
         }
         let mut runs = Vec::new();
-        for card in &spec.cards {
-            for &seed in &spec.seeds {
-                runs.push(BatchRun {
-                    card: card.card().name.clone(),
-                    seed,
-                    dir: run_dir(&spec.out, &card.card().name, seed),
-                    state: RunState::Waiting,
-                    startup_secs: None,
-                    wall_secs: None,
-                });
+        for task in spec.tasks.tasks() {
+            let folder = if spec.tasks.is_suite() {
+                task_folder(&spec.out, &task.name)
+            } else {
+                spec.out.clone()
+            };
+            for card in &spec.cards {
+                for &seed in &spec.seeds {
+                    runs.push(BatchRun {
+                        task: task.name.clone(),
+                        card: card.card().name.clone(),
+                        seed,
+                        dir: run_dir(&folder, &card.card().name, seed),
+                        state: RunState::Waiting,
+                        startup_secs: None,
+                        wall_secs: None,
+                    });
+                }
             }
         }
         Ok(Self {
@@ -358,7 +467,7 @@ impl Batch {
             })?;
         RunPlan::new(
             card,
-            self.spec.task.clone(),
+            self.task(&run.task)?.clone(),
             Some(dir.clone()),
             &self.registry,
         )
@@ -397,12 +506,14 @@ impl Batch {
         if !run.dir.join("archive.sqlite").is_file() {
             return Ok(None);
         }
+        let task = self.task(&run.task)?;
         report::read_run(
             &run.dir,
             run.seed,
             self.spec.iterations,
             target,
-            &self.objectives(),
+            &self.objectives(task),
+            self.goal(task).as_ref(),
         )
         .map(Some)
         .map_err(|e| format!("{} seed {}: {e}", run.card, run.seed))
@@ -413,7 +524,7 @@ impl Batch {
     /// a run), else those of the first card that names any
     /// (`general.objectives`); every run, of any card, gets its hypervolume
     /// over them. Empty: a single-objective batch.
-    pub fn objectives(&self) -> Vec<crate::engine::genome::Objective> {
+    pub fn objectives(&self, task: &Task) -> Vec<crate::engine::genome::Objective> {
         let mut general = self
             .spec
             .cards
@@ -423,24 +534,43 @@ impl Batch {
             .cloned()
             .unwrap_or_default();
         // A config that cannot be read fails every run with its error.
-        if let Ok(task) =
-            crate::engine::task_settings::TaskObjectives::read(&self.spec.task.config, "")
-        {
+        if let Ok(task) = crate::engine::task_settings::TaskObjectives::read(&task.config, "") {
             task.apply(&mut general);
         }
         general.objectives()
     }
 
-    /// The leaderboard of `results` (one per run, in the order of
-    /// [`Self::runs`]; a `None` is left out of its card's numbers).
-    pub fn leaderboard_from(
+    /// The task of the batch named `name`.
+    fn task(&self, name: &str) -> Result<&Task, String> {
+        self.spec
+            .tasks
+            .tasks()
+            .iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| format!("no task named {name} in the batch"))
+    }
+
+    /// What the runs of `task` aim at: its best known value (its config's
+    /// `best_known`) and the batch's fraction of it.
+    pub fn goal(&self, task: &Task) -> Option<value::Goal> {
+        task.config.best_known().map(|b| value::Goal {
+            record: b.into(),
+            fraction: self.spec.fraction,
+        })
+    }
+
+    /// The leaderboard of `task` from `results` (one per run, in the order
+    /// of [`Self::runs`]; a `None` is left out of its card's numbers).
+    fn task_board(
         &self,
+        task: &Task,
         results: &[Option<report::RunResult>],
         baseline: &str,
         target: Option<f64>,
-    ) -> Result<report::Leaderboard, String> {
-        self.check_baseline(baseline)?;
+    ) -> report::Leaderboard {
         let n = self.spec.iterations;
+        let goal = self.goal(task);
+        let record = goal.as_ref().map(|g| g.record.clone());
         let mut cards = Vec::new();
         for card in &self.spec.cards {
             let name = &card.card().name;
@@ -448,15 +578,15 @@ impl Batch {
                 .runs
                 .iter()
                 .zip(results)
-                .filter(|(r, _)| &r.card == name)
+                .filter(|(r, _)| &r.card == name && r.task == task.name)
                 .filter_map(|(_, res)| res.clone())
                 .collect();
-            cards.push(report::card_result(name, runs, n));
+            cards.push(report::card_result(name, runs, n, record.as_ref()));
         }
         report::compare_with_baseline(&mut cards, baseline, n);
-        Ok(report::Leaderboard {
-            task: self.spec.task.name.clone(),
-            task_dir: self.spec.task.dir.clone(),
+        report::Leaderboard {
+            task: task.name.clone(),
+            task_dir: task.dir.clone(),
             model: self.spec.model.identity(),
             iterations: n,
             seeds: self.spec.seeds.clone(),
@@ -468,20 +598,61 @@ impl Batch {
             max_startup_secs: self
                 .runs
                 .iter()
+                .filter(|r| r.task == task.name)
                 .filter_map(|r| r.startup_secs)
                 .reduce(f64::max),
-            objectives: self.objectives(),
+            objectives: self.objectives(task),
+            fraction: record.as_ref().map(|_| self.spec.fraction),
+            record,
             cards,
+        }
+    }
+
+    /// The leaderboard of `results` (one per run, in the order of
+    /// [`Self::runs`]; a `None` is left out of its card's numbers): the
+    /// task's, or the suite's with every task's.
+    pub fn board_from(
+        &self,
+        results: &[Option<report::RunResult>],
+        baseline: &str,
+        target: Option<f64>,
+    ) -> Result<Board, String> {
+        self.check_baseline(baseline)?;
+        Ok(match &self.spec.tasks {
+            BatchTasks::One(task) => {
+                Board::Task(Box::new(self.task_board(task, results, baseline, target)))
+            }
+            BatchTasks::Suite(suite) => {
+                let boards = suite
+                    .tasks
+                    .iter()
+                    .map(|t| self.task_board(t, results, baseline, target))
+                    .collect();
+                let header = suite_report::SuiteHeader {
+                    suite: suite.name.clone(),
+                    suite_dir: suite.dir.clone(),
+                    model: self.spec.model.identity(),
+                    iterations: self.spec.iterations,
+                    seeds: self.spec.seeds.clone(),
+                    baseline: baseline.to_owned(),
+                    target,
+                    fraction: self.spec.fraction,
+                    batch_wall_secs: self.elapsed_secs(),
+                };
+                let names: Vec<String> = self
+                    .spec
+                    .cards
+                    .iter()
+                    .map(|c| c.card().name.clone())
+                    .collect();
+                Board::Suite(Box::new(suite_report::build(header, &names, boards)))
+            }
         })
     }
 
     /// The leaderboard of every run with a record, as the archives now hold
     /// them, leaving out the runs that failed in this invocation.
-    pub fn leaderboard(
-        &self,
-        baseline: &str,
-        target: Option<f64>,
-    ) -> Result<report::Leaderboard, String> {
+    pub fn board(&self, baseline: &str, target: Option<f64>) -> Result<Board, String> {
         let mut results = Vec::with_capacity(self.runs.len());
         for (i, run) in self.runs.iter().enumerate() {
             results.push(if matches!(run.state, RunState::Failed(_)) {
@@ -490,14 +661,65 @@ impl Batch {
                 self.read_result(i, target)?
             });
         }
-        self.leaderboard_from(&results, baseline, target)
+        self.board_from(&results, baseline, target)
     }
 }
 
-/// Write `leaderboard.json`, `leaderboard.md` and the plot
+/// Write a batch's leaderboard into its folder `out`: one task's files
+/// ([`write_task_files`]); or a suite's `suite.md`, `suite.json` and plot
+/// (`suite.svg`, `suite.png`), and each task's files in its folder. Returns
+/// the paths written, the Markdown first.
+pub fn write_files(out: &Path, board: &Board) -> Result<Vec<PathBuf>, String> {
+    let sl = match board {
+        Board::Task(lb) => return write_task_files(out, lb),
+        Board::Suite(sl) => sl,
+    };
+    let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+    std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
+    let md_path = out.join("suite.md");
+    std::fs::write(&md_path, suite_report::markdown(sl)).map_err(|e| io(&md_path, e))?;
+    let json_path = out.join(suite_report::SUITE_FILE);
+    let json = serde_json::to_string_pretty(sl.as_ref())
+        .map_err(|e| format!("{}: {e}", json_path.display()))?;
+    std::fs::write(&json_path, json).map_err(|e| io(&json_path, e))?;
+    let mut written = vec![md_path, json_path];
+    written.extend(plot::write_suite_plots(out, sl)?);
+    for lb in &sl.tasks {
+        written.extend(write_task_files(&task_folder(out, &lb.task), lb)?);
+    }
+    Ok(written)
+}
+
+/// Read a batch folder's leaderboard: a suite's (`suite.json`) when the
+/// folder has one, else one task's (`leaderboard.json`); or either file.
+/// Returns the file read and what it holds.
+pub fn read_board(path: &Path) -> Result<(PathBuf, Board), String> {
+    let suite = if path.is_dir() {
+        path.join(suite_report::SUITE_FILE).is_file()
+    } else {
+        path.file_name()
+            .is_some_and(|n| n == suite_report::SUITE_FILE)
+    };
+    if suite {
+        suite_report::read_suite(path).map(|(f, sl)| (f, Board::Suite(Box::new(sl))))
+    } else {
+        report::read_leaderboard(path).map(|(f, lb)| (f, Board::Task(Box::new(lb))))
+    }
+}
+
+/// A hub README's "Results" section for `card` from a batch folder or its
+/// leaderboard file (a task's or a suite's, as [`read_board`] reads it).
+pub fn results_section(path: &Path, card: &str) -> Result<String, String> {
+    match read_board(path)? {
+        (_, Board::Task(_)) => report::results_section(path, card),
+        (file, Board::Suite(sl)) => suite_report::results_section(&file, &sl, card),
+    }
+}
+
+/// Write one task's `leaderboard.json`, `leaderboard.md` and the plot
 /// (`leaderboard.svg`, `leaderboard.png`) into `out`; returns the paths
 /// written.
-pub fn write_files(out: &Path, lb: &report::Leaderboard) -> Result<Vec<PathBuf>, String> {
+pub fn write_task_files(out: &Path, lb: &report::Leaderboard) -> Result<Vec<PathBuf>, String> {
     let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
     std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
     let json_path = out.join(LEADERBOARD_FILE);

@@ -1,5 +1,7 @@
 //! The leaderboard's plot: each card's mean best-so-far per iteration with its
-//! 95 % bootstrap band, as `leaderboard.svg` and `leaderboard.png`.
+//! 95 % bootstrap band, as `leaderboard.svg` and `leaderboard.png`; a suite's,
+//! each card's score over the suite (the mean normalised best so far) with its
+//! band over seeds, as `suite.svg` and `suite.png`.
 
 use std::path::{Path, PathBuf};
 
@@ -7,6 +9,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::report::Leaderboard;
+use super::stats::Estimate;
+use super::suite_report::SuiteLeaderboard;
 
 /// The plot's size in pixels.
 pub const SIZE: (u32, u32) = (960, 600);
@@ -28,20 +32,77 @@ fn register_font() -> Result<(), String> {
 /// Draw `lb` into `leaderboard.svg` and `leaderboard.png` in `out`; returns
 /// the paths written.
 pub fn write_plots(out: &Path, lb: &Leaderboard) -> Result<Vec<PathBuf>, String> {
+    let chart = Chart {
+        title: format!(
+            "{}: mean best-so-far with 95 % CI ({} seeds, {})",
+            lb.task,
+            lb.seeds.len(),
+            lb.model.split(':').next().unwrap_or_default()
+        ),
+        y_desc: "best score so far",
+        iterations: lb.iterations,
+        series: lb
+            .cards
+            .iter()
+            .map(|c| (label(&c.card, c.capped), c.curve.as_slice()))
+            .collect(),
+    };
+    write_chart(out, "leaderboard", &chart)
+}
+
+/// Draw the suite's scores into `suite.svg` and `suite.png` in `out`;
+/// returns the paths written.
+pub fn write_suite_plots(out: &Path, sl: &SuiteLeaderboard) -> Result<Vec<PathBuf>, String> {
+    let chart = Chart {
+        title: format!(
+            "{} ({} tasks): mean normalised best-so-far with 95 % CI ({} seeds, {})",
+            sl.suite,
+            sl.tasks.len(),
+            sl.seeds.len(),
+            sl.model.split(':').next().unwrap_or_default()
+        ),
+        y_desc: "best so far / best known (mean over tasks)",
+        iterations: sl.iterations,
+        series: sl
+            .cards
+            .iter()
+            .map(|c| (label(&c.card, c.capped), c.curve.as_slice()))
+            .collect(),
+    };
+    write_chart(out, "suite", &chart)
+}
+
+fn label(card: &str, capped: bool) -> String {
+    if capped {
+        format!("{card} (capped)")
+    } else {
+        card.to_owned()
+    }
+}
+
+/// What a plot draws: one banded curve per card.
+struct Chart<'a> {
+    title: String,
+    y_desc: &'static str,
+    iterations: u64,
+    series: Vec<(String, &'a [Option<Estimate>])>,
+}
+
+fn write_chart(out: &Path, stem: &str, chart: &Chart<'_>) -> Result<Vec<PathBuf>, String> {
     register_font()?;
-    let svg = out.join("leaderboard.svg");
-    draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), lb)
+    let svg = out.join(format!("{stem}.svg"));
+    draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), chart)
         .map_err(|e| format!("{}: {e}", svg.display()))?;
-    let png = out.join("leaderboard.png");
-    draw(BitMapBackend::new(&png, SIZE).into_drawing_area(), lb)
+    let png = out.join(format!("{stem}.png"));
+    draw(BitMapBackend::new(&png, SIZE).into_drawing_area(), chart)
         .map_err(|e| format!("{}: {e}", png.display()))?;
     Ok(vec![svg, png])
 }
 
 /// The y range every band fits in, with a margin.
-fn y_range(lb: &Leaderboard) -> (f64, f64) {
+fn y_range(chart: &Chart<'_>) -> (f64, f64) {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for e in lb.cards.iter().flat_map(|c| c.curve.iter().flatten()) {
+    for e in chart.series.iter().flat_map(|(_, c)| c.iter().flatten()) {
         if e.ci_low.is_finite() && e.ci_high.is_finite() {
             lo = lo.min(e.ci_low);
             hi = hi.max(e.ci_high);
@@ -54,37 +115,28 @@ fn y_range(lb: &Leaderboard) -> (f64, f64) {
     (lo - pad, hi + pad)
 }
 
-fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, lb: &Leaderboard) -> Result<(), String> {
+fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, what: &Chart<'_>) -> Result<(), String> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(err)?;
-    let (lo, hi) = y_range(lb);
+    let (lo, hi) = y_range(what);
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "{}: mean best-so-far with 95 % CI ({} seeds, {})",
-                lb.task,
-                lb.seeds.len(),
-                lb.model.split(':').next().unwrap_or_default()
-            ),
-            ("sans-serif", 20),
-        )
+        .caption(&what.title, ("sans-serif", 20))
         .margin(16)
         .x_label_area_size(44)
         .y_label_area_size(70)
-        .build_cartesian_2d(0f64..lb.iterations.max(1) as f64, lo..hi)
+        .build_cartesian_2d(0f64..what.iterations.max(1) as f64, lo..hi)
         .map_err(err)?;
     chart
         .configure_mesh()
         .x_desc("iteration")
-        .y_desc("best score so far")
+        .y_desc(what.y_desc)
         .x_label_formatter(&|x| format!("{x:.0}"))
         .label_style(("sans-serif", 14))
         .draw()
         .map_err(err)?;
-    for (i, card) in lb.cards.iter().enumerate() {
+    for (i, (name, curve)) in what.series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        let points: Vec<(f64, f64, f64, f64)> = card
-            .curve
+        let points: Vec<(f64, f64, f64, f64)> = curve
             .iter()
             .enumerate()
             .filter_map(|(x, e)| e.map(|e| (x as f64, e.mean, e.ci_low, e.ci_high)))
@@ -104,11 +156,7 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, lb: &Leaderboard) -> R
                 color.stroke_width(2),
             ))
             .map_err(err)?
-            .label(if card.capped {
-                format!("{} (capped)", card.card)
-            } else {
-                card.card.clone()
-            })
+            .label(name)
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::hypervolume;
-use super::stats::{self, Comparison};
+pub use super::stats::Estimate;
+use super::stats::{self, Comparison, estimate};
+use super::value::{self, Goal, Record, ValueStats, ValueTrack};
 use crate::engine::archive::Archive;
 use crate::engine::genome::Objective;
 
@@ -53,14 +55,13 @@ pub struct RunResult {
     /// single-objective batch or without a reference point).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hypervolume_so_far: Vec<f64>,
-}
-
-/// A mean with its 95 % bootstrap interval.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
-pub struct Estimate {
-    pub mean: f64,
-    pub ci_low: f64,
-    pub ci_high: f64,
+    /// Model calls the run made (programs a model proposed).
+    #[serde(default)]
+    pub calls: u64,
+    /// The task's raw objective through the run, when the task names its
+    /// best known value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<ValueTrack>,
 }
 
 /// One card's line.
@@ -100,6 +101,12 @@ pub struct CardResult {
     pub hypervolume: Option<Estimate>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hypervolume_curve: Vec<Option<f64>>,
+    /// Model calls over its runs.
+    #[serde(default)]
+    pub calls: u64,
+    /// Against the task's best known value, when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<ValueStats>,
     /// Against the baseline; `None` for the baseline itself.
     pub vs_baseline: Option<Comparison>,
 }
@@ -123,6 +130,12 @@ pub struct Leaderboard {
     /// The objectives hypervolume is measured over (empty: one fitness).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objectives: Vec<Objective>,
+    /// The task's best known value (its config's `best_known`), and the
+    /// fraction of it the runs were to reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<Record>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fraction: Option<f64>,
     pub cards: Vec<CardResult>,
 }
 
@@ -133,6 +146,7 @@ pub fn read_run(
     budget: u64,
     target: Option<f64>,
     objectives: &[Objective],
+    goal: Option<&Goal>,
 ) -> Result<RunResult, String> {
     let archive = Archive::open(dir).map_err(|e| e.to_string())?;
     let meta = archive.meta().map_err(|e| e.to_string())?;
@@ -179,6 +193,8 @@ pub fn read_run(
     let usage = checkpoint.as_ref().map(|c| c.usage).unwrap_or_default();
     let iterations_done = checkpoint.as_ref().map_or(0, |c| c.iterations_done);
     Ok(RunResult {
+        calls: value::calls(&genomes),
+        value: goal.map(|g| value::track(&genomes, budget, g)),
         seed,
         dir: dir.to_path_buf(),
         capped: meta.status.starts_with("budget reached") && iterations_done < budget,
@@ -198,18 +214,13 @@ pub fn read_run(
     })
 }
 
-fn estimate(values: &[f64], seed: u64) -> Option<Estimate> {
-    let mean = stats::mean(values)?;
-    let (ci_low, ci_high) = stats::bootstrap_ci(values, seed)?;
-    Some(Estimate {
-        mean,
-        ci_low,
-        ci_high,
-    })
-}
-
 /// One card's statistics from its runs.
-pub fn card_result(card: &str, runs: Vec<RunResult>, budget: u64) -> CardResult {
+pub fn card_result(
+    card: &str,
+    runs: Vec<RunResult>,
+    budget: u64,
+    record: Option<&Record>,
+) -> CardResult {
     let at = |i: u64| -> Vec<f64> {
         runs.iter()
             .filter_map(|r| r.best_so_far.get(i as usize).copied().flatten())
@@ -279,6 +290,11 @@ pub fn card_result(card: &str, runs: Vec<RunResult>, budget: u64) -> CardResult 
                 .map(|r| r.iterations_done as f64)
                 .collect::<Vec<_>>(),
         ),
+        calls: runs.iter().map(|r| r.calls).sum(),
+        value: record.map(|record| {
+            let tracks: Vec<&ValueTrack> = runs.iter().filter_map(|r| r.value.as_ref()).collect();
+            value::value_stats(&tracks, record)
+        }),
         vs_baseline: None,
         runs,
     }
@@ -480,7 +496,90 @@ pub fn markdown(lb: &Leaderboard) -> String {
             "\n(capped): a run of this card stopped at its token or cost cap before the budget.\n",
         );
     }
+    if let Some(table) = record_table(lb) {
+        s.push('\n');
+        s.push_str(&record_explained(lb));
+        s.push('\n');
+        s.push_str(&table);
+    }
     s
+}
+
+/// `0.99` as `99 %`, `0.995` as `99.5 %`.
+pub fn percent(fraction: f64) -> String {
+    let p = format!("{:.2}", fraction * 100.0);
+    format!("{} %", p.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// What the table against the best known value says, in words.
+pub fn record_explained(lb: &Leaderboard) -> String {
+    let (Some(record), Some(fraction)) = (&lb.record, lb.fraction) else {
+        return String::new();
+    };
+    let p = percent(fraction);
+    format!(
+        "Against the best known value of `{task}`, {v} ({dir}{source}): the best `{metric}` at {n} (mean over the \
+         seeds with a valid program, 95 % bootstrap interval, and the best of the seeds), its gap to the record \
+         ({gap}; negative: beyond it), the best normalised by the record (1.0 = the record; a run without a valid \
+         program scores 0), the runs whose best reached {p} of the record, and over those runs the model calls, \
+         tokens and cost until the first iteration that did.\n",
+        task = lb.task,
+        v = value::fmt_value(record.value),
+        dir = if record.direction == crate::engine::genome::Direction::Max {
+            "higher is better"
+        } else {
+            "lower is better"
+        },
+        source = if record.source.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", record.source)
+        },
+        metric = value::VALUE_METRIC,
+        n = lb.iterations,
+        gap = if record.direction == crate::engine::genome::Direction::Max {
+            "record − value"
+        } else {
+            "value − record"
+        },
+    )
+}
+
+/// The cards against the task's best known value, as a Markdown table;
+/// `None` when the task names none.
+pub fn record_table(lb: &Leaderboard) -> Option<String> {
+    let fraction = lb.fraction?;
+    lb.record.as_ref()?;
+    let p = percent(fraction);
+    let mut s = format!(
+        "| card | best value | best of seeds | gap to the record | normalised | reached {p} | model calls to {p} | \
+         tokens to {p} | cost to {p} |\n|---|---|---|---|---|---|---|---|---|\n"
+    );
+    for c in &lb.cards {
+        let Some(v) = &c.value else {
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {}/{} | {} | {} | {} |",
+            c.card,
+            value::fmt_estimate(v.best, 6),
+            v.best_of_seeds
+                .map_or_else(|| "–".to_owned(), value::fmt_value),
+            value::fmt_estimate(v.gap, 6),
+            value::fmt_estimate(v.normalised, 4),
+            v.reached,
+            v.runs,
+            value::fmt_to_reach(v.calls_to_reach, v.reached, v.runs, 1),
+            value::fmt_to_reach(v.tokens_to_reach, v.reached, v.runs, 0),
+            if v.reached > 0 && v.cost_to_reach.is_none() {
+                "– (no prices)".to_owned()
+            } else {
+                value::fmt_to_reach(v.cost_to_reach, v.reached, v.runs, 4)
+            },
+        );
+    }
+    Some(s)
 }
 
 /// Read a leaderboard: a batch folder's `leaderboard.json`, or that file

@@ -21,6 +21,26 @@ pub fn mean(values: &[f64]) -> Option<f64> {
     }
 }
 
+/// A mean with its 95 % bootstrap interval.
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct Estimate {
+    pub mean: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+}
+
+/// The mean of `values` with its 95 % bootstrap interval drawn from a
+/// generator seeded with `seed`; `None` for no values.
+pub fn estimate(values: &[f64], seed: u64) -> Option<Estimate> {
+    let mean = mean(values)?;
+    let (ci_low, ci_high) = bootstrap_ci(values, seed)?;
+    Some(Estimate {
+        mean,
+        ci_low,
+        ci_high,
+    })
+}
+
 /// The median; `None` for no values.
 pub fn median(values: &[f64]) -> Option<f64> {
     let mut v = values.to_vec();

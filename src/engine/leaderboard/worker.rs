@@ -11,7 +11,9 @@
 //! The events, in order: `Started` (the runs as laid out), then `Run` for
 //! every change of a run's state (progress at most every
 //! [`PROGRESS_EVERY`] per run; a run's start and end at once) and, after
-//! each run that ends, `Table`: the leaderboard of the runs over so far. Last
+//! each run that ends, `Table`: the leaderboard of the runs over so far (a
+//! suite's, whose statistics cover every task, at most every
+//! [`SUITE_TABLE_EVERY`], and not once the last run is over). Last
 //! comes `Finished`: the leaderboard of every recorded run and the files
 //! written into the batch folder (also after a stop).
 //!
@@ -25,8 +27,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::report::{Leaderboard, RunResult};
-use super::{Batch, BatchRun, BatchSpec, RunState, write_files};
+use super::report::RunResult;
+use super::{Batch, BatchRun, BatchSpec, Board, RunState, write_files};
 use crate::engine::registry::Registry;
 use crate::engine::run_thread::Waker;
 
@@ -36,6 +38,9 @@ pub const EVENT_CAPACITY: usize = 1024;
 pub const COMMAND_CAPACITY: usize = 8;
 /// A running run's progress is reported at most this often.
 pub const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+/// A suite's table (every task's statistics) is sent at most this often;
+/// a task's after every run that ends.
+pub const SUITE_TABLE_EVERY: Duration = Duration::from_secs(2);
 /// The longest the thread sleeps without a run reporting (commands wake it
 /// too; this is the backstop).
 const IDLE_WAKE: Duration = Duration::from_millis(50);
@@ -55,8 +60,8 @@ pub struct BatchOutcome {
     /// Every run as it ended.
     pub runs: Vec<BatchRun>,
     /// The leaderboard of every run with a record (runs that failed now are
-    /// left out), or why there is none.
-    pub leaderboard: Result<Box<Leaderboard>, String>,
+    /// left out): the task's or the suite's; or why there is none.
+    pub leaderboard: Result<Board, String>,
     /// The files written into the batch folder, or why they were not.
     pub written: Result<Vec<PathBuf>, String>,
     /// The batch was stopped before every run was over.
@@ -82,7 +87,7 @@ pub enum BatchEvent {
     Run { index: usize, run: BatchRun },
     /// The leaderboard of the runs over so far (skipped or finished now),
     /// sent after each run that ends.
-    Table(Box<Leaderboard>),
+    Table(Board),
     /// Something the user should know that did not stop the batch (a run's
     /// record that could not be read for the table).
     Warning(String),
@@ -203,6 +208,9 @@ fn drive(
     let mut results: Vec<Option<RunResult>> = vec![None; n];
     let mut last_progress: Vec<Option<Instant>> = vec![None; n];
     let mut pending_progress = vec![false; n];
+    let suite = batch.spec.tasks.is_suite();
+    let mut table_due = false;
+    let mut last_table: Option<Instant> = None;
     loop {
         loop {
             match commands.try_recv() {
@@ -266,9 +274,13 @@ fn drive(
                 });
             }
         }
-        if ended {
-            match batch.leaderboard_from(&results, baseline, target) {
-                Ok(lb) => sink.send(BatchEvent::Table(Box::new(lb))),
+        table_due |= ended;
+        let table_time = !suite || last_table.is_none_or(|t| t.elapsed() >= SUITE_TABLE_EVERY);
+        if table_due && table_time && !(suite && batch.is_done()) {
+            table_due = false;
+            last_table = Some(Instant::now());
+            match batch.board_from(&results, baseline, target) {
+                Ok(board) => sink.send(BatchEvent::Table(board)),
                 Err(e) => sink.send(BatchEvent::Warning(e)),
             };
         }
@@ -291,9 +303,7 @@ fn drive(
     for w in warnings {
         sink.send(BatchEvent::Warning(w));
     }
-    let leaderboard = batch
-        .leaderboard_from(&results, baseline, target)
-        .map(Box::new);
+    let leaderboard = batch.board_from(&results, baseline, target);
     let written = match &leaderboard {
         Ok(lb) => write_files(&batch.spec.out, lb),
         Err(e) => Err(e.clone()),

@@ -203,7 +203,7 @@ fn export_with_results(
     results: Option<&Path>,
 ) -> Result<String, String> {
     let section = results
-        .map(|r| crate::engine::leaderboard::report::results_section(r, &card.name))
+        .map(|r| crate::engine::leaderboard::results_section(r, &card.name))
         .transpose()
         .map_err(|e| format!("results: {e}"))?;
     crate::engine::hub::export_bundle_with_results(

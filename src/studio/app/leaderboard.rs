@@ -1,17 +1,18 @@
 //! The app's side of the Leaderboard tab: the cards it offers, the one model
-//! every run uses, starting a batch from the form, and showing a batch
-//! folder.
+//! every run uses, starting a batch from the form (on one task or a suite),
+//! and showing a batch folder.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{App, ResolvedModel};
-use crate::engine::leaderboard::BatchSpec;
-use crate::engine::leaderboard::report::Leaderboard;
+use crate::engine::leaderboard::suite::Suite;
+use crate::engine::leaderboard::{BatchSpec, BatchTasks, Board};
 use crate::engine::model::LanguageModel;
 use crate::studio::command::UiCommand;
 use crate::studio::files::{JobResult, Pick};
 use crate::studio::leaderboard::{BUILTIN_PREFIX, CardChoice, load_card_ref};
+use crate::studio::state::LeaderboardScope;
 
 impl App {
     /// The cards the Leaderboard tab offers: the built-in ones, the library
@@ -154,18 +155,26 @@ impl App {
             Ok(m) => m,
             Err(e) => return self.error(format!("Leaderboard: model: {e}")),
         };
-        // a folder or a built-in task's name, by the one rule
-        let task_dir = if form.task.as_os_str().is_empty() {
-            self.task_dir.clone()
-        } else {
-            match crate::engine::builtin::resolve_task_in(&form.task, &self.tasks_root) {
-                Ok(t) => t.dir,
-                Err(e) => return self.error(format!("Leaderboard: task: {e}")),
+        let tasks = match form.scope {
+            LeaderboardScope::Task => {
+                // a folder or a built-in task's name, by the one rule
+                let task_dir = if form.task.as_os_str().is_empty() {
+                    self.task_dir.clone()
+                } else {
+                    match crate::engine::builtin::resolve_task_in(&form.task, &self.tasks_root) {
+                        Ok(t) => t.dir,
+                        Err(e) => return self.error(format!("Leaderboard: task: {e}")),
+                    }
+                };
+                match crate::engine::task::Task::load(&task_dir) {
+                    Ok(t) => BatchTasks::One(t),
+                    Err(e) => return self.error(format!("Leaderboard: task: {e}")),
+                }
             }
-        };
-        let task = match crate::engine::task::Task::load(&task_dir) {
-            Ok(t) => t,
-            Err(e) => return self.error(format!("Leaderboard: task: {e}")),
+            LeaderboardScope::Suite => match Suite::resolve(&form.suite) {
+                Ok(s) => BatchTasks::Suite(s),
+                Err(e) => return self.error(format!("Leaderboard: suite: {e}")),
+            },
         };
         let baseline = cards
             .iter()
@@ -175,13 +184,14 @@ impl App {
             .unwrap_or_default();
         let spec = BatchSpec {
             cards: cards.into_iter().map(|(_, c)| c).collect(),
-            task,
+            tasks,
             seeds: (0..form.seeds).collect(),
             iterations: form.iterations,
             parallel_runs: form.parallel.max(1),
             out: form.out.clone(),
             model,
             consents: Vec::new(),
+            fraction: form.fraction,
         };
         self.start_batch_cleared(spec, baseline, form.target);
     }
@@ -191,7 +201,7 @@ impl App {
         let Some(ctx) = self.ctx.clone() else {
             return;
         };
-        let runs = spec.cards.len() * spec.seeds.len();
+        let runs = spec.cards.len() * spec.seeds.len() * spec.tasks.tasks().len();
         let out = spec.out.clone();
         match self
             .leaderboard
@@ -204,32 +214,57 @@ impl App {
 
     /// A batch folder's leaderboard arrived: show it, and fill the form
     /// with what it ran (so Start resumes or extends that batch).
-    fn opened_leaderboard(&mut self, dir: PathBuf, lb: Leaderboard) {
+    fn opened_leaderboard(&mut self, dir: PathBuf, board: Board) {
         let form = &mut self.state.leaderboard;
         form.out.clone_from(&dir);
-        form.task.clone_from(&lb.task_dir);
-        form.iterations = lb.iterations;
-        if lb.seeds.iter().copied().eq(0..lb.seeds.len() as u64) && !lb.seeds.is_empty() {
-            form.seeds = lb.seeds.len() as u64;
+        let (iterations, seeds, target, baseline) = match &board {
+            Board::Task(lb) => {
+                form.scope = LeaderboardScope::Task;
+                form.task.clone_from(&lb.task_dir);
+                (
+                    lb.iterations,
+                    lb.seeds.clone(),
+                    lb.target,
+                    lb.baseline.clone(),
+                )
+            }
+            Board::Suite(sl) => {
+                form.scope = LeaderboardScope::Suite;
+                form.suite = sl
+                    .suite_dir
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(&sl.suite));
+                form.fraction = sl.fraction;
+                (
+                    sl.iterations,
+                    sl.seeds.clone(),
+                    sl.target,
+                    sl.baseline.clone(),
+                )
+            }
+        };
+        form.iterations = iterations;
+        if seeds.iter().copied().eq(0..seeds.len() as u64) && !seeds.is_empty() {
+            form.seeds = seeds.len() as u64;
         }
-        form.target = lb.target;
+        form.target = target;
         let choices = self.leaderboard_choices();
         let mut missing = Vec::new();
         let mut ticked = Vec::new();
-        for c in &lb.cards {
-            match choices.iter().find(|ch| ch.name == c.card) {
+        for card in board.cards() {
+            match choices.iter().find(|ch| ch.name == card) {
                 Some(ch) => ticked.push(ch.reference.clone()),
-                None => missing.push(c.card.clone()),
+                None => missing.push(card.to_owned()),
             }
         }
         let form = &mut self.state.leaderboard;
         form.baseline = choices
             .iter()
-            .find(|ch| ch.name == lb.baseline)
+            .find(|ch| ch.name == baseline)
             .map_or_else(String::new, |ch| ch.reference.clone());
         form.cards = ticked;
         self.leaderboard.resync_form();
-        self.leaderboard.show_folder(dir.clone(), lb);
+        self.leaderboard.show_folder(dir.clone(), board);
         if missing.is_empty() {
             self.info(format!("Opened the leaderboard in {}", dir.display()));
         } else {
@@ -252,8 +287,7 @@ impl App {
                 } else if let Some(ctx) = self.ctx.clone() {
                     self.jobs.spawn("open-leaderboard", &ctx, move || {
                         let leaderboard =
-                            crate::engine::leaderboard::report::read_leaderboard(&dir)
-                                .map(|(_, lb)| Box::new(lb));
+                            crate::engine::leaderboard::read_board(&dir).map(|(_, b)| b);
                         JobResult::OpenedLeaderboard { dir, leaderboard }
                     });
                 }
@@ -269,13 +303,9 @@ impl App {
     }
 
     /// A batch folder's leaderboard was read (or could not be).
-    pub(super) fn leaderboard_read(
-        &mut self,
-        dir: PathBuf,
-        leaderboard: Result<Box<Leaderboard>, String>,
-    ) {
+    pub(super) fn leaderboard_read(&mut self, dir: PathBuf, leaderboard: Result<Board, String>) {
         match leaderboard {
-            Ok(lb) => self.opened_leaderboard(dir, *lb),
+            Ok(board) => self.opened_leaderboard(dir, board),
             Err(e) => self.error(format!("open leaderboard: {e}")),
         }
     }

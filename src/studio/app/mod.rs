@@ -249,6 +249,9 @@ impl App {
         if batch
             .join(crate::engine::leaderboard::LEADERBOARD_FILE)
             .is_file()
+            || batch
+                .join(crate::engine::leaderboard::suite_report::SUITE_FILE)
+                .is_file()
         {
             app.commands
                 .push(UiCommand::OpenLeaderboard(batch.to_path_buf()));

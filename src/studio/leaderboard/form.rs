@@ -1,6 +1,7 @@
-//! The Leaderboard tab's form: the cards, the task, seeds, iterations, runs
-//! at once, a target, the baseline and the batch folder; Start, Stop and
-//! Open folder.
+//! The Leaderboard tab's form: the cards, one task or a suite of tasks,
+//! seeds, iterations, runs at once, a target, the fraction of the best known
+//! value to reach, the baseline and the batch folder; Start, Stop and Open
+//! folder.
 
 use std::path::PathBuf;
 
@@ -8,7 +9,7 @@ use egui::{RichText, Ui};
 
 use super::{LeaderboardCtx, LeaderboardPanel};
 use crate::studio::command::{Commands, UiCommand};
-use crate::studio::state::LeaderboardForm;
+use crate::studio::state::{LeaderboardForm, LeaderboardScope};
 use crate::studio::theme;
 
 /// A card that can be ticked: a built-in or a file of the library.
@@ -35,7 +36,16 @@ pub struct FormText {
     pub parallel: String,
     pub target: String,
     pub task: String,
+    pub suite: String,
+    /// The fraction of the best known value to reach, in percent.
+    pub reach: String,
     pub out: String,
+}
+
+/// `0.99` as `99`, `0.995` as `99.5`.
+fn percent_text(fraction: f64) -> String {
+    let p = format!("{:.3}", fraction * 100.0);
+    p.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 impl FormText {
@@ -50,6 +60,8 @@ impl FormText {
         self.parallel = form.parallel.to_string();
         self.target = form.target.map_or_else(String::new, |t| t.to_string());
         self.task = form.task.display().to_string();
+        self.suite = form.suite.display().to_string();
+        self.reach = percent_text(form.fraction);
         self.out = form.out.display().to_string();
         self.synced = true;
     }
@@ -73,6 +85,16 @@ impl FormText {
                 let t = self.target.trim();
                 (!t.is_empty() && !t.parse::<f64>().is_ok_and(f64::is_finite))
                     .then(|| "Target must be a number (or empty)".to_owned())
+            })
+            .or_else(|| {
+                (!self
+                    .reach
+                    .trim()
+                    .parse::<f64>()
+                    .is_ok_and(|v| v > 0.0 && v.is_finite()))
+                .then(|| {
+                    "Reach % must be a number above 0 (99: 99 % of the best known value)".to_owned()
+                })
             })
     }
 
@@ -101,7 +123,14 @@ impl FormText {
         {
             form.target = Some(v);
         }
+        if let Ok(v) = self.reach.trim().parse::<f64>()
+            && v > 0.0
+            && v.is_finite()
+        {
+            form.fraction = v / 100.0;
+        }
         form.task = PathBuf::from(self.task.trim());
+        form.suite = PathBuf::from(self.suite.trim());
         form.out = PathBuf::from(self.out.trim());
     }
 }
@@ -126,21 +155,48 @@ pub(super) fn form_ui(
     let mut changed = false;
     ui.add_enabled_ui(!running, |ui| {
         ui.horizontal_wrapped(|ui| {
-            let task_hint = format!(
-                "The task folder every card runs on, or a built-in task's name (circle_packing, \
-                 fit_package, ...); empty: the studio's, {}",
-                lctx.task_dir.display()
-            );
-            let l = ui.label("Task");
-            changed |= ui
-                .add(
-                    egui::TextEdit::singleline(&mut panel.text.task)
-                        .hint_text(lctx.task_dir.display().to_string())
-                        .desired_width((ui.available_width() * 0.2).clamp(200.0, 420.0)),
-                )
-                .labelled_by(l.id)
-                .on_hover_text(task_hint)
-                .changed();
+            ui.radio_value(&mut form.scope, LeaderboardScope::Task, "Task")
+                .on_hover_text("Run every card on one task");
+            ui.radio_value(&mut form.scope, LeaderboardScope::Suite, "Suite")
+                .on_hover_text(
+                    "Run every card on every task of a suite: a folder of task folders, or math \
+                     (the ten mathematical benchmark tasks)",
+                );
+            let width = (ui.available_width() * 0.2).clamp(200.0, 420.0);
+            match form.scope {
+                LeaderboardScope::Task => {
+                    let task_hint = format!(
+                        "The task folder every card runs on, or a built-in task's name \
+                         (circle_packing, fit_package, ...); empty: the studio's, {}",
+                        lctx.task_dir.display()
+                    );
+                    let l = ui.label("Task folder");
+                    changed |= ui
+                        .add(
+                            egui::TextEdit::singleline(&mut panel.text.task)
+                                .hint_text(lctx.task_dir.display().to_string())
+                                .desired_width(width),
+                        )
+                        .labelled_by(l.id)
+                        .on_hover_text(task_hint)
+                        .changed();
+                }
+                LeaderboardScope::Suite => {
+                    let l = ui.label("Suite folder or name");
+                    changed |= ui
+                        .add(
+                            egui::TextEdit::singleline(&mut panel.text.suite)
+                                .hint_text("math")
+                                .desired_width(width),
+                        )
+                        .labelled_by(l.id)
+                        .on_hover_text(
+                            "A folder of task folders, or a built-in suite's name (math); each task gets its \
+                             leaderboard in a folder of its own inside the batch folder",
+                        )
+                        .changed();
+                }
+            }
             changed |= field(
                 ui,
                 "Seeds",
@@ -168,6 +224,14 @@ pub(super) fn form_ui(
                 &mut panel.text.target,
                 52.0,
                 "A score to reach (optional): the table says how many runs reached it and when",
+            );
+            changed |= field(
+                ui,
+                "Reach %",
+                &mut panel.text.reach,
+                40.0,
+                "The share of a task's best known value (its config's best_known) a run must reach: the table \
+                 says how many did, and the model calls, tokens and cost until they did",
             );
             baseline_ui(ui, lctx, form);
         });
@@ -218,13 +282,23 @@ pub(super) fn form_ui(
         );
         let start = match &blocker {
             Some(why) => start.on_disabled_hover_text(why),
-            None => start.on_hover_text(format!(
-                "{} card(s) × {} seed(s) × {} iterations into {}",
-                form.cards.len(),
-                form.seeds,
-                form.iterations,
-                form.out.display()
-            )),
+            None => start.on_hover_text(match form.scope {
+                LeaderboardScope::Task => format!(
+                    "{} card(s) × {} seed(s) × {} iterations into {}",
+                    form.cards.len(),
+                    form.seeds,
+                    form.iterations,
+                    form.out.display()
+                ),
+                LeaderboardScope::Suite => format!(
+                    "{} card(s) × every task of {} × {} seed(s) × {} iterations into {}",
+                    form.cards.len(),
+                    form.suite.display(),
+                    form.seeds,
+                    form.iterations,
+                    form.out.display()
+                ),
+            }),
         };
         if start.clicked() {
             commands.push(UiCommand::StartLeaderboard);

@@ -1,7 +1,8 @@
-//! The Leaderboard tab: several cards run on one task with one model, the
-//! same seeds and the same iteration budget, as `galapagos leaderboard` does;
-//! the table and the banded mean best-so-far curves fill in as runs finish,
-//! and a click on a run opens it in the Run tab.
+//! The Leaderboard tab: several cards run on one task, or on every task of a
+//! suite, with one model, the same seeds and the same iteration budget, as
+//! `galapagos leaderboard` does; the table (for a suite: the cards' summary
+//! and a card × task table) and the banded mean curves fill in as runs
+//! finish, and a click on a run opens it in the Run tab.
 //!
 //! The batch runs on the engine's batch thread
 //! ([`crate::engine::leaderboard::worker`]); this panel only drains its
@@ -22,14 +23,16 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::error::TryRecvError;
 
 use crate::engine::card::ValidCard;
-use crate::engine::leaderboard::report::Leaderboard;
+use crate::engine::leaderboard::report::{Leaderboard, RunResult};
+use crate::engine::leaderboard::suite_report::SuiteLeaderboard;
 use crate::engine::leaderboard::worker::{self, BatchCommand, BatchEvent, BatchHandle};
-use crate::engine::leaderboard::{BatchRun, BatchSpec, RunState};
+use crate::engine::leaderboard::{BatchRun, BatchSpec, Board, RunState};
 use crate::engine::registry::Registry;
 use crate::studio::files::read_card;
 use crate::studio::state::LeaderboardForm;
 
 pub use form::CardChoice;
+pub use view::SuiteCell;
 
 /// Time spent draining batch events per frame before yielding to drawing.
 const DRAIN_BUDGET: Duration = Duration::from_millis(3);
@@ -66,6 +69,8 @@ pub fn load_card_ref(reference: &str, registry: &Registry) -> Result<ValidCard, 
 /// `leaderboard.json`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunRow {
+    /// The run's task, in a suite (`None`: a one-task batch).
+    pub task: Option<String>,
     pub card: String,
     pub seed: u64,
     pub dir: PathBuf,
@@ -87,7 +92,7 @@ pub struct RunRow {
 }
 
 impl RunRow {
-    fn of_batch(r: &BatchRun, iterations: u64) -> Self {
+    fn of_batch(r: &BatchRun, iterations: u64, suite: bool) -> Self {
         let (state, done, best) = match &r.state {
             RunState::Waiting => ("waiting".to_owned(), None, None),
             RunState::Running { done, best } => {
@@ -98,6 +103,7 @@ impl RunRow {
             RunState::Failed(why) => (format!("failed: {why}"), None, None),
         };
         Self {
+            task: suite.then(|| r.task.clone()),
             card: r.card.clone(),
             seed: r.seed,
             dir: r.dir.clone(),
@@ -113,9 +119,13 @@ impl RunRow {
         }
     }
 
-    /// The label a run is listed (and clicked) by.
+    /// The label a run is listed (and clicked) by: `CARD seed S`, and in a
+    /// suite `TASK · CARD seed S`.
     pub fn label(&self) -> String {
-        format!("{} seed {}", self.card, self.seed)
+        match &self.task {
+            Some(task) => format!("{task} · {} seed {}", self.card, self.seed),
+            None => format!("{} seed {}", self.card, self.seed),
+        }
     }
 
     /// Its state in a word (the whole of it on hover).
@@ -152,9 +162,14 @@ pub struct LeaderboardPanel {
     runs: Vec<RunRow>,
     /// Iterations of the batch shown.
     iterations: u64,
-    /// The leaderboard shown, and the curves drawn from it.
-    table: Option<Leaderboard>,
+    /// The batch shown runs a suite.
+    suite_batch: bool,
+    /// The leaderboard shown (a task's or a suite's), and the curves drawn
+    /// from it.
+    table: Option<Board>,
     curves: Vec<view::CardCurve>,
+    /// What the card × task table of a suite shows in its cells.
+    pub suite_cell: SuiteCell,
     source: Source,
     /// What the last batch ended with, and when the batch started.
     outcome: Option<Result<String, String>>,
@@ -173,8 +188,10 @@ impl Default for LeaderboardPanel {
             text: form::FormText::default(),
             runs: Vec::new(),
             iterations: 0,
+            suite_batch: false,
             table: None,
             curves: Vec::new(),
+            suite_cell: SuiteCell::default(),
             source: Source::Nothing,
             outcome: None,
             started: None,
@@ -196,9 +213,20 @@ impl LeaderboardPanel {
         &self.runs
     }
 
-    /// The leaderboard shown (live, or read from a folder).
+    /// The one-task leaderboard shown (live, or read from a folder).
     pub fn table(&self) -> Option<&Leaderboard> {
-        self.table.as_ref()
+        match &self.table {
+            Some(Board::Task(lb)) => Some(lb),
+            _ => None,
+        }
+    }
+
+    /// The suite leaderboard shown (live, or read from a folder).
+    pub fn suite(&self) -> Option<&SuiteLeaderboard> {
+        match &self.table {
+            Some(Board::Suite(sl)) => Some(sl),
+            _ => None,
+        }
     }
 
     /// Where the shown leaderboard came from.
@@ -234,6 +262,7 @@ impl LeaderboardPanel {
             return Err("a leaderboard batch is running; stop it first".to_owned());
         }
         let iterations = spec.iterations;
+        let suite_batch = spec.tasks.is_suite();
         let waker_ctx = ctx.clone();
         let handle = worker::start(
             spec,
@@ -244,6 +273,7 @@ impl LeaderboardPanel {
         )?;
         self.handle = Some(handle);
         self.iterations = iterations;
+        self.suite_batch = suite_batch;
         self.runs.clear();
         self.set_table(None);
         self.source = Source::Batch;
@@ -257,11 +287,14 @@ impl LeaderboardPanel {
     pub fn folder(&self) -> Option<PathBuf> {
         match &self.source {
             Source::Folder(dir) => Some(dir.clone()),
-            Source::Batch if !self.is_running() && self.table.is_some() => self
-                .runs
-                .first()
-                .and_then(|r| r.dir.parent().and_then(Path::parent))
-                .map(Path::to_path_buf),
+            Source::Batch if !self.is_running() && self.table.is_some() => {
+                // RUN is OUT/runs/RUN, in a suite OUT/TASK/runs/RUN
+                let up = if self.suite_batch { 3 } else { 2 };
+                self.runs
+                    .first()
+                    .and_then(|r| r.dir.ancestors().nth(up))
+                    .map(Path::to_path_buf)
+            }
             Source::Batch | Source::Nothing => None,
         }
     }
@@ -279,13 +312,19 @@ impl LeaderboardPanel {
     }
 
     /// Show a batch folder's leaderboard (read off the UI thread).
-    pub fn show_folder(&mut self, dir: PathBuf, lb: Leaderboard) {
-        self.iterations = lb.iterations;
-        self.runs = lb
-            .cards
+    pub fn show_folder(&mut self, dir: PathBuf, board: Board) {
+        let (iterations, suite, boards): (u64, bool, Vec<&Leaderboard>) = match &board {
+            Board::Task(lb) => (lb.iterations, false, vec![lb.as_ref()]),
+            Board::Suite(sl) => (sl.iterations, true, sl.tasks.iter().collect()),
+        };
+        self.iterations = iterations;
+        self.suite_batch = suite;
+        self.runs = boards
             .iter()
-            .flat_map(|c| {
-                c.runs.iter().map(|r| RunRow {
+            .flat_map(|lb| lb.cards.iter().map(move |c| (&lb.task, c)))
+            .flat_map(|(task, c)| {
+                c.runs.iter().map(move |r| RunRow {
+                    task: suite.then(|| task.clone()),
                     card: c.card.clone(),
                     seed: r.seed,
                     dir: r.dir.clone(),
@@ -300,33 +339,41 @@ impl LeaderboardPanel {
                 })
             })
             .collect();
-        self.set_table(Some(lb));
+        self.set_table(Some(board));
         self.source = Source::Folder(dir);
         self.outcome = None;
         self.warnings.clear();
         self.started = None;
     }
 
-    fn set_table(&mut self, table: Option<Leaderboard>) {
+    fn set_table(&mut self, table: Option<Board>) {
         self.curves = table.as_ref().map(view::curves_of).unwrap_or_default();
         self.table = table;
         self.fill_rows();
     }
 
+    /// The result of `row`'s run on the leaderboard shown.
+    fn result_of<'a>(table: &'a Board, row: &RunRow) -> Option<&'a RunResult> {
+        let lb: &Leaderboard = match (table, &row.task) {
+            (Board::Task(lb), _) => lb,
+            (Board::Suite(sl), Some(task)) => sl.tasks.iter().find(|t| &t.task == task)?,
+            (Board::Suite(_), None) => return None,
+        };
+        lb.cards
+            .iter()
+            .filter(|c| c.card == row.card)
+            .flat_map(|c| &c.runs)
+            .find(|r| r.seed == row.seed)
+    }
+
     /// The runs that are over get their best score and iterations from the
     /// leaderboard (what their records hold).
     fn fill_rows(&mut self) {
-        let Some(lb) = &self.table else {
+        let Some(table) = &self.table else {
             return;
         };
         for row in self.runs.iter_mut().filter(|r| !r.running) {
-            if let Some(r) = lb
-                .cards
-                .iter()
-                .filter(|c| c.card == row.card)
-                .flat_map(|c| &c.runs)
-                .find(|r| r.seed == row.seed)
-            {
+            if let Some(r) = Self::result_of(table, row) {
                 row.best = r.best;
                 row.done = Some(r.iterations_done);
                 // a run skipped now says how it ended before
@@ -363,16 +410,16 @@ impl LeaderboardPanel {
                 BatchEvent::Started { runs } => {
                     self.runs = runs
                         .iter()
-                        .map(|r| RunRow::of_batch(r, self.iterations))
+                        .map(|r| RunRow::of_batch(r, self.iterations, self.suite_batch))
                         .collect();
                 }
                 BatchEvent::Run { index, run } => {
                     if let Some(row) = self.runs.get_mut(index) {
-                        *row = RunRow::of_batch(&run, self.iterations);
+                        *row = RunRow::of_batch(&run, self.iterations, self.suite_batch);
                     }
                     self.fill_rows();
                 }
-                BatchEvent::Table(lb) => self.set_table(Some(*lb)),
+                BatchEvent::Table(board) => self.set_table(Some(board)),
                 BatchEvent::Warning(w) => self.warnings.push(w),
                 BatchEvent::Finished(outcome) => {
                     ended = true;
@@ -384,14 +431,17 @@ impl LeaderboardPanel {
                                 .and_then(|f| f.parent())
                                 .map(|d| d.display().to_string())
                                 .unwrap_or_default();
+                            let stem = if self.suite_batch {
+                                "suite"
+                            } else {
+                                "leaderboard"
+                            };
                             let mut text = if outcome.stopped {
                                 format!(
                                     "Stopped; the leaderboard of what is recorded is in {folder} (Start resumes the batch)"
                                 )
                             } else {
-                                format!(
-                                    "Done; wrote leaderboard.md, .json, .svg and .png in {folder}"
-                                )
+                                format!("Done; wrote {stem}.md, .json, .svg and .png in {folder}")
                             };
                             if failures > 0 {
                                 text.push_str(&format!(
@@ -405,10 +455,10 @@ impl LeaderboardPanel {
                     self.runs = outcome
                         .runs
                         .iter()
-                        .map(|r| RunRow::of_batch(r, self.iterations))
+                        .map(|r| RunRow::of_batch(r, self.iterations, self.suite_batch))
                         .collect();
-                    if let Ok(lb) = outcome.leaderboard {
-                        self.set_table(Some(*lb));
+                    if let Ok(board) = outcome.leaderboard {
+                        self.set_table(Some(board));
                     }
                     break;
                 }
@@ -436,7 +486,9 @@ impl LeaderboardPanel {
         self.text.sync_from(form);
         form::form_ui(self, ui, lctx, form, commands);
         ui.separator();
-        view::results_ui(self, ui, lctx, commands);
+        let mut cell = self.suite_cell;
+        view::results_ui(self, ui, lctx, commands, &mut cell);
+        self.suite_cell = cell;
     }
 
     /// Why Start is disabled, if it is.
@@ -452,6 +504,11 @@ impl LeaderboardPanel {
         }
         if form.out.as_os_str().is_empty() {
             return Some("Name the batch folder".to_owned());
+        }
+        if form.scope == crate::studio::state::LeaderboardScope::Suite
+            && form.suite.as_os_str().is_empty()
+        {
+            return Some("Name the suite: a folder of task folders, or math".to_owned());
         }
         None
     }

@@ -1,12 +1,18 @@
-//! The Leaderboard tab's results: the table (one line per card), the runs
-//! (click one to open it in the Run tab) and each card's mean best-so-far
-//! curve with its 95 % band.
+//! The Leaderboard tab's results: the table (one line per card; for a suite,
+//! one line per card over the suite and a card × task table whose cells show
+//! the best value, the gap to the best known value, the normalised value or
+//! the model calls to reach the fraction), the runs (click one to open it in
+//! the Run tab) and each card's mean curve with its 95 % band (for a suite,
+//! its score over the suite).
 
 use egui::{Color32, RichText, Ui};
 use egui_plot::{FilledArea, Line, Plot, PlotPoints};
 
 use super::{LeaderboardCtx, LeaderboardPanel, Source};
-use crate::engine::leaderboard::report::{CardResult, Leaderboard};
+use crate::engine::leaderboard::Board;
+use crate::engine::leaderboard::report::{CardResult, Leaderboard, percent};
+use crate::engine::leaderboard::suite_report::{self, SuiteLeaderboard};
+use crate::engine::leaderboard::value;
 use crate::studio::command::{Commands, UiCommand};
 use crate::studio::run::history::{format_duration, format_tokens};
 use crate::studio::theme;
@@ -21,15 +27,69 @@ pub struct CardCurve {
     pub segments: Vec<Vec<[f64; 4]>>,
 }
 
-/// The curves of a leaderboard, one colour per card in its order.
-pub fn curves_of(lb: &Leaderboard) -> Vec<CardCurve> {
-    lb.cards
-        .iter()
+/// What the card × task table of a suite shows in its cells.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SuiteCell {
+    /// The mean best value over seeds.
+    #[default]
+    Value,
+    /// The mean gap to the best known value.
+    Gap,
+    /// The mean best value normalised by the best known value.
+    Normalised,
+    /// The mean model calls to reach the fraction, over the runs that did.
+    Calls,
+}
+
+impl SuiteCell {
+    pub const ALL: [Self; 4] = [Self::Value, Self::Gap, Self::Normalised, Self::Calls];
+
+    /// Its button's text.
+    pub fn label(self, fraction: f64) -> String {
+        match self {
+            Self::Value => "Best value".to_owned(),
+            Self::Gap => "Gap to best known".to_owned(),
+            Self::Normalised => "Normalised".to_owned(),
+            Self::Calls => format!("Calls to {}", percent(fraction)),
+        }
+    }
+
+    fn text(self, lb: &Leaderboard, c: &CardResult) -> String {
+        match self {
+            Self::Value => suite_report::best_value_cell(lb, c),
+            Self::Gap => suite_report::gap_cell(lb, c),
+            Self::Normalised => c
+                .value
+                .as_ref()
+                .and_then(|v| v.normalised)
+                .map_or_else(|| "–".to_owned(), |e| format!("{:.4}", e.mean)),
+            Self::Calls => suite_report::calls_cell(lb, c),
+        }
+    }
+}
+
+/// The curves of a leaderboard, one colour per card in its order: each
+/// card's mean best so far, or for a suite its score over the suite.
+pub fn curves_of(board: &Board) -> Vec<CardCurve> {
+    let series: Vec<(&str, &[Option<crate::engine::leaderboard::stats::Estimate>])> = match board {
+        Board::Task(lb) => lb
+            .cards
+            .iter()
+            .map(|c| (c.card.as_str(), c.curve.as_slice()))
+            .collect(),
+        Board::Suite(sl) => sl
+            .cards
+            .iter()
+            .map(|c| (c.card.as_str(), c.curve.as_slice()))
+            .collect(),
+    };
+    series
+        .into_iter()
         .enumerate()
-        .map(|(i, c)| {
+        .map(|(i, (card, curve))| {
             let mut segments: Vec<Vec<[f64; 4]>> = Vec::new();
             let mut current = Vec::new();
-            for (x, e) in c.curve.iter().enumerate() {
+            for (x, e) in curve.iter().enumerate() {
                 match e {
                     Some(e) => current.push([x as f64, e.mean, e.ci_low, e.ci_high]),
                     None if !current.is_empty() => segments.push(std::mem::take(&mut current)),
@@ -40,13 +100,17 @@ pub fn curves_of(lb: &Leaderboard) -> Vec<CardCurve> {
                 segments.push(current);
             }
             CardCurve {
-                card: c.card.clone(),
+                card: card.to_owned(),
                 color: data::series(i),
                 segments,
             }
         })
         .collect()
 }
+
+/// Below this height the suite's tables, plot and runs share one vertical
+/// scroll (above it, the tables scroll on their own above the runs and plot).
+const SUITE_ONE_SCROLL_BELOW: f32 = 420.0;
 
 fn num(v: Option<f64>) -> String {
     v.map_or_else(|| "–".to_owned(), |v| format!("{v:.4}"))
@@ -57,9 +121,10 @@ pub(super) fn results_ui(
     ui: &mut Ui,
     lctx: &LeaderboardCtx<'_>,
     commands: &mut Commands,
+    cell: &mut SuiteCell,
 ) {
     status_ui(panel, ui, lctx, commands);
-    let Some(lb) = &panel.table else {
+    let Some(board) = &panel.table else {
         if panel.runs.is_empty() {
             ui.label(
                 RichText::new(
@@ -74,24 +139,207 @@ pub(super) fn results_ui(
         }
         return;
     };
-    egui::ScrollArea::horizontal()
-        .id_salt("leaderboard-table-scroll")
-        .show(ui, |ui| table_ui(ui, lb, lctx));
+    let iterations = match board {
+        Board::Task(lb) => {
+            egui::ScrollArea::horizontal()
+                .id_salt("leaderboard-table-scroll")
+                .show(ui, |ui| table_ui(ui, lb, lctx));
+            lb.iterations
+        }
+        Board::Suite(sl) if ui.available_height() < SUITE_ONE_SCROLL_BELOW => {
+            // a small window: the tables in full, then the plot and the runs, in one scroll
+            egui::ScrollArea::vertical()
+                .id_salt("leaderboard-suite-all")
+                .auto_shrink([false, false])
+                .show(ui, |ui| {
+                    egui::ScrollArea::horizontal()
+                        .id_salt("leaderboard-suite-wide")
+                        .show(ui, |ui| suite_ui(ui, sl, lctx, cell));
+                    ui.separator();
+                    plot_ui(panel, ui, sl.iterations, true, 240.0);
+                    runs_ui(panel, ui, lctx, commands, 240.0);
+                });
+            return;
+        }
+        Board::Suite(sl) => {
+            let max = (ui.available_height() * 0.55).max(160.0);
+            egui::ScrollArea::both()
+                .id_salt("leaderboard-suite-scroll")
+                .max_height(max)
+                .auto_shrink([false, true])
+                .show(ui, |ui| suite_ui(ui, sl, lctx, cell));
+            sl.iterations
+        }
+    };
+    let suite = matches!(board, Board::Suite(_));
     ui.separator();
     let height = ui.available_height();
     if height >= 150.0 && ui.available_width() >= 700.0 {
         ui.columns(2, |cols| {
             runs_ui(panel, &mut cols[0], lctx, commands, height);
-            plot_ui(panel, &mut cols[1], lb, height);
+            plot_ui(panel, &mut cols[1], iterations, suite, height);
         });
     } else {
         egui::ScrollArea::vertical()
             .id_salt("leaderboard-lower-scroll")
             .show(ui, |ui| {
-                plot_ui(panel, ui, lb, 240.0);
+                plot_ui(panel, ui, iterations, suite, 240.0);
                 runs_ui(panel, ui, lctx, commands, 240.0);
             });
     }
+}
+
+/// A suite's tables: the cards over the suite, then the card × task table
+/// with its choice of cell.
+fn suite_ui(ui: &mut Ui, sl: &SuiteLeaderboard, lctx: &LeaderboardCtx<'_>, cell: &mut SuiteCell) {
+    let p = percent(sl.fraction);
+    let headers = [
+        String::new(),
+        "card".to_owned(),
+        "score".to_owned(),
+        "95 % CI".to_owned(),
+        format!("tasks reaching {p}"),
+        format!("runs reaching {p}"),
+        "better / worse".to_owned(),
+        "model calls".to_owned(),
+        "tokens".to_owned(),
+        "cost".to_owned(),
+        "wall time".to_owned(),
+    ];
+    egui::Grid::new("leaderboard-suite-summary")
+        .num_columns(headers.len())
+        .striped(true)
+        .spacing([10.0, 4.0])
+        .show(ui, |ui| {
+            for h in &headers {
+                let l = ui.label(RichText::new(h).strong());
+                if h == "score" {
+                    l.on_hover_text(
+                        "Per seed, the mean over the tasks with a best known value of the best value normalised by \
+                         it (1.0 = the record; a run without a valid program scores 0); the mean over seeds",
+                    );
+                }
+            }
+            ui.end_row();
+            for (i, c) in sl.cards.iter().enumerate() {
+                let (rect, _) = ui.allocate_exact_size(egui::vec2(18.0, 4.0), egui::Sense::hover());
+                ui.painter().rect_filled(rect, 1.0, data::series(i));
+                let base = if c.card == sl.baseline {
+                    format!("{} (baseline)", c.card)
+                } else {
+                    c.card.clone()
+                };
+                if c.capped {
+                    ui.label(RichText::new(format!("{base} (capped)")).color(lctx.warn));
+                } else {
+                    ui.label(base);
+                }
+                ui.label(c.score.map_or_else(|| "–".to_owned(), |e| format!("{:.4}", e.mean)));
+                ui.label(c.score.map_or_else(
+                    || "–".to_owned(),
+                    |e| format!("[{:.4}, {:.4}]", e.ci_low, e.ci_high),
+                ));
+                ui.label(format!("{}/{}", c.tasks_reached, c.tasks_scored));
+                ui.label(format!("{}/{}", c.runs_reached, c.runs));
+                if c.card == sl.baseline {
+                    ui.weak("baseline");
+                } else {
+                    ui.label(format!("{} / {}", c.better.len(), c.worse.len()))
+                        .on_hover_text(format!(
+                            "Against {} (Mann–Whitney U on each task's best score at {}): better on {}; worse on {}",
+                            sl.baseline,
+                            sl.iterations,
+                            if c.better.is_empty() { "none".to_owned() } else { c.better.join(", ") },
+                            if c.worse.is_empty() { "none".to_owned() } else { c.worse.join(", ") },
+                        ));
+                }
+                ui.label(c.calls.to_string());
+                ui.label(format_tokens(c.prompt_tokens + c.completion_tokens));
+                ui.label(c.cost_usd.map_or_else(|| "–".to_owned(), |v| format!("${v:.4}")));
+                ui.label(format_duration(std::time::Duration::from_secs_f64(
+                    c.wall_secs.max(0.0),
+                )));
+                ui.end_row();
+            }
+        });
+    ui.add_space(theme::SECTION_GAP);
+    ui.horizontal_wrapped(|ui| {
+        ui.label(RichText::new("By task").strong());
+        for choice in SuiteCell::ALL {
+            ui.selectable_value(cell, choice, choice.label(sl.fraction));
+        }
+    });
+    egui::Grid::new("leaderboard-suite-tasks")
+        .num_columns(3 + sl.cards.len())
+        .striped(true)
+        .spacing([10.0, 4.0])
+        .show(ui, |ui| {
+            for h in ["task", "direction", "best known"] {
+                ui.label(RichText::new(h).strong());
+            }
+            for c in &sl.cards {
+                ui.label(RichText::new(&c.card).strong());
+            }
+            ui.end_row();
+            for lb in &sl.tasks {
+                ui.label(&lb.task)
+                    .on_hover_text(lb.task_dir.display().to_string());
+                match &lb.record {
+                    Some(r) => {
+                        ui.label(r.direction_word());
+                        ui.label(value::fmt_value(r.value)).on_hover_text(&r.source);
+                    }
+                    None => {
+                        ui.weak("–");
+                        ui.weak("–").on_hover_text("Its config has no best_known");
+                    }
+                }
+                for c in &sl.cards {
+                    match lb.cards.iter().find(|l| l.card == c.card) {
+                        Some(line) => {
+                            ui.label(cell.text(lb, line)).on_hover_text(cell_hover(
+                                lb,
+                                line,
+                                sl.fraction,
+                            ));
+                        }
+                        None => {
+                            ui.weak("–");
+                        }
+                    }
+                }
+                ui.end_row();
+            }
+        });
+}
+
+/// Everything a card × task cell stands for, on hover.
+fn cell_hover(lb: &Leaderboard, c: &CardResult, fraction: f64) -> String {
+    let Some(v) = &c.value else {
+        return format!(
+            "{} on {}: best score {} (no best known value)",
+            c.card,
+            lb.task,
+            value::fmt_estimate(c.best, 4)
+        );
+    };
+    let p = percent(fraction);
+    format!(
+        "{} on {}\nbest value {}; best of seeds {}\ngap to the best known {}\nnormalised {}\n\
+         reached {p}: {}/{} runs\nto {p}: model calls {}, tokens {}, cost {}",
+        c.card,
+        lb.task,
+        value::fmt_estimate(v.best, 6),
+        v.best_of_seeds
+            .map_or_else(|| "–".to_owned(), value::fmt_value),
+        value::fmt_estimate(v.gap, 6),
+        value::fmt_estimate(v.normalised, 4),
+        v.reached,
+        v.runs,
+        value::fmt_to_reach(v.calls_to_reach, v.reached, v.runs, 1),
+        value::fmt_to_reach(v.tokens_to_reach, v.reached, v.runs, 0),
+        value::fmt_to_reach(v.cost_to_reach, v.reached, v.runs, 4),
+    )
 }
 
 fn status_ui(
@@ -128,7 +376,35 @@ fn status_ui(
                     ui.ctx()
                         .request_repaint_after(std::time::Duration::from_secs(1));
                 }
-                if let Some(lb) = &panel.table {
+                if let Some(sl) = panel.suite() {
+                    let seeds = sl
+                        .seeds
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let short_model = sl.model.split(" (").next().unwrap_or_default();
+                    let mut hover = format!(
+                        "Suite {} ({} tasks: {}), {} iterations per run, seeds {seeds}, model {}",
+                        sl.suite,
+                        sl.tasks.len(),
+                        sl.tasks.iter().map(|t| t.task.as_str()).collect::<Vec<_>>().join(", "),
+                        sl.iterations,
+                        sl.model
+                    );
+                    if let Source::Folder(dir) = &panel.source {
+                        hover.push_str(&format!("\nRead from {}", dir.display()));
+                    }
+                    let text = format!(
+                        "{} · {} tasks · {} iterations · seeds {seeds} · {short_model}",
+                        sl.suite,
+                        sl.tasks.len(),
+                        sl.iterations
+                    );
+                    ui.add(egui::Label::new(RichText::new(text).strong()).truncate())
+                        .on_hover_text(hover);
+                }
+                if let Some(lb) = panel.table() {
                     let seeds = lb
                         .seeds
                         .iter()
@@ -338,9 +614,17 @@ fn runs_ui(
         });
 }
 
-fn plot_ui(panel: &LeaderboardPanel, ui: &mut Ui, lb: &Leaderboard, height: f32) {
+fn plot_ui(panel: &LeaderboardPanel, ui: &mut Ui, iterations: u64, suite: bool, height: f32) {
     let top = ui.cursor().top();
-    ui.label(RichText::new("Mean best so far, 95 % band").strong());
+    let (title, y) = if suite {
+        (
+            "Score over the suite (mean normalised best so far), 95 % band",
+            "best so far / best known",
+        )
+    } else {
+        ("Mean best so far, 95 % band", "best score")
+    };
+    ui.label(RichText::new(title).strong());
     // the legend by hand above the plot: it never covers a curve
     ui.horizontal_wrapped(|ui| {
         for c in &panel.curves {
@@ -354,9 +638,9 @@ fn plot_ui(panel: &LeaderboardPanel, ui: &mut Ui, lb: &Leaderboard, height: f32)
     Plot::new("leaderboard-plot")
         .height((height - used - 8.0).max(140.0))
         .x_axis_label("iteration")
-        .y_axis_label("best score")
+        .y_axis_label(y)
         .include_x(0.0)
-        .include_x(lb.iterations as f64)
+        .include_x(iterations as f64)
         .allow_scroll(false)
         .show(ui, |plot| {
             for c in &panel.curves {

@@ -10,6 +10,7 @@
 //! SITE/tags/TAG.html                   the cards with one tag
 //! SITE/leaderboards/index.html         the tasks with published results
 //! SITE/leaderboards/TASK.html          every published Results line of a task
+//! SITE/leaderboards/suites/SUITE.html  every published Results line of a suite (see `suites.rs`)
 //! SITE/cards/NS/NAME/index.html        the card page (its latest version)
 //! SITE/cards/NS/NAME/VERSION/card.yaml the raw card of each version (stable URL)
 //! SITE/cards/NS/NAME/VERSION/README.md its README
@@ -36,6 +37,7 @@ mod assets;
 pub mod blocks;
 pub mod html;
 mod pages;
+mod suites;
 
 pub use blocks::blocks_svg;
 use html::esc;
@@ -209,14 +211,23 @@ pub fn build_site(hub: &HubFolder, registry: &Registry, out: &Path) -> Result<Bu
     let tags = slugs(cards.iter().flat_map(|c| c.card.tags.iter()));
     let mut results: BTreeMap<String, Vec<(&CardData, &Version, &PublishedResult)>> =
         BTreeMap::new();
+    let mut suite_lines: suites::Suites<'_> = BTreeMap::new();
     for c in &cards {
         for v in &c.versions {
-            if let Some(r) = &v.result {
-                results.entry(r.task.clone()).or_default().push((c, v, r));
+            match &v.result {
+                Some(r) if r.suite.is_some() => {
+                    suite_lines
+                        .entry(r.task.clone())
+                        .or_default()
+                        .push((c, v, r));
+                }
+                Some(r) => results.entry(r.task.clone()).or_default().push((c, v, r)),
+                None => {}
             }
         }
     }
     let tasks = slugs(results.keys());
+    let suite_slugs = slugs(suite_lines.keys());
     let mut pages = 0;
 
     write(&target, "style.css", assets::STYLE_CSS, &mut pages)?;
@@ -274,9 +285,18 @@ pub fn build_site(hub: &HubFolder, registry: &Registry, out: &Path) -> Result<Bu
     write(
         &target,
         "leaderboards/index.html",
-        &pages::leaderboards_index(&results, &tasks),
+        &pages::leaderboards_index(&results, &tasks, &suite_lines, &suite_slugs),
         &mut pages,
     )?;
+    for (suite, rows) in &suite_lines {
+        let slug = suite_slugs.get(suite).cloned().unwrap_or_default();
+        write(
+            &target,
+            &suites::suite_path(&slug),
+            &suites::suite_page(suite, rows),
+            &mut pages,
+        )?;
+    }
     for (task, rows) in &results {
         let slug = tasks.get(task).cloned().unwrap_or_default();
         write(
@@ -297,7 +317,13 @@ pub fn build_site(hub: &HubFolder, registry: &Registry, out: &Path) -> Result<Bu
                 &mut pages,
             )?;
         }
-        let page = pages::card_page(c, registry, &tags, &results, &tasks);
+        let boards = pages::Boards {
+            results: &results,
+            tasks: &tasks,
+            suites: &suite_lines,
+            suite_slugs: &suite_slugs,
+        };
+        let page = pages::card_page(c, registry, &tags, &boards);
         write(
             &target,
             &format!("{}/index.html", c.dir()),
@@ -309,7 +335,7 @@ pub fn build_site(hub: &HubFolder, registry: &Registry, out: &Path) -> Result<Bu
         out: out.to_path_buf(),
         cards: cards.len(),
         pages,
-        leaderboards: results.len(),
+        leaderboards: results.len() + suite_lines.len(),
     })
 }
 

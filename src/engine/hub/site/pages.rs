@@ -11,6 +11,15 @@ use crate::engine::registry::Registry;
 
 type Results<'a> = BTreeMap<String, Vec<(&'a CardData, &'a Version, &'a PublishedResult)>>;
 
+/// The published lines a card page links to: by task, and by suite, with
+/// their pages' names.
+pub struct Boards<'a, 'b> {
+    pub results: &'b Results<'a>,
+    pub tasks: &'b BTreeMap<String, String>,
+    pub suites: &'b super::suites::Suites<'a>,
+    pub suite_slugs: &'b BTreeMap<String, String>,
+}
+
 fn tag_links(
     tags: &[String],
     slugs: &BTreeMap<String, String>,
@@ -157,11 +166,36 @@ fn num(v: f64) -> String {
     format!("{v:.4}")
 }
 
-/// The list of tasks with published results.
-pub fn leaderboards_index(results: &Results<'_>, tasks: &BTreeMap<String, String>) -> String {
+/// The list of tasks and suites with published results.
+pub fn leaderboards_index(
+    results: &Results<'_>,
+    tasks: &BTreeMap<String, String>,
+    suites: &super::suites::Suites<'_>,
+    suite_slugs: &BTreeMap<String, String>,
+) -> String {
     let mut b = String::from(
-        "<h1>Leaderboards</h1><p class=\"muted\">One page per task, gathering the Results published with each card.</p><ul>",
+        "<h1>Leaderboards</h1><p class=\"muted\">One page per task, and one per suite of tasks, gathering the Results published with each card.</p>",
     );
+    if !suites.is_empty() {
+        b.push_str("<h2>Suites</h2><ul>");
+        for (suite, rows) in suites {
+            let slug = suite_slugs.get(suite).map_or("", String::as_str);
+            let tasks = rows
+                .iter()
+                .filter_map(|(_, _, r)| r.suite.as_ref())
+                .map(|s| s.tasks.len())
+                .max()
+                .unwrap_or(0);
+            let _ = write!(
+                b,
+                r#"<li><a href="suites/{slug}.html">{}</a> <span class="muted">({tasks} tasks, {} results)</span></li>"#,
+                esc(suite),
+                rows.len()
+            );
+        }
+        b.push_str("</ul><h2>Tasks</h2>");
+    }
+    b.push_str("<ul>");
     for (task, rows) in results {
         let slug = tasks.get(task).map_or("", String::as_str);
         let _ = write!(
@@ -172,7 +206,7 @@ pub fn leaderboards_index(results: &Results<'_>, tasks: &BTreeMap<String, String
         );
     }
     b.push_str("</ul>");
-    if results.is_empty() {
+    if results.is_empty() && suites.is_empty() {
         b.push_str(
             "<p>No results yet: publish a card with <code>--results LEADERBOARD</code>.</p>",
         );
@@ -241,8 +275,7 @@ pub fn card_page(
     c: &CardData,
     registry: &Registry,
     tags: &BTreeMap<String, String>,
-    results: &Results<'_>,
-    tasks: &BTreeMap<String, String>,
+    boards: &Boards<'_, '_>,
 ) -> String {
     let prefix = "../../../";
     let card = &c.card;
@@ -265,17 +298,29 @@ pub fn card_page(
         esc(&card.summary),
         tag_links(&card.tags, tags, prefix, None)
     );
-    let mut boards = String::new();
-    for (task, rows) in results {
+    let mut links = String::new();
+    for (task, rows) in boards.results {
         if rows.iter().any(|(rc, _, _)| std::ptr::eq(*rc, c)) {
-            let slug = tasks.get(task).map_or("", String::as_str);
+            let slug = boards.tasks.get(task).map_or("", String::as_str);
             let _ = write!(
-                boards,
+                links,
                 r#"<a href="{prefix}leaderboards/{slug}.html">{}</a> "#,
                 esc(task)
             );
         }
     }
+    for (suite, rows) in boards.suites {
+        if rows.iter().any(|(rc, _, _)| std::ptr::eq(*rc, c)) {
+            let slug = boards.suite_slugs.get(suite).map_or("", String::as_str);
+            let _ = write!(
+                links,
+                r#"<a href="{prefix}{}">suite {}</a> "#,
+                super::suites::suite_path(slug),
+                esc(suite)
+            );
+        }
+    }
+    let boards = links;
     let _ = write!(
         b,
         r#"<dl class="meta"><dt>License</dt><dd>{}</dd><dt>Latest version</dt><dd>{} ({})</dd><dt>Run it</dt><dd><code>galapagos run {}@{} --task TASK</code> · <a href="{prefix}how-to-run.html">how</a></dd>{}</dl>"#,
