@@ -96,7 +96,7 @@ fn tasks_of(args: &LeaderboardArgs) -> Result<BatchTasks, String> {
         eprintln!("task: built-in {name} ({})", task.dir.display());
     }
     Task::load(&task.dir)
-        .map(BatchTasks::One)
+        .map(|t| BatchTasks::One(Box::new(t)))
         .map_err(|e| format!("--task: {e}"))
 }
 

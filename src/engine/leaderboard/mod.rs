@@ -48,7 +48,7 @@ pub const LEADERBOARD_FILE: &str = "leaderboard.json";
 #[derive(Clone)]
 pub enum BatchTasks {
     /// One task: its runs in `OUT/runs/`, its leaderboard in `OUT/`.
-    One(Task),
+    One(Box<Task>),
     /// A suite: each task's runs in `OUT/<task>/runs/` and its leaderboard in
     /// `OUT/<task>/`, the suite's leaderboard in `OUT/`.
     Suite(suite::Suite),

@@ -78,7 +78,7 @@ impl Record {
     /// `None` when that ratio means nothing: a record that is not positive,
     /// or (min) a value that is not.
     pub fn normalised(&self, value: f64) -> Option<f64> {
-        if !(self.value > 0.0) || !value.is_finite() {
+        if self.value.is_nan() || self.value <= 0.0 || !value.is_finite() {
             return None;
         }
         match self.direction {

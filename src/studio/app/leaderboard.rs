@@ -167,7 +167,7 @@ impl App {
                     }
                 };
                 match crate::engine::task::Task::load(&task_dir) {
-                    Ok(t) => BatchTasks::One(t),
+                    Ok(t) => BatchTasks::One(Box::new(t)),
                     Err(e) => return self.error(format!("Leaderboard: task: {e}")),
                 }
             }

@@ -115,6 +115,10 @@ macro_rules! card_ctx {
 /// The model a run will use and its description, or why there is none.
 type ResolvedModel = Result<(Arc<dyn LanguageModel>, String), String>;
 
+/// What the Leaderboard tab's model was resolved for: the ticked cards,
+/// the settings' version and the runs at once.
+type LeaderboardModelKey = (Vec<String>, u64, usize);
+
 /// The studio.
 pub struct App {
     /// What persists between sessions.
@@ -132,7 +136,7 @@ pub struct App {
     /// The Leaderboard tab (a batch of cards × seeds, its table and curves).
     pub leaderboard: LeaderboardPanel,
     /// The leaderboard's model for (ticked cards, settings version).
-    lb_model: Option<((Vec<String>, u64, usize), ResolvedModel)>,
+    lb_model: Option<(LeaderboardModelKey, ResolvedModel)>,
     /// The cards the Leaderboard tab offers, for the recent cards they were
     /// listed with (dropped when the library is scanned again).
     lb_choices: Option<(Vec<PathBuf>, Vec<crate::studio::leaderboard::CardChoice>)>,
