@@ -239,7 +239,7 @@ fn a_leaderboard_of_three_cards_survives_a_kill_and_agrees_with_the_archives() {
         "circle_packing".to_owned(),
         "30 iterations per run".to_owned(),
         "seeds 0, 1, 2, 3, 4".to_owned(),
-        "offline model".to_owned(),
+        "model offline".to_owned(),
         format!("{topk_mean:.4}"),
         "| best_of_n_attempts |".to_owned(),
     ] {

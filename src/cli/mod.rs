@@ -339,7 +339,7 @@ pub fn resolve_model_for(
 fn load_card(path: &Path, registry: &Registry, hubs: &HubArgs) -> Result<ValidCard, i32> {
     use crate::engine::builtin::CardArg;
     match crate::engine::builtin::resolve_card(path) {
-        Ok(CardArg::Builtin(card)) => ValidCard::builtin(card, registry).map_err(print_errors),
+        Ok(CardArg::Builtin(card)) => card.valid(registry).map_err(print_errors),
         Ok(CardArg::Hub(r)) => hub::pull_card(&r, registry, hubs).map(|p| p.card),
         Ok(CardArg::Path(path)) => {
             crate::engine::hub::pull::load_card_file(&path, registry).map_err(print_errors)

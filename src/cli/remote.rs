@@ -532,7 +532,7 @@ pub fn apply_program(
             return 2;
         }
     };
-    super::takeout::report_applied(
+    super::report::report_applied(
         crate::engine::takeout::apply_files(
             genome,
             &program,

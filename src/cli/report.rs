@@ -143,3 +143,37 @@ pub(super) fn print_summary(s: &RunSummary, run_dir: &Path, model: &str, fitness
     }
     println!("run folder:  {}", run_dir.display());
 }
+
+/// What `apply` prints of what it did, and its exit code.
+pub(super) fn report_applied(
+    done: Result<crate::engine::takeout::Applied, crate::engine::takeout::TakeoutError>,
+    to: &Path,
+) -> i32 {
+    match done {
+        Ok(done) => {
+            println!(
+                "genome #{} into {}: {} file(s) written, {} deleted, {} already as the genome has them",
+                done.genome,
+                to.display(),
+                done.written.len(),
+                done.deleted.len(),
+                done.unchanged
+            );
+            for path in &done.written {
+                println!("  wrote {path}");
+            }
+            for path in &done.deleted {
+                println!("  deleted {path}");
+            }
+            0
+        }
+        Err(e @ crate::engine::takeout::TakeoutError::LocalChanges { .. }) => {
+            eprintln!("error: {e}");
+            1
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    }
+}

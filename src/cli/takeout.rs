@@ -118,42 +118,8 @@ pub fn apply_at(
 
 /// `galapagos apply`.
 pub fn apply(run_dir: &Path, genome: Option<u64>, to: &Path, force: bool) -> i32 {
-    report_applied(
+    super::report::report_applied(
         crate::engine::takeout::apply(run_dir, genome, to, force),
         to,
     )
-}
-
-/// What `apply` prints of what it did, and its exit code.
-pub(super) fn report_applied(
-    done: Result<crate::engine::takeout::Applied, crate::engine::takeout::TakeoutError>,
-    to: &Path,
-) -> i32 {
-    match done {
-        Ok(done) => {
-            println!(
-                "genome #{} into {}: {} file(s) written, {} deleted, {} already as the genome has them",
-                done.genome,
-                to.display(),
-                done.written.len(),
-                done.deleted.len(),
-                done.unchanged
-            );
-            for path in &done.written {
-                println!("  wrote {path}");
-            }
-            for path in &done.deleted {
-                println!("  deleted {path}");
-            }
-            0
-        }
-        Err(e @ crate::engine::takeout::TakeoutError::LocalChanges { .. }) => {
-            eprintln!("error: {e}");
-            1
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            2
-        }
-    }
 }

@@ -18,11 +18,32 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::engine::provenance::Provenance;
+
 /// One shipped card: its name (the file stem) and its YAML.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BuiltinCard {
     pub name: &'static str,
     pub yaml: &'static str,
+}
+
+impl BuiltinCard {
+    /// This card, checked, with its provenance (built in).
+    pub fn valid(
+        &self,
+        registry: &crate::engine::registry::Registry,
+    ) -> Result<crate::engine::card::ValidCard, crate::engine::card::CardErrors> {
+        crate::engine::card::ValidCard::from_yaml(
+            self.yaml,
+            &format!("built-in:{}", self.name),
+            registry,
+        )
+        .map(|c| {
+            c.with_provenance(Some(Provenance::BuiltIn {
+                name: self.name.to_owned(),
+            }))
+        })
+    }
 }
 
 /// One shipped task: its folder name and its files (path inside the folder,

@@ -623,23 +623,6 @@ impl ValidCard {
         Self::from_yaml(&text, &origin, registry)
     }
 
-    /// The built-in card `name`, checked, with its provenance.
-    pub fn builtin(
-        builtin: &crate::engine::builtin::BuiltinCard,
-        registry: &Registry,
-    ) -> Result<Self, CardErrors> {
-        Self::from_yaml(
-            builtin.yaml,
-            &format!("built-in:{}", builtin.name),
-            registry,
-        )
-        .map(|c| {
-            c.with_provenance(Some(Provenance::BuiltIn {
-                name: builtin.name.to_owned(),
-            }))
-        })
-    }
-
     /// This card with another provenance (nothing else is checked again).
     #[must_use]
     pub fn with_provenance(mut self, provenance: Option<Provenance>) -> Self {

@@ -115,7 +115,11 @@ fn copy_readable(from: &Path, to: &Path) -> std::io::Result<()> {
             copy_readable(&src, &dst)?;
         } else if kind.is_file() {
             std::fs::copy(&src, &dst)?;
-            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o644))?;
+            // readable by all; an executable (an evaluator script the card
+            // runs) stays executable
+            let exec = entry.metadata()?.permissions().mode() & 0o111 != 0;
+            let mode = if exec { 0o755 } else { 0o644 };
+            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(mode))?;
         }
     }
     Ok(())

@@ -222,7 +222,7 @@ impl App {
         let Some(builtin) = crate::engine::builtin::card(name) else {
             return self.error(format!("There is no built-in card {name}"));
         };
-        match crate::engine::card::ValidCard::builtin(builtin, &self.registry) {
+        match builtin.valid(&self.registry) {
             Ok(card) => {
                 let card = card.into_card();
                 self.set_doc(Document::new(card, None));

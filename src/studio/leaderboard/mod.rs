@@ -46,7 +46,7 @@ pub fn load_card_ref(reference: &str, registry: &Registry) -> Result<ValidCard, 
         Some(name) => {
             let builtin = crate::engine::builtin::card(name)
                 .ok_or_else(|| format!("there is no built-in card {name}"))?;
-            ValidCard::builtin(builtin, registry).map(ValidCard::into_card)
+            builtin.valid(registry).map(ValidCard::into_card)
         }
         None => read_card(Path::new(reference), registry),
     }

@@ -3,11 +3,11 @@
 //! until another one starts, and benchmarks/tests can fill it synthetically.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::engine::archive::{Checkpoint, RunMeta};
+use crate::engine::archive::{Archive, Checkpoint, RunMeta};
 use crate::engine::events::{LogLevel, RunEvent, RunInfo, RunStatus, RunSummary};
 use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId, TokenUsage};
 use crate::engine::selection::PolicyStatus;
@@ -540,6 +540,43 @@ pub fn format_tokens(n: u64) -> String {
     } else {
         n.to_string()
     }
+}
+
+/// A recorded run read from its folder: the history to show and the task
+/// folder it ran on.
+#[derive(Debug)]
+pub struct ArchivedRun {
+    /// The run folder.
+    pub dir: PathBuf,
+    /// Everything the archive holds, as a history.
+    pub history: RunHistory,
+    /// The task folder recorded in the archive.
+    pub task_dir: PathBuf,
+    /// The card as run (YAML), to resume with.
+    pub card_yaml: String,
+}
+
+/// Read a run folder's archive (read-only; the file is never modified) into
+/// a history. Errors name the file and say what is wrong with it.
+pub fn read_archive(dir: &Path) -> Result<ArchivedRun, String> {
+    let archive = Archive::open(dir).map_err(|e| e.to_string())?;
+    let contents = archive.contents().map_err(|e| e.to_string())?;
+    let settings_changes = archive.settings_changes().map_err(|e| e.to_string())?;
+    drop(archive);
+    let mut history = RunHistory::from_archive(
+        dir,
+        &contents.meta,
+        contents.genomes,
+        &contents.events,
+        contents.checkpoint.as_ref(),
+    );
+    history.settings_changes = settings_changes;
+    Ok(ArchivedRun {
+        dir: dir.to_path_buf(),
+        history,
+        task_dir: contents.meta.task_dir,
+        card_yaml: contents.meta.card_yaml,
+    })
 }
 
 #[cfg(test)]

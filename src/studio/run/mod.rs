@@ -61,13 +61,12 @@ use egui::{RichText, Ui};
 use tokio::sync::mpsc::error::TryRecvError;
 
 pub use actions::RunAction;
-pub use history::{Metric, RunHistory};
+pub use history::{ArchivedRun, Metric, RunHistory, read_archive};
 pub use inspector::{Inspector, InspectorTab};
 pub use plot::FitnessPlot;
 pub use table::{ArchiveTable, SortColumn};
 pub use tree::GenealogyView;
 
-use crate::engine::archive::Archive;
 use crate::engine::events::{RunCommand, RunEvent, RunStatus, RunSummary};
 use crate::engine::genome::{GenomeId, TokenUsage};
 use crate::engine::launch::RunPlan;
@@ -214,43 +213,6 @@ impl Default for Blocks {
     fn default() -> Self {
         Self(Arc::new(Registry::builtin()))
     }
-}
-
-/// A recorded run read from its folder: the history to show and the task
-/// folder it ran on.
-#[derive(Debug)]
-pub struct ArchivedRun {
-    /// The run folder.
-    pub dir: PathBuf,
-    /// Everything the archive holds, as a history.
-    pub history: RunHistory,
-    /// The task folder recorded in the archive.
-    pub task_dir: PathBuf,
-    /// The card as run (YAML), to resume with.
-    pub card_yaml: String,
-}
-
-/// Read a run folder's archive (read-only; the file is never modified) into
-/// a history. Errors name the file and say what is wrong with it.
-pub fn read_archive(dir: &Path) -> Result<ArchivedRun, String> {
-    let archive = Archive::open(dir).map_err(|e| e.to_string())?;
-    let contents = archive.contents().map_err(|e| e.to_string())?;
-    let settings_changes = archive.settings_changes().map_err(|e| e.to_string())?;
-    drop(archive);
-    let mut history = RunHistory::from_archive(
-        dir,
-        &contents.meta,
-        contents.genomes,
-        &contents.events,
-        contents.checkpoint.as_ref(),
-    );
-    history.settings_changes = settings_changes;
-    Ok(ArchivedRun {
-        dir: dir.to_path_buf(),
-        history,
-        task_dir: contents.meta.task_dir,
-        card_yaml: contents.meta.card_yaml,
-    })
 }
 
 fn language_of(task_dir: &Path) -> String {
