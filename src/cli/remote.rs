@@ -279,7 +279,7 @@ pub fn attach(
                     };
                     held_since_reset = 0;
                 }
-                Update::Synced => {}
+                Update::Synced | Update::Running(_) => {}
                 Update::Event(event) => {
                     apply(
                         &event,

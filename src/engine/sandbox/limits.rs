@@ -332,7 +332,10 @@ impl Limits {
         if evidence.signal == Some(SIGKILL) && used + 0.5 >= hard {
             return Some(named(cpu));
         }
-        if let Some(line) = found(&CPU).filter(|_| used + 0.5 >= soft) {
+        // A process that says it was killed by SIGXCPU (a candidate's own
+        // child, as `galapagos_eval` reports it) is taken at its word under
+        // the same rule: unless a count says the time was not used.
+        if let Some(line) = found(&CPU).filter(|_| counted) {
             return Some(said(cpu, line));
         }
         if let Some(file) = file {

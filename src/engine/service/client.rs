@@ -488,6 +488,9 @@ pub enum Update {
     Reset { live: bool },
     /// An event of the run (from a snapshot or live).
     Event(RunEvent),
+    /// How long the run has been going (seconds), from a snapshot: its
+    /// elapsed time counts from this, not from connecting.
+    Running(f64),
     /// The snapshot is in: what follows is live.
     Synced,
     /// No more events: the run ended (`status`), or the record is not
@@ -736,7 +739,12 @@ async fn stream(
                 replay = None;
                 more.push(Update::Reset { live });
             }
-            Message::Snapshot(s) => replay = Some(Replay::new(*s, &mut events)),
+            Message::Snapshot(s) => {
+                if let Some(secs) = s.running_secs {
+                    more.push(Update::Running(secs));
+                }
+                replay = Some(Replay::new(*s, &mut events));
+            }
             Message::History { genomes } => {
                 if let Some(r) = replay.as_mut() {
                     r.genomes(genomes, &mut events);

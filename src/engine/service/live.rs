@@ -47,6 +47,8 @@ pub(crate) struct Stream {
     pub(crate) ended: Option<String>,
     pub(crate) genomes: u64,
     pub(crate) best_score: Option<f64>,
+    /// When this run process's service started (with the run).
+    pub(crate) started: std::time::Instant,
 }
 
 impl Stream {
@@ -89,6 +91,7 @@ impl Stream {
             info: self.info.clone(),
             card_yaml: self.card_yaml.clone(),
             state: self.state.clone(),
+            running_secs: Some(self.started.elapsed().as_secs_f64()),
         }
     }
 }
@@ -137,6 +140,7 @@ impl LiveRun {
                 ended: None,
                 genomes: 0,
                 best_score: None,
+                started: std::time::Instant::now(),
             }),
             seq: watch::channel(0).0,
             subscribers: AtomicUsize::new(0),

@@ -238,6 +238,11 @@ pub struct Snapshot {
     pub info: Option<RunInfo>,
     pub card_yaml: String,
     pub state: RunState,
+    /// How long the run has been going, in seconds: a live run's process
+    /// since it started, a recorded run's wall time when it ended (a
+    /// client's elapsed time and ETA start from it, not from connecting).
+    #[serde(default)]
+    pub running_secs: Option<f64>,
 }
 
 /// What a run's events (or its record) say of it now.

@@ -81,6 +81,9 @@ pub(crate) fn snapshot(dir: &Path) -> Result<Snapshot, ArchiveError> {
             summary,
             ..RunState::default()
         },
+        running_secs: meta
+            .ended_unix
+            .map(|end| end.saturating_sub(meta.started_unix) as f64),
     })
 }
 

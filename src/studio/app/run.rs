@@ -332,6 +332,15 @@ impl App {
                         .desired_width(480.0),
                 )
                 .labelled_by(label.id);
+            // the address takes the keyboard when the dialog opens
+            let focused_id = egui::Id::unique("connect-to-a-run-focused");
+            if !ui
+                .ctx()
+                .data(|d| d.get_temp::<bool>(focused_id).unwrap_or(false))
+            {
+                field.request_focus();
+                ui.ctx().data_mut(|d| d.insert_temp(focused_id, true));
+            }
             if field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)) {
                 connect = true;
             }
@@ -364,6 +373,8 @@ impl App {
             self.commands.push(UiCommand::ConnectRun(address));
         } else if open {
             self.connect_dialog = Some(address);
+            return;
         }
+        ctx.data_mut(|d| d.remove::<bool>(egui::Id::unique("connect-to-a-run-focused")));
     }
 }

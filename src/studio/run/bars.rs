@@ -219,57 +219,106 @@ impl RunView {
         });
         ui.separator();
         let total = h.max_iterations().map_or("?".to_owned(), |n| n.to_string());
-        ui.label(format!("iteration {}/{total}", h.iterations_done));
-        ui.separator();
-        ui.label(format!("{} valid", h.valid));
-        let invalid = RichText::new(format!("{} invalid", h.invalid));
-        ui.label(if h.invalid > 0 {
-            invalid.color(ui.visuals().warn_fg_color)
-        } else {
-            invalid
-        });
+        // the figures after the iteration, most wanted first: each shown
+        // while the bar has room for it and the card's status on its left
+        // (a narrow window drops the last ones; all of them on hover)
+        let mut figures: Vec<(String, Option<Color32>, Option<Color32>, &str)> =
+            vec![(format!("{} valid", h.valid), None, None, "")];
+        figures.push((
+            format!("{} invalid", h.invalid),
+            (h.invalid > 0).then(|| ui.visuals().warn_fg_color),
+            None,
+            "",
+        ));
         if h.rejected > 0 {
-            ui.label(format!("({} rejected before evaluation)", h.rejected))
-                .on_hover_text(
-                    "children the novelty gate found too close to a program already scored",
-                );
+            figures.push((
+                format!("({} rejected before evaluation)", h.rejected),
+                None,
+                None,
+                "children the novelty gate found too close to a program already scored",
+            ));
         }
         if let Some(best) = h.best_score {
-            ui.separator();
-            ui.label(format!("best {best:.5}"));
+            figures.push((format!("best {best:.5}"), None, None, ""));
         }
-        ui.separator();
-        ui.label(format!("elapsed {}", history::format_duration(h.elapsed())));
+        figures.push((
+            format!("elapsed {}", history::format_duration(h.elapsed())),
+            None,
+            None,
+            "",
+        ));
         if let Some(eta) = h.eta() {
-            ui.label(format!("ETA {}", history::format_duration(eta)));
+            figures.push((
+                format!("ETA {}", history::format_duration(eta)),
+                None,
+                None,
+                "",
+            ));
         }
         if h.usage_known {
-            ui.separator();
             let cost = h
                 .usage
                 .cost_usd
                 .map_or(String::new(), |c| format!(" · ${c:.4}"));
-            ui.label(format!(
-                "{} tokens{cost}",
-                history::format_tokens(h.usage.total_tokens())
+            figures.push((
+                format!(
+                    "{} tokens{cost}",
+                    history::format_tokens(h.usage.total_tokens())
+                ),
+                None,
+                None,
+                "",
             ));
         }
-        if let Some(warning) = h.info.as_ref().and_then(|i| i.unsandboxed.as_deref()) {
-            ui.separator();
-            ui.label(
-                RichText::new(" unsandboxed ")
-                    .background_color(data::UNSANDBOXED_BADGE)
-                    .color(Color32::WHITE),
-            )
-            .on_hover_text(warning);
+        let unsandboxed = h.info.as_ref().and_then(|i| i.unsandboxed.as_deref());
+        if let Some(warning) = unsandboxed {
+            figures.push((
+                " unsandboxed ".to_owned(),
+                Some(Color32::WHITE),
+                Some(data::UNSANDBOXED_BADGE),
+                warning,
+            ));
         }
         if h.info.as_ref().is_some_and(|i| i.offline) {
+            figures.push((
+                " offline model ".to_owned(),
+                Some(Color32::BLACK),
+                Some(data::OFFLINE_BADGE),
+                "the built-in offline model: no endpoint configured; it only tunes numeric literals",
+            ));
+        }
+        let all: Vec<&str> = figures.iter().map(|f| f.0.trim()).collect();
+        ui.label(format!("iteration {}/{total}", h.iterations_done))
+            .on_hover_text(all.join(" · "));
+        let font = egui::TextStyle::Body.resolve(ui.style());
+        for (text, colour, background, hover) in figures {
+            let width = ui
+                .painter()
+                .layout_no_wrap(text.clone(), font.clone(), Color32::WHITE)
+                .size()
+                .x;
+            if ui.available_width() < width + STATUS_RESERVE {
+                break;
+            }
             ui.separator();
-            ui.label(RichText::new(" offline model ").background_color(data::OFFLINE_BADGE).color(Color32::BLACK))
-                .on_hover_text("the built-in offline model: no endpoint configured; it only tunes numeric literals");
+            let mut rich = RichText::new(text);
+            if let Some(c) = colour {
+                rich = rich.color(c);
+            }
+            if let Some(b) = background {
+                rich = rich.background_color(b);
+            }
+            let label = ui.label(rich);
+            if !hover.is_empty() {
+                label.on_hover_text(hover);
+            }
         }
     }
 }
+
+/// What the status bar keeps for the card's status and the last message,
+/// left of the run's figures, in points.
+const STATUS_RESERVE: f32 = 240.0;
 
 pub(super) fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)

@@ -462,6 +462,18 @@ impl RunHistory {
         self.summary.is_some()
     }
 
+    /// The run has been going for `secs` (a remote run's snapshot says so):
+    /// its elapsed time and ETA count from then, not from when it was
+    /// first seen here.
+    pub fn running_for(&mut self, secs: f64) {
+        if let Some(wall) = Duration::try_from_secs_f64(secs).ok()
+            && self.finished_at.is_none()
+        {
+            let now = Instant::now();
+            self.started_at = Some(now.checked_sub(wall).unwrap_or(now));
+        }
+    }
+
     /// Wall time the run has been going, pauses left out (frozen while
     /// paused and once it finished).
     pub fn elapsed(&self) -> Duration {
@@ -631,6 +643,35 @@ mod tests {
         assert_eq!(format_metric(0.5), "0.500000");
         assert_eq!(format_metric(f64::NAN), "NaN");
         assert_eq!(format_metric(1e20), "100000000000000000000.000000");
+    }
+
+    /// A run followed from a server counts its time from the run's start,
+    /// not from the connection: an hour-old run's ETA is not a second.
+    #[test]
+    fn a_remote_runs_elapsed_time_is_the_runs() {
+        let mut h = RunHistory::new();
+        h.apply(RunEvent::Started(RunInfo {
+            card_name: "c".into(),
+            task_name: "t".into(),
+            max_iterations: 200,
+            model: "m".into(),
+            offline: true,
+            seed: 0,
+            parallel: 1,
+            run_dir: None,
+            unsandboxed: None,
+            forked_from: None,
+            clearance: None,
+        }));
+        h.running_for(3600.0);
+        assert!(
+            h.elapsed() >= Duration::from_secs(3600),
+            "{:?}",
+            h.elapsed()
+        );
+        h.iterations_done = 100;
+        let eta = h.eta().unwrap();
+        assert!(eta >= Duration::from_secs(3500), "{eta:?}");
     }
 
     #[test]

@@ -162,7 +162,7 @@ impl RemoteLink {
             }
             Update::Ended { status } => self.state = LinkState::Ended(status.clone()),
             Update::Failed(why) => self.state = LinkState::Failed(why.clone()),
-            Update::Reset { .. } | Update::Event(_) | Update::Synced => {}
+            Update::Reset { .. } | Update::Event(_) | Update::Running(_) | Update::Synced => {}
         }
     }
 
@@ -265,6 +265,9 @@ impl RunView {
                     self.bodies_loaded.clear();
                     self.select_later = selected;
                 }
+                // after the snapshot's Started: the run's time, not the
+                // connection's
+                Answer::Update(Update::Running(secs)) => self.history.running_for(secs),
                 Answer::Update(Update::Event(mut event)) => {
                     // a path on the server is no folder here
                     if let RunEvent::Started(info) = &mut event {

@@ -138,15 +138,21 @@ impl Reply {
     /// when what it raised, or how its process ended, shows one
     /// ([`Limits::hit`]).
     pub(crate) fn explain_limit(&mut self, limits: Limits) {
+        let Some(error) = self.error.as_deref() else {
+            return;
+        };
+        // what the evaluator reported counts as what the candidate's process
+        // said (`galapagos_eval`: "construct()'s process was killed by
+        // SIGXCPU")
+        let said = [error];
         let evidence = Evidence {
             signal: self.status.and_then(wait_signal),
             cpu_secs: self.cpu_secs,
             raised: &self.exception,
+            said: &said,
             ..Evidence::default()
         };
-        if let Some(error) = self.error.as_deref()
-            && let Some(hit) = limits.hit(&evidence)
-        {
+        if let Some(hit) = limits.hit(&evidence) {
             self.error = Some(hit.name(error));
         }
     }
