@@ -622,3 +622,29 @@ fn the_genome_inspector_tabs_stay_in_view_for_an_invalid_genome_at_1024() {
     h.run_steps(3);
     h.get_by_label_contains("Traceback (most recent call last)");
 }
+
+/// A window squeezed below the panes' least sizes for a while (a tiling
+/// window manager's transient, a status line that wrapped) leaves their
+/// shares as they were: back at full size the plot and the inspector take
+/// what they took before, not the shares the squeeze forced.
+#[test]
+fn a_squeeze_does_not_ratchet_the_panes_shares() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut h = studio(runs.path(), "best_of_n.yaml", LARGE);
+    h.state_mut()
+        .run_view
+        .load_history(history((0..20).map(genome)));
+    h.state_mut().state.tab = Tab::Run;
+    h.run_steps(4);
+    let before = h.state().run_view.panes;
+    h.set_size(egui::vec2(700.0, 330.0));
+    h.run_steps(6);
+    h.set_size(LARGE);
+    h.run_steps(6);
+    let after = h.state().run_view.panes;
+    assert!(
+        (after.plot_share - before.plot_share).abs() < 0.01
+            && (after.inspector_share - before.inspector_share).abs() < 0.01,
+        "shares went from {before:?} to {after:?}"
+    );
+}

@@ -339,6 +339,12 @@ impl App {
                 .data(|d| d.get_temp::<bool>(focused_id).unwrap_or(false))
             {
                 field.request_focus();
+                // the last address, selected: typing replaces it
+                if let Some(mut edit) = egui::TextEdit::load_state(ui.ctx(), field.id) {
+                    edit.cursor
+                        .set_char_range(Some(egui::text::CCursorRange::select_all_str(&address)));
+                    edit.store(ui.ctx(), field.id);
+                }
                 ui.ctx().data_mut(|d| d.insert_temp(focused_id, true));
             }
             if field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)) {

@@ -473,10 +473,20 @@ impl App {
                         } else {
                             text.weak()
                         };
-                        // wrapped, whole: a refusal says what to do at its end
-                        let label = ui
-                            .add(egui::Label::new(text).wrap().sense(egui::Sense::click()))
-                            .on_hover_text("Click to dismiss");
+                        // an error wrapped, whole: a refusal says what to do
+                        // at its end; information on one line, whole on hover
+                        let label = if m.error {
+                            ui.add(egui::Label::new(text).wrap().sense(egui::Sense::click()))
+                                .on_hover_text("Click to dismiss")
+                        } else {
+                            ui.add(
+                                egui::Label::new(text)
+                                    .truncate()
+                                    .show_tooltip_when_elided(false)
+                                    .sense(egui::Sense::click()),
+                            )
+                            .on_hover_text(format!("{}\n\nClick to dismiss", m.text))
+                        };
                         if label.clicked() {
                             self.commands.push(UiCommand::DismissMessage);
                         }

@@ -76,11 +76,13 @@ impl RunView {
     pub(super) fn panes_ui(&mut self, ui: &mut egui::Ui) -> Option<GenomeId> {
         let mut clicked: Option<GenomeId> = None;
         // a window (or tab) of another size: the panes take their shares of
-        // it, not the points they had
+        // it, not the points they had; so does the first frame (the points
+        // egui kept are those of the last session's window, maybe 1920 px
+        // wide)
         let room = ui.available_size();
         let resized = self
             .panes_room
-            .is_some_and(|before| (before - room).length() > 0.5);
+            .is_none_or(|before| (before - room).length() > 0.5);
         self.panes_room = Some(room);
         let height = room.y;
         let max_plot = (height * 0.8).max(MIN_PLOT);
@@ -98,7 +100,11 @@ impl RunView {
                     clicked = Some(id);
                 }
             });
-        if height > 0.0 {
+        // the shares follow a divider the person drags, and nothing else: a
+        // frame where the room was too small for a pane's least size would
+        // otherwise ratchet its share up for good
+        let dragging = !resized && ui.input(|i| i.pointer.any_down());
+        if height > 0.0 && dragging {
             self.panes.plot_share = plot.response.rect.height() / height;
         }
         self.inspector.live = self.is_running();
@@ -134,7 +140,7 @@ impl RunView {
                     clicked = Some(id);
                 }
             });
-        if width > 0.0 {
+        if width > 0.0 && dragging {
             self.panes.inspector_share = inspector.response.rect.width() / width;
         }
         egui::CentralPanel::default().show(ui, |ui| {

@@ -14,7 +14,7 @@ use super::{DRAIN_BUDGET, RunHistory, RunView, structure};
 use crate::engine::events::{RunCommand, RunEvent};
 use crate::engine::genome::{Genome, GenomeId};
 use crate::engine::service::protocol::{Command, RequestBody};
-use crate::engine::service::{ConnectOptions, Follow, Target, Update};
+use crate::engine::service::{Client, ConnectOptions, Follow, Target, Update};
 
 /// What the view asks of the connection.
 enum Ask {
@@ -75,6 +75,10 @@ impl RemoteLink {
                     return;
                 };
                 runtime.block_on(async move {
+                    // a connection of its own for bodies asked for once the
+                    // follow has none (the run ended, or it is reconnecting)
+                    let spare: Arc<tokio::sync::Mutex<Option<Arc<Client>>>> = Arc::default();
+                    let (spare_target, spare_options) = (followed.clone(), options.clone());
                     let mut follow = Follow::start(followed, options, true);
                     let send = |a: Answer, tx: &Sender<Answer>| {
                         let ok = tx.send(a).is_ok();
@@ -91,15 +95,39 @@ impl RemoteLink {
                             }
                             ask = asked.recv() => {
                                 let Some(ask) = ask else { return };
-                                let Some(client) = follow.client() else {
-                                    if let Ask::Command(_) = ask {
-                                        send(Answer::Refused("not connected: try again once the run is reached".to_owned()), &tx);
-                                    }
+                                let client = follow.client();
+                                if client.is_none() && matches!(ask, Ask::Command(_)) {
+                                    send(Answer::Refused("not connected: try again once the run is reached".to_owned()), &tx);
                                     continue;
-                                };
+                                }
                                 let tx = tx.clone();
                                 let waker = Arc::clone(&waker);
+                                let (spare, target, options) = (Arc::clone(&spare), spare_target.clone(), spare_options.clone());
                                 tokio::spawn(async move {
+                                    let client = match client {
+                                        Some(c) => c,
+                                        None => {
+                                            let mut held = spare.lock().await;
+                                            let usable = held.as_ref().filter(|c| c.closed().is_none()).cloned();
+                                            match usable {
+                                                Some(c) => c,
+                                                None => match Client::connect(&target, &options).await {
+                                                    Ok(c) => {
+                                                        let c = Arc::new(c);
+                                                        *held = Some(Arc::clone(&c));
+                                                        c
+                                                    }
+                                                    Err(e) => {
+                                                        if let Ask::Genome(id) = ask {
+                                                            tx.send(Answer::Genome(id, Err(e.to_string()))).ok();
+                                                            waker();
+                                                        }
+                                                        return;
+                                                    }
+                                                },
+                                            }
+                                        }
+                                    };
                                     let answer = match ask {
                                         Ask::Genome(id) => Answer::Genome(id, client.genome(id).await.map(Box::new).map_err(|e| e.to_string())),
                                         Ask::Command(command) => match client.request(RequestBody::Command { command }).await {
