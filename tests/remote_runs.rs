@@ -436,6 +436,7 @@ fn a_live_run_on_the_server_is_paused_noted_pinned_resumed_and_stopped_over_ssh(
     wait_for_genomes(&dir, settled + 4);
     let said = steer(&sshd, &dir, &["--stop"]);
     assert!(said.contains("pinned: #0"), "{said}");
+    assert!(said.contains("state: stopped"), "{said}");
     // the notes reached the prompts after they were given, not before
     let export = root.path().join("export.jsonl");
     let mut c = sshd.galapagos();

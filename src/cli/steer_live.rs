@@ -115,6 +115,8 @@ pub(super) fn steer(target: &Target, args: &SteerArgs, notes: Option<String>) ->
             client.request(RequestBody::Command { command }).await?;
         }
         let mut errors = Vec::new();
+        // how the run ended, when it did while its changes were awaited
+        let mut ended: Option<String> = None;
         let deadline = tokio::time::Instant::now() + CONFIRM;
         while !expected.met(&state.steering, state.paused) {
             let message = tokio::time::timeout_at(deadline, stream.recv()).await;
@@ -133,6 +135,7 @@ pub(super) fn steer(target: &Target, args: &SteerArgs, notes: Option<String>) ->
                     WireEvent::Finished(s) => {
                         expected.stopped = false;
                         eprintln!("the run ended: {}", s.status.label());
+                        ended = Some(s.status.label());
                         break;
                     }
                     WireEvent::SettingsChanged(change) => {
@@ -162,6 +165,7 @@ pub(super) fn steer(target: &Target, args: &SteerArgs, notes: Option<String>) ->
                         errors.push(format!("the run ended: {status}"));
                     }
                     expected.stopped = false;
+                    ended = Some(status);
                     break;
                 }
                 Some(_) => {}
@@ -171,15 +175,20 @@ pub(super) fn steer(target: &Target, args: &SteerArgs, notes: Option<String>) ->
                 }
             }
         }
-        Ok((state, errors))
+        Ok((state, errors, ended))
     });
     match outcome {
-        Ok((state, errors)) => {
+        Ok((state, errors, ended)) => {
             for e in &errors {
                 eprintln!("error: {e}");
             }
             print_steering(&state.steering);
-            println!("state: {}", if state.paused { "paused" } else { "running" });
+            let now = match &ended {
+                Some(status) => status.as_str(),
+                None if state.paused => "paused",
+                None => "running",
+            };
+            println!("state: {now}");
             if errors.is_empty() { 0 } else { 2 }
         }
         Err(e) => {
