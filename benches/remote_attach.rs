@@ -230,9 +230,7 @@ fn main() -> Result<(), String> {
             ms(*took)
         );
     }
-    println!(
-        "| memory added by holding the {held} genomes' heads (resident, MiB) | {added:.0} |"
-    );
+    println!("| memory added by holding the {held} genomes' heads (resident, MiB) | {added:.0} |");
     println!(
         "| `galapagos attach --quiet`, start to exit | {:.0} |",
         ms(attach)

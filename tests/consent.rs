@@ -645,8 +645,8 @@ fn change_in_flight(
     plan: galapagos::engine::launch::RunPlan,
     new: galapagos::engine::card::ValidCard,
 ) -> (
-    Vec<galapagos::engine::steering::settings::SettingsChange>,
-    Vec<Vec<galapagos::engine::steering::settings::Fixed>>,
+    Vec<galapagos::engine::steering::changes::SettingsChange>,
+    Vec<Vec<galapagos::engine::steering::changes::Fixed>>,
 ) {
     use galapagos::engine::events::{RunCommand, RunEvent};
     let mut h = common::spawn(plan);

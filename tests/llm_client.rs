@@ -428,12 +428,12 @@ async fn a_server_that_never_sends_a_header_is_cut_by_the_first_byte_timeout() {
 
 #[test]
 fn the_first_byte_timeout_is_set_per_endpoint_in_the_settings() {
-    let settings: galapagos::engine::model::settings::ModelSettings = serde_json::from_str(
+    let settings: galapagos::engine::model::user_settings::ModelSettings = serde_json::from_str(
         r#"{"endpoints":[{"api_base":"http://127.0.0.1:9/v1","first_byte_timeout_secs":7.5}]}"#,
     )
     .expect("settings parse");
     assert_eq!(settings.endpoints[0].first_byte_timeout_secs, 7.5);
-    let default: galapagos::engine::model::settings::ModelSettings =
+    let default: galapagos::engine::model::user_settings::ModelSettings =
         serde_json::from_str(r#"{"endpoints":[{"api_base":"http://127.0.0.1:9/v1"}]}"#)
             .expect("settings parse");
     assert_eq!(default.endpoints[0].first_byte_timeout_secs, 120.0);

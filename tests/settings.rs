@@ -25,7 +25,7 @@ use galapagos::engine::model::{
 };
 use galapagos::engine::params::ParamValue;
 use galapagos::engine::run_thread::RunHandle;
-use galapagos::engine::steering::settings::{Fixed, SettingsChange};
+use galapagos::engine::steering::changes::{Fixed, SettingsChange};
 use galapagos::engine::task::Task;
 
 /// openevolve's blocks with the trivial evaluator, two islands.

@@ -413,7 +413,7 @@ fn the_model_dialog_sets_the_stall_timeout_and_names_no_command_line_flag() {
     h.run_steps(2);
     h.get_by_label("Save settings").click();
     h.run_steps(3);
-    let saved = galapagos::engine::model::settings::load_settings_from(&settings).unwrap();
+    let saved = galapagos::engine::model::user_settings::load_settings_from(&settings).unwrap();
     assert_eq!(saved.endpoints[0].stall_timeout_secs, 15.0);
 }
 

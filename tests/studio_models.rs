@@ -18,7 +18,7 @@ use common::llm_server::{LlmServer, Reply, Seen};
 use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT as _, Queryable as _};
-use galapagos::engine::model::settings::load_settings_from;
+use galapagos::engine::model::user_settings::load_settings_from;
 use galapagos::studio::App;
 use galapagos::studio::state::State;
 use serde_json::json;

@@ -20,7 +20,7 @@ use egui_kittest::kittest::{NodeT as _, Queryable as _};
 use galapagos::engine::archive::Archive;
 use galapagos::engine::card::Card;
 use galapagos::engine::events::RunStatus;
-use galapagos::engine::model::settings::load_settings_from;
+use galapagos::engine::model::user_settings::load_settings_from;
 use galapagos::engine::registry::Registry;
 use galapagos::studio::App;
 use galapagos::studio::state::{State, Tab};

@@ -22,7 +22,7 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
 use galapagos::engine::archive::Archive;
 use galapagos::engine::card::Card;
-use galapagos::engine::model::settings::save_settings_to;
+use galapagos::engine::model::user_settings::save_settings_to;
 use galapagos::engine::model::{
     EndpointSettings, LlmSettings, ModelRequest, ModelSettings, OfflineModel,
 };

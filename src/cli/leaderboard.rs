@@ -6,7 +6,6 @@ use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::engine::leaderboard::suite::Suite;
 use crate::engine::leaderboard::worker::{self, BatchCommand, BatchEvent};
 use crate::engine::leaderboard::{BatchRun, BatchSpec, BatchTasks, RunState};
 use crate::engine::registry::Registry;
@@ -82,7 +81,7 @@ fn parse_fraction(text: &str) -> Result<f64, String> {
 /// task's name resolves when no such folder exists).
 fn tasks_of(args: &LeaderboardArgs) -> Result<BatchTasks, String> {
     if let Some(suite) = &args.suite {
-        return Suite::resolve(suite)
+        return crate::engine::builtin::resolve_suite(suite)
             .map(BatchTasks::Suite)
             .map_err(|e| format!("--suite: {e}"));
     }

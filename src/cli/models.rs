@@ -4,7 +4,7 @@
 
 use crate::engine::model::check::{self, Report};
 use crate::engine::model::presets;
-use crate::engine::model::settings::EndpointSettings;
+use crate::engine::model::user_settings::EndpointSettings;
 
 use super::ModelArgs;
 
@@ -104,7 +104,7 @@ fn check_command(args: &ModelArgs) -> i32 {
                     "no endpoint configured: add one in the studio's model dialog or the settings \
                      file ({}), or check one with --provider NAME [--model NAME] or --api-base URL \
                      --model NAME",
-                    crate::engine::model::settings::user_settings_path()
+                    crate::engine::model::user_settings::user_settings_path()
                         .map(|p| p.display().to_string())
                         .unwrap_or_else(|| "no config dir".to_owned())
                 );

@@ -177,3 +177,24 @@ pub(super) fn report_applied(
         }
     }
 }
+
+pub(super) fn print_steering(s: &crate::engine::steering::Steering) {
+    if s.notes.trim().is_empty() {
+        println!("notes: none");
+    } else {
+        println!("notes (from iteration {}):", s.notes_since);
+        for line in s.notes.lines() {
+            println!("  {line}");
+        }
+    }
+    if s.pins.is_empty() {
+        println!("pinned: none");
+    } else {
+        let pins: Vec<String> = s
+            .pins
+            .iter()
+            .map(|p| format!("#{} (from iteration {})", p.genome, p.since))
+            .collect();
+        println!("pinned: {}", pins.join(", "));
+    }
+}

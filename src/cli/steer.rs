@@ -111,7 +111,7 @@ fn read_program(path: &Path, parent: &Tree, plan: &RunPlan) -> Result<Tree, Stri
             .map_err(|e| format!("{e} (the program must be UTF-8 text)"))?;
             Ok(parent.with_single_text(text))
         }
-        (false, true) => crate::engine::task::files::load(path, &plan.task().config)
+        (false, true) => crate::engine::task::program_folder::load(path, &plan.task().config)
             .map(|(tree, _)| tree)
             .map_err(|e| format!("{}: {e}", path.display())),
         (true, true) => Err(format!(
@@ -255,27 +255,6 @@ pub fn inject(args: &InjectArgs) -> i32 {
     }
 }
 
-pub(super) fn print_steering(s: &Steering) {
-    if s.notes.trim().is_empty() {
-        println!("notes: none");
-    } else {
-        println!("notes (from iteration {}):", s.notes_since);
-        for line in s.notes.lines() {
-            println!("  {line}");
-        }
-    }
-    if s.pins.is_empty() {
-        println!("pinned: none");
-    } else {
-        let pins: Vec<String> = s
-            .pins
-            .iter()
-            .map(|p| format!("#{} (from iteration {})", p.genome, p.since))
-            .collect();
-        println!("pinned: {}", pins.join(", "));
-    }
-}
-
 /// `galapagos steer RUN [--notes TEXT | --notes-file FILE | --clear-notes] [--pin N] [--unpin N]`.
 pub fn steer(args: &SteerArgs) -> i32 {
     let notes = match (&args.notes, &args.notes_file, args.clear_notes) {
@@ -307,7 +286,16 @@ pub fn steer(args: &SteerArgs) -> i32 {
         }
     };
     if live {
-        return super::steer_live::steer(&target, args, notes);
+        let changes = super::steer_live::Changes {
+            pin: &args.pin,
+            unpin: &args.unpin,
+            pause: args.pause,
+            resume: args.resume,
+            stop: args.stop,
+            settings: args.settings.as_deref(),
+            remote: &args.remote,
+        };
+        return super::steer_live::steer(&target, &changes, notes);
     }
     if args.pause || args.resume || args.stop || args.settings.is_some() {
         eprintln!(
@@ -324,7 +312,7 @@ pub fn steer(args: &SteerArgs) -> i32 {
         let read = Archive::open(&args.run_dir).and_then(|a| a.checkpoint());
         return match read {
             Ok(ck) => {
-                print_steering(&ck.map(|c| c.steering).unwrap_or_default());
+                super::report::print_steering(&ck.map(|c| c.steering).unwrap_or_default());
                 0
             }
             Err(e) => {
@@ -356,7 +344,7 @@ pub fn steer(args: &SteerArgs) -> i32 {
         eprintln!("error: {e}");
     }
     if let Some(s) = &reported.steering {
-        print_steering(s);
+        super::report::print_steering(s);
     }
     if reported.errors.is_empty() { 0 } else { 2 }
 }

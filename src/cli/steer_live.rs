@@ -11,7 +11,8 @@ use crate::engine::service::protocol::{Command, Message, RequestBody, RunState, 
 use crate::engine::service::{Client, ClientError, Target};
 use crate::engine::steering::Steering;
 
-use super::steer::{SteerArgs, print_steering};
+use super::report::print_steering;
+use crate::engine::genome::GenomeId;
 
 /// How long the run has to show a change taken.
 const CONFIRM: Duration = Duration::from_secs(120);
@@ -38,9 +39,21 @@ impl Expected {
     }
 }
 
+/// What `galapagos steer` asks of a live run (its arguments).
+pub(super) struct Changes<'a> {
+    pub pin: &'a [GenomeId],
+    pub unpin: &'a [GenomeId],
+    pub pause: bool,
+    pub resume: bool,
+    pub stop: bool,
+    /// A card file whose settings the paused run goes on with.
+    pub settings: Option<&'a std::path::Path>,
+    pub remote: &'a super::remote::RemoteArgs,
+}
+
 /// Steer the live run at `target`; `notes`: the notes to set, if any.
-pub(super) fn steer(target: &Target, args: &SteerArgs, notes: Option<String>) -> i32 {
-    let settings = match &args.settings {
+pub(super) fn steer(target: &Target, args: &Changes<'_>, notes: Option<String>) -> i32 {
+    let settings = match args.settings {
         Some(path) => match std::fs::read_to_string(path) {
             Ok(yaml) => Some(yaml),
             Err(e) => {
@@ -87,11 +100,11 @@ pub(super) fn steer(target: &Target, args: &SteerArgs, notes: Option<String>) ->
             expected.notes = Some(text.trim_end().to_owned());
             commands.push(Command::Notes { text });
         }
-        for &genome in &args.unpin {
+        for &genome in args.unpin {
             expected.unpins.push(genome);
             commands.push(Command::Unpin { genome });
         }
-        for &genome in &args.pin {
+        for &genome in args.pin {
             expected.pins.push(genome);
             commands.push(Command::Pin { genome });
         }

@@ -18,6 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::engine::leaderboard::suite::{self, Suite};
 use crate::engine::provenance::Provenance;
 
 /// One shipped card: its name (the file stem) and its YAML.
@@ -433,9 +434,100 @@ pub fn resolve_task_in(arg: &Path, root: &Path) -> Result<TaskArg, NameError> {
     }
 }
 
+/// The suite an argument names (`--suite`, the studio's Suite field): the
+/// folder of task folders at that path, else the built-in suite of that name
+/// ([`crate::engine::leaderboard::suite::SUITES`]), its tasks written out
+/// under [`tasks_dir`].
+pub fn resolve_suite(arg: &Path) -> Result<Suite, String> {
+    if arg.exists() {
+        return Suite::from_folder(arg);
+    }
+    let name = arg.to_str().unwrap_or_default();
+    match suite::builtin(name) {
+        Some(b) if !name.contains(['/', '\\']) => install_suite(b, &tasks_dir()),
+        _ => Err(format!(
+            "{}: no such folder, and no built-in suite of that name (built-in: {})",
+            arg.display(),
+            suite::SUITES
+                .iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// The built-in suite `suite`, its tasks written out under `root`.
+pub fn install_suite(suite: &suite::BuiltinSuite, root: &Path) -> Result<Suite, String> {
+    let mut tasks = Vec::new();
+    for name in suite.tasks {
+        let builtin =
+            task(name).ok_or_else(|| format!("suite {}: no built-in task {name}", suite.name))?;
+        let dir = install_task(builtin, root)
+            .map_err(|e| format!("suite {}: cannot write out {name}: {e}", suite.name))?;
+        tasks.push(
+            crate::engine::task::Task::load(&dir)
+                .map_err(|e| format!("suite {}: {e}", suite.name))?,
+        );
+    }
+    Ok(Suite {
+        name: suite.name.to_owned(),
+        dir: None,
+        tasks,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_math_suite_is_the_ten_tasks_each_with_its_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let suite = suite::builtin("math").unwrap();
+        let s = install_suite(suite, tmp.path()).unwrap();
+        let names: Vec<&str> = s.tasks.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, suite.tasks);
+        for t in &s.tasks {
+            assert!(
+                t.config.best_known().is_some(),
+                "{} has no best_known",
+                t.name
+            );
+        }
+    }
+
+    #[test]
+    fn a_suite_argument_is_a_folder_of_tasks_or_a_built_in_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = resolve_suite(&tmp.path().join("nonesuch")).err();
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.contains("no such folder") && e.contains("math")),
+            "{err:?}"
+        );
+        let task = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tasks/circle_packing");
+        let suite_dir = tmp.path().join("two");
+        for name in ["b_task", "a_task"] {
+            let dir = suite_dir.join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            for file in ["config.yaml", "evaluator.py", "initial_program.py"] {
+                std::fs::copy(task.join(file), dir.join(file)).unwrap();
+            }
+        }
+        std::fs::create_dir_all(suite_dir.join(".hidden")).unwrap();
+        let s = resolve_suite(&suite_dir).unwrap();
+        assert_eq!(s.name, "two");
+        let names: Vec<&str> = s.tasks.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a_task", "b_task"]);
+        std::fs::create_dir_all(suite_dir.join("notes")).unwrap();
+        let err = resolve_suite(&suite_dir).err();
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.contains("notes: not a task folder")),
+            "{err:?}"
+        );
+    }
 
     /// Every file of `cards/` and `assets/tasks/` is embedded, so a new one
     /// cannot be forgotten here.

@@ -45,7 +45,7 @@
 //! carried over through `checkpoint` / `restore`, the prompt builder and the proposer, which keep
 //! none; not the population, the evaluator or the memory), and a block that keeps state it cannot
 //! carry over says `false`. The registry carries it on each `Entry` and checked block
-//! (`Configured::live`); `steering::settings::compare` asks it, never a kind.
+//! (`Configured::live`); `steering::changes::compare` asks it, never a kind.
 //!
 //! # Kinds only in the registry
 //!

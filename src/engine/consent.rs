@@ -347,7 +347,7 @@ impl Clearance {
 /// Where this account's record key lives: `run-record.key` beside the user
 /// settings file.
 pub fn key_path() -> Option<PathBuf> {
-    crate::engine::model::settings::user_settings_path()
+    crate::engine::model::user_settings::user_settings_path()
         .and_then(|p| p.parent().map(|d| d.join("run-record.key")))
 }
 

@@ -27,7 +27,7 @@ use crate::engine::model::LanguageModel;
 use crate::engine::redact::Redactor;
 use crate::engine::selection::PolicyStatus;
 use crate::engine::steering::Steering;
-use crate::engine::steering::settings::{Fixed, SettingsChange};
+use crate::engine::steering::changes::{Fixed, SettingsChange};
 
 /// Commands a UI (or the CLI's signal handler) sends to a running scaffold.
 #[derive(Clone, Debug)]
@@ -37,7 +37,7 @@ pub enum RunCommand {
     /// Continue after a pause.
     Resume,
     /// While paused: run on with this card's settings. Taken only when every
-    /// difference can change in flight ([`crate::engine::steering::settings::compare`]):
+    /// difference can change in flight ([`crate::engine::steering::changes::compare`]):
     /// the blocks whose parameters changed are rebuilt, the change is logged
     /// and recorded with the iteration it takes effect at
     /// ([`RunEvent::SettingsChanged`]); otherwise nothing changes and

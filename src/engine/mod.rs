@@ -15,7 +15,7 @@
 //! - `Memory::read(&MemoryQuery)`: what a reader should know, for an island and within a character
 //!   budget.
 //! - `proposer::apply_reply` is the one place a model's reply becomes a child program: a single
-//!   file through `text::patch`, a folder program through `text::tree` (edits that name their
+//!   file through `text::patch`, a folder program through `text::tree_edits` (edits that name their
 //!   files, each checked against the task's `EditRules`: a refusal names the path and the rule and
 //!   is shown to the model on the next inner retry). The default prompt builder shows a folder
 //!   program as `prompt/program.rs` lays it out: editable files in full, context files within a

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::engine::card::Card;
 use crate::engine::registry::Registry;
 use crate::studio::command::{Commands, UiCommand};
-use crate::studio::files::read_card;
+use crate::studio::jobs::read_card;
 
 /// Most files read from the library folder (keeps a scan bounded).
 pub const MAX_LIBRARY_FILES: usize = 200;

@@ -28,7 +28,7 @@
 //!   share, finished background jobs, and `apply`, which hands each command to its group's file by
 //!   `UiCommand::group` (one arm per command, so a new command must be given a group): card edits
 //!   go to `command::apply_card_edit` (undo lives there), the view group stays in `app/mod.rs`, and
-//!   `app/files.rs` (card files, folders, the unsaved-changes question), `app/hub.rs` (bundles,
+//!   `app/card_files.rs` (card files, folders, the unsaved-changes question), `app/hub.rs` (bundles,
 //!   publishing to a hub folder, listing the hubs' cards and pulling one), `app/run.rs` (the live
 //!   and recorded runs), `app/model.rs` (the model runs use and its settings dialog) and
 //!   `app/leaderboard.rs` each apply theirs. `app/toolbar.rs` draws the menus, the toolbar, the tab
@@ -49,7 +49,7 @@
 //!   Pause and Stop do; what is in force is what the run reports back (`RunEvent::Steered`, kept in
 //!   `RunHistory::steering`, or a recorded run's checkpoint), and the editor closes on the
 //!   admission of its child or shows the run's refusal.
-//! - Settings while paused (`run/settings.rs`): the Run tab's Resume is a `PauseOrResume` command,
+//! - Settings while paused (`run/settings_change.rs`): the Run tab's Resume is a `PauseOrResume` command,
 //!   and the app resumes a paused run with the Blocks tab's card (its General settings include the
 //!   model's temperature, `UiCommand::SetTemperature`, the card's `llm.temperature`)
 //!   (`RunView::resume_with`, the model built as for Start run). The view keeps the card the live
@@ -66,8 +66,8 @@ pub mod app;
 pub mod command;
 pub mod compare;
 pub mod editor;
-pub mod files;
 pub mod help;
+pub mod jobs;
 pub mod leaderboard;
 pub mod library;
 pub mod model_ui;

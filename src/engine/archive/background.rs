@@ -23,7 +23,7 @@ use super::{ArchiveError, Checkpoint, RunRecorder};
 use crate::engine::card::Card;
 use crate::engine::events::{LogLevel, RunInfo, RunSummary};
 use crate::engine::genome::Genome;
-use crate::engine::steering::settings::SettingsChange;
+use crate::engine::steering::changes::SettingsChange;
 
 /// Iterations that may wait for the writer before `record_iteration` blocks
 /// (back-pressure on a disk slower than the loop).

@@ -13,7 +13,7 @@ use crate::engine::card::Card;
 use crate::engine::consent::Clearance;
 use crate::engine::events::{RunInfo, RunOrigin, RunSummary};
 use crate::engine::genome::Genome;
-use crate::engine::steering::settings::SettingsChange;
+use crate::engine::steering::changes::SettingsChange;
 
 /// Writes `card.yaml`, `genomes.jsonl` (flushed per iteration) and `summary.json`.
 pub struct JsonlRecorder {

@@ -60,7 +60,7 @@ use crate::engine::card::Card;
 use crate::engine::events::{LogLevel, RunInfo, RunSummary};
 use crate::engine::genome::{Genome, TokenUsage};
 use crate::engine::rng::SearchRng;
-use crate::engine::steering::settings::SettingsChange;
+use crate::engine::steering::changes::SettingsChange;
 
 pub use background::BackgroundRecorder;
 pub use jsonl::{JsonlRecorder, read_genomes, read_summary};

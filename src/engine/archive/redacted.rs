@@ -10,7 +10,7 @@ use crate::engine::card::Card;
 use crate::engine::events::{LogLevel, RunInfo, RunSummary};
 use crate::engine::genome::Genome;
 use crate::engine::redact::Redactor;
-use crate::engine::steering::settings::SettingsChange;
+use crate::engine::steering::changes::SettingsChange;
 
 /// `inner`, given only redacted records.
 pub struct Redacted {

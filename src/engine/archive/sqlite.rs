@@ -25,7 +25,7 @@ use crate::engine::card::Card;
 use crate::engine::consent::Clearance;
 use crate::engine::events::{LogLevel, RunInfo, RunOrigin, RunSummary};
 use crate::engine::genome::{Genome, GenomeId};
-use crate::engine::steering::settings::SettingsChange;
+use crate::engine::steering::changes::SettingsChange;
 
 /// File name inside a run folder.
 pub const ARCHIVE_FILE: &str = "archive.sqlite";

@@ -620,7 +620,7 @@ pub fn pull_into(
     if hubs.is_empty() {
         return Err(format!(
             "{r}: no hub to pull from: pass --hub DIR|URL or list hubs under \"hubs\" in {}",
-            crate::engine::model::settings::user_settings_path().map_or_else(
+            crate::engine::model::user_settings::user_settings_path().map_or_else(
                 || "the user settings file".to_owned(),
                 |p| p.display().to_string()
             )

@@ -2,7 +2,8 @@
 //! line (`--suite`) or in the studio as a folder of task folders, or as a
 //! built-in suite's name ([`SUITES`]: `math`, the ten mathematical benchmark
 //! tasks) when no such folder exists. A built-in suite's tasks are written out
-//! with the other built-in tasks ([`crate::engine::builtin::install_task`]).
+//! with the other built-in tasks (`crate::engine::builtin::resolve_suite`, which
+//! resolves an argument by that rule).
 
 use std::path::{Path, PathBuf};
 
@@ -52,43 +53,6 @@ pub struct Suite {
 }
 
 impl Suite {
-    /// The suite an argument names: the folder of task folders at that
-    /// path, else the built-in suite of that name (its tasks written out
-    /// under [`crate::engine::builtin::tasks_dir`]).
-    pub fn resolve(arg: &Path) -> Result<Self, String> {
-        if arg.exists() {
-            return Self::from_folder(arg);
-        }
-        let name = arg.to_str().unwrap_or_default();
-        match builtin(name) {
-            Some(b) if !name.contains(['/', '\\']) => {
-                Self::builtin(b, &crate::engine::builtin::tasks_dir())
-            }
-            _ => Err(format!(
-                "{}: no such folder, and no built-in suite of that name (built-in: {})",
-                arg.display(),
-                SUITES.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
-            )),
-        }
-    }
-
-    /// The built-in suite `suite`, its tasks written out under `root`.
-    pub fn builtin(suite: &BuiltinSuite, root: &Path) -> Result<Self, String> {
-        let mut tasks = Vec::new();
-        for name in suite.tasks {
-            let task = crate::engine::builtin::task(name)
-                .ok_or_else(|| format!("suite {}: no built-in task {name}", suite.name))?;
-            let dir = crate::engine::builtin::install_task(task, root)
-                .map_err(|e| format!("suite {}: cannot write out {name}: {e}", suite.name))?;
-            tasks.push(Task::load(&dir).map_err(|e| format!("suite {}: {e}", suite.name))?);
-        }
-        Ok(Self {
-            name: suite.name.to_owned(),
-            dir: None,
-            tasks,
-        })
-    }
-
     /// The suite of the task folders in `dir` (each folder not starting with
     /// `.`, by name). Every folder must load as a task: the error names each
     /// one that does not.
@@ -150,62 +114,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_math_suite_is_the_ten_tasks_each_with_its_record() {
+    fn a_folder_that_is_no_suite_says_why() {
         let tmp = tempfile::tempdir().unwrap();
-        let suite = builtin("math").unwrap();
-        let s = Suite::builtin(suite, tmp.path()).unwrap();
-        let names: Vec<&str> = s.tasks.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, suite.tasks);
-        for t in &s.tasks {
-            assert!(
-                t.config.best_known().is_some(),
-                "{} has no best_known",
-                t.name
-            );
-        }
-    }
-
-    #[test]
-    fn a_folder_suite_names_every_folder_that_is_not_a_task() {
-        let tmp = tempfile::tempdir().unwrap();
-        let err = Suite::resolve(&tmp.path().join("nonesuch")).err();
-        assert!(
-            err.as_deref()
-                .is_some_and(|e| e.contains("no such folder") && e.contains("math")),
-            "{err:?}"
-        );
         let err = Suite::from_folder(tmp.path()).err();
         assert!(
             err.as_deref()
                 .is_some_and(|e| e.contains("no task folders")),
             "{err:?}"
         );
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tasks");
-        let task = root.join("circle_packing");
+        let task = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tasks/circle_packing");
         let err = Suite::from_folder(&task).err();
         assert!(
             err.as_deref()
                 .is_some_and(|e| e.contains("task folder, not a suite")),
-            "{err:?}"
-        );
-        let suite_dir = tmp.path().join("two");
-        for name in ["b_task", "a_task"] {
-            let dir = suite_dir.join(name);
-            std::fs::create_dir_all(&dir).unwrap();
-            for file in ["config.yaml", "evaluator.py", "initial_program.py"] {
-                std::fs::copy(task.join(file), dir.join(file)).unwrap();
-            }
-        }
-        std::fs::create_dir_all(suite_dir.join(".hidden")).unwrap();
-        let s = Suite::resolve(&suite_dir).unwrap();
-        assert_eq!(s.name, "two");
-        let names: Vec<&str> = s.tasks.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["a_task", "b_task"]);
-        std::fs::create_dir_all(suite_dir.join("notes")).unwrap();
-        let err = Suite::resolve(&suite_dir).err();
-        assert!(
-            err.as_deref()
-                .is_some_and(|e| e.contains("notes: not a task folder")),
             "{err:?}"
         );
     }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::openai::{NotFound, OpenAiConfig, OpenAiModel, not_found};
-use super::settings::{EndpointSettings, ModelSettings};
+use super::user_settings::{EndpointSettings, ModelSettings};
 use super::wire::{ApiError, Sampling, WireRequest, excerpt};
 use super::{ConfigError, ModelError};
 

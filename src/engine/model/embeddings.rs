@@ -11,8 +11,8 @@ use reqwest::Url;
 use serde_json::{Value, json};
 
 use super::openai::{BASE_URL_ENV, install_crypto_provider, is_local_base};
-use super::settings::{EndpointSettings, ModelSettings};
 use super::url::redact_url;
+use super::user_settings::{EndpointSettings, ModelSettings};
 use super::{ConfigError, env_secrets};
 
 /// Something that turns texts into vectors.

@@ -243,7 +243,7 @@ pub fn names() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::model::settings::EndpointSettings;
+    use crate::engine::model::user_settings::EndpointSettings;
 
     #[test]
     fn every_preset_is_a_valid_endpoint_and_names_are_unique() {

@@ -11,7 +11,7 @@ use super::openai::{
     BASE_URL_ENV, DEFAULT_API_BASE, EndpointHandle, OpenAiConfig, OpenAiModel, validate_env_name,
 };
 use super::presets::{self, Preset};
-use super::settings::{EndpointSettings, ModelSettings, normalize_base};
+use super::user_settings::{EndpointSettings, ModelSettings, normalize_base};
 use super::{ConfigError, LanguageModel, LlmSettings, ModelSpec};
 
 /// Model choices from the command line (`--provider`, `--api-base`,
@@ -30,7 +30,7 @@ pub struct ModelOverrides {
     /// Model calls the run may have in flight at once (its
     /// `general.parallel`; a leaderboard's runs at once times that): the
     /// requests an endpoint whose settings name no `concurrency` allows at
-    /// once. `None`: [`super::settings::DEFAULT_CONCURRENCY`].
+    /// once. `None`: [`super::user_settings::DEFAULT_CONCURRENCY`].
     pub in_flight: Option<usize>,
 }
 
@@ -218,7 +218,7 @@ pub fn build_model_with_env(
                     }
                     (Some(c), _) => c as usize,
                     (None, Some(n)) => n.max(1),
-                    (None, None) => super::settings::DEFAULT_CONCURRENCY,
+                    (None, None) => super::user_settings::DEFAULT_CONCURRENCY,
                 };
                 let h = EndpointHandle::new(&ep.api_base, limit, config.connect_timeout)?;
                 handles.insert(key, h.clone());

@@ -2,13 +2,13 @@
 //! and what it is asked to reply: the editable files in full, the read-only
 //! context files while a character budget lasts, the rest listed by path;
 //! edits that name their file, in any of the forms
-//! [`crate::engine::text::tree`] reads.
+//! [`crate::engine::text::tree_edits`] reads.
 
 use std::fmt::Write as _;
 
 use super::EditMode;
 use crate::engine::task::Markers;
-use crate::engine::task::files::{EditOp, ProgramFiles};
+use crate::engine::task::program_folder::{EditOp, ProgramFiles};
 use crate::engine::tree::Tree;
 
 /// The fence tag for a file, from its extension.

@@ -25,7 +25,7 @@ use crate::engine::genome::{Genome, GenomeId, TokenUsage};
 use crate::engine::memory::MemoryQuery;
 use crate::engine::model::{LanguageModel, ModelError, ModelRequest};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
-use crate::engine::task::files::EditRules;
+use crate::engine::task::program_folder::EditRules;
 use crate::engine::text::patch::PatchOptions;
 
 /// Parameters of [`AgentProposer`].

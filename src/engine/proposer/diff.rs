@@ -14,7 +14,7 @@ use crate::engine::model::{LanguageModel, ModelError, ModelRequest};
 use crate::engine::params::{ParamError, ParamSpec, ParamType};
 use crate::engine::prompt::EditMode;
 use crate::engine::rng::SearchRng;
-use crate::engine::task::files::EditRules;
+use crate::engine::task::program_folder::EditRules;
 use crate::engine::text::patch::{PatchKind, PatchOptions};
 
 /// Parameters of [`DiffProposer`].

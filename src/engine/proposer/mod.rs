@@ -21,9 +21,9 @@ use crate::engine::memory::{Knowledge, Memory, MemoryQuery};
 use crate::engine::params::{ParamSpec, ParamType};
 use crate::engine::prompt::EditMode;
 use crate::engine::rng::SearchRng;
-use crate::engine::task::files::{EditOp, EditRules};
+use crate::engine::task::program_folder::{EditOp, EditRules};
 use crate::engine::text::patch::{PatchKind, PatchOptions};
-use crate::engine::text::tree::{
+use crate::engine::text::tree_edits::{
     EditAction, EditRules as TreeRules, Opaque, TreeView, apply_tree_reply,
 };
 
@@ -50,7 +50,7 @@ pub struct Edited {
 /// apply edits. A single-file program takes SEARCH/REPLACE blocks or a full
 /// rewrite ([`crate::engine::text::patch::apply_reply`]); the child keeps
 /// its file's name. A folder program takes edits that name their files
-/// ([`crate::engine::text::tree::apply_tree_reply`]: SEARCH/REPLACE blocks
+/// ([`crate::engine::text::tree_edits::apply_tree_reply`]: SEARCH/REPLACE blocks
 /// under their path, unified diffs, `*** Begin Patch`, named rewrites),
 /// checked against the task's `rules`; a refusal names the path and the
 /// rule, and reaches the model on the next retry as any parse error does.

@@ -23,7 +23,7 @@ pub(crate) fn refuse_read_path(path: &str) -> Option<String> {
             "`{path}` would show all of it to candidates; name the dirs they need"
         ));
     }
-    let settings = crate::engine::model::settings::user_settings_path();
+    let settings = crate::engine::model::user_settings::user_settings_path();
     if settings.is_some_and(|s| s.starts_with(&p)) {
         return Some(format!("`{path}` holds galapagos's settings file"));
     }
@@ -59,7 +59,7 @@ pub(crate) fn private_dirs() -> Vec<PathBuf> {
     let mut dirs = vec![PathBuf::from("/home"), PathBuf::from("/root")];
     dirs.extend(std::env::var_os("HOME").map(PathBuf::from));
     dirs.extend(
-        crate::engine::model::settings::user_settings_path()
+        crate::engine::model::user_settings::user_settings_path()
             .and_then(|p| p.parent().map(Path::to_path_buf)),
     );
     dirs.retain(|d| d.is_absolute() && d.components().count() > 1 && d.is_dir());

@@ -58,8 +58,8 @@ use crate::engine::task::Task;
 mod admission;
 mod errors;
 mod gate;
+mod in_flight;
 mod iteration;
-mod settings;
 mod shares;
 mod steering;
 
@@ -112,13 +112,13 @@ pub struct Scaffold {
     queued: Vec<RunCommand>,
     /// The run and genome this run was forked from, when it is a fork.
     origin: Option<RunOrigin>,
-    /// The run's standing on lowered isolation, signed (see `settings.rs`).
+    /// The run's standing on lowered isolation, signed (see `in_flight.rs`).
     clearance: Option<crate::engine::consent::Clearance>,
     /// The run's spend against its budget, shared with the proposer (the
     /// model relay refuses an agent's request once the budget is spent).
     meter: Arc<RunMeter>,
     /// What rebuilding blocks with new settings while paused needs.
-    live: settings::Rebuild,
+    live: in_flight::Rebuild,
 }
 
 /// The loop's mutable bookkeeping.
@@ -243,7 +243,7 @@ impl Scaffold {
             origin: None,
             clearance: None,
             meter,
-            live: settings::Rebuild::new(valid, run_dir, key_vars),
+            live: in_flight::Rebuild::new(valid, run_dir, key_vars),
         })
     }
 

@@ -50,7 +50,7 @@ use crate::engine::memory::{Knowledge, Memory, MemoryQuery};
 use crate::engine::population::Population;
 use crate::engine::selection::Selection;
 use crate::engine::steering::Change;
-use crate::engine::task::files::{EditOp, EditRules};
+use crate::engine::task::program_folder::{EditOp, EditRules};
 use crate::engine::tree::ChangeKind;
 
 use super::iteration::Job;
@@ -162,7 +162,7 @@ pub fn check_person_program(
     let mut broken = Vec::new();
     for (path, old, new) in &marked {
         let outside = match new {
-            Some(new) => crate::engine::text::tree::outside_markers_kept(old, new)
+            Some(new) => crate::engine::text::tree_edits::outside_markers_kept(old, new)
                 .err()
                 .map(|(line, text)| format!("{path} line {line}: `{text}`")),
             None if !crate::engine::text::markers::evolve_regions(

@@ -11,7 +11,7 @@ use crate::engine::events::{LogLevel, RunEvent, RunInfo, RunSummary};
 use crate::engine::genome::{Genome, GenomeId, Tree};
 use crate::engine::selection::PolicyStatus;
 use crate::engine::steering::Steering;
-use crate::engine::steering::settings::{Fixed, SettingsChange};
+use crate::engine::steering::changes::{Fixed, SettingsChange};
 
 /// The protocol's version: a client and a server of different versions
 /// refuse each other in the handshake, each saying both versions.

@@ -13,7 +13,7 @@
 //! prompt's settings, the model, the budget) are compared and described in
 //! [`settings`].
 
-pub mod settings;
+pub mod changes;
 
 use serde::{Deserialize, Serialize};
 

@@ -16,13 +16,13 @@
 //! card whose evaluator is a command (`evaluator: {kind: command, argv:
 //! [...]}`). The initial program is one file, as in both tools, or a folder
 //! (`initial_program/`, `initial/`): a repository task, whose `config.yaml`
-//! says which files may change (see [`files`]); the evaluator then gets the
+//! says which files may change (see [`program_folder`]); the evaluator then gets the
 //! candidate's folder as its program path.
 
 pub mod config;
-pub mod files;
 pub mod glob;
 pub mod hidden;
+pub mod program_folder;
 pub mod run_evo;
 
 use std::path::{Path, PathBuf};
@@ -43,7 +43,7 @@ pub enum TaskError {
     )]
     NoInitialProgram { dir: PathBuf },
     #[error(transparent)]
-    Files(#[from] files::FilesError),
+    Files(#[from] program_folder::FilesError),
     #[error(
         "task folder {dir}: no evaluator (expected evaluator.py with evaluate(program_path), as OpenEvolve \
          has it, or evaluate.py taking --program_path and --results_dir, as ShinkaEvolve has it; or run it \
@@ -182,7 +182,7 @@ pub struct TaskBrief {
     pub markers: Markers,
     /// A repository task's files: which may change and which are context
     /// (`None` for a single-file task).
-    pub files: Option<files::ProgramFiles>,
+    pub files: Option<program_folder::ProgramFiles>,
     /// The objectives of a multi-objective search (the card's
     /// `general.objectives`); empty for a single fitness.
     pub objectives: Vec<crate::engine::genome::Objective>,
@@ -246,7 +246,7 @@ pub struct Task {
     pub markers: Markers,
     /// A repository task's files: which may change and which the model is
     /// shown (`None` for a single-file task).
-    pub files: Option<files::ProgramFiles>,
+    pub files: Option<program_folder::ProgramFiles>,
     /// The objectives of a multi-objective search, with their directions and
     /// reference point: the card's `general.objectives`, set when a run is
     /// built (empty: one fitness).
@@ -365,7 +365,7 @@ impl Task {
         let program_kind = folder.target_kind(&program_file)?;
         let (initial_program, program_files, markers, program_suffix) =
             if program_kind == Some(EntryKind::Dir) {
-                let (tree, files) = files::load(&program_path, &config)?;
+                let (tree, files) = program_folder::load(&program_path, &config)?;
                 // the language of the editable files, when they share one
                 let suffixes: std::collections::BTreeSet<String> = files
                     .editable
@@ -473,10 +473,10 @@ impl Task {
 
     /// Which paths of the program may change (for a single-file task: its
     /// file, and nothing may be added or deleted).
-    pub fn edit_rules(&self) -> files::EditRules {
+    pub fn edit_rules(&self) -> program_folder::EditRules {
         match &self.files {
             Some(f) => f.rules.clone(),
-            None => files::EditRules::single(&self.program_file),
+            None => program_folder::EditRules::single(&self.program_file),
         }
     }
 

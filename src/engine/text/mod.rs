@@ -14,7 +14,7 @@ pub mod markers;
 pub mod ngrams;
 pub mod patch;
 pub mod paths;
-pub mod tree;
+pub mod tree_edits;
 pub mod udiff;
 
 /// Replace CRLF (and stray CR) line endings by LF.

@@ -6,14 +6,14 @@
 use std::path::{Path, PathBuf};
 
 use super::App;
-use super::files::Pending;
+use super::card_files::Pending;
 use crate::engine::card::Card;
 use crate::engine::hub::HubError;
 use crate::engine::hub::pull::HubRef;
 use crate::engine::registry::Registry;
 use crate::studio::command::UiCommand;
 use crate::studio::editor::publish::PulledFrom;
-use crate::studio::files::{JobResult, Pick};
+use crate::studio::jobs::{JobResult, Pick};
 use crate::studio::state::Tab;
 
 impl App {

@@ -6,11 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{App, ResolvedModel};
-use crate::engine::leaderboard::suite::Suite;
 use crate::engine::leaderboard::{BatchSpec, BatchTasks, Board};
 use crate::engine::model::LanguageModel;
 use crate::studio::command::UiCommand;
-use crate::studio::files::{JobResult, Pick};
+use crate::studio::jobs::{JobResult, Pick};
 use crate::studio::leaderboard::{BUILTIN_PREFIX, CardChoice, load_card_ref};
 use crate::studio::state::LeaderboardScope;
 
@@ -171,7 +170,7 @@ impl App {
                     Err(e) => return self.error(format!("Leaderboard: task: {e}")),
                 }
             }
-            LeaderboardScope::Suite => match Suite::resolve(&form.suite) {
+            LeaderboardScope::Suite => match crate::engine::builtin::resolve_suite(&form.suite) {
                 Ok(s) => BatchTasks::Suite(s),
                 Err(e) => return self.error(format!("Leaderboard: suite: {e}")),
             },

@@ -5,13 +5,13 @@
 //!
 //! Each part has a file of its own: the toolbar, tab strip, status bar and
 //! shortcuts (`toolbar.rs`); each group of commands ([`CommandGroup`]) with
-//! what it does (`files.rs`, `hub.rs`, `run.rs`, `model.rs`,
+//! what it does (`card_files.rs`, `hub.rs`, `run.rs`, `model.rs`,
 //! `leaderboard.rs`); and the tabs themselves are [`TabPanel`]s
 //! (`editor/tabs.rs`, `run/`, `runs.rs`, `leaderboard/`), drawn through one
 //! dispatch (`App::tab_ui`).
 
+mod card_files;
 mod consent;
-mod files;
 mod help;
 mod hub;
 mod leaderboard;
@@ -33,8 +33,8 @@ use crate::studio::editor::canvas::CanvasView;
 use crate::studio::editor::inspector::inspector_ui;
 use crate::studio::editor::palette::{drag_preview_ui, palette_ui};
 use crate::studio::editor::tabs::{BlocksTab, DetailsTab, YamlTab};
-use crate::studio::files::{JobResult, Jobs, Pick, TaskCheck};
 use crate::studio::help::HelpPage;
+use crate::studio::jobs::{JobResult, Jobs, Pick, TaskCheck};
 use crate::studio::leaderboard::{LeaderboardFrame, LeaderboardPanel};
 use crate::studio::library::Library;
 use crate::studio::model_ui::ModelDialog;
@@ -45,7 +45,7 @@ use crate::studio::runs::RunsPanel;
 use crate::studio::state::{Document, State, Tab};
 use crate::studio::theme::{self, Palette, ThemeChoice};
 
-use files::Pending;
+use card_files::Pending;
 pub use toolbar::{PAUSE_SHORTCUT, START_SHORTCUT, STOP_SHORTCUT};
 
 /// Window title.
@@ -777,7 +777,7 @@ pub fn run_studio(launch: StudioLaunch) -> anyhow::Result<()> {
                 .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
                 .unwrap_or_default();
             let mut app = App::new(state, Arc::new(Registry::builtin()))
-                .with_settings_path(crate::engine::model::settings::user_settings_path());
+                .with_settings_path(crate::engine::model::user_settings::user_settings_path());
             app.launch(launch);
             Ok(Box::new(app))
         }),

@@ -57,7 +57,7 @@ impl App {
     pub fn set_settings_path(&mut self, path: Option<PathBuf>) {
         let loaded = path.as_deref().map_or_else(
             || Ok(ModelSettings::default()),
-            crate::engine::model::settings::load_settings_from,
+            crate::engine::model::user_settings::load_settings_from,
         );
         match loaded {
             Ok(s) => {
@@ -127,8 +127,11 @@ impl App {
         let Some(path) = self.settings_path.clone() else {
             return self.error("There is no settings file to save to");
         };
-        match crate::engine::model::settings::update_settings_file(&path, &self.settings, &settings)
-        {
+        match crate::engine::model::user_settings::update_settings_file(
+            &path,
+            &self.settings,
+            &settings,
+        ) {
             Ok(saved) => {
                 self.settings = saved;
                 self.settings_error = None;

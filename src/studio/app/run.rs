@@ -7,7 +7,7 @@ use super::App;
 use super::consent::Then;
 use crate::engine::launch::RunPlan;
 use crate::studio::command::UiCommand;
-use crate::studio::files::JobResult;
+use crate::studio::jobs::JobResult;
 use crate::studio::run::{ArchivedRun, read_archive};
 use crate::studio::runs::read_curve;
 use crate::studio::state::Tab;

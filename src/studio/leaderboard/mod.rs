@@ -28,7 +28,7 @@ use crate::engine::leaderboard::suite_report::SuiteLeaderboard;
 use crate::engine::leaderboard::worker::{self, BatchCommand, BatchEvent, BatchHandle};
 use crate::engine::leaderboard::{BatchRun, BatchSpec, Board, RunState};
 use crate::engine::registry::Registry;
-use crate::studio::files::read_card;
+use crate::studio::jobs::read_card;
 use crate::studio::state::LeaderboardForm;
 
 pub use form::CardChoice;

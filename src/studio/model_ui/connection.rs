@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use egui::{RichText, Ui};
 
 use crate::engine::model::check::{self, Report};
-use crate::engine::model::settings::EndpointSettings;
+use crate::engine::model::user_settings::EndpointSettings;
 
 /// Where one endpoint's test is.
 #[derive(Default)]

@@ -6,7 +6,7 @@ use egui::{RichText, Ui};
 use super::FIELD;
 use super::connection::Test;
 use crate::engine::model::openai::{KeyHeader, REASONING_EFFORTS, validate_env_name};
-use crate::engine::model::settings::EndpointSettings;
+use crate::engine::model::user_settings::EndpointSettings;
 use crate::engine::model::{PRESETS, Protocol};
 
 /// One endpoint being edited (text fields for the optional lists).

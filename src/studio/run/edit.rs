@@ -14,7 +14,7 @@ use egui::RichText;
 
 use crate::engine::genome::{Genome, GenomeId, Tree};
 use crate::engine::scaffold::check_person_program;
-use crate::engine::task::files::{EditOp, EditRules};
+use crate::engine::task::program_folder::{EditOp, EditRules};
 use crate::studio::theme::data;
 
 /// What the person did in the editor this frame.

@@ -127,10 +127,10 @@ pub struct RunHistory {
     pub warning: Option<String>,
     /// The settings changed in flight, each with the iteration it took
     /// effect at.
-    pub settings_changes: Vec<crate::engine::steering::settings::SettingsChange>,
+    pub settings_changes: Vec<crate::engine::steering::changes::SettingsChange>,
     /// What the last change of settings could not change, until the next
     /// change or resume.
-    pub refused: Option<Vec<crate::engine::steering::settings::Fixed>>,
+    pub refused: Option<Vec<crate::engine::steering::changes::Fixed>>,
 }
 
 impl RunHistory {

@@ -39,6 +39,8 @@ mod bars;
 pub mod diff_view;
 pub mod edit;
 pub mod files_view;
+pub mod genealogy;
+pub mod genealogy_layout;
 pub mod history;
 pub mod inspector;
 pub mod models;
@@ -46,12 +48,10 @@ pub mod objectives;
 mod panes;
 pub mod plot;
 pub mod remote;
-mod settings;
+mod settings_change;
 pub mod steer;
 pub mod structure;
 pub mod table;
-pub mod tree;
-pub mod tree_layout;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -61,11 +61,11 @@ use egui::{RichText, Ui};
 use tokio::sync::mpsc::error::TryRecvError;
 
 pub use actions::RunAction;
+pub use genealogy::GenealogyView;
 pub use history::{ArchivedRun, Metric, RunHistory, read_archive};
 pub use inspector::{Inspector, InspectorTab};
 pub use plot::FitnessPlot;
 pub use table::{ArchiveTable, SortColumn};
-pub use tree::GenealogyView;
 
 use crate::engine::events::{RunCommand, RunEvent, RunStatus, RunSummary};
 use crate::engine::genome::{GenomeId, TokenUsage};
@@ -192,9 +192,9 @@ pub struct RunView {
     /// The room the panes had last frame.
     panes_room: Option<egui::Vec2>,
     /// Which files of the live run's program may change.
-    edit_rules: Option<crate::engine::task::files::EditRules>,
+    edit_rules: Option<crate::engine::task::program_folder::EditRules>,
     /// The live run's settings, to change them while paused.
-    settings: settings::LiveSettings,
+    settings: settings_change::LiveSettings,
     /// A run followed through the run service (on a server, or served by
     /// another process here), when the view shows one.
     remote: Option<remote::RemoteLink>,

@@ -9,7 +9,7 @@
 //! patcher must accept for every program shape (comments, C-like files,
 //! inspirations), kept next to the literal scanner they exercise.
 
-mod files;
+mod repository;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -73,7 +73,8 @@ impl OfflineModel {
         // blocks labelled with their paths; it learns from the programs
         // shown by their scores (borrowing from those at least as good,
         // stepping away from those worse)
-        let shown = files::sections(program).or_else(|| labelled_files(&blocks, program_index));
+        let shown =
+            repository::sections(program).or_else(|| labelled_files(&blocks, program_index));
         if let Some(shown) = shown {
             let mut learn = Others::default();
             let before = others(true);
@@ -92,7 +93,7 @@ impl OfflineModel {
                 }
             }
             let mut rng = seeded(request.seed);
-            return files::reply(&shown, &learn, &mut rng).unwrap_or_else(|| {
+            return repository::reply(&shown, &learn, &mut rng).unwrap_or_else(|| {
                 "I could not find a numeric constant to tune inside the EVOLVE-BLOCKs of the \
                  program's files, so I am not proposing an edit."
                     .to_owned()
@@ -166,7 +167,7 @@ struct PromptScan {
 /// The current program's files when the prompt shows a folder program as
 /// one block per file, each labelled with its path: the labelled blocks
 /// from the current program's on, up to the next top-level heading.
-fn labelled_files(scan: &PromptScan, first: usize) -> Option<Vec<files::ShownFile>> {
+fn labelled_files(scan: &PromptScan, first: usize) -> Option<Vec<repository::ShownFile>> {
     let mut out = Vec::new();
     for i in first..scan.blocks.len() {
         if i > first && scan.section_breaks.get(i).copied().unwrap_or(false) {
@@ -175,7 +176,7 @@ fn labelled_files(scan: &PromptScan, first: usize) -> Option<Vec<files::ShownFil
         let Some(path) = scan.labels.get(i).cloned().flatten() else {
             break;
         };
-        out.push(files::ShownFile {
+        out.push(repository::ShownFile {
             path,
             block: scan.blocks[i].clone(),
         });
@@ -195,7 +196,7 @@ fn scan_prompt(text: &str) -> PromptScan {
             captions.resize(blocks_so_far + 1, None);
         }
         if !line.trim().is_empty() {
-            labels[blocks_so_far] = files::label_path(line);
+            labels[blocks_so_far] = repository::label_path(line);
             captions[blocks_so_far] = Some(line.trim().to_owned());
         }
         if line.starts_with("# ") {

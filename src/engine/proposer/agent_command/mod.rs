@@ -107,7 +107,7 @@ use crate::engine::model::relay::SessionCaps;
 use crate::engine::params::{ParamError, ParamSpec, ParamType, param_table};
 use crate::engine::sandbox::environment::{self, Profile};
 use crate::engine::sandbox::limits::{self, Allowance};
-use crate::engine::task::files::EditRules;
+use crate::engine::task::program_folder::EditRules;
 
 /// How the rendered prompt reaches the agent (the prompt is always written
 /// to `{prompt_file}` as well).

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use crate::engine::foreign::{EntryKind, Folder, Limit, Links, Refused, Why};
 use crate::engine::genome::{GenomeId, Tree};
-use crate::engine::task::files::{EditOp, EditRules};
+use crate::engine::task::program_folder::{EditOp, EditRules};
 use crate::engine::tree::Blob;
 
 /// The run folder's dir of workspaces.

@@ -9,7 +9,7 @@ use egui::RichText;
 use super::App;
 use crate::engine::card::Card;
 use crate::studio::command::UiCommand;
-use crate::studio::files::{Pick, check_task_folder_in, read_card, write_card};
+use crate::studio::jobs::{Pick, check_task_folder_in, read_card, write_card};
 use crate::studio::library::Library;
 use crate::studio::state::Document;
 use crate::studio::theme;

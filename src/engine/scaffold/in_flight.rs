@@ -1,5 +1,5 @@
 //! Changing a paused run's settings in flight (see
-//! [`crate::engine::steering::settings`] for what may change): the blocks
+//! [`crate::engine::steering::changes`] for what may change): the blocks
 //! whose parameters changed are rebuilt through the registry from the new
 //! checked card, the loop takes the new budget and stop rules, a changed
 //! `llm` section swaps in the model the front end built from it, and the
@@ -12,7 +12,7 @@
 //! new run's would be (`launch::fit_to_task`), and, when its `llm` section changed, the model the
 //! front end built from it (front ends resolve models: the settings file, the flags). The loop
 //! notes whether the run was paused when it came and takes it before the next dispatch
-//! (`scaffold/settings.rs`): a run that was not paused refuses it; `steering::settings::compare`
+//! (`scaffold/in_flight.rs`): a run that was not paused refuses it; `steering::changes::compare`
 //! against the card it runs names every difference that cannot change in flight (another kind, a
 //! block that is not `LIVE`, the seed, loop settings other than the budget and the stop rules) and
 //! refuses the whole change; otherwise every changed live block is built through the registry from
@@ -51,7 +51,7 @@ use crate::engine::proposer::Proposer;
 use crate::engine::redact::Redactor;
 use crate::engine::sandbox::lowered::lowered;
 use crate::engine::selection::SelectionPolicy;
-use crate::engine::steering::settings::{Fixed, SettingsChange, compare};
+use crate::engine::steering::changes::{Fixed, SettingsChange, compare};
 
 /// What the loop keeps to rebuild blocks from new settings: the checked
 /// card the blocks were built from (what new settings are compared with),

@@ -1,7 +1,7 @@
 //! Changing a paused run's settings from the studio: Resume sends the card
 //! on the Blocks tab (fitted to the run's task, as a new run's would be)
 //! when every difference from the card the run uses can change in flight
-//! ([`steering::settings::compare`]); otherwise the run stays paused, the
+//! ([`steering::changes::compare`]); otherwise the run stays paused, the
 //! view names what cannot change and offers "Fork instead" (a new run from
 //! the selected genome, or the best, with the changed card).
 
@@ -16,7 +16,7 @@ use crate::engine::events::{RunCommand, RunEvent};
 use crate::engine::launch::{RunPlan, fit_to_task};
 use crate::engine::model::LanguageModel;
 use crate::engine::registry::Registry;
-use crate::engine::steering::settings::{self as steering, Diff, Fixed};
+use crate::engine::steering::changes::{self as steering, Diff, Fixed};
 use crate::engine::task::Task;
 use crate::studio::command::{Commands, UiCommand};
 

@@ -22,8 +22,8 @@ use egui::{Color32, Pos2, Rect, RichText, Sense, Shape, Stroke, Vec2, pos2, vec2
 
 use crate::engine::genome::GenomeId;
 use crate::studio::run::GenomeView;
+use crate::studio::run::genealogy_layout::{Layout, NONE};
 use crate::studio::run::history::RunHistory;
-use crate::studio::run::tree_layout::{Layout, NONE};
 use crate::studio::theme::data;
 
 /// Minimum time between two layouts caused only by new genomes.
