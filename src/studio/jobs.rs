@@ -31,82 +31,37 @@ pub enum Pick {
     ExportResults,
 }
 
-/// A finished background job.
-#[derive(Debug)]
-pub enum JobResult {
-    /// A dialog closed; `None` when cancelled or when no dialog could open.
-    Picked {
-        /// What the dialog was for.
-        pick: Pick,
-        /// The chosen path.
-        path: Option<PathBuf>,
-    },
-    /// A hub bundle was imported (or failed to).
-    Imported(Result<Box<crate::engine::card::Card>, String>),
-    /// The configured hubs were listed: their cards, and each hub that
-    /// could not be read with why.
-    HubCards(Vec<crate::engine::hub::pull::ListedCard>, Vec<String>),
-    /// A card was published to a hub (the message), or why not.
-    Published(Result<String, String>),
-    /// A card was pulled from a hub (and where from), or why not.
-    Pulled(
-        Result<
-            (
-                Box<crate::engine::card::Card>,
-                crate::studio::editor::publish::PulledFrom,
-            ),
-            String,
-        >,
-    ),
-    /// A server's runs were listed (or could not be).
-    RemoteRuns {
-        /// The address listed.
-        address: String,
-        rows: Result<Vec<crate::engine::service::protocol::RunRow>, String>,
-    },
-    /// A recorded run was read for the read-only view (or failed to be).
-    OpenedRun(Result<Box<crate::studio::run::ArchivedRun>, String>),
-    /// A recorded run's best-so-far curve was read for comparison.
-    Curve {
-        /// The run folder.
-        dir: PathBuf,
-        /// The curve, or why it could not be read.
-        curve: Result<crate::studio::runs::Curve, String>,
-    },
-    /// A batch folder's leaderboard (`suite.json` or `leaderboard.json`) was
-    /// read (or failed to be).
-    OpenedLeaderboard {
-        /// The batch folder.
-        dir: PathBuf,
-        /// The leaderboard, or why it could not be read.
-        leaderboard: Result<crate::engine::leaderboard::Board, String>,
-    },
-    /// Any other background job: its description and outcome.
-    Done {
-        /// Short description ("export").
-        what: String,
-        /// Message on success, error text on failure.
-        outcome: Result<String, String>,
-    },
-}
+/// What a finished job does to the studio that polls it (`T`: the studio's
+/// `App`): the job hands back a closure, so the job system names no
+/// payload and a new kind of job touches only the code that starts it.
+pub type Done<T> = Box<dyn FnOnce(&mut T) + Send>;
 
-/// Background jobs of the studio.
-pub struct Jobs {
-    tx: mpsc::Sender<JobResult>,
-    rx: mpsc::Receiver<JobResult>,
+/// Background jobs: each on a named thread of its own, its [`Done`]
+/// collected by [`Self::poll`] each frame (never blocking).
+pub struct Jobs<T> {
+    tx: mpsc::Sender<Done<T>>,
+    rx: mpsc::Receiver<Done<T>>,
     pending: usize,
 }
 
-impl Default for Jobs {
+impl<T> Default for Jobs<T> {
     fn default() -> Self {
         let (tx, rx) = mpsc::channel();
         Self { tx, rx, pending: 0 }
     }
 }
 
-impl Jobs {
-    /// Open a native dialog off the UI thread. `start` is the folder it opens in.
-    pub fn pick(&mut self, pick: Pick, start: Option<PathBuf>, ctx: &egui::Context) {
+impl<T: 'static> Jobs<T> {
+    /// Open a native dialog off the UI thread (`start`: the folder it opens
+    /// in); `then` is given what was picked (`None`: cancelled, or no
+    /// dialog could open).
+    pub fn pick(
+        &mut self,
+        pick: Pick,
+        start: Option<PathBuf>,
+        ctx: &egui::Context,
+        then: fn(&mut T, Pick, Option<PathBuf>),
+    ) -> std::io::Result<()> {
         self.spawn("file-dialog", ctx, move || {
             let mut dialog = rfd::FileDialog::new();
             if let Some(dir) = start.filter(|d| d.is_dir()) {
@@ -127,45 +82,38 @@ impl Jobs {
                     .add_filter("Hub bundle", &["gz", "tgz", "yaml"])
                     .pick_file(),
             };
-            JobResult::Picked { pick, path }
-        });
+            Box::new(move |t: &mut T| then(t, pick, path))
+        })
     }
 
-    /// Run `job` on a named thread; its result arrives through [`Self::poll`].
+    /// Run `job` on a thread named `studio-NAME`; the closure it returns
+    /// is handed out by [`Self::poll`]. An error when no thread could start.
     pub fn spawn(
         &mut self,
         name: &str,
         ctx: &egui::Context,
-        job: impl FnOnce() -> JobResult + Send + 'static,
-    ) {
+        job: impl FnOnce() -> Done<T> + Send + 'static,
+    ) -> std::io::Result<()> {
         let tx = self.tx.clone();
         let ctx = ctx.clone();
-        let spawned = std::thread::Builder::new()
+        std::thread::Builder::new()
             .name(format!("studio-{name}"))
             .spawn(move || {
-                let result = job();
-                tx.send(result).ok();
+                let done = job();
+                tx.send(done).ok();
                 ctx.request_repaint();
-            });
-        match spawned {
-            Ok(_) => self.pending += 1,
-            Err(e) => {
-                self.tx
-                    .send(JobResult::Done {
-                        what: name.to_owned(),
-                        outcome: Err(format!("cannot start a thread: {e}")),
-                    })
-                    .ok();
-            }
-        }
+            })?;
+        self.pending += 1;
+        Ok(())
     }
 
-    /// Finished jobs since the last call (never blocks).
-    pub fn poll(&mut self) -> Vec<JobResult> {
+    /// The jobs finished since the last call, to apply in order (never
+    /// blocks).
+    pub fn poll(&mut self) -> Vec<Done<T>> {
         let mut out = Vec::new();
-        while let Ok(r) = self.rx.try_recv() {
+        while let Ok(done) = self.rx.try_recv() {
             self.pending = self.pending.saturating_sub(1);
-            out.push(r);
+            out.push(done);
         }
         out
     }
@@ -342,23 +290,26 @@ mod tests {
     }
 
     #[test]
-    fn jobs_report_back() {
+    fn a_job_hands_back_what_it_does_to_whoever_polls() {
         let ctx = egui::Context::default();
-        let mut jobs = Jobs::default();
-        jobs.spawn("t", &ctx, || JobResult::Done {
-            what: "t".into(),
-            outcome: Ok("fine".into()),
-        });
+        let mut jobs: Jobs<Vec<String>> = Jobs::default();
+        jobs.spawn("t", &ctx, || {
+            let found = format!("read on {:?}", std::thread::current().name());
+            Box::new(move |log: &mut Vec<String>| log.push(found))
+        })
+        .unwrap();
         assert!(jobs.busy());
-        let mut got = Vec::new();
-        for _ in 0..200 {
-            got.extend(jobs.poll());
-            if !got.is_empty() {
+        let mut log = Vec::new();
+        for _ in 0..400 {
+            for done in jobs.poll() {
+                done(&mut log);
+            }
+            if !log.is_empty() {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        assert_eq!(got.len(), 1);
+        assert_eq!(log, ["read on Some(\"studio-t\")"]);
         assert!(!jobs.busy());
     }
 }

@@ -58,7 +58,7 @@
 //!   stops the run and forks it from the selected or best genome with the Blocks card); a change
 //!   sent becomes the card compared with once the run reports `SettingsChanged`.
 //! - Slow work (file dialogs, reading an archive or a batch folder, import and export) runs on a
-//!   thread of `files::Jobs` and comes back as a `JobResult` that the app polls each frame; a run
+//!   thread of `jobs::Jobs` and comes back as a closure that the app applies to itself when it polls, each frame; a run
 //!   and a leaderboard batch run on the engine's own threads and are drained within a time budget
 //!   per frame.
 

@@ -50,7 +50,7 @@ impl App {
             }
             UiCommand::BrowseOpen => {
                 if let Some(ctx) = self.ctx.clone() {
-                    self.jobs.pick(Pick::OpenCard, self.dialog_start(), &ctx);
+                    self.pick_path(Pick::OpenCard, self.dialog_start(), &ctx);
                 }
             }
             UiCommand::Save => match self.save_target() {
@@ -97,13 +97,13 @@ impl App {
                 if let Some(why) = self.save_blocker() {
                     self.error(why);
                 } else if let Some(ctx) = self.ctx.clone() {
-                    self.jobs.pick(Pick::SaveCard, self.dialog_start(), &ctx);
+                    self.pick_path(Pick::SaveCard, self.dialog_start(), &ctx);
                 }
             }
             UiCommand::BrowseTask => {
                 if let Some(ctx) = self.ctx.clone() {
                     let start = self.task_dir.parent().map(Path::to_path_buf);
-                    self.jobs.pick(Pick::TaskFolder, start, &ctx);
+                    self.pick_path(Pick::TaskFolder, start, &ctx);
                 }
             }
             UiCommand::SetTaskFolder(dir) => self.set_task_folder(dir),

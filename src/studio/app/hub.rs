@@ -13,7 +13,7 @@ use crate::engine::hub::pull::HubRef;
 use crate::engine::registry::Registry;
 use crate::studio::command::UiCommand;
 use crate::studio::editor::publish::PulledFrom;
-use crate::studio::jobs::{JobResult, Pick};
+use crate::studio::jobs::{Done, Pick};
 use crate::studio::state::Tab;
 
 impl App {
@@ -24,31 +24,31 @@ impl App {
             UiCommand::ImportBundle(path) => {
                 if let Some(ctx) = self.ctx.clone() {
                     let registry = self.registry.clone();
-                    self.jobs.spawn("import", &ctx, move || {
+                    self.spawn_job("import", &ctx, move || {
                         // an imported card is from elsewhere, and stays so
                         // when saved (see `crate::engine::provenance`)
-                        JobResult::Imported(
-                            crate::engine::hub::import_bundle(&path, &registry)
-                                .map(|mut card| {
-                                    card.provenance =
-                                        Some(crate::engine::hub::bundle_provenance(&path));
-                                    Box::new(card)
-                                })
-                                .map_err(|e| e.to_string()),
-                        )
+                        let imported = crate::engine::hub::import_bundle(&path, &registry)
+                            .map(|mut card| {
+                                card.provenance =
+                                    Some(crate::engine::hub::bundle_provenance(&path));
+                                Box::new(card)
+                            })
+                            .map_err(|e| e.to_string());
+                        Box::new(move |app: &mut App| match imported {
+                            Ok(card) => app.imported(card),
+                            Err(e) => app.error(format!("import: {e}")),
+                        })
                     });
                 }
             }
             UiCommand::BrowseExport => {
                 if let Some(ctx) = self.ctx.clone() {
-                    self.jobs
-                        .pick(Pick::ExportFolder, self.dialog_start(), &ctx);
+                    self.pick_path(Pick::ExportFolder, self.dialog_start(), &ctx);
                 }
             }
             UiCommand::BrowseImport => {
                 if let Some(ctx) = self.ctx.clone() {
-                    self.jobs
-                        .pick(Pick::ImportBundle, self.dialog_start(), &ctx);
+                    self.pick_path(Pick::ImportBundle, self.dialog_start(), &ctx);
                 }
             }
             UiCommand::SetExportResults(dir) => {
@@ -62,7 +62,7 @@ impl App {
             UiCommand::BrowseExportResults => {
                 if let Some(ctx) = self.ctx.clone() {
                     let start = Some(self.state.leaderboard.out.clone());
-                    self.jobs.pick(Pick::ExportResults, start, &ctx);
+                    self.pick_path(Pick::ExportResults, start, &ctx);
                 }
             }
             UiCommand::PublishToHub {
@@ -84,8 +84,7 @@ impl App {
                         if let Some(ctx) = self.ctx.clone() {
                             self.library.hubs.loading = true;
                             let registry = self.registry.clone();
-                            self.jobs
-                                .spawn("hub-list", &ctx, move || list_hubs(&hubs, &registry));
+                            self.spawn_job("hub-list", &ctx, move || list_hubs(&hubs, &registry));
                         }
                     }
                 }
@@ -95,16 +94,22 @@ impl App {
                     let registry = self.registry.clone();
                     let cache = self.library.hubs.cache_override.clone();
                     let configured = self.library.hubs.hubs_override.clone();
-                    self.jobs.spawn("hub-pull", &ctx, move || {
+                    self.spawn_job("hub-pull", &ctx, move || {
                         let cache = cache.unwrap_or_else(crate::engine::hub::pull::cache_dir);
                         let hubs = match (hub, configured) {
                             (Some(hub), _) => Ok(vec![hub]),
                             (None, Some(hubs)) => Ok(hubs),
                             (None, None) => crate::engine::hub::pull::configured_hubs(&[]),
                         };
-                        JobResult::Pulled(
-                            hubs.and_then(|h| pull_card(&h, &reference, &registry, &cache)),
-                        )
+                        let pulled =
+                            hubs.and_then(|h| pull_card(&h, &reference, &registry, &cache));
+                        Box::new(move |app: &mut App| match pulled {
+                            Ok((card, from)) => {
+                                app.details.publish.pulled(from);
+                                app.imported(card);
+                            }
+                            Err(e) => app.error(e),
+                        })
                     });
                 }
             }
@@ -126,27 +131,26 @@ impl App {
         let results = Some(self.details.results_field.trim())
             .filter(|r| !r.is_empty())
             .map(PathBuf::from);
-        self.jobs.spawn("publish", &ctx, move || {
+        self.spawn_job("publish", &ctx, move || {
             let opts = crate::engine::hub::folder::PublishOptions {
                 namespace,
                 version,
                 results,
                 known_secrets: Vec::new(),
             };
-            JobResult::Published(
-                crate::engine::hub::folder::HubFolder::open(&hub)
-                    .and_then(|h| h.publish(&card, &registry, &opts))
-                    .map(|done| {
-                        format!(
-                            "Published {}/{} version {} to {}",
-                            done.namespace,
-                            done.name,
-                            done.version,
-                            hub.display()
-                        )
-                    })
-                    .map_err(|e| refusal(&e)),
-            )
+            let outcome = crate::engine::hub::folder::HubFolder::open(&hub)
+                .and_then(|h| h.publish(&card, &registry, &opts))
+                .map(|done| {
+                    format!(
+                        "Published {}/{} version {} to {}",
+                        done.namespace,
+                        done.name,
+                        done.version,
+                        hub.display()
+                    )
+                })
+                .map_err(|e| refusal(&e));
+            Box::new(move |app: &mut App| app.published(outcome))
         });
     }
 
@@ -186,9 +190,12 @@ impl App {
         let results = Some(self.details.results_field.trim())
             .filter(|r| !r.is_empty())
             .map(PathBuf::from);
-        self.jobs.spawn("export", &ctx, move || JobResult::Done {
-            what: "export".to_owned(),
-            outcome: export_with_results(&card, &registry, &dir, results.as_deref()),
+        self.spawn_job("export", &ctx, move || {
+            let outcome = export_with_results(&card, &registry, &dir, results.as_deref());
+            Box::new(move |app: &mut App| match outcome {
+                Ok(text) => app.info(text),
+                Err(e) => app.error(format!("export: {e}")),
+            })
         });
     }
 }
@@ -226,7 +233,7 @@ fn export_with_results(
 
 /// The cards of every configured hub (`hubs`, else the user settings file's),
 /// and why a hub could not be read.
-fn list_hubs(hubs: &[String], registry: &Registry) -> JobResult {
+fn list_hubs(hubs: &[String], registry: &Registry) -> Done<App> {
     let mut cards = Vec::new();
     let mut problems = Vec::new();
     for hub in hubs {
@@ -235,7 +242,7 @@ fn list_hubs(hubs: &[String], registry: &Registry) -> JobResult {
             Err(e) => problems.push(e),
         }
     }
-    JobResult::HubCards(cards, problems)
+    Box::new(move |app: &mut App| app.library.hubs.set(cards, problems))
 }
 
 /// Pull `reference` (`NAMESPACE/NAME[@VERSION]`) from the first of `hubs`

@@ -9,7 +9,7 @@ use super::{App, ResolvedModel};
 use crate::engine::leaderboard::{BatchSpec, BatchTasks, Board};
 use crate::engine::model::LanguageModel;
 use crate::studio::command::UiCommand;
-use crate::studio::jobs::{JobResult, Pick};
+use crate::studio::jobs::Pick;
 use crate::studio::leaderboard::{BUILTIN_PREFIX, CardChoice, load_card_ref};
 use crate::studio::state::LeaderboardScope;
 
@@ -284,17 +284,17 @@ impl App {
                 if self.leaderboard.is_running() {
                     self.error("A leaderboard batch is running; stop it before opening another");
                 } else if let Some(ctx) = self.ctx.clone() {
-                    self.jobs.spawn("open-leaderboard", &ctx, move || {
+                    self.spawn_job("open-leaderboard", &ctx, move || {
                         let leaderboard =
                             crate::engine::leaderboard::read_board(&dir).map(|(_, b)| b);
-                        JobResult::OpenedLeaderboard { dir, leaderboard }
+                        Box::new(move |app: &mut App| app.leaderboard_read(dir, leaderboard))
                     });
                 }
             }
             UiCommand::BrowseLeaderboard => {
                 if let Some(ctx) = self.ctx.clone() {
                     let start = self.state.leaderboard.out.parent().map(Path::to_path_buf);
-                    self.jobs.pick(Pick::LeaderboardFolder, start, &ctx);
+                    self.pick_path(Pick::LeaderboardFolder, start, &ctx);
                 }
             }
             other => self.misrouted(&other),

@@ -34,7 +34,7 @@ use crate::studio::editor::inspector::inspector_ui;
 use crate::studio::editor::palette::{drag_preview_ui, palette_ui};
 use crate::studio::editor::tabs::{BlocksTab, DetailsTab, YamlTab};
 use crate::studio::help::HelpPage;
-use crate::studio::jobs::{JobResult, Jobs, Pick, TaskCheck};
+use crate::studio::jobs::{Done, Jobs, Pick, TaskCheck};
 use crate::studio::leaderboard::{LeaderboardFrame, LeaderboardPanel};
 use crate::studio::library::Library;
 use crate::studio::model_ui::ModelDialog;
@@ -155,7 +155,7 @@ pub struct App {
     resolved: Option<(u64, u64, ResolvedModel)>,
     model_dialog: ModelDialog,
     library: Library,
-    jobs: Jobs,
+    jobs: Jobs<App>,
     commands: Commands,
     problems: Problems,
     problems_revision: Option<u64>,
@@ -442,67 +442,64 @@ impl App {
     }
 
     fn poll_jobs(&mut self) {
-        for result in self.jobs.poll() {
-            match result {
-                JobResult::Picked { pick, path: None } => {
-                    // without a native dialog every path can still be typed:
-                    // name the field that takes this one
-                    let field = match pick {
-                        Pick::OpenCard | Pick::SaveCard => "the Card path field in the toolbar",
-                        Pick::TaskFolder => "the task folder field under General (Blocks tab)",
-                        Pick::ExportFolder | Pick::ImportBundle => {
-                            "the Bundle path field on the Details tab"
-                        }
-                        Pick::LeaderboardFolder => "the Batch folder field on the Leaderboard tab",
-                        Pick::ExportResults => "the Results field on the Details tab",
-                    };
-                    if pick == Pick::SaveCard && std::mem::take(&mut self.save_then_continue) {
-                        self.info(
-                            "No file chosen: type where to save the card in the question's Save as field",
-                        );
-                        continue;
-                    }
-                    self.info(format!("No file chosen: type the path in {field} instead"));
-                }
-                JobResult::Picked {
-                    pick,
-                    path: Some(path),
-                } => self.commands.push(match pick {
-                    Pick::OpenCard => UiCommand::OpenCard(path),
-                    Pick::SaveCard => UiCommand::SaveAs(path),
-                    Pick::TaskFolder => UiCommand::SetTaskFolder(path),
-                    Pick::ExportFolder => UiCommand::ExportBundle(path),
-                    Pick::ImportBundle => UiCommand::ImportBundle(path),
-                    Pick::LeaderboardFolder => UiCommand::OpenLeaderboard(path),
-                    Pick::ExportResults => UiCommand::SetExportResults(path),
-                }),
-                JobResult::Imported(Ok(card)) => self.imported(card),
-                JobResult::Imported(Err(e)) => self.error(format!("import: {e}")),
-                JobResult::HubCards(cards, problems) => self.library.hubs.set(cards, problems),
-                JobResult::Published(outcome) => self.published(outcome),
-                JobResult::Pulled(Ok((card, from))) => {
-                    self.details.publish.pulled(from);
-                    self.imported(card);
-                }
-                JobResult::Pulled(Err(e)) => self.error(e),
-                JobResult::OpenedRun(Ok(run)) => self.opened_run(run),
-                JobResult::OpenedRun(Err(e)) => self.error(format!("open run: {e}")),
-                JobResult::Curve { dir, curve } => self.runs.set_curve(dir, curve),
-                JobResult::RemoteRuns { address, rows } => {
-                    if rows.is_ok() {
-                        self.state.remember_remote(&address);
-                    }
-                    self.runs.set_host_rows(address, rows);
-                }
-                JobResult::OpenedLeaderboard { dir, leaderboard } => {
-                    self.leaderboard_read(dir, leaderboard);
-                }
-                JobResult::Done { what, outcome } => match outcome {
-                    Ok(text) => self.info(text),
-                    Err(e) => self.error(format!("{what}: {e}")),
-                },
-            }
+        for done in self.jobs.poll() {
+            done(self);
         }
+    }
+
+    /// Run `job` on a thread of its own; the closure it returns is applied
+    /// to the studio when it is polled.
+    fn spawn_job(
+        &mut self,
+        name: &str,
+        ctx: &egui::Context,
+        job: impl FnOnce() -> Done<App> + Send + 'static,
+    ) {
+        if let Err(e) = self.jobs.spawn(name, ctx, job) {
+            self.error(format!("{name}: cannot start a thread: {e}"));
+        }
+    }
+
+    /// Open a native dialog for `pick` off the UI thread.
+    fn pick_path(&mut self, pick: Pick, start: Option<PathBuf>, ctx: &egui::Context) {
+        if let Err(e) = self.jobs.pick(pick, start, ctx, App::picked) {
+            self.error(format!("cannot open a file dialog: {e}"));
+        }
+    }
+
+    /// A dialog closed with `path` (`None`: cancelled, or no dialog could
+    /// open: the field that takes the path is named).
+    fn picked(&mut self, pick: Pick, path: Option<PathBuf>) {
+        let Some(path) = path else {
+            // without a native dialog every path can still be typed: name the
+            // field that takes this one
+            let field = match pick {
+                Pick::OpenCard | Pick::SaveCard => "the Card path field in the toolbar",
+                Pick::TaskFolder => "the task folder field under General (Blocks tab)",
+                Pick::ExportFolder | Pick::ImportBundle => {
+                    "the Bundle path field on the Details tab"
+                }
+                Pick::LeaderboardFolder => "the Batch folder field on the Leaderboard tab",
+                Pick::ExportResults => "the Results field on the Details tab",
+            };
+            if pick == Pick::SaveCard && std::mem::take(&mut self.save_then_continue) {
+                self.info(
+                    "No file chosen: type where to save the card in the question's Save as field",
+                );
+                return;
+            }
+            self.info(format!("No file chosen: type the path in {field} instead"));
+            return;
+        };
+        self.commands.push(match pick {
+            Pick::OpenCard => UiCommand::OpenCard(path),
+            Pick::SaveCard => UiCommand::SaveAs(path),
+            Pick::TaskFolder => UiCommand::SetTaskFolder(path),
+            Pick::ExportFolder => UiCommand::ExportBundle(path),
+            Pick::ImportBundle => UiCommand::ImportBundle(path),
+            Pick::LeaderboardFolder => UiCommand::OpenLeaderboard(path),
+            Pick::ExportResults => UiCommand::SetExportResults(path),
+        });
     }
 
     /// Apply every queued command (called at the end of each frame).

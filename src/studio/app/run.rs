@@ -7,7 +7,6 @@ use super::App;
 use super::consent::Then;
 use crate::engine::launch::RunPlan;
 use crate::studio::command::UiCommand;
-use crate::studio::jobs::JobResult;
 use crate::studio::run::{ArchivedRun, read_archive};
 use crate::studio::runs::read_curve;
 use crate::studio::state::Tab;
@@ -37,9 +36,9 @@ impl App {
             UiCommand::OpenRun(dir) => self.open_run(dir),
             UiCommand::LoadCurve(dir) => {
                 if let Some(ctx) = self.ctx.clone() {
-                    self.jobs.spawn("curve", &ctx, move || {
+                    self.spawn_job("curve", &ctx, move || {
                         let curve = read_curve(&dir);
-                        JobResult::Curve { dir, curve }
+                        Box::new(move |app: &mut App| app.runs.set_curve(dir, curve))
                     });
                 }
             }
@@ -121,8 +120,12 @@ impl App {
             return;
         };
         self.info(format!("Reading {}", dir.display()));
-        self.jobs.spawn("open-run", &ctx, move || {
-            JobResult::OpenedRun(read_archive(&dir).map(Box::new))
+        self.spawn_job("open-run", &ctx, move || {
+            let run = read_archive(&dir).map(Box::new);
+            Box::new(move |app: &mut App| match run {
+                Ok(run) => app.opened_run(run),
+                Err(e) => app.error(format!("open run: {e}")),
+            })
         });
     }
 
@@ -284,7 +287,7 @@ impl App {
         let mut options = self.connect_options();
         options.read_only = true;
         self.runs.host_listing_started();
-        self.jobs.spawn("list-remote-runs", &ctx, move || {
+        self.spawn_job("list-remote-runs", &ctx, move || {
             let rows = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -304,7 +307,12 @@ impl App {
                         }
                     })
                 });
-            JobResult::RemoteRuns { address, rows }
+            Box::new(move |app: &mut App| {
+                if rows.is_ok() {
+                    app.state.remember_remote(&address);
+                }
+                app.runs.set_host_rows(address, rows);
+            })
         });
     }
 
