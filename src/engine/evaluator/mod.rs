@@ -1,5 +1,49 @@
 //! Slot 5 — Evaluator: the deterministic verifiable scorer, supplied by the
 //! task. Maps a candidate to a metric dict plus artifacts.
+//!
+//! # The folder and its process model
+//!
+//! The folder's seams (`engine/evaluator/`):
+//!
+//! | file | one job |
+//! |---|---|
+//! | `mod.rs` | the `Evaluator` trait, `Candidate`, `Evaluation`, and **the validity rule** (`Observed::judge`, its one owner): a backend reports the raw metrics it saw (`Metric`: number, bool, None, text, other), its artifacts, an error and whether it timed out; `judge` decides |
+//! | `subprocess.rs` | kind `subprocess`: params, the trait impl, starting and replacing the warm worker |
+//! | `command/` | kind `command` (`mod.rs`): one process per candidate, any executable; `sandboxed.rs` its bubblewrap sandbox and limits, `limits.rs` naming the limit hit, `json.rs` / `metrics.rs` reading what it reports |
+//! | `confirm.rs` | re-evaluating a would-be best (`evaluator.confirm`); its three settings are a fragment too (`Confirm`) |
+//! | `slurm/` | kind `slurm` (`mod.rs`): candidates as job steps on a Slurm cluster (see below) |
+//! | `python_worker/mod.rs` | the worker and its children: taking a ready child, one evaluation, killing what is left |
+//! | `python_worker/lanes.rs` | the lane socket the children connect on; a connection is kept only when its peer (`SO_PEERCRED`) is a child of the zygote |
+//! | `python_worker/protocol.rs` | the wire formats (worker lines, lane requests, length-prefixed results) |
+//! | `python_worker/code_dir.rs` | the worker's code (`galapagos_worker.py`, `galapagos_sandbox.py`, `galapagos_eval.py`, the `openevolve` shim) in the user's cache, and the private per-run dir |
+//! | `python_worker/in_sandbox.rs` | the worker's interpreter (found outside the sandbox), its candidates' scratch dirs, the `isolate` entry of its configuration |
+//!
+//! The isolation kit every evaluator and the coding-agent proposer use is `engine/sandbox/`, whose module
+//! documentation lists its files: `isolation.rs` (`Isolation`: `sandbox`, `network`), `limits.rs` (the one limits
+//! table: `Allowance`, the card's `read_paths`, limits and `output_limit_kb`; `Limits`; the rlimits; the one
+//! explainer, `Limits::hit`), `environment.rs` (the one allowlist and its profiles), `paths.rs`, `interpreter.rs`,
+//! `capture.rs`, `bwrap.rs` (the bubblewrap command line), `run_as.rs`, `prlimit.rs`, `process.rs`, `supervise.rs`.
+//!
+//! A backend (the Slurm one, a container per candidate next) is one more file or folder beside `command/` that reports an
+//! `Observed` and uses the isolation kit (`engine::sandbox`).
+//!
+//!
+//! **Scoring apart from the candidate** (`assets/python/galapagos_eval.py`): the sandbox separates a candidate from the
+//! machine and from other candidates, but an evaluator that calls the candidate in its own process shares that process
+//! with it. `galapagos_eval.run` / `run_with` fork the evaluator's child: the candidate's process gets its own process
+//! group and a parent-death signal, keeps only the standard streams (stdin from `/dev/null`) and the write end of a
+//! fresh result pipe, unmaps every shared mapping, and enters a Landlock domain of its own; the evaluator's process is
+//! made non-dumpable, so the candidate cannot ptrace it, write its memory or take its descriptors. The result is
+//! length-prefixed JSON (numeric arrays tagged and base64-encoded), size-capped and parsed strictly (no duplicate keys,
+//! only plain data); a crash, a limit, a timeout or anything else is `CandidateError`. It forks rather than starting a
+//! fresh interpreter: a call costs ~3.5 ms of CPU here (0.3 ms in-process), a fresh interpreter 45–70 ms (270 ms and
+//! more with numpy), and a fork keeps `run_with`'s harness a plain closure. The shipped Python tasks use it; the validity rule still judges
+//! what the evaluator returns. When the task has hidden paths it starts a fresh interpreter instead (`posix_spawn`
+//! of `sys.executable -I`, the request on its stdin, the result pipe its one other descriptor, an environment of
+//! `PATH`, `HOME`, `TMPDIR` and the locale), which enters a Landlock domain that handles reading, listing, running,
+//! writing and changing entries and grants them on every path beside the hidden ones on the way down from `/`
+//! (`_visible`); without Landlock it refuses to run the candidate. `run_with`'s harness is then named by its
+//! module's file and name and imported there.
 
 use std::collections::BTreeMap;
 

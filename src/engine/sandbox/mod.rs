@@ -102,6 +102,40 @@
 //!   the Python side enforces and reports facts, it does not explain.
 //! - One environment list ([`environment::VARIABLES`]); a kind of process
 //!   differs from another only by its [`environment::Profile`].
+//!
+//! # The container, layer by layer
+//!
+//! **The sandbox** (`sandbox: bwrap`, the default on Linux; the security model, `docs/security.md`, says what it guarantees
+//! and what not). Two layers, so that the expensive part is paid once per run:
+//!
+//! 1. *Per run*, bubblewrap (`sandbox/bwrap.rs`): the worker starts in new user, pid, IPC, UTS and cgroup
+//!    namespaces, with no network namespace shared with the machine unless `network: true`, no capabilities, a new
+//!    session, the machine's file system read-only with the user's data dirs, `/tmp`, `/var/tmp` and `/run` replaced by
+//!    empty read-only dirs, a fresh `/dev` and `/proc`, and only the task folder, the code dir, the lane socket's dir,
+//!    the interpreter's dirs and `read_paths` bound back read-only. The interpreter is found (or probed) outside the
+//!    sandbox; the worker's bytecode is compiled outside it, since the code dir is read-only inside.
+//! 2. *Per candidate*, in Python before the candidate exists (`galapagos_sandbox.py`): each standby child is pid 1 of a
+//!    pid namespace of its own (the kernel kills everything left in it when it ends), enters its own user, mount and
+//!    IPC namespaces, mounts a fresh tmpfs of `write_quota_mib` as its scratch dir (`HOME`, `TMPDIR`, `/dev/shm`, its program files: one writable-space quota) and hides the lane socket's
+//!    dir, applies the limits (`sandbox/limits.rs` names the one hit), then drops every capability, sets
+//!    `no_new_privs`, becomes non-dumpable and enters a Landlock domain of its own (no TCP unless `network`, no signals
+//!    to or abstract sockets shared with processes outside it; files may move between directories, which a Landlock
+//!    domain refuses with EXDEV from ABI 2 on unless a rule allows it, and compilers such as rustc need). The worker
+//!    makes its own user namespace before it imports `evaluator.py` (the kernel makes one only for a process with a
+//!    single thread, and imports such as numpy's start threads) and the zygote's pid namespace after it.
+//!
+//! *As root* (`sandbox/run_as.rs`): a user namespace made by root keeps root's uid on the machine, which the kernel
+//! exempts from `RLIMIT_NPROC`, so bubblewrap runs without `--unshare-user`, keeping only `CAP_SETUID`/`CAP_SETGID`,
+//! and `setpriv` (`run_as::as_user`) starts the worker, or the command evaluator's command, as `nobody`, with no
+//! capabilities and `no_new_privs`; the worker's own per-candidate user namespaces then count each candidate's
+//! processes apart. Everything bound in must be passable by that user: the dirs bubblewrap makes on the way to a
+//! mount point get `--perms 0755`, the lane socket is opened to all (its peers are still checked by pid), the
+//! worker's code is world-readable, and a task folder `nobody` cannot read is bound in as a readable copy
+//! (`run_as::stage_task`).
+//!
+//! The environment of the worker and every candidate is an allowlist (`sandbox/environment.rs`, its `Evaluator` profile); the worker's code dir
+//! is first on `PYTHONPATH`. A task's hidden paths (`task/hidden.rs`: its `hidden/` folder and `hidden:` globs) reach
+//! the evaluator as `GALAPAGOS_HIDDEN`; the task loader never takes a description from them.
 
 pub(crate) mod bwrap;
 pub(crate) mod capture;

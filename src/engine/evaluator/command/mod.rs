@@ -36,6 +36,42 @@
 //! Its environment is an allowlist of the run's ([`Profile::Command`]): no model key
 //! or other secret reaches a command or the candidate it runs. Its
 //! `PYTHONPATH` holds `galapagos_eval` (a candidate run apart from checks).
+//!
+//! # How it runs a candidate
+//!
+//! **The command evaluator** (`command/mod.rs`): one process per candidate, any executable (`argv` with `{program}`,
+//! `{results_dir}`, `{task_dir}`, `{python}`), started in the task folder in a process group of its own with an
+//! environment allowlist (and `PYTHONPATH` holding `galapagos_eval`), the group killed at `timeout_secs`, after the command exits and when the evaluation is
+//! dropped; output captured with the worker's `Capture`. Metrics from `metrics.json` or JSON on stdout (ShinkaEvolve's
+//! `public` / `private` / `text_feedback`; Python's bare `NaN` / `Infinity` read as such), validity from
+//! `correct.json`, the exit status, then `Observed::judge`. Private metrics go to `Evaluation::private` and
+//! `Genome::private`, which the population's copy of a genome drops, so no prompt can show them. A number beyond a
+//! float's range (a 400-digit integer Python printed) is kept as its text by `command/json.rs`, so the metric is refused
+//! by name ("score combined_score is 100000000000…000000 (400 digits), out of range …") rather than the whole object.
+//!
+//! Its sandbox (`command/sandboxed.rs`, `sandbox: bwrap` by default) is the bubblewrap command line of
+//! `sandbox/bwrap.rs`, one container per candidate, which writes nothing the run sees: its one writable file
+//! system is its `/dev/shm` of `write_quota_mib` (`Jail::one_scratch`: the scratch dir `/tmp/galapagos`, with `HOME`
+//! and `TMPDIR`, is a link into it), the run's candidate folder is shown read-only (`Jail::shown`) and copied into
+//! the scratch dir as the sandbox's user before the command starts (`{program}` and `{results_dir}` name the copy),
+//! and after the command the container's pid 1 kills what is left (as that user) and sends `metrics.json` and
+//! `correct.json` back, framed (`sandboxed::Reported`), on the write end of a pipe that is its stdin (the command's
+//! is `/dev/null`). A Slurm node's container per candidate has the same one file system. Inside it, `/bin/sh` is the container's pid 1 (`--as-pid-1`) and runs `prlimit` (memory as RLIMIT_DATA, CPU time
+//! with SIGXCPU at the limit and SIGKILL a second later, processes as RLIMIT_NPROC, file size, no core files) and the
+//! command under it. The command's CPU time is the kernel's: bubblewrap's monitor reaps its pid 1, so the shell's
+//! and its waited-for children's times add to the monitor's children's times, which the run reads from
+//! `/proc/<pid>/stat` after the monitor exited and before it reaps it (`sandbox/supervise.rs`: `waitid` with
+//! `WNOWAIT`); nothing in the candidate's folder is read for it. (Without `--as-pid-1` bubblewrap's init reports the
+//! exit and the monitor exits without reaping it, so the time is lost.) A signal is not passed on: a command killed
+//! by signal N is exit status 128 + N.
+//! `command/limits.rs` has the isolation kit's `Limits::hit` name the limit hit ("exceeded the 256 MiB memory limit (the evaluator command exited with status
+//! 1; stderr: MemoryError)") only on evidence, and only for an invalid candidate: CPU time for a SIGXCPU status (152, or
+//! `SIGXCPU` / a shell's "CPU time limit exceeded" in its stderr) with at least the limit's CPU time used, or SIGKILL
+//! (137) with the hard limit's; file size for SIGXFSZ (153, which only the kernel sends) or `EFBIG` / "File size limit
+//! exceeded" in its stderr; memory for an allocation failure in its stderr or `correct.json`'s error (`MemoryError`,
+//! `ENOMEM`, `std::bad_alloc`, Rust's "memory allocation of", "out of memory", not a GPU's); processes for `EAGAIN`
+//! from starting a process or thread, never as root (the kernel does not hold root to RLIMIT_NPROC). A command that
+//! exits 137 or 152 by itself is described as such, not blamed on a limit; the OOM killer is not this memory limit.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

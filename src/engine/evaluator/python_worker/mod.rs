@@ -45,6 +45,26 @@
 //! in the user's cache, and the private per-run dir), [`in_sandbox`] (its
 //! interpreter, its candidates' scratch dirs, the `isolate` entry of its
 //! configuration).
+//!
+//! # The process model
+//!
+//! **The Python evaluator** (`subprocess`):
+//!
+//! - One warm worker per run imports the task's `evaluator.py` once (cwd = the task folder), then only forks: a zygote
+//!   forks standby children, set up before any candidate exists, and each candidate is evaluated in a child of its own
+//!   (with `candidates_per_process` K > 1 a child serves up to K in turn, putting back the process state candidates
+//!   commonly change, and retires when a candidate tampered with it).
+//! - A child connects to the run's lane socket once; that connection carries the request in and the result out, and
+//!   hands the run the read ends of the child's stdout and stderr (head and tail kept). The worker is off that path.
+//!   Processes forked from a child lose the connection (`os.register_at_fork`).
+//! - The run enforces the time limit itself by killing the child's process group at `timeout_secs`; a crash or hang
+//!   costs only that candidate. A backstop replaces a worker that stops supplying children. Dropping the evaluator
+//!   kills the worker, its zygote and every child. A worker that has not greeted is killed with its group when its
+//!   start is abandoned; a start that fails is recorded before the worker slot is released, and an evaluator that cannot
+//!   run at all says so (`Evaluation::evaluator_failed`): the loop then reports the evaluator's failure, not the initial
+//!   program's.
+//! - What an evaluator reports is kept as it wrote it (captured output never replaces an artifact of the same name;
+//!   `failure_stage` is the worker's word only for a stage that raised).
 
 pub(crate) mod code_dir;
 pub(crate) mod in_sandbox;

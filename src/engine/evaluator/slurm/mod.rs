@@ -37,6 +37,44 @@
 //! trait; [`params`] the parameters, [`place`] places one attempt (pool or
 //! job), [`runner`] configures the runner and reads what it reports, and
 //! [`client`] runs Slurm's commands.
+//!
+//! # How it runs on a cluster
+//!
+//! **The Slurm evaluator** (`slurm/mod.rs`, kind `slurm`; `slurm/place.rs` places one attempt, `slurm/client.rs` runs
+//! Slurm's commands): the task format and result rules of the local evaluator, on a cluster. A runner
+//! (`assets/python/galapagos_slurm.py`) imports `galapagos_worker`'s `load_evaluator` / `run_evaluation` on the node
+//! and writes `started.json` (job, step, node) and `result.json` (the worker's result format) into a per-candidate
+//! folder of the staging area (the run folder's `slurm/`, or `staging_dir` with a copy of the task); the run reads them
+//! as a `Reply` and judges it with `Observed::judge`. `pool` (default): up to `general.parallel` `sbatch`'d
+//! allocations whose batch step only waits (and exits once the run's heartbeat file is stale); each keeps one standby
+//! step (`srun --jobid --overlap`, interpreter and `evaluator.py` imported) that takes the next candidate's folder on
+//! its stdin, and the next standby starts as it does. `job`: one `sbatch` per candidate, polled through the result
+//! file and `squeue`. The timeout counts from `started.json`; a timed-out step or job is `scancel`led. Work the
+//! scheduler ended (a lost state in `scontrol`, slurmstepd's "CANCELLED" line, an allocation gone, a step that ended
+//! before it took its candidate) is retried up to `max_retries` and recorded in `Placement::retries`. Jobs are named
+//! after the run (`BuildContext::run_dir`, the same for a run and its resumption), so the checks before the first
+//! candidate (client commands, controller, partition, `sbatch --test-only`) also cancel what a killed run left, and
+//! dropping the evaluator cancels the run's jobs. `Evaluation::placement` becomes `Genome::placement` (job id and node).
+//! Slurm's commands run with an allowlisted environment, because Slurm passes the submitting environment to jobs.
+//!
+//! *The sandbox on the nodes* (`slurm/runner.rs`, `galapagos_slurm.py`): the run writes `runner.json` into the staging
+//! area once: the evaluator, the limits, the candidates' environment (`sandbox/environment.rs`'s allowlist) and, with
+//! `sandbox: bwrap`, the bubblewrap options of `sandbox/bwrap.rs`'s `bwrap_args` (the run folder and the staging area
+//! added to the hidden dirs, the runner's code dir bound back like the worker's) and, when the job runs as root, the command that starts the evaluation process as `nobody` in a user
+//! namespace of its own (`setpriv`, `unshare --user`), as the local command evaluator does with the list of hidden dirs. On the
+//! node the runner is two processes: a supervisor outside the sandbox that adds the node's facts to those options (its
+//! GPU devices, its interpreter's dirs where a hidden dir covers them, hidden dirs the node lacks left out), finds
+//! `bwrap` (or fails with the node named: `setup_failed`, which the run turns into `Evaluation::broken`), and starts the
+//! evaluation process in a container of its own; that process imports `evaluator.py`, drops what
+//! `galapagos_sandbox.drop_privileges` drops and says it is ready, all before the candidate comes (a pool's standby
+//! step). The container is per candidate, so bubblewrap's namespaces do what the local worker's per-candidate
+//! namespaces do: a fresh scratch tmpfs, and a pid namespace whose end kills whatever the candidate left. The
+//! supervisor hands over the request and the program on a pipe (a folder program's files read from the candidate's
+//! folder in the staging area, which the evaluation process writes into its scratch dir for `evaluate`), receives the result on another (the
+//! candidate's process sees nothing of the staging area; it applies the limits as the candidate arrives, CPU time
+//! counted from then), copies the output keeping head and tail (`Capture::from_parts` rebuilds it), and writes `result.json`: the worker's result,
+//! or the wait status and CPU time of a process that ended without one (turned into "exceeded the … limit" by
+//! `Limits::hit`, as locally; the node reports the wait status as it is and Rust reads bubblewrap's 128 + N).
 
 mod client;
 mod params;
