@@ -759,3 +759,36 @@ fn the_general_levers_are_edited_by_their_widgets_and_validated() {
     assert!(!general(&h).objectives.contains_key("evaluations"));
     assert!(general(&h).reference_point.is_empty());
 }
+
+/// The Card path field takes what the command line takes: a built-in card's
+/// name opens that card (it said "repository: cannot read: No such file"),
+/// and a name that is neither a file nor a card says which card was meant.
+#[test]
+fn open_path_takes_a_built_in_cards_name() {
+    // the built-in cards' blocks: the shipped registry
+    let mut h = harness(App::new(State::default(), Arc::new(Registry::builtin())));
+    h.run();
+    h.get_by_label("Card path").focus();
+    h.run();
+    h.get_by_label("Card path").type_text("repository");
+    h.run();
+    h.get_by_label("Open path").click();
+    h.run();
+    h.run();
+    assert_eq!(
+        h.state().doc.card.name,
+        "repository",
+        "{:?}",
+        h.state().message()
+    );
+    assert!(h.state().card_errors().is_none());
+    h.get_by_label("Card path").focus();
+    h.run();
+    h.get_by_label("Card path").type_text("x");
+    h.run();
+    h.get_by_label("Open path").click();
+    h.run();
+    let said = h.state().message().unwrap_or_default().to_owned();
+    assert!(said.starts_with("Open path: "), "{said}");
+    assert_eq!(h.state().doc.card.name, "repository", "nothing else opened");
+}

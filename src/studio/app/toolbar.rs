@@ -345,10 +345,31 @@ impl App {
                         let has_path = !self.path_field.trim().is_empty();
                         if ui
                             .add_enabled(has_path, egui::Button::new("Open path"))
-                            .on_hover_text("Open the card at this path")
+                            .on_hover_text(
+                                "Open the card at this path, a built-in card by name (best_of_n) \
+                                 or a hub card (NAMESPACE/NAME[@VERSION])",
+                            )
                             .clicked()
                         {
-                            self.commands.push(UiCommand::OpenCard(typed.clone()));
+                            // the one rule for a card named by path or name,
+                            // as the command line has it
+                            use crate::engine::builtin::CardArg;
+                            match crate::engine::builtin::resolve_card(&typed) {
+                                Ok(CardArg::Path(path)) => {
+                                    self.commands.push(UiCommand::OpenCard(path));
+                                }
+                                Ok(CardArg::Builtin(card)) => {
+                                    self.commands
+                                        .push(UiCommand::OpenBuiltin(card.name.to_owned()));
+                                }
+                                Ok(CardArg::Hub(reference)) => {
+                                    self.commands.push(UiCommand::OpenHubCard {
+                                        hub: None,
+                                        reference: reference.to_string(),
+                                    });
+                                }
+                                Err(e) => self.error(format!("Open path: {e}")),
+                            }
                         }
                         let save_path =
                             ui.add_enabled(has_path && can_save, egui::Button::new("Save to path"));
