@@ -281,22 +281,35 @@ impl Limits {
     /// The limit `evidence` shows the process hit, if it shows one (see the
     /// module docs for the rules).
     pub(crate) fn hit(self, evidence: &Evidence<'_>) -> Option<Hit> {
-        let named = |limit: String| Hit { limit, line: None };
-        let said = |limit: String, line: &str| Hit {
+        let named = |(limit, key): (String, &'static str)| Hit {
             limit,
+            key,
+            line: None,
+        };
+        let said = |(limit, key): (String, &'static str), line: &str| Hit {
+            limit,
+            key,
             line: Some(line.to_owned()),
         };
-        let memory = self.memory_mib.map(|m| format!("the {m} MiB memory limit"));
-        let file = self
-            .file_size_mib
-            .map(|m| format!("the {m} MiB file size limit"));
-        let space = self
-            .write_quota_mib
-            .map(|m| format!("the {m} MiB writable-space quota"));
+        let memory = self
+            .memory_mib
+            .map(|m| (format!("the {m} MiB memory limit"), "memory_limit_mib"));
+        let file = self.file_size_mib.map(|m| {
+            (
+                format!("the {m} MiB file size limit"),
+                "file_size_limit_mib",
+            )
+        });
+        let space = self.write_quota_mib.map(|m| {
+            (
+                format!("the {m} MiB writable-space quota"),
+                "write_quota_mib",
+            )
+        });
         let processes = self
             .processes
             .filter(|_| !evidence.processes_unenforced)
-            .map(|n| format!("the {n}-process limit"));
+            .map(|n| (format!("the {n}-process limit"), "process_limit"));
         // What its Python code raised, the first in the chain that a limit
         // explains.
         for raised in evidence.raised {
@@ -323,7 +336,10 @@ impl Limits {
         #[expect(clippy::cast_precision_loss, reason = "seconds far below 2^52")]
         let (soft, hard) = (soft as f64, hard as f64);
         let used = evidence.cpu_secs.unwrap_or(0.0);
-        let cpu = format!("the {} s CPU time limit", self.cpu_secs);
+        let cpu = (
+            format!("the {} s CPU time limit", self.cpu_secs),
+            "cpu_limit_secs",
+        );
         // The kernel's SIGXCPU, when no count says the time was not used.
         let counted = evidence.cpu_secs.is_none_or(|used| used + 0.5 >= soft);
         if evidence.signal == Some(SIGXCPU) && counted {
@@ -418,25 +434,29 @@ impl Raised {
 }
 
 /// The limit a process hit, as an error names it ("the 256 MiB memory
-/// limit"), with the line of its stderr that shows it (None when how it
-/// ended or what it raised does).
+/// limit"), the card's key that sets it, and the line of its stderr that
+/// shows it (None when how it ended or what it raised does).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Hit {
     pub limit: String,
+    /// The key of [`Allowance`] that sets it.
+    pub key: &'static str,
     pub line: Option<String>,
 }
 
 impl Hit {
-    /// `error` with the limit named first: "exceeded the 256 MiB memory
-    /// limit (the evaluator command exited with status 1; stderr:
-    /// MemoryError)".
+    /// `error` with the limit named first, and the key that raises it:
+    /// "exceeded the 256 MiB memory limit (the evaluator command exited
+    /// with status 1; stderr: MemoryError); to allow more, raise
+    /// `memory_limit_mib` in the card".
     pub(crate) fn name(&self, error: &str) -> String {
-        let limit = &self.limit;
+        let (limit, key) = (&self.limit, self.key);
+        let raise = format!("to allow more, raise `{key}` in the card");
         match &self.line {
             Some(line) if !error.contains(line.as_str()) => {
-                format!("exceeded {limit} ({error}; stderr: {line})")
+                format!("exceeded {limit} ({error}; stderr: {line}); {raise}")
             }
-            _ => format!("exceeded {limit} ({error})"),
+            _ => format!("exceeded {limit} ({error}); {raise}"),
         }
     }
 }
@@ -721,15 +741,18 @@ mod tests {
         );
         let hit = Hit {
             limit: "the 1 MiB file size limit".to_owned(),
+            key: "file_size_limit_mib",
             line: Some("File too large".to_owned()),
         };
         assert_eq!(
             hit.name("x"),
-            "exceeded the 1 MiB file size limit (x; stderr: File too large)"
+            "exceeded the 1 MiB file size limit (x; stderr: File too large); to allow more, \
+             raise `file_size_limit_mib` in the card"
         );
         assert_eq!(
             hit.name("x: File too large"),
-            "exceeded the 1 MiB file size limit (x: File too large)"
+            "exceeded the 1 MiB file size limit (x: File too large); to allow more, raise \
+             `file_size_limit_mib` in the card"
         );
     }
 

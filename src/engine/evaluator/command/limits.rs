@@ -108,16 +108,25 @@ mod tests {
     fn a_sandboxed_status_is_read_as_the_signal_it_reports() {
         assert_eq!(
             named(152, 2.1, "").as_deref(),
-            Some("exceeded the 2 s CPU time limit (failed)")
+            Some(
+                "exceeded the 2 s CPU time limit (failed); to allow more, raise `cpu_limit_secs` in \
+                 the card"
+            )
         );
         assert_eq!(named(152, 0.2, ""), None, "exit 152 without the CPU time");
         assert_eq!(
             named(153, 0.0, "").as_deref(),
-            Some("exceeded the 1 MiB file size limit (failed)")
+            Some(
+                "exceeded the 1 MiB file size limit (failed); to allow more, raise \
+                 `file_size_limit_mib` in the card"
+            )
         );
         assert_eq!(
             named(1, 0.0, "Traceback ...\nMemoryError\n").as_deref(),
-            Some("exceeded the 256 MiB memory limit (failed; stderr: MemoryError)")
+            Some(
+                "exceeded the 256 MiB memory limit (failed; stderr: MemoryError); to allow more, \
+                 raise `memory_limit_mib` in the card"
+            )
         );
         assert_eq!(named(0, 5.0, "MemoryError"), None, "it succeeded");
         assert_eq!(
