@@ -77,10 +77,12 @@ fn main() {
         Some(Command::AgentBridge {
             socket,
             stdin,
+            hold,
             command,
         }) => galapagos::engine::proposer::agent_command::bridge::run(
             socket.as_deref(),
             stdin.as_deref(),
+            hold,
             &command,
         ),
         None => studio(None, None),

@@ -364,3 +364,113 @@ fn the_bridge_stops_the_agent_when_its_lifeline_closes() {
     std::io::Read::read_to_string(&mut bridge.stderr.take().unwrap(), &mut err).unwrap();
     assert!(err.contains("the run is gone"), "{err}");
 }
+
+/// The size of the files under `dir` (links not followed), in bytes.
+fn bytes_under(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .filter_map(Result::ok)
+            .map(|e| match e.file_type() {
+                Ok(t) if t.is_dir() => bytes_under(&e.path()),
+                Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+                _ => 0,
+            })
+            .sum()
+    })
+}
+
+/// An agent that writes 200 MiB into its workspace and 200 MiB into
+/// `.galapagos/out/` under a 64 MiB `write_quota_mib`: both writes fail with
+/// "no space", nothing of it reaches the machine's disk (the run folder,
+/// where the workspaces live, stays small while the agent waits after its
+/// writes), and the genome's error names the quota and the key that raises
+/// it.
+#[test]
+fn an_agent_cannot_write_past_its_write_quota() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mark = format!("957.{}", std::process::id());
+    let script = format!(
+        "dd if=/dev/zero of=big bs=1M count=200 status=none || echo WORKSPACE-FULL; \
+         dd if=/dev/zero of=.galapagos/out/big bs=1M count=200 status=none || echo OUT-FULL; \
+         sleep {mark}; exit 1"
+    );
+    let card = card_with(dir.path(), &script, &[], "  write_quota_mib: 64\n");
+    let out = dir.path().join("runs");
+    let mut run = galapagos(&home)
+        .arg("run")
+        .arg(&card)
+        .args([
+            "--task",
+            "fit_package",
+            "--quiet",
+            "--iterations",
+            "1",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the agent has written all it could, what the run folder (and
+    // the agent's workspace in it) holds on the machine's disk.
+    let sleeper = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(Result::ok)
+            .find(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&format!("sleep\0{mark}")))
+            })
+            .and_then(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+    };
+    wait_for(300, "the agent to finish writing", || sleeper().is_some());
+    let on_disk = bytes_under(&out);
+    // The agent's own sleep, by its pid: the agent then exits (and is run
+    // again, as a failed proposal is, until the run gives up).
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while run.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the run did not end");
+        if let Some(pid) = sleeper() {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        on_disk < 16 << 20,
+        "the agent's writes reached the machine's disk: {} MiB in the run folder",
+        on_disk >> 20
+    );
+    let run_dir = std::fs::read_dir(&out)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let all = genomes(&run_dir);
+    let child = all
+        .iter()
+        .find(|g| g["iteration"] == 1)
+        .unwrap_or_else(|| panic!("no child: {all:?}"));
+    let said = child["agent"]["stdout"].as_str().unwrap();
+    assert!(
+        said.contains("WORKSPACE-FULL") && said.contains("OUT-FULL"),
+        "the writes past the quota succeeded: {child}"
+    );
+    let stderr_kept = child["agent"]["stderr"].as_str().unwrap();
+    assert!(
+        stderr_kept.contains("No space left on device"),
+        "{stderr_kept}"
+    );
+    let error = child["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("exceeded the 64 MiB writable-space quota")
+            && error.contains("write_quota_mib"),
+        "the genome's error does not name the quota and its key: {child}"
+    );
+}

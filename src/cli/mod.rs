@@ -65,6 +65,9 @@ pub enum Command {
         /// The file the agent reads as its stdin (else stdin is empty).
         #[arg(long)]
         stdin: Option<PathBuf>,
+        /// Start the agent once a byte comes on stdin (the run has filled its workspace).
+        #[arg(long)]
+        hold: bool,
         /// The agent's command line.
         #[arg(last = true, required = true)]
         command: Vec<String>,

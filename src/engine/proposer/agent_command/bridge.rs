@@ -29,9 +29,13 @@ pub fn base_url() -> String {
 }
 
 /// Its arguments before the agent's command line (`socket`: the relay's;
-/// `stdin`: the file the agent reads as its stdin).
-pub fn args(socket: Option<&Path>, stdin: Option<&Path>) -> Vec<String> {
+/// `stdin`: the file the agent reads as its stdin; `hold`: start the agent
+/// only once the run says so, see [`run`]).
+pub fn args(socket: Option<&Path>, stdin: Option<&Path>, hold: bool) -> Vec<String> {
     let mut args = vec!["agent-bridge".to_owned()];
+    if hold {
+        args.push("--hold".to_owned());
+    }
     if let Some(socket) = socket {
         args.extend(["--socket".to_owned(), socket.to_string_lossy().into_owned()]);
     }
@@ -74,12 +78,24 @@ pub fn executable() -> Result<PathBuf, String> {
 /// -9 included), and then the bridge kills the agent and exits, which ends
 /// every process of the sandbox. This holds even where a parent-death signal
 /// would not reach it.
-pub fn run(socket: Option<&Path>, stdin: Option<&Path>, agent: &[String]) -> i32 {
+///
+/// With `hold`, it starts the agent only once one byte has come on the
+/// lifeline: the run fills the agent's workspace from outside in between
+/// (the sandbox's file systems are made by then), and nothing of the
+/// agent's runs before that.
+pub fn run(socket: Option<&Path>, stdin: Option<&Path>, hold: bool, agent: &[String]) -> i32 {
     if let Err(e) =
         rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
     {
         eprintln!("galapagos agent-bridge: cannot set the parent-death signal: {e}");
         return 2;
+    }
+    if hold {
+        let mut go = [0u8; 1];
+        if !matches!(std::io::Read::read(&mut std::io::stdin(), &mut go), Ok(1)) {
+            eprintln!("galapagos agent-bridge: the run is gone before the agent started");
+            return 137;
+        }
     }
     let Some((program, args)) = agent.split_first() else {
         eprintln!("galapagos agent-bridge: no agent command after --");

@@ -33,22 +33,27 @@ use std::time::{Duration, Instant};
 use tokio::net::unix::pipe;
 
 use super::AgentCommandParams;
-use super::workspace::{INFO, Workspace};
+use super::workspace::{INFO, INSIDE, Left, Workspace};
 use crate::engine::agent_run::AgentExit;
-use crate::engine::sandbox::bwrap::{self, Jail};
+use crate::engine::sandbox::bwrap::{self, Jail, SHARED_SCRATCH};
 use crate::engine::sandbox::environment::{AGENT_SET, Profile};
 use crate::engine::sandbox::interpreter::{self, Interpreter};
-use crate::engine::sandbox::limits::Limits;
-use crate::engine::sandbox::paths::{self, SCRATCH_ROOT};
+use crate::engine::sandbox::limits::{Evidence, Limits};
+use crate::engine::sandbox::paths;
 use crate::engine::sandbox::process::signal_name;
 use crate::engine::sandbox::supervise::{Ended, GroupGuard, Streams, supervise};
 use crate::engine::sandbox::{prlimit, run_as};
 
-/// The agent's private HOME and TMPDIR, in its sandbox's scratch tmpfs.
+/// The agent's private HOME and TMPDIR, in its sandbox's one writable file
+/// system.
 fn home_and_tmp() -> (PathBuf, PathBuf) {
-    let root = Path::new(SCRATCH_ROOT);
+    let root = Path::new(SHARED_SCRATCH);
     (root.join("agent-home"), root.join("agent-tmp"))
 }
+
+/// How long the agent's sandbox may take to start (bubblewrap making it,
+/// then the bridge's exec).
+const CONTAINER_START: Duration = Duration::from_secs(120);
 
 /// The programs the sandbox needs, found once, and what it hides besides
 /// the user's data.
@@ -75,6 +80,8 @@ pub(super) struct Job<'a> {
 
 /// How the agent's process ended.
 pub(super) struct Ran {
+    /// What it left in its workspace and `out/` (None: it never started).
+    pub(super) left: Option<Left>,
     pub(super) exit: AgentExit,
     pub(super) wall_ms: f64,
     pub(super) stdout: String,
@@ -186,16 +193,6 @@ impl Prison {
         })?;
         let uid = rustix::process::getuid().as_raw();
         let run_as = run_as::run_as(uid, run_as::NOBODY);
-        if let Some(user) = run_as {
-            for dir in [&job.ws.work, &job.ws.out] {
-                run_as::hand_over(dir, user).map_err(|e| {
-                    format!(
-                        "cannot give the workspace {} to the sandbox's user: {e}",
-                        dir.display()
-                    )
-                })?;
-            }
-        }
         let mut extra = program_paths(&exe);
         extra.extend(
             job.params
@@ -222,18 +219,20 @@ impl Prison {
         let jail = Jail {
             network: false,
             interpreter: &interpreter,
-            task_dir: &job.ws.work,
+            task_dir: &job.ws.info,
             code_dir: &job.ws.info,
             lanes_dir: socket_dir.as_deref().unwrap_or(&job.ws.info),
             extra,
-            writable: vec![job.ws.work.clone()],
+            writable: Vec::new(),
             private,
             uid,
             gid: rustix::process::getgid().as_raw(),
             run_as,
             task_copy: None,
             write_quota_mib: Self::limits(job.params).write_quota_mib,
-            one_scratch: false,
+            // One file system of the quota for all it writes: the
+            // workspace, `.galapagos/out/`, HOME, TMPDIR, `/dev/shm`.
+            one_scratch: true,
             shown: Vec::new(),
         };
         // The container's pid 1 is the bridge (it dies with bubblewrap and
@@ -255,6 +254,7 @@ impl Prison {
             super::bridge::args(
                 job.relay_socket.as_deref(),
                 job.prompt_on_stdin.then(|| job.ws.prompt_file()).as_deref(),
+                true,
             )
             .into_iter()
             .map(Into::into),
@@ -270,17 +270,21 @@ impl Prison {
             .ok_or("the sandbox's command line has no --chdir")?;
         args.truncate(chdir);
         let (home, tmp) = home_and_tmp();
-        let info = job.ws.work.join(INFO);
-        for (flag, a, b) in [
-            ("--ro-bind", &job.ws.info, &info),
-            ("--bind", &job.ws.out, &info.join("out")),
-        ] {
-            args.extend([flag.into(), a.into(), b.into()]);
+        let (work, out) = (job.ws.work_inside(), job.ws.out_inside());
+        // The workspace and `out/`, empty until the run fills them (see
+        // `run`), with `.galapagos/` shown read-only in the workspace.
+        for dir in [Path::new(INSIDE), &work, &out] {
+            args.extend(["--dir".into(), dir.into()]);
         }
+        args.extend([
+            "--ro-bind".into(),
+            job.ws.info.clone().into(),
+            work.join(INFO).into(),
+        ]);
         for dir in [&home, &tmp] {
             args.extend(["--perms".into(), "01777".into(), "--dir".into(), dir.into()]);
         }
-        args.extend(["--chdir".into(), job.ws.work.clone().into(), "--".into()]);
+        args.extend(["--chdir".into(), work.into(), "--".into()]);
         args.extend(pid1);
         let mut cmd = tokio::process::Command::new(&self.bwrap);
         cmd.args(args);
@@ -303,11 +307,88 @@ impl Prison {
         Ok(cmd)
     }
 
+    /// The sandbox's writable file system, held open from outside and
+    /// filled with the parent's tree (its owner the sandbox's user), once
+    /// bubblewrap (`pid`) has made it: its child, the container's pid 1,
+    /// is the bridge, holding the agent back until it is told to go.
+    async fn fill(&self, pid: u32, job: &Job<'_>) -> Result<Left, String> {
+        let deadline = Instant::now() + CONTAINER_START;
+        let bridge = super::bridge::executable()?;
+        let pid1 = loop {
+            let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .map_err(|e| format!("cannot see bubblewrap's process {pid}: {e}"))?;
+            let first = children.split_whitespace().next().map(str::to_owned);
+            // The bridge's exec is after the container is made.
+            if let Some(first) = first
+                && std::fs::read_link(format!("/proc/{first}/exe")).is_ok_and(|e| e == bridge)
+            {
+                break first;
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "the agent's sandbox did not start within {} s",
+                    CONTAINER_START.as_secs()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        let inside = PathBuf::from(format!("/proc/{pid1}/root")).join(
+            Path::new(INSIDE)
+                .strip_prefix("/")
+                .unwrap_or(Path::new(INSIDE)),
+        );
+        let left = Left::open(&inside).map_err(|e| {
+            format!(
+                "cannot open the agent's workspace {}: {e}",
+                inside.display()
+            )
+        })?;
+        left.fill(&job.ws.work).map_err(|e| {
+            let why = format!("cannot copy the parent's tree into the agent's workspace: {e}");
+            Self::limits(job.params)
+                .hit(&Evidence {
+                    said: &[why.as_str()],
+                    ..Evidence::default()
+                })
+                .map_or_else(|| why.clone(), |hit| hit.name(&why))
+        })?;
+        let uid = rustix::process::getuid().as_raw();
+        if let Some(user) = run_as::run_as(uid, run_as::NOBODY) {
+            // All but `.galapagos/`, shown read-only.
+            let work = left.work();
+            let given = std::fs::read_dir(&work)
+                .and_then(|entries| {
+                    for entry in entries {
+                        let entry = entry?;
+                        if entry.file_name() == INFO {
+                            continue;
+                        }
+                        if entry.file_type()?.is_dir() {
+                            run_as::hand_over(&entry.path(), user)?;
+                        } else {
+                            std::os::unix::fs::lchown(
+                                entry.path(),
+                                Some(user.uid),
+                                Some(user.gid),
+                            )?;
+                        }
+                    }
+                    std::os::unix::fs::lchown(&work, Some(user.uid), Some(user.gid))
+                })
+                .and_then(|()| run_as::hand_over(&left.out(), user));
+            given.map_err(|e| {
+                format!("cannot give the agent's workspace to the sandbox's user: {e}")
+            })?;
+        }
+        Ok(left)
+    }
+
     /// Run `job` to its end, its time limit or the proposal's drop.
     pub(super) async fn run(&self, job: &Job<'_>) -> Ran {
         let started = Instant::now();
         let ms = || started.elapsed().as_secs_f64() * 1000.0;
         let not_started = |why: String| Ran {
+            left: None,
             exit: AgentExit::NotStarted(why),
             wall_ms: 0.0,
             stdout: String::new(),
@@ -320,7 +401,7 @@ impl Prison {
         // The bridge's lifeline (see `bridge::run`): its stdin, whose write
         // end only this proposal holds, so it closes when the proposal ends
         // or the run dies.
-        let (lifeline, _lifeline_held) = match std::io::pipe() {
+        let (lifeline, mut lifeline_held) = match std::io::pipe() {
             Ok(ends) => ends,
             Err(e) => return not_started(format!("cannot make the agent's lifeline pipe: {e}")),
         };
@@ -338,6 +419,18 @@ impl Prison {
             Err(e) => return not_started(format!("cannot start bubblewrap: {e}")),
         };
         let guard = GroupGuard::new(child.id());
+        // The agent's workspace, filled from outside while the bridge holds
+        // the agent back, then the bridge's go.
+        let Some(pid) = child.id() else {
+            return not_started("bubblewrap exited at once".into());
+        };
+        let left = match self.fill(pid, job).await {
+            Ok(left) => left,
+            Err(why) => return not_started(why),
+        };
+        if let Err(e) = std::io::Write::write_all(&mut lifeline_held, b"g") {
+            return not_started(format!("cannot start the agent in its sandbox: {e}"));
+        }
         let pipes = (
             child.stdout.take().map(|s| s.into_owned_fd()),
             child.stderr.take().map(|s| s.into_owned_fd()),
@@ -376,6 +469,7 @@ impl Prison {
             }
         };
         Ran {
+            left: Some(left),
             exit,
             wall_ms: exited_at
                 .map_or_else(ms, |at| at.duration_since(started).as_secs_f64() * 1000.0),

@@ -401,7 +401,7 @@ impl AgentCommandProposer {
         let fill = |a: &str| {
             a.replace("{model}", model)
                 .replace("{relay_url}", &relay_url)
-                .replace("{workspace}", &ws.work.to_string_lossy())
+                .replace("{workspace}", &ws.work_inside().to_string_lossy())
                 .replace("{prompt_file}", &prompt_file.to_string_lossy())
                 .replace("{prompt}", prompt)
         };
@@ -415,16 +415,30 @@ impl AgentCommandProposer {
     }
 }
 
-/// What became of the agent's workspace, as a proposal.
+/// What became of the agent's workspace, as a proposal (a failure with the
+/// limit of `limits` it shows named first, by the isolation kit's one
+/// explainer).
 fn outcome(
     run: &mut AgentRun,
     back: Result<workspace::ReadBack, String>,
     parent: &Tree,
     max_code_length: usize,
+    limits: limits::Limits,
 ) -> Result<Tree, ProposalError> {
     let failed = match &run.exit {
         AgentExit::Finished => None,
-        AgentExit::Failed(why) => Some(format!("the agent failed: {why}")),
+        AgentExit::Failed(why) => {
+            let error = format!("the agent failed: {why}");
+            let evidence = limits::Evidence {
+                said: &[run.stderr.as_str(), run.stdout.as_str()],
+                ..limits::Evidence::default()
+            };
+            Some(
+                limits
+                    .hit(&evidence)
+                    .map_or_else(|| error.clone(), |hit| hit.name(&error)),
+            )
+        }
         AgentExit::TimedOut => Some(format!(
             "the agent ran over its time limit ({:.0} s) and its processes were killed",
             run.wall_ms / 1000.0
@@ -560,7 +574,7 @@ impl Proposer for AgentCommandProposer {
         run.stdout = ran.stdout;
         run.stderr = ran.stderr;
         // The parent it named, when it is one it was handed.
-        let said = workspace::said_parent(&ws);
+        let said = ran.left.as_ref().and_then(workspace::said_parent);
         let mut parent = Arc::clone(&request.parent);
         let mut parent_id = None;
         if let Some(said) = said {
@@ -579,15 +593,26 @@ impl Proposer for AgentCommandProposer {
                 )),
             }
         }
-        if let Some(text) = workspace::notes(&ws) {
+        if let Some(text) = ran.left.as_ref().and_then(workspace::notes) {
             run.notes = Some(text.clone());
             request
                 .env
                 .write_memory(Knowledge { notes: vec![text] })
                 .await;
         }
-        let back = workspace::read_back(&ws, &parent.content, &self.rules);
-        let content = outcome(&mut run, back, &parent.content, self.max_code_length());
+        let back = match &ran.left {
+            Some(left) => workspace::read_back(left, &parent.content, &self.rules),
+            None => Err("the agent never had a workspace".to_owned()),
+        };
+        let limits = jail::Prison::limits(&self.params);
+        let content = outcome(
+            &mut run,
+            back,
+            &parent.content,
+            self.max_code_length(),
+            limits,
+        );
+        drop(ran.left);
         drop(ws);
         let response = (!run.stdout.is_empty()).then(|| run.stdout.clone());
         Proposal {

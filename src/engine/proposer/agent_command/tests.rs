@@ -278,7 +278,7 @@ async fn the_agent_writes_only_its_workspace_and_reaches_no_network() {
     let outside = tempfile::tempdir().unwrap();
     let script = format!(
         r#"
-for f in /etc/galapagos-agent-x {outside}/escaped /tmp/x "$HOME/../../escaped"; do
+for f in /etc/galapagos-agent-x {outside}/escaped /tmp/x "$HOME/../../../escaped"; do
   if echo x > "$f" 2>/dev/null; then echo "wrote $f"; fi
 done
 echo x > "$HOME/ok" && echo "home is writable"

@@ -2,14 +2,22 @@
 //! with the parent committed, and read back as the child once the agent's
 //! processes are gone.
 //!
-//! A proposal's folder (`<root>/p<iteration>-<n>/`) holds three dirs:
-//! `work/` (the workspace, the one dir the agent may write), `info/` (shown
-//! read-only at `work/.galapagos/`) and `out/` (shown writable at
+//! A proposal's folder (`<root>/p<iteration>-<n>/`) holds two dirs:
+//! `work/` (the parent's tree, committed: what the agent's workspace starts
+//! as) and `info/` (shown read-only at `work/.galapagos/`). The folders live
+//! under the run folder's `agent-workspaces/` (a run without a folder: a
+//! temp dir of the proposer's), which is emptied when the proposer is
+//! built, so a run killed mid-proposal and resumed leaves none behind; each
+//! is removed when its proposal ends.
+//!
+//! The agent never writes there: its workspace is a copy of `work/` in the
+//! sandbox's one writable file system, the writable-space quota
+//! (`write_quota_mib`), at [`INSIDE`]`/work`, beside `out/` (shown at
 //! `work/.galapagos/out/`, where the agent may name its parent and leave
-//! notes). The folders live under the run folder's `agent-workspaces/`
-//! (a run without a folder: a temp dir of the proposer's), which is emptied
-//! when the proposer is built, so a run killed mid-proposal and resumed
-//! leaves none behind; each is removed when its proposal ends.
+//! notes). A write past the quota fails with "no space" and no byte of it
+//! reaches the machine's disk. The run holds that file system open
+//! ([`Left`]) from before the agent starts, so it reads the child from it
+//! once the sandbox is gone, and frees it when the proposal ends.
 //!
 //! Git runs only before the agent does: once the agent has had the
 //! workspace, its `.git` may hold hooks or configuration that would run
@@ -29,6 +37,11 @@ pub(super) const DIR: &str = "agent-workspaces";
 
 /// The name `.galapagos/` has in the workspace.
 pub(super) const INFO: &str = ".galapagos";
+
+/// Where the agent's `work/` and `out/` are inside its sandbox: in the
+/// sandbox's one writable file system (`/dev/shm`, of the writable-space
+/// quota; see `Jail::one_scratch`).
+pub(super) const INSIDE: &str = "/dev/shm/.galapagos/workspace";
 
 /// Where the workspaces are made.
 pub(super) enum Root {
@@ -81,14 +94,13 @@ impl Root {
         let ws = Workspace {
             work: dir.join("work"),
             info: dir.join("info"),
-            out: dir.join("out"),
             dir,
         };
+        // `.galapagos/out` leads to the agent's `out/`, inside the sandbox.
         let made = std::fs::create_dir_all(&ws.work)
-            .and_then(|()| std::fs::create_dir_all(ws.info.join("out")))
-            .and_then(|()| std::fs::create_dir_all(&ws.out))
-            .and_then(|()| parent.write_to(&ws.work))
-            .and_then(|()| std::fs::create_dir_all(ws.work.join(INFO)));
+            .and_then(|()| std::fs::create_dir_all(&ws.info))
+            .and_then(|()| std::os::unix::fs::symlink(ws.out_inside(), ws.info.join("out")))
+            .and_then(|()| parent.write_to(&ws.work));
         made.map_err(|e| format!("cannot write the workspace {}: {e}", ws.work.display()))?;
         commit(&ws.work)?;
         Ok(ws)
@@ -98,19 +110,87 @@ impl Root {
 /// One proposal's folder; removed when dropped.
 pub(super) struct Workspace {
     pub(super) dir: PathBuf,
-    /// The workspace: the parent's tree, a git repository.
+    /// What the workspace starts as: the parent's tree, a git repository
+    /// (copied into the sandbox before the agent starts).
     pub(super) work: PathBuf,
     /// What `work/.galapagos/` shows, read-only.
     pub(super) info: PathBuf,
-    /// What `work/.galapagos/out/` shows, writable.
-    pub(super) out: PathBuf,
 }
 
 impl Workspace {
+    /// The workspace as the agent sees it (its working dir).
+    pub(super) fn work_inside(&self) -> PathBuf {
+        Path::new(INSIDE).join("work")
+    }
+
+    /// `.galapagos/out/` as the agent sees it.
+    pub(super) fn out_inside(&self) -> PathBuf {
+        Path::new(INSIDE).join("out")
+    }
+
     /// The prompt's file as the agent sees it.
     pub(super) fn prompt_file(&self) -> PathBuf {
-        self.work.join(INFO).join("prompt.md")
+        self.work_inside().join(INFO).join("prompt.md")
     }
+}
+
+/// The agent's workspace and `out/` as it left them: its sandbox's writable
+/// file system ([`INSIDE`]), held open from before the agent started, so it
+/// stays readable once the sandbox is gone (and is freed when this is
+/// dropped).
+pub(super) struct Left {
+    /// [`INSIDE`], opened as a directory.
+    dir: std::fs::File,
+}
+
+impl Left {
+    /// Hold `dir` (the sandbox's [`INSIDE`], seen from outside).
+    pub(super) fn open(dir: &Path) -> std::io::Result<Self> {
+        let dir = std::fs::File::open(dir)?;
+        if !dir.metadata()?.is_dir() {
+            return Err(std::io::Error::other("not a directory"));
+        }
+        Ok(Self { dir })
+    }
+
+    /// [`INSIDE`] as this process reaches it (through its open descriptor).
+    fn path(&self) -> PathBuf {
+        use std::os::fd::AsRawFd as _;
+        PathBuf::from(format!("/proc/self/fd/{}", self.dir.as_raw_fd()))
+    }
+
+    /// The agent's workspace.
+    pub(super) fn work(&self) -> PathBuf {
+        self.path().join("work")
+    }
+
+    /// The agent's `.galapagos/out/`.
+    pub(super) fn out(&self) -> PathBuf {
+        self.path().join("out")
+    }
+
+    /// Fill the workspace with `from` (the parent's tree, committed; made
+    /// by the run, so only dirs and regular files), before the agent
+    /// starts. A tree larger than the quota fails with "no space".
+    pub(super) fn fill(&self, from: &Path) -> std::io::Result<()> {
+        copy_tree(from, &self.work())
+    }
+}
+
+/// Copy the dirs and regular files under `from` into `to` (which exists).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            std::fs::create_dir(&target)?;
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
 }
 
 impl Drop for Workspace {
@@ -260,16 +340,13 @@ fn walk(
 /// The child the workspace holds: `parent` with every change the rules
 /// allow (a single-file program: its one file's new text), and the changes
 /// they refuse, named.
-pub(super) fn read_back(
-    ws: &Workspace,
-    parent: &Tree,
-    rules: &EditRules,
-) -> Result<ReadBack, String> {
+pub(super) fn read_back(left: &Left, parent: &Tree, rules: &EditRules) -> Result<ReadBack, String> {
+    let work = left.work();
     let mut files = BTreeMap::new();
     let mut odd = Vec::new();
-    Folder::open(&ws.work, Links::Never)
+    Folder::open(&work, Links::Never)
         .and_then(|folder| walk(&folder, "", &mut files, &mut odd))
-        .map_err(|e| format!("cannot read the workspace {}: {e}", ws.work.display()))?;
+        .map_err(|e| format!("cannot read the agent's workspace: {e}"))?;
     let mut dropped: Vec<String> = odd
         .into_iter()
         .map(|(path, why)| format!("{path}: {why}"))
@@ -292,7 +369,7 @@ pub(super) fn read_back(
             Err(rule) => dropped.push(rule),
         }
     }
-    let present = |path: &str| std::fs::symlink_metadata(ws.work.join(path)).is_ok();
+    let present = |path: &str| std::fs::symlink_metadata(work.join(path)).is_ok();
     for (path, _) in parent.files() {
         if !present(path) {
             match rules.check(path, EditOp::Delete) {
@@ -321,8 +398,8 @@ pub(super) fn read_back(
 }
 
 /// The parent the agent named in `.galapagos/out/parent` (`12` or `#12`).
-pub(super) fn said_parent(ws: &Workspace) -> Option<GenomeId> {
-    let text = read_small(&ws.out.join("parent"), 200)?;
+pub(super) fn said_parent(left: &Left) -> Option<GenomeId> {
+    let text = read_small(&left.out().join("parent"), 200)?;
     text.trim().trim_start_matches('#').trim().parse().ok()
 }
 
@@ -330,8 +407,8 @@ pub(super) fn said_parent(ws: &Workspace) -> Option<GenomeId> {
 const MAX_NOTES: usize = 8000;
 
 /// The notes the agent left in `.galapagos/out/notes.md`, if any.
-pub(super) fn notes(ws: &Workspace) -> Option<String> {
-    let text = read_small(&ws.out.join("notes.md"), 4 * MAX_NOTES as u64)?;
+pub(super) fn notes(left: &Left) -> Option<String> {
+    let text = read_small(&left.out().join("notes.md"), 4 * MAX_NOTES as u64)?;
     let text = text.trim();
     if text.is_empty() {
         return None;
