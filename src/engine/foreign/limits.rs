@@ -85,6 +85,18 @@ impl Limit {
         bytes: 64 * MIB,
         what: "a file of a hub site",
     };
+    /// A candidate's `result.json` (or `started.json`) read back from a
+    /// cluster's staging dir.
+    pub const STAGED_RESULT: Self = Self {
+        bytes: 64 * MIB,
+        what: "a candidate's result file on the cluster",
+    };
+    /// A candidate's captured stdout or stderr read back from a cluster's
+    /// staging dir (the runner keeps its head and tail).
+    pub const STAGED_OUTPUT: Self = Self {
+        bytes: 64 * MIB,
+        what: "a candidate's captured output on the cluster",
+    };
     /// Notes a person names (`galapagos steer --notes-file`).
     pub const NOTES: Self = Self {
         bytes: MIB,

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use tokio::process::Command;
 
 use super::SlurmEvaluator;
+use crate::engine::foreign::Limit;
 use crate::engine::genome::Placement;
 use crate::engine::sandbox::environment::Profile;
 
@@ -156,7 +157,7 @@ impl Started {
 }
 
 pub(super) fn started(dir: &Path) -> Option<Started> {
-    let text = std::fs::read_to_string(dir.join("started.json")).ok()?;
+    let text = super::staged::read_text(dir, "started.json", Limit::STAGED_RESULT).ok()??;
     serde_json::from_str(&text).ok()
 }
 

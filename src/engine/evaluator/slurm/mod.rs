@@ -80,6 +80,7 @@ mod client;
 mod params;
 mod place;
 mod runner;
+mod staged;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

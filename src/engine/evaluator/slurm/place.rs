@@ -7,10 +7,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::client::{CancelOnDrop, last_line, parse_job_id, placement, shell_quote, started};
+use super::staged;
 use super::{
     Allocation, HEARTBEAT_STALE_SECS, LOST_STATES, Mode, Outcome, SlurmEvaluator, Stage, lock,
 };
 use crate::engine::evaluator::Candidate;
+use crate::engine::foreign::Limit;
 
 impl SlurmEvaluator {
     /// An allocation for the pool: a free one, else a new one once it runs.
@@ -144,7 +146,9 @@ impl SlurmEvaluator {
             .queue_state(&alloc.job)
             .await
             .is_some_and(|(s, _)| s == "RUNNING");
-        let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
+        let stderr = staged::read_text(dir, "stderr", Limit::STAGED_OUTPUT)
+            .unwrap_or_default()
+            .unwrap_or_default();
         if !alive {
             let state = self.final_state(&alloc.job).await;
             let what = format!("allocation {} on {} ended {state}", alloc.job, alloc.node);

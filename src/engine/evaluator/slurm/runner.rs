@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::client::placement;
-use super::{Outcome, SlurmEvaluator, Stage};
+use super::{Outcome, SlurmEvaluator, Stage, staged};
 use crate::engine::evaluator::python_worker::protocol::Reply;
 use crate::engine::evaluator::{Evaluation, Observed};
+use crate::engine::foreign::Limit;
 use crate::engine::sandbox::bwrap::{self, Jail};
 use crate::engine::sandbox::capture::Capture;
 use crate::engine::sandbox::environment;
@@ -200,7 +201,15 @@ impl SlurmEvaluator {
 
     /// The evaluation `dir`'s runner reported, when it did.
     pub(super) fn result(&self, dir: &Path, job: &str, node: &str) -> Option<Outcome> {
-        let text = std::fs::read_to_string(dir.join("result.json")).ok()?;
+        let text = match staged::read_text(dir, "result.json", Limit::STAGED_RESULT) {
+            Ok(text) => text?,
+            Err(e) => {
+                return Some(Outcome::Done(
+                    Box::new(self.failed(dir, format!("the node's result file is {e}"))),
+                    placement(job, node),
+                ));
+            }
+        };
         let value: serde_json::Value = match serde_json::from_str(&text) {
             Ok(v) => v,
             Err(e) => {
@@ -247,7 +256,8 @@ impl SlurmEvaluator {
     ) {
         let limit = self.params.allowance.output_bytes();
         for name in ["stdout", "stderr"] {
-            let bytes = std::fs::read(dir.join(name)).unwrap_or_default();
+            let bytes = staged::read_bytes(dir, name, Limit::STAGED_OUTPUT)
+                .unwrap_or_else(|e| format!("[galapagos: {e}]").into_bytes());
             let capture = match kept.get(name) {
                 Some(&(head, total)) if head <= bytes.len() => {
                     Capture::from_parts(limit, &bytes[..head], &bytes[head..], total)
