@@ -4,8 +4,8 @@
 //! agent's change is `git diff`), writes the rendered prompt and a
 //! read-only `.galapagos/` folder into it (the pool's leaderboard, trees
 //! and feedback, the run's notes: [`context`]), and runs the card's command
-//! in the sandbox candidates get ([`jail`]): the workspace is the only
-//! writable folder, HOME and TMPDIR are private, the network is a fresh
+//! in the sandbox candidates get ([`jail`]): the workspace is in the only
+//! writable file system, of the writable-space quota, HOME and TMPDIR are private, the network is a fresh
 //! namespace in which only the run's model relay is reachable, the whole
 //! process tree dies with the proposal (and with the run), and the limits
 //! apply. When the command ends, the child is the workspace's tree
@@ -35,8 +35,12 @@
 //!    among the pool, after copying that tree over the workspace) and leaves notes in
 //!    `out/notes.md`, which go to `ProposerEnv::write_memory`. `.galapagos/` is in
 //!    `.git/info/exclude`.
-//! 3. **The sandbox** (`jail.rs`): the command evaluator's container (`bwrap_args` with the
-//!    workspace the one writable dir and the run folder and the workspaces' root hidden;
+//! 3. **The sandbox** (`jail.rs`): the command evaluator's container (`bwrap_args` with one
+//!    writable file system of `write_quota_mib`, `/dev/shm`, holding the workspace (at
+//!    `workspace::INSIDE`), `out/`, HOME and TMPDIR, so a write past the quota fails with "no space"
+//!    and nothing the agent writes reaches the machine's disk; the run folder and the workspaces'
+//!    root hidden; the run holds that file system open from outside and fills it with `work/` while
+//!    the bridge holds the agent back (`--hold`), and reads the child from it afterwards;
 //!    `--as-pid-1`; `prlimit`'s memory, process and file-size limits; as root, `setpriv` to nobody
 //!    in a user namespace of its own), with the agent's additions placed where the candidates'
 //!    `--chdir` was: the `.galapagos/` binds, a private HOME and TMPDIR (`--perms 01777` dirs in
