@@ -73,6 +73,7 @@ fn main() {
         Some(Command::Leaderboard(args)) => galapagos::cli::leaderboard::leaderboard(&args),
         Some(Command::Hub { command }) => galapagos::cli::hub::hub(&command),
         Some(Command::Models { command }) => galapagos::cli::models::models(&command),
+        Some(Command::Mcp) => galapagos::cli::mcp::serve(),
         Some(Command::Studio { card, task }) => studio(card, task),
         Some(Command::AgentBridge {
             socket,

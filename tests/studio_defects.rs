@@ -547,8 +547,9 @@ fn the_leaderboard_tab_shows_the_finished_batch_of_its_folder_after_a_restart() 
     assert!(h.query_all_by_label("topk").count() >= 1);
 }
 
-/// The Help menu has a quick start and how to write a task, in the app,
-/// each in a window that fits a 1024×640 window and closes.
+/// The Help menu has a quick start, how to write a task and how a coding
+/// agent drives galapagos (the skill), in the app, each in a window that
+/// fits a 1024×640 window and closes.
 #[test]
 fn the_help_menu_shows_a_quick_start_and_how_to_write_a_task() {
     let runs = tempfile::tempdir().unwrap();
@@ -559,6 +560,11 @@ fn the_help_menu_shows_a_quick_start_and_how_to_write_a_task() {
         (
             "Writing a task",
             "evaluator.py exposes evaluate(program_path)",
+        ),
+        // the skill galapagos mcp gives agents (SKILL.md)
+        (
+            "Coding agents (MCP)",
+            "Galapagos searches for a better program",
         ),
     ] {
         h.get_by_label("Help").click();

@@ -8,7 +8,7 @@
 //! `attach` and `steer` find the run there.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{ModelArgs, resolve_model};
 use crate::engine::launch::RunPlan;
@@ -30,15 +30,12 @@ pub fn leave_session() {
     }
 }
 
-/// Start this command again, detached, recording into `dir`: the
-/// arguments it was given without `--detach`, and `--detached-into DIR`.
-/// Returns the child's process id.
-pub fn spawn(dir: &Path) -> Result<u32, String> {
+/// Start this program detached with `args` (a command line of its own, as
+/// `galapagos mcp` makes one: `run CARD --task TASK ...`, without
+/// `--detach`) and `--detached-into DIR`. Returns the child (a process that
+/// lives on should wait for it, or it stays a zombie once it ends).
+pub fn spawn_with(dir: &Path, args: Vec<OsString>) -> Result<std::process::Child, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let args: Vec<OsString> = std::env::args_os()
-        .skip(1)
-        .filter(|a| a != "--detach")
-        .collect();
     let log_path = dir.join(OUTPUT_LOG);
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -48,7 +45,7 @@ pub fn spawn(dir: &Path) -> Result<u32, String> {
     let err = log
         .try_clone()
         .map_err(|e| format!("{}: {e}", log_path.display()))?;
-    let child = std::process::Command::new(exe)
+    std::process::Command::new(exe)
         .args(args)
         .arg(INTO_FLAG)
         .arg(dir)
@@ -56,8 +53,7 @@ pub fn spawn(dir: &Path) -> Result<u32, String> {
         .stdout(log)
         .stderr(err)
         .spawn()
-        .map_err(|e| format!("cannot start the detached run: {e}"))?;
-    Ok(child.id())
+        .map_err(|e| format!("cannot start the detached run: {e}"))
 }
 
 /// What a detached start prints: the folder (first, alone on its line, for
@@ -71,44 +67,66 @@ pub fn announce(dir: &Path, pid: u32) {
     );
 }
 
-/// `--detach`: check the model, make the run folder (a new run's; a
-/// resumed run's is its own) and start the run detached in it
-/// (see the module documentation). The plan is dropped first: the detached run takes the
-/// folder's lock.
-pub(super) fn start(plan: RunPlan, model_args: &ModelArgs, runs_root: Option<&Path>) -> i32 {
+/// A run started detached: its folder and its process.
+pub(crate) struct Started {
+    pub dir: PathBuf,
+    pub child: std::process::Child,
+}
+
+/// Check the model, make the run folder (a new run's under `runs_root`; a
+/// resumed run's is its own) and start the run detached in it with `args`
+/// (`None`: this command's own arguments without `--detach`; see the
+/// module documentation). The plan is dropped first: the detached run
+/// takes the folder's lock. The error: what to say and the exit code.
+pub(crate) fn launch(
+    plan: RunPlan,
+    model_args: &ModelArgs,
+    runs_root: Option<&Path>,
+    args: Option<Vec<OsString>>,
+) -> Result<Started, (String, i32)> {
     if let Err(e) = resolve_model(plan.card(), model_args) {
-        eprintln!("error: model: {e}");
-        return 2;
+        return Err((format!("model: {e}"), 2));
     }
     let dir = match (runs_root, plan.run_dir()) {
         (Some(root), _) => {
-            match crate::engine::archive::new_run_dir(root, &plan.card().name, &plan.task().name) {
-                Ok(d) => d,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return 2;
-                }
-            }
+            crate::engine::archive::new_run_dir(root, &plan.card().name, &plan.task().name)
+                .map_err(|e| (e.to_string(), 2))?
         }
         (None, Some(dir)) => dir.to_path_buf(),
-        (None, None) => {
-            eprintln!("error: a detached run needs a run folder");
-            return 2;
-        }
+        (None, None) => return Err(("a detached run needs a run folder".to_owned(), 2)),
     };
     drop(plan);
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-    match spawn(&dir) {
-        Ok(pid) => {
-            announce(&dir, pid);
-            0
-        }
+    let args = args.unwrap_or_else(|| {
+        std::env::args_os()
+            .skip(1)
+            .filter(|a| a != "--detach")
+            .collect()
+    });
+    match spawn_with(&dir, args) {
+        Ok(child) => Ok(Started { dir, child }),
         Err(e) => {
-            eprintln!("error: {e}");
             if runs_root.is_some() {
+                // only the log the start made is in it
+                std::fs::remove_file(dir.join(OUTPUT_LOG)).ok();
                 std::fs::remove_dir(&dir).ok();
             }
-            1
+            Err((e, 1))
+        }
+    }
+}
+
+/// `--detach`: [`launch`] with this command's arguments, then say where
+/// the run is.
+pub(super) fn start(plan: RunPlan, model_args: &ModelArgs, runs_root: Option<&Path>) -> i32 {
+    match launch(plan, model_args, runs_root, None) {
+        Ok(started) => {
+            announce(&started.dir, started.child.id());
+            0
+        }
+        Err((e, code)) => {
+            eprintln!("error: {e}");
+            code
         }
     }
 }

@@ -14,11 +14,12 @@ pub mod detach;
 pub mod fork;
 pub mod hub;
 pub mod leaderboard;
+pub mod mcp;
 pub mod models;
 pub mod remote;
 mod report;
 pub mod steer;
-mod steer_live;
+pub(crate) mod steer_live;
 pub mod takeout;
 
 pub use bundle::{export, import};
@@ -214,6 +215,10 @@ pub enum Command {
         #[command(subcommand)]
         command: models::ModelsCommand,
     },
+    /// Serve the Model Context Protocol on standard input and output, so a coding agent (Claude
+    /// Code, Codex, any MCP client) can list cards and tasks, start, watch and steer runs and take
+    /// the best program home (docs/mcp.md).
+    Mcp,
     /// Open the studio (the default with no subcommand).
     Studio {
         /// Card to open: a file, a built-in card's name, or NAMESPACE/NAME[@VERSION] on a hub.

@@ -1,6 +1,8 @@
-//! The Help menu's pages: a quick start and how to write a task, in the
-//! studio's own window (docs/studio.md and docs/tasks.md say the same at more
-//! length).
+//! The Help menu's pages: a quick start, how to write a task, and how a
+//! coding agent drives galapagos over MCP, in the studio's own window
+//! (docs/studio.md, docs/tasks.md and docs/mcp.md say the same at more
+//! length). The agent's page is the repository's `SKILL.md`, the same text
+//! `galapagos mcp` gives agents.
 
 use egui::{RichText, Ui};
 
@@ -11,17 +13,23 @@ pub enum HelpPage {
     QuickStart,
     /// What a task folder holds.
     WritingATask,
+    /// A coding agent driving galapagos over MCP (`SKILL.md`).
+    Agents,
 }
+
+/// The skill `galapagos mcp` gives agents, shown as the Agents page.
+pub const SKILL: &str = include_str!("../../SKILL.md");
 
 impl HelpPage {
     /// Every page, in menu order.
-    pub const ALL: [Self; 2] = [Self::QuickStart, Self::WritingATask];
+    pub const ALL: [Self; 3] = [Self::QuickStart, Self::WritingATask, Self::Agents];
 
     /// The menu entry and the window's title.
     pub fn title(self) -> &'static str {
         match self {
             Self::QuickStart => "Quick start",
             Self::WritingATask => "Writing a task",
+            Self::Agents => "Coding agents (MCP)",
         }
     }
 
@@ -29,6 +37,7 @@ impl HelpPage {
         match self {
             Self::QuickStart => QUICK_START,
             Self::WritingATask => WRITING_A_TASK,
+            Self::Agents => &[],
         }
     }
 }
@@ -136,11 +145,94 @@ const WRITING_A_TASK: &[Section] = &[
     },
 ];
 
+/// One block of a Markdown text as the Agents page shows it.
+#[derive(Debug, PartialEq, Eq)]
+enum Block {
+    Heading(String),
+    Paragraph(String),
+    Code(String),
+}
+
+/// The blocks of `markdown` (its front matter left out): headings,
+/// paragraphs on one line (a list item is a paragraph of its own) and
+/// fenced code as written.
+fn blocks(markdown: &str) -> Vec<Block> {
+    let mut text = markdown;
+    if let Some(rest) = text.strip_prefix("---\n")
+        && let Some(end) = rest.find("\n---\n")
+    {
+        text = &rest[end + 5..];
+    }
+    let mut out = Vec::new();
+    let mut paragraph: Vec<&str> = Vec::new();
+    let mut code: Option<Vec<&str>> = None;
+    let flush = |paragraph: &mut Vec<&str>, out: &mut Vec<Block>| {
+        if !paragraph.is_empty() {
+            out.push(Block::Paragraph(paragraph.join(" ")));
+            paragraph.clear();
+        }
+    };
+    for line in text.lines() {
+        if let Some(lines) = code.as_mut() {
+            if line.starts_with("```") {
+                out.push(Block::Code(lines.join("\n")));
+                code = None;
+            } else {
+                lines.push(line);
+            }
+            continue;
+        }
+        let trimmed = line.trim();
+        if trimmed.starts_with("```") {
+            flush(&mut paragraph, &mut out);
+            code = Some(Vec::new());
+        } else if trimmed.starts_with('#') {
+            flush(&mut paragraph, &mut out);
+            out.push(Block::Heading(
+                trimmed.trim_start_matches('#').trim().to_owned(),
+            ));
+        } else if trimmed.is_empty() {
+            flush(&mut paragraph, &mut out);
+        } else {
+            if trimmed.starts_with("- ") {
+                flush(&mut paragraph, &mut out);
+            }
+            paragraph.push(trimmed);
+        }
+    }
+    flush(&mut paragraph, &mut out);
+    out
+}
+
+/// Draw the skill's text.
+fn skill_ui(ui: &mut Ui) {
+    for block in blocks(SKILL) {
+        match block {
+            Block::Heading(h) => {
+                ui.add_space(crate::studio::theme::SECTION_GAP);
+                ui.label(RichText::new(h).strong());
+            }
+            Block::Paragraph(p) => {
+                ui.add(egui::Label::new(p).wrap());
+            }
+            Block::Code(c) => {
+                egui::Frame::group(ui.style()).show(ui, |ui| {
+                    ui.label(RichText::new(c).monospace());
+                });
+            }
+        }
+    }
+}
+
 /// Draw `page` into a window's `ui`.
 pub fn page_ui(ui: &mut Ui, page: HelpPage) {
     egui::ScrollArea::vertical()
         .id_salt(("help", page.title()))
         .show(ui, |ui| {
+            if page == HelpPage::Agents {
+                skill_ui(ui);
+                return;
+            }
             for section in page.sections() {
                 ui.add_space(crate::studio::theme::SECTION_GAP);
                 ui.label(RichText::new(section.heading).strong());
@@ -154,4 +246,32 @@ pub fn page_ui(ui: &mut Ui, page: HelpPage) {
                 }
             }
         });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_skill_reads_as_headings_paragraphs_and_code() {
+        let shown = blocks(SKILL);
+        assert!(
+            shown.contains(&Block::Heading(
+                "Driving Galapagos from a coding agent".to_owned()
+            )),
+            "{shown:?}"
+        );
+        // the front matter is not shown
+        assert!(
+            !shown
+                .iter()
+                .any(|b| matches!(b, Block::Paragraph(p) if p.starts_with("name:")))
+        );
+        assert!(
+            shown
+                .iter()
+                .any(|b| matches!(b, Block::Code(c) if c.contains("\"tool\": \"start_run\""))),
+            "{shown:?}"
+        );
+    }
 }
