@@ -393,8 +393,12 @@ fn tool_names(body: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The most run_status calls the script makes before it gives up.
-const MAX_STATUS_CALLS: usize = 60;
+/// The most run_status calls the script makes before it gives up (with
+/// [`POLL`] between them: two minutes).
+const MAX_STATUS_CALLS: usize = 600;
+/// How long the scripted model thinks before it asks the status again (an
+/// agent polls; a scripted model would otherwise ask in a tight loop).
+const POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The scripted model: start a run, then ask its status until it is done,
 /// then say so. A request without the server's tools (a side request)
@@ -427,6 +431,7 @@ fn agent_turn(request: &Received, _n: usize) -> Turn {
     if done || results.len() > MAX_STATUS_CALLS {
         return Turn::text(&format!("The run in {run} is done."), 100, 20);
     }
+    std::thread::sleep(POLL);
     Turn::tool("mcp__galapagos__run_status", json!({"run": run}), 100, 20)
 }
 
