@@ -109,14 +109,11 @@ pub(super) fn refusal(card: &Card, iterations: u64, insist: bool) -> Option<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::card::ValidCard;
     use crate::engine::registry::Registry;
 
     fn builtin(name: &str) -> Card {
         let b = crate::engine::builtin::card(name).expect("a built-in card");
-        ValidCard::builtin(b, &Registry::builtin())
-            .expect("valid")
-            .into_card()
+        b.valid(&Registry::builtin()).expect("valid").into_card()
     }
 
     #[test]

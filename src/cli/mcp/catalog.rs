@@ -63,7 +63,7 @@ pub(super) fn load_card(arg: &str, registry: &Registry) -> Result<ValidCard, NoC
         ));
     }
     match builtin::resolve_card(Path::new(arg)) {
-        Ok(CardArg::Builtin(card)) => ValidCard::builtin(card, registry).map_err(errors),
+        Ok(CardArg::Builtin(card)) => card.valid(registry).map_err(errors),
         Ok(CardArg::Path(path)) => {
             crate::engine::hub::pull::load_card_file(&path, registry).map_err(errors)
         }
@@ -111,7 +111,7 @@ pub(super) fn list_cards(folder: Option<&str>) -> Outcome {
     let registry = Registry::builtin();
     let mut cards = Vec::new();
     for b in builtin::CARDS {
-        match ValidCard::builtin(b, &registry) {
+        match b.valid(&registry) {
             Ok(c) => cards.push(card_entry(c.card(), "built-in")),
             Err(e) => {
                 cards.push(json!({"name": b.name, "source": "built-in", "errors": e.to_string()}))
