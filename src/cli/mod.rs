@@ -19,7 +19,7 @@ pub mod models;
 pub mod remote;
 mod report;
 pub mod steer;
-pub(crate) mod steer_live;
+mod steer_live;
 pub mod takeout;
 
 pub use bundle::{export, import};
