@@ -15,6 +15,9 @@
 //!   `mcp__galapagos__start_run` and then `mcp__galapagos__run_status`
 //!   until the run is done.
 //!
+//! - a run on a server (a real sshd on loopback) watched, read, compared
+//!   and taken home through its `ssh://` address by the Python client.
+//!
 //! Each runs with an empty HOME and its XDG folders in a temp dir. Under
 //! CI=true a client that cannot be installed fails the test; elsewhere the
 //! test says so loudly and passes without running.
@@ -171,23 +174,18 @@ fn an_agent_composes_starts_steers_watches_and_takes_home_a_run_over_mcp() {
     };
     let home = Home::new();
     let (broken, cli_errors) = broken_card(&home);
-    let client = home.root.join("client.py");
-    std::fs::write(&client, include_str!("mcp_client.py")).unwrap();
     let apply_to = home.root.join("taken-home");
-    let o = home
-        .command(&python)
-        .arg(&client)
-        .arg(env!("CARGO_BIN_EXE_galapagos"))
-        .arg(&broken)
-        .arg(&apply_to)
-        .arg("function_minimization")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stdout}\n{stderr}");
-    let got: Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
-        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    let got = client(
+        &home,
+        &python,
+        &[
+            env!("CARGO_BIN_EXE_galapagos").as_ref(),
+            broken.as_os_str(),
+            apply_to.as_os_str(),
+            "function_minimization".as_ref(),
+        ],
+        &[],
+    );
 
     assert_eq!(got["server"], "galapagos");
     let tools: Vec<&str> = got["tools"]
@@ -358,6 +356,106 @@ fn an_agent_composes_starts_steers_watches_and_takes_home_a_run_over_mcp() {
         latencies.len(),
         median(&latencies),
         latencies.iter().copied().fold(0.0, f64::max)
+    );
+}
+
+/// Runs the client script (`args` after it); its JSON answer.
+fn client(home: &Home, python: &Path, args: &[&std::ffi::OsStr], env: &[(&str, PathBuf)]) -> Value {
+    let script = home.root.join("client.py");
+    std::fs::write(&script, include_str!("mcp_client.py")).unwrap();
+    let mut cmd = home.command(python);
+    cmd.arg(&script).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    serde_json::from_str(stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+/// A run on a server (a real sshd on loopback, as tests/remote_runs.rs
+/// starts it) is watched, read, compared and taken home through its
+/// `ssh://` address, as the command line reaches it.
+#[test]
+fn a_run_on_a_server_is_watched_and_taken_home_through_ssh() {
+    let Some(python) = mcp_python() else {
+        return;
+    };
+    let Some(sshd) = common::sshd::Sshd::start() else {
+        return;
+    };
+    let home = Home::new();
+    let runs = home.root.join("server-runs");
+    let o = home
+        .command(env!("CARGO_BIN_EXE_galapagos"))
+        .args([
+            "run",
+            "topk",
+            "--task",
+            "function_minimization",
+            "--iterations",
+            "5",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run = std::fs::read_dir(&runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let target = sshd.target(&run);
+    let apply_to = home.root.join("from-the-server");
+    let got = client(
+        &home,
+        &python,
+        &[
+            "remote".as_ref(),
+            env!("CARGO_BIN_EXE_galapagos").as_ref(),
+            target.as_ref(),
+            apply_to.as_os_str(),
+        ],
+        &[
+            ("GALAPAGOS_SSH_CONFIG", sshd.client_config()),
+            (
+                "GALAPAGOS_REMOTE",
+                PathBuf::from(env!("CARGO_BIN_EXE_galapagos")),
+            ),
+        ],
+    );
+    let status = &got["status"];
+    assert_eq!(status["state"], "completed", "{status}\n{}", sshd.log());
+    assert_eq!(status["done"], true);
+    assert_eq!(status["iteration"], 5);
+    assert_eq!(status["run"], run.display().to_string());
+    let best = &got["best"];
+    assert_eq!(best["id"], status["best_id"], "{best}");
+    assert_eq!(
+        got["compare"]["runs"][0]["best_score"],
+        status["best_score"]
+    );
+    assert_eq!(got["apply"]["genome"], best["id"], "{}", got["apply"]);
+    let written = got["apply"]["written"].as_array().unwrap();
+    assert_eq!(written.len(), 1, "{}", got["apply"]);
+    let file = apply_to.join(written[0].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        best["program"].as_str().unwrap(),
+        "{file:?}"
+    );
+    let late = got["steer"]["error"].as_str().unwrap();
+    assert!(late.contains("not running"), "{late}");
+    let bad = got["bad_target"]["error"].as_str().unwrap();
+    assert!(
+        bad.contains("ssh://nohost") && bad.contains("expected ssh://"),
+        "{bad}"
     );
 }
 

@@ -1,8 +1,10 @@
 """An agent's session with `galapagos mcp`, through the official MCP Python SDK
 (the `mcp` package from PyPI), driven by tests/mcp.rs.
 
-argv: GALAPAGOS BROKEN_CARD APPLY_TO TASK. Prints one JSON object: what each
-call answered and the timings; the Rust test asserts on it.
+argv: GALAPAGOS BROKEN_CARD APPLY_TO TASK (the whole session), or
+remote GALAPAGOS SSH_TARGET APPLY_TO (a run on a server: watched and taken
+home through ssh://). Prints one JSON object: what each call answered and
+the timings; the Rust test asserts on it.
 """
 
 import asyncio
@@ -27,10 +29,34 @@ def answer(result):
     return json.loads(text)
 
 
+def server(exe):
+    passed = ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "GALAPAGOS_SSH_CONFIG", "GALAPAGOS_REMOTE")
+    env = {k: os.environ[k] for k in passed if k in os.environ}
+    return StdioServerParameters(command=exe, args=["mcp"], env=env)
+
+
+async def remote(exe, target, apply_to):
+    """A finished run on a server, through ssh://."""
+    out = {}
+    async with stdio_client(server(exe)) as (read, write):
+        async with ClientSession(read, write) as s:
+            await s.initialize()
+
+            async def call(name, **arguments):
+                return answer(await s.call_tool(name, arguments))
+
+            out["status"] = await call("run_status", run=target)
+            out["best"] = await call("get_genome", run=target)
+            out["compare"] = await call("compare_runs", runs=[target])
+            out["apply"] = await call("apply_genome", run=target, to=apply_to)
+            out["steer"] = await call("steer_run", run=target, notes="late")
+            out["bad_target"] = await call("run_status", run="ssh://nohost")
+    return out
+
+
 async def session(exe, broken, apply_to, task):
     out = {"status_latencies_ms": []}
-    env = {k: os.environ[k] for k in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME") if k in os.environ}
-    params = StdioServerParameters(command=exe, args=["mcp"], env=env)
+    params = server(exe)
     started = time.monotonic()
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as s:
@@ -102,6 +128,10 @@ async def session(exe, broken, apply_to, task):
 
 
 def main():
+    if sys.argv[1] == "remote":
+        exe, target, apply_to = sys.argv[2:5]
+        print(json.dumps(asyncio.run(remote(exe, target, apply_to))))
+        return
     exe, broken, apply_to, task = sys.argv[1:5]
     print(json.dumps(asyncio.run(session(exe, broken, apply_to, task))))
 
