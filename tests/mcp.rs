@@ -13,8 +13,7 @@
 //!   install it) configured with the server through `--mcp-config`,
 //!   against a scripted Anthropic Messages upstream whose replies call
 //!   `mcp__galapagos__start_run` and then `mcp__galapagos__run_status`
-//!   until the run is done.
-//!
+//!   until the run is done;
 //! - a run on a server (a real sshd on loopback) watched, read, compared
 //!   and taken home through its `ssh://` address by the Python client.
 //!
