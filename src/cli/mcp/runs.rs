@@ -366,7 +366,7 @@ pub(super) async fn steer(args: SteerArgs) -> Outcome {
     if args.pause && args.resume {
         return Err("steer_run: pause and resume at once: pick one".into());
     }
-    let changes = crate::cli::steer_live::Changes {
+    let changes = crate::cli::steer_live::LiveChanges {
         notes: args.notes,
         unpin: args.unpin.into_vec(),
         pin: args.pin.into_vec(),
