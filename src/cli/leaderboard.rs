@@ -250,7 +250,7 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
     let mut last_draw = Instant::now();
     let outcome = runtime.block_on(async {
         let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            crate::engine::sandbox::platform::on_terminate();
         let mut stopping = false;
         loop {
             tokio::select! {

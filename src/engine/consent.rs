@@ -138,7 +138,7 @@ pub fn needs_consent(
 
 /// Whether galapagos runs as root (the effective user).
 pub fn running_as_root() -> bool {
-    rustix::process::geteuid().is_root()
+    crate::engine::sandbox::platform::running_as_root()
 }
 
 /// A run's standing on lowered isolation, recorded in its run folder (see
@@ -354,7 +354,6 @@ pub fn key_path() -> Option<PathBuf> {
 /// The per-user key that signs run records.
 mod key {
     use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
 
     use ring::hmac;
     use ring::rand::SecureRandom as _;
@@ -403,12 +402,11 @@ mod key {
         ring::rand::SystemRandom::new()
             .fill(&mut key)
             .map_err(|_| "no random numbers for the record key".to_owned())?;
-        let made = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .and_then(|mut f| f.write_all(hex(&key).as_bytes()));
+        let made = crate::engine::sandbox::platform::owner_only(
+            std::fs::OpenOptions::new().write(true).create_new(true),
+        )
+        .open(&path)
+        .and_then(|mut f| f.write_all(hex(&key).as_bytes()));
         match made {
             Ok(()) => Ok(key.to_vec()),
             // made by another run meanwhile: use that one

@@ -502,7 +502,6 @@ impl Tree {
     /// cannot be linked (another file system, a link limit) is written.
     /// Paths are checked and written as by [`Tree::write_to`].
     pub fn link_into(&self, dir: &Path, store: &Path) -> std::io::Result<()> {
-        use std::os::unix::fs::PermissionsExt as _;
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         std::fs::create_dir_all(store)?;
         let target = crate::engine::foreign::Target::create(dir)?;
@@ -521,7 +520,7 @@ impl Tree {
                 let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let temp = store.join(format!(".{}-{}-{n}", blob.id().short(), std::process::id()));
                 std::fs::write(&temp, blob.bytes())?;
-                std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(0o444))?;
+                crate::engine::sandbox::platform::set_mode(&temp, 0o444)?;
                 std::fs::rename(&temp, &stored)?;
             }
             target.link_or_write(&rel, &store_dir, blob.id().as_str(), blob.bytes())?;

@@ -43,7 +43,7 @@ use crate::engine::params::{ParamError, ParamSpec, ParamType, param_table};
 use crate::engine::sandbox::interpreter::Interpreter;
 use crate::engine::sandbox::isolation::{self, Isolation, Sandbox};
 use crate::engine::sandbox::limits::{Allowance, Limits};
-use crate::engine::sandbox::{bwrap, environment, paths, run_as};
+use crate::engine::sandbox::{bwrap, environment, paths, platform, run_as};
 use crate::engine::task::Task;
 
 /// Extra time the Rust side waits beyond the candidate timeout before it
@@ -249,6 +249,10 @@ impl Component for SubprocessEvaluator {
     fn build(params: SubprocessParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
         let keys = environment::key_vars(ctx);
         environment::check_env(&params.env, &keys, &|name| std::env::var_os(name))?;
+        platform::runs_here().map_err(|reason| ParamError {
+            key: "sandbox".to_owned(),
+            reason,
+        })?;
         if params.isolation.sandbox == Sandbox::Bwrap {
             bwrap::find_bwrap().map_err(|reason| ParamError {
                 key: "sandbox".to_owned(),
@@ -361,6 +365,7 @@ impl SubprocessEvaluator {
     }
 
     async fn spawn_worker(&self, setup: &Setup) -> Result<Arc<Worker>, SpawnError> {
+        platform::runs_here().map_err(SpawnError::Other)?;
         let n = self.next_worker.fetch_add(1, Ordering::Relaxed);
         if n > 0 {
             // A replacement: the shared code dir may have been pruned by a
@@ -428,7 +433,7 @@ impl SubprocessEvaluator {
         ];
         let (program, args) = match &bwrap {
             Some(bwrap) => {
-                let uid = rustix::process::getuid().as_raw();
+                let (uid, gid) = platform::user_ids().map_err(SpawnError::Other)?;
                 let run_as = run_as::run_as(uid, run_as::NOBODY);
                 let private = paths::private_dirs();
                 let task_copy = match run_as {
@@ -463,7 +468,7 @@ impl SubprocessEvaluator {
                     writable: Vec::new(),
                     private,
                     uid,
-                    gid: rustix::process::getgid().as_raw(),
+                    gid,
                     run_as,
                     task_copy,
                     write_quota_mib: limits.write_quota_mib,

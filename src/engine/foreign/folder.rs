@@ -5,9 +5,10 @@ use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
 
 use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsFollowExt as _};
-use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt as _};
+use cap_std::fs::{Dir, OpenOptions};
 
 use super::{Limit, Refused, Why};
+use crate::engine::sandbox::platform;
 
 /// Which symbolic links a [`Folder`] follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,12 +47,6 @@ pub struct Folder {
     links: Links,
 }
 
-/// The flags of every open for reading: a FIFO does not block the open, a
-/// terminal does not become ours.
-fn read_flags() -> i32 {
-    (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32
-}
-
 /// The error cap-std gives for a path that would leave its folder.
 fn escape() -> std::io::Error {
     std::io::Error::new(
@@ -77,36 +72,26 @@ pub(super) fn open_dir_no_link(dir: &Dir, name: impl AsRef<Path>) -> std::io::Re
 }
 
 fn kind_of(ft: &std::fs::FileType) -> EntryKind {
-    use std::os::unix::fs::FileTypeExt as _;
     if ft.is_symlink() {
         EntryKind::Link
     } else if ft.is_dir() {
         EntryKind::Dir
     } else if ft.is_file() {
         EntryKind::File
-    } else if ft.is_fifo() {
-        EntryKind::Other("a FIFO (named pipe)")
-    } else if ft.is_socket() {
-        EntryKind::Other("a socket")
     } else {
-        EntryKind::Other("a device")
+        EntryKind::Other(platform::special_kind(ft).unwrap_or("a device"))
     }
 }
 
 fn cap_kind_of(ft: &cap_std::fs::FileType) -> EntryKind {
-    use cap_std::fs::FileTypeExt as _;
     if ft.is_symlink() {
         EntryKind::Link
     } else if ft.is_dir() {
         EntryKind::Dir
     } else if ft.is_file() {
         EntryKind::File
-    } else if ft.is_fifo() {
-        EntryKind::Other("a FIFO (named pipe)")
-    } else if ft.is_socket() {
-        EntryKind::Other("a socket")
     } else {
-        EntryKind::Other("a device")
+        EntryKind::Other(platform::cap_special_kind(ft).unwrap_or("a device"))
     }
 }
 
@@ -166,10 +151,7 @@ fn text(bytes: Vec<u8>, shown: &Path) -> Result<String, Refused> {
 /// to stay in, but the other rules hold: a regular file, opened without
 /// blocking, at most `limit` bytes.
 pub fn read_named_file(path: &Path, limit: Limit) -> Result<Vec<u8>, Refused> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(read_flags())
+    let file = platform::without_blocking(std::fs::OpenOptions::new().read(true))
         .open(path)
         .map_err(|e| Refused::new(path, Why::Io(e)))?;
     read_file(file, path, limit)
@@ -243,7 +225,7 @@ impl Folder {
 
     fn open_read(&self, rel: &Path) -> std::io::Result<std::fs::File> {
         let mut o = OpenOptions::new();
-        o.read(true).custom_flags(read_flags());
+        platform::cap_without_blocking(o.read(true));
         match self.links {
             Links::Inside => self.dir.open_with(rel, &o).map(cap_std::fs::File::into_std),
             Links::Never => {
@@ -353,7 +335,8 @@ impl Folder {
     }
 }
 
-#[cfg(test)]
+// Links and a FIFO made with Linux's calls.
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 

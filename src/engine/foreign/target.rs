@@ -4,9 +4,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt as _};
-use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt as _};
+use cap_std::fs::{Dir, OpenOptions};
 
 use super::{Limit, Refused, RelPath, Why};
+use crate::engine::sandbox::platform;
 
 /// A folder written into. Every path is a [`RelPath`]; neither the folders
 /// on its way nor the file itself may be a symbolic link (one planted in
@@ -15,10 +16,6 @@ use super::{Limit, Refused, RelPath, Why};
 pub struct Target {
     dir: Dir,
     root: PathBuf,
-}
-
-fn flags() -> i32 {
-    (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32
 }
 
 impl Target {
@@ -147,9 +144,7 @@ impl Target {
         };
         let (_, name) = path.split_last();
         let mut o = OpenOptions::new();
-        o.read(true)
-            .custom_flags(flags())
-            .follow(FollowSymlinks::No);
+        platform::cap_without_blocking(o.read(true)).follow(FollowSymlinks::No);
         let file = match dir.open_with(name, &o) {
             Ok(f) => f.into_std(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -193,10 +188,7 @@ enum Wrote {
 fn write_in(dir: &Dir, name: &str, bytes: &[u8]) -> Result<(), Wrote> {
     use std::io::Write as _;
     let mut o = OpenOptions::new();
-    o.write(true)
-        .create(true)
-        .custom_flags(flags())
-        .follow(FollowSymlinks::No);
+    platform::cap_without_blocking(o.write(true).create(true)).follow(FollowSymlinks::No);
     let file = dir.open_with(name, &o).map_err(Wrote::Io)?.into_std();
     let meta = file.metadata().map_err(Wrote::Io)?;
     if !meta.is_file() {
@@ -216,8 +208,8 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        std::os::unix::fs::symlink(outside.path(), d.join("pkg")).unwrap();
-        std::os::unix::fs::symlink(outside.path().join("f"), d.join("f")).unwrap();
+        crate::engine::sandbox::platform::symlink(outside.path(), d.join("pkg")).unwrap();
+        crate::engine::sandbox::platform::symlink(outside.path().join("f"), d.join("f")).unwrap();
         let t = Target::open(d).unwrap();
         let rel = |p: &str| RelPath::new(p).unwrap();
         let e = t.write(&rel("pkg/x.py"), b"x").unwrap_err();

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use tokio::net::unix::pipe;
+use super::platform::{self, Pipe};
 
 /// Bytes of each captured stream kept in the artifacts by default.
 pub(crate) const DEFAULT_CAPTURE_BYTES: usize = 20_000;
@@ -39,7 +39,7 @@ impl Capture {
 
     /// Read what is there after `readable` (tokio then waits for new data);
     /// false at end of file.
-    pub(crate) fn pump(&mut self, stream: &pipe::Receiver) -> bool {
+    pub(crate) fn pump(&mut self, stream: &Pipe) -> bool {
         let mut buf = [0u8; 65536];
         loop {
             match stream.try_read(&mut buf) {
@@ -55,13 +55,13 @@ impl Capture {
     /// Read everything there is now, without waiting. Direct reads, not
     /// tokio's cached readiness: this must see bytes that arrived just
     /// before the result (the stream is not waited on afterwards).
-    pub(crate) fn drain(&mut self, stream: &pipe::Receiver) {
+    pub(crate) fn drain(&mut self, stream: &Pipe) {
         let mut buf = [0u8; 65536];
         loop {
-            match rustix::io::read(stream, &mut buf) {
+            match platform::read_now(stream, &mut buf) {
                 Ok(0) => return,
                 Ok(n) => self.push(&buf[..n]),
-                Err(rustix::io::Errno::INTR) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => return,
             }
         }

@@ -19,25 +19,18 @@ use serde::{Deserialize, Serialize};
 use super::limits;
 use crate::engine::params::{ParamSpec, ParamType, param_table};
 
-/// How candidates are isolated (`evaluator.sandbox`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// How candidates are isolated (`evaluator.sandbox`). The default is the
+/// sandbox on every platform, so a card means the same wherever it is
+/// written or read (where there is no bubblewrap, local evaluation is
+/// refused: [`super::platform::refusal`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Sandbox {
     /// A bubblewrap sandbox per run, namespaces and limits per candidate.
+    #[default]
     Bwrap,
     /// No sandbox: candidates run as you, with your files and network.
     None,
-}
-
-impl Default for Sandbox {
-    /// `bwrap` on Linux, where bubblewrap exists; `none` elsewhere.
-    fn default() -> Self {
-        if cfg!(target_os = "linux") {
-            Self::Bwrap
-        } else {
-            Self::None
-        }
-    }
 }
 
 /// How an evaluator isolates candidates from the machine and from each
@@ -46,7 +39,7 @@ impl Default for Sandbox {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Isolation {
-    /// How candidates are isolated (`bwrap` by default on Linux).
+    /// How candidates are isolated (`bwrap` by default).
     pub sandbox: Sandbox,
     /// Candidates may use the network (off: no network at all).
     pub network: bool,

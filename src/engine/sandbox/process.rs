@@ -29,8 +29,7 @@ pub(crate) fn process_running(pid: u32) -> bool {
 /// a process in the sandbox (`sandboxed`: bubblewrap passes its child's
 /// status on as a shell does), the N of an exit status 128 + N.
 pub(crate) fn ending_signal(status: std::process::ExitStatus, sandboxed: bool) -> Option<i32> {
-    use std::os::unix::process::ExitStatusExt as _;
-    status.signal().or_else(|| {
+    super::platform::exit_signal(&status).or_else(|| {
         status
             .code()
             .filter(|c| sandboxed && (129..=128 + 64).contains(c))
@@ -42,33 +41,38 @@ pub(crate) fn ending_signal(status: std::process::ExitStatus, sandboxed: bool) -
 /// what it reports: a kill by the signal N that bubblewrap passed on as
 /// exit status 128 + N (any other status as it is).
 pub(crate) fn through_sandbox(status: i32) -> i32 {
-    use std::os::unix::process::ExitStatusExt as _;
-    ending_signal(std::process::ExitStatus::from_raw(status), true)
-        .filter(|_| {
-            std::process::ExitStatus::from_raw(status)
-                .signal()
-                .is_none()
-        })
-        .unwrap_or(status)
+    if wait_signal(status).is_some() {
+        return status;
+    }
+    match exit_code(status) {
+        Some(c) if (129..=128 + 64).contains(&c) => c - 128,
+        _ => status,
+    }
 }
 
-/// The signal a raw wait status shows the process was killed by.
+/// The signal a raw wait status shows the process was killed by. Raw
+/// statuses come from Linux (the Python worker's children, a Slurm node's
+/// runner), so they are decoded as Linux lays them out (`WIFSIGNALED`,
+/// `WTERMSIG`), on any machine.
 pub(crate) fn wait_signal(status: i32) -> Option<i32> {
-    use std::os::unix::process::ExitStatusExt as _;
-    std::process::ExitStatus::from_raw(status).signal()
+    let low = status & 0x7f;
+    (low != 0 && low != 0x7f).then_some(low)
+}
+
+/// The exit code a raw wait status shows (`WIFEXITED`, `WEXITSTATUS`).
+fn exit_code(status: i32) -> Option<i32> {
+    (status & 0x7f == 0).then_some((status >> 8) & 0xff)
 }
 
 /// A wait status as the reason a candidate is invalid.
 pub(crate) fn describe_status(status: i32) -> String {
-    use std::os::unix::process::ExitStatusExt as _;
-    let s = std::process::ExitStatus::from_raw(status);
-    if let Some(sig) = s.signal() {
+    if let Some(sig) = wait_signal(status) {
         return format!(
             "candidate crashed: killed by {} (signal {sig})",
             signal_name(sig)
         );
     }
-    let code = s.code().unwrap_or(status);
+    let code = exit_code(status).unwrap_or(status);
     format!(
         "candidate exited with status {code} before the evaluator returned (os._exit or a crash)"
     )
@@ -118,11 +122,36 @@ pub(crate) fn signal_name(sig: i32) -> String {
 /// SIGKILL whole process groups (`killpg`; groups already gone are skipped).
 pub(crate) fn kill_groups(groups: &[i64]) {
     for group in groups.iter().filter(|g| **g > 1) {
-        if let Some(pid) = i32::try_from(*group)
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        if let Ok(leader) = u32::try_from(*group) {
+            super::platform::kill_group(leader);
         }
+    }
+}
+
+// Checked against the standard library's decoding, which is Linux's here.
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt as _;
+
+    #[test]
+    fn raw_wait_statuses_decode_as_the_kernel_lays_them_out() {
+        for status in 0..=0xffff {
+            let std = std::process::ExitStatus::from_raw(status);
+            assert_eq!(wait_signal(status), std.signal(), "{status:#x}");
+            assert_eq!(exit_code(status), std.code(), "{status:#x}");
+            // What bubblewrap reports: a kill by N passed on as 128 + N.
+            let reported = std
+                .code()
+                .filter(|c| std.signal().is_none() && (129..=192).contains(c))
+                .map_or(status, |c| c - 128);
+            assert_eq!(through_sandbox(status), reported, "{status:#x}");
+        }
+        assert_eq!(through_sandbox(137 << 8), 9);
+        assert_eq!(
+            describe_status(9),
+            "candidate crashed: killed by SIGKILL (signal 9)"
+        );
+        assert!(describe_status(3 << 8).contains("exited with status 3"));
     }
 }

@@ -10,6 +10,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::platform;
+
 /// An unprivileged user and group the sandbox runs as when galapagos runs
 /// as root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,12 +60,12 @@ pub(crate) fn as_user(user: Option<RunAs>, command: &[OsString]) -> Vec<OsString
 /// enterable, every file readable, by owner, group or others' bits), looked
 /// at through at most `budget` entries (more: no).
 fn readable_by(user: RunAs, dir: &Path, budget: &mut usize) -> bool {
-    use std::os::unix::fs::MetadataExt;
     let may = |m: &std::fs::Metadata, bits: u32| {
-        let mode = m.mode();
-        if m.uid() == user.uid {
+        let mode = platform::mode_of(m);
+        let (uid, gid) = platform::owner_of(m);
+        if uid == user.uid {
             mode & (bits << 6) == bits << 6
-        } else if m.gid() == user.gid {
+        } else if gid == user.gid {
             mode & (bits << 3) == bits << 3
         } else {
             mode & bits == bits
@@ -102,24 +104,23 @@ fn readable_by(user: RunAs, dir: &Path, budget: &mut usize) -> bool {
 /// Copy the tree at `from` to `to` (dirs 0755, files 0644, links as they
 /// are), for a user who may not read the original.
 fn copy_readable(from: &Path, to: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(to)?;
-    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755))?;
+    platform::set_mode(to, 0o755)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
         let (src, dst) = (entry.path(), to.join(entry.file_name()));
         let kind = entry.file_type()?;
         if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
+            platform::symlink(&std::fs::read_link(&src)?, &dst)?;
         } else if kind.is_dir() {
             copy_readable(&src, &dst)?;
         } else if kind.is_file() {
             std::fs::copy(&src, &dst)?;
             // readable by all; an executable (an evaluator script the card
             // runs) stays executable
-            let exec = entry.metadata()?.permissions().mode() & 0o111 != 0;
+            let exec = platform::mode_of(&entry.metadata()?) & 0o111 != 0;
             let mode = if exec { 0o755 } else { 0o644 };
-            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(mode))?;
+            platform::set_mode(&dst, mode)?;
         }
     }
     Ok(())
@@ -136,14 +137,13 @@ pub(crate) fn stage_task(
     private: &Path,
     hidden: &[PathBuf],
 ) -> Result<Option<PathBuf>, String> {
-    use std::os::unix::fs::MetadataExt;
     for dir in task_dir.ancestors().skip(1) {
         if hidden.iter().any(|h| dir.starts_with(h)) {
             break;
         }
         let enterable = std::fs::metadata(dir).is_ok_and(|m| {
-            let mode = m.mode();
-            mode & 0o1 != 0 || (m.uid() == user.uid && mode & 0o100 != 0)
+            let mode = platform::mode_of(&m);
+            mode & 0o1 != 0 || (platform::owner_of(&m).0 == user.uid && mode & 0o100 != 0)
         });
         if !enterable {
             return Err(format!(
@@ -182,13 +182,13 @@ pub(crate) fn stage_task(
 /// agent's workspace), and everything in it, to the user the sandbox runs
 /// as ([`run_as`]).
 pub(crate) fn hand_over(dir: &Path, user: RunAs) -> std::io::Result<()> {
-    std::os::unix::fs::lchown(dir, Some(user.uid), Some(user.gid))?;
+    platform::lchown(dir, user.uid, user.gid)?;
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         if entry.file_type()?.is_dir() {
             hand_over(&entry.path(), user)?;
         } else {
-            std::os::unix::fs::lchown(entry.path(), Some(user.uid), Some(user.gid))?;
+            platform::lchown(&entry.path(), user.uid, user.gid)?;
         }
     }
     Ok(())

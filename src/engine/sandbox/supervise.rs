@@ -18,9 +18,8 @@
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use tokio::net::unix::pipe;
-
 use super::capture::Capture;
+use super::platform::{self, Pipe};
 use super::process::kill_groups;
 
 /// How long the output of a sandbox that has exited is still read (a
@@ -58,12 +57,12 @@ impl Drop for GroupGuard {
 /// What the supervisor reads besides the exit: the child's stdout and
 /// stderr, and optionally a pipe the sandbox sends results on.
 pub(crate) struct Streams<'a> {
-    pub out: pipe::Receiver,
-    pub err: pipe::Receiver,
+    pub out: Pipe,
+    pub err: Pipe,
     /// Output kept per stream (bytes, head and tail).
     pub kept: usize,
     /// A results pipe and the most bytes kept from it.
-    pub sent: Option<(&'a pipe::Receiver, usize)>,
+    pub sent: Option<(&'a Pipe, usize)>,
 }
 
 /// How a supervised sandbox ended.
@@ -154,7 +153,7 @@ pub(crate) async fn supervise(
 
 /// Read what is waiting on the results pipe into `into` (up to its cap);
 /// false at its end.
-fn read_sent(sent: Option<(&pipe::Receiver, usize)>, into: &mut Vec<u8>) -> bool {
+fn read_sent(sent: Option<(&Pipe, usize)>, into: &mut Vec<u8>) -> bool {
     let Some((pipe, cap)) = sent else {
         return false;
     };
@@ -191,22 +190,11 @@ async fn wait_measured(
 /// Once the process `pid` (a child of this one, not yet reaped) has
 /// exited: the CPU time of the children it waited for.
 async fn exited_children_cpu(pid: u32) -> Option<f64> {
-    use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
-    let raw = Pid::from_raw(i32::try_from(pid).ok()?)?;
     // Waits for the exit without reaping: the process stays a zombie, its
     // /proc entry readable, until `child.wait()` reaps it.
-    let exited = tokio::task::spawn_blocking(move || {
-        loop {
-            match waitid(
-                WaitId::Pid(raw),
-                WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
-            ) {
-                Err(rustix::io::Errno::INTR) => {}
-                other => return other,
-            }
-        }
-    });
-    exited.await.ok()?.ok()?;
+    tokio::task::spawn_blocking(move || platform::wait_exited_unreaped(pid))
+        .await
+        .ok()??;
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // After the command name (in parentheses, which may hold anything):
     // state is field 3; cutime and cstime are fields 16 and 17.

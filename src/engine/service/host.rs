@@ -170,9 +170,7 @@ async fn host(
                 };
                 // owner-only socket in an owner-only folder; the peer is
                 // checked all the same
-                let ours = stream
-                    .peer_cred()
-                    .is_ok_and(|c| c.uid() == rustix::process::geteuid().as_raw());
+                let ours = crate::engine::sandbox::platform::peer_is_me(&stream);
                 if !ours {
                     continue;
                 }

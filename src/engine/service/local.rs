@@ -5,13 +5,18 @@
 //! A socket's path must fit in 108 bytes; a deeper run folder is reached
 //! through the `/proc/self/fd/N/` link of the opened `service` folder, so
 //! any run folder can be served and reached.
+//!
+//! Linux only ([`crate::engine::sandbox::platform`]): elsewhere the run
+//! serves no socket and `attach`, `steer` and `runs` say so.
 
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::protocol::{Message, Reply, Request, RequestBody, RunRow, VERSION};
+use crate::engine::sandbox::platform::{
+    self, StdUnixListener, StdUnixStream, UnixListener, UnixStream,
+};
 
 /// The folder of a run folder that holds its socket.
 pub const SERVICE_DIR: &str = "service";
@@ -38,8 +43,7 @@ fn with_short_path<T>(
         return f(&path);
     }
     let folder = std::fs::File::open(dir.join(SERVICE_DIR))?;
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&folder);
-    let short = PathBuf::from(format!("/proc/self/fd/{fd}/{SOCKET}"));
+    let short = platform::path_in_opened(&folder, SOCKET);
     let out = f(&short);
     drop(folder);
     out
@@ -50,19 +54,19 @@ fn with_short_path<T>(
 /// folder is not a folder of this user's.
 pub(crate) fn prepare(dir: &Path) -> std::io::Result<PathBuf> {
     let service = dir.join(SERVICE_DIR);
-    match std::fs::DirBuilder::new().mode(0o700).create(&service) {
+    match platform::owner_only_dir(&mut std::fs::DirBuilder::new()).create(&service) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
     }
     let meta = std::fs::symlink_metadata(&service)?;
-    if !meta.is_dir() || meta.uid() != rustix::process::geteuid().as_raw() {
+    if !meta.is_dir() || !platform::owned_by_me(&meta) {
         return Err(std::io::Error::other(format!(
             "{}: not a folder of this user's",
             service.display()
         )));
     }
-    std::fs::set_permissions(&service, std::fs::Permissions::from_mode(0o700))?;
+    platform::set_mode(&service, 0o700)?;
     match std::fs::remove_file(service.join(SOCKET)) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -72,15 +76,15 @@ pub(crate) fn prepare(dir: &Path) -> std::io::Result<PathBuf> {
 }
 
 /// Listen on `dir`'s socket (the folder made by [`prepare`]), owner-only.
-pub(crate) fn bind(dir: &Path) -> std::io::Result<tokio::net::UnixListener> {
+pub(crate) fn bind(dir: &Path) -> std::io::Result<UnixListener> {
     let path = prepare(dir)?;
     let listener = with_short_path(dir, |p| {
-        let std_listener = std::os::unix::net::UnixListener::bind(p)?;
+        let std_listener = StdUnixListener::bind(p)?;
         std_listener.set_nonblocking(true)?;
         Ok(std_listener)
     })?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-    tokio::net::UnixListener::from_std(listener)
+    platform::set_mode(&path, 0o600)?;
+    UnixListener::from_std(listener)
 }
 
 /// Remove `dir`'s socket and its folder (the run ended).
@@ -90,21 +94,21 @@ pub(crate) fn remove(dir: &Path) {
 }
 
 /// Connect to the live run in `dir` (an error when none answers).
-pub fn connect_std(dir: &Path) -> std::io::Result<std::os::unix::net::UnixStream> {
+pub fn connect_std(dir: &Path) -> std::io::Result<StdUnixStream> {
     if !socket_path(dir).exists() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::NotFound,
             format!("{}: no live run answers here", dir.display()),
         ));
     }
-    with_short_path(dir, |p| std::os::unix::net::UnixStream::connect(p))
+    with_short_path(dir, |p| StdUnixStream::connect(p))
 }
 
 /// Connect to the live run in `dir`, for async use.
-pub async fn connect(dir: &Path) -> std::io::Result<tokio::net::UnixStream> {
+pub async fn connect(dir: &Path) -> std::io::Result<UnixStream> {
     let stream = connect_std(dir)?;
     stream.set_nonblocking(true)?;
-    tokio::net::UnixStream::from_std(stream)
+    UnixStream::from_std(stream)
 }
 
 /// Ask the live run in `dir` where it stands (`None` when no live run
@@ -116,7 +120,7 @@ pub fn status(dir: &Path) -> Option<RunRow> {
     stream.set_write_timeout(timeout).ok()?;
     let mut writer = stream.try_clone().ok()?;
     let mut reader = BufReader::new(stream);
-    let send = |w: &mut std::os::unix::net::UnixStream, id: u64, request: RequestBody| {
+    let send = |w: &mut StdUnixStream, id: u64, request: RequestBody| {
         let mut text = serde_json::to_string(&Request { id, request }).ok()?;
         text.push('\n');
         w.write_all(text.as_bytes()).ok()

@@ -124,18 +124,15 @@ pub(super) const MAX_RESULT_FILE: u64 = 16 << 20;
 /// The text of a result file: a plain file (not a link to a device or a
 /// pipe), at most [`MAX_RESULT_FILE`] bytes.
 pub(super) fn read_limited(path: &std::path::Path) -> Result<String, String> {
-    use rustix::fs::{Mode, OFlags};
     use std::io::Read as _;
     let not_plain = || "it is not a plain file".to_owned();
     // Opened without following a link and without waiting for a writer
     // (a fifo), then checked on what was opened: the candidate could have
     // swapped the path between a look and an open.
-    let flags =
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-    let file = match rustix::fs::open(path, flags, Mode::empty()) {
-        Ok(fd) => std::fs::File::from(fd),
-        Err(rustix::io::Errno::LOOP) => return Err(not_plain()),
-        Err(e) => return Err(std::io::Error::from(e).to_string()),
+    let file = match crate::engine::sandbox::platform::open_no_follow(path) {
+        Ok(Some(file)) => file,
+        Ok(None) => return Err(not_plain()),
+        Err(e) => return Err(e.to_string()),
     };
     if !file.metadata().map_err(|e| e.to_string())?.is_file() {
         return Err(not_plain());

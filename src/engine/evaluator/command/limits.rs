@@ -10,6 +10,7 @@
 use std::process::ExitStatus;
 
 use crate::engine::sandbox::limits::{Evidence, Limits};
+use crate::engine::sandbox::platform;
 use crate::engine::sandbox::process::{ending_signal, signal_name};
 
 /// How a command ended: its exit status, and the CPU time it and the
@@ -33,8 +34,7 @@ impl Ending {
     /// status 3", "... was killed by SIGXCPU (signal 24)", "... ended with
     /// status 152 (as the sandbox reports a kill by SIGXCPU, signal 24)").
     pub(super) fn describe(&self) -> String {
-        use std::os::unix::process::ExitStatusExt as _;
-        if let Some(sig) = self.status.signal() {
+        if let Some(sig) = platform::exit_signal(&self.status) {
             return format!(
                 "the evaluator command was killed by {} (signal {sig})",
                 signal_name(sig)
@@ -81,7 +81,8 @@ pub(super) fn name_limit(
     limits.hit(&evidence).map(|hit| hit.name(error))
 }
 
-#[cfg(test)]
+// The wait statuses these tests build are Linux's.
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
     use std::os::unix::process::ExitStatusExt as _;

@@ -80,7 +80,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::net::unix::pipe;
 use tokio::sync::Semaphore;
 
 use super::confirm::{self, Confirm};
@@ -100,7 +99,7 @@ use crate::engine::sandbox::environment::{self, Profile};
 use crate::engine::sandbox::isolation::{self, Isolation, Sandbox};
 use crate::engine::sandbox::limits::Allowance;
 use crate::engine::sandbox::supervise::{Ended, GroupGuard, Streams, supervise};
-use crate::engine::sandbox::{bwrap, paths, prlimit, run_as};
+use crate::engine::sandbox::{bwrap, paths, platform, prlimit, run_as};
 use crate::engine::task::TaskKind;
 
 /// Parameters of [`CommandEvaluator`].
@@ -236,6 +235,10 @@ impl Component for CommandEvaluator {
 
     /// With the sandbox, `bwrap` and `prlimit` must be installed.
     fn build(params: CommandParams, ctx: &BuildContext<'_>) -> Result<Self, ParamError> {
+        platform::runs_here().map_err(|reason| ParamError {
+            key: "sandbox".to_owned(),
+            reason,
+        })?;
         let jail = match params.isolation.sandbox {
             Sandbox::None => None,
             Sandbox::Bwrap => {
@@ -430,7 +433,11 @@ impl CommandEvaluator {
                     };
                 }
                 let candidate_dir = program.parent().unwrap_or(results);
-                let run_as = run_as::run_as(rustix::process::getuid().as_raw(), run_as::NOBODY);
+                let ids = match platform::user_ids() {
+                    Ok(ids) => ids,
+                    Err(e) => return Evaluation::invalid(e),
+                };
+                let run_as = run_as::run_as(ids.0, run_as::NOBODY);
                 let task_copy = match run_as {
                     Some(user) => {
                         if let Err(e) = run_as::hand_over(candidate_dir, user) {
@@ -460,6 +467,7 @@ impl CommandEvaluator {
                     program: exe,
                     read_paths: &self.params.allowance.read_paths,
                     run_as,
+                    ids,
                     task_copy: task_copy.as_deref(),
                     limits: self.params.allowance.resolve(self.params.timeout_secs),
                 };
@@ -478,8 +486,8 @@ impl CommandEvaluator {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
+            .kill_on_drop(true);
+        platform::own_group(&mut cmd);
         // The sandbox sends its results back on the write end of a pipe
         // given as its stdin (the command's own is /dev/null).
         let mut sent = None;
@@ -487,7 +495,7 @@ impl CommandEvaluator {
             match std::io::pipe() {
                 Ok((reader, writer)) => {
                     cmd.stdin(Stdio::from(writer));
-                    sent = pipe::Receiver::from_owned_fd(reader.into()).ok();
+                    sent = platform::reader_pipe(reader).ok();
                 }
                 Err(e) => {
                     return Evaluation::invalid(format!("cannot make a pipe for the results: {e}"));
@@ -510,19 +518,7 @@ impl CommandEvaluator {
             }
         };
         let guard = GroupGuard::new(child.id());
-        let pipes = (
-            child.stdout.take().map(|s| s.into_owned_fd()),
-            child.stderr.take().map(|s| s.into_owned_fd()),
-        );
-        let (Some(Ok(out)), Some(Ok(err))) = pipes else {
-            return Evaluation::invalid(
-                "the evaluator command has no stdout/stderr pipe".to_owned(),
-            );
-        };
-        let (Ok(out), Ok(err)) = (
-            pipe::Receiver::from_owned_fd(out),
-            pipe::Receiver::from_owned_fd(err),
-        ) else {
+        let Some((out, err)) = platform::output_pipes(&mut child) else {
             return Evaluation::invalid("cannot read the evaluator command's output".to_owned());
         };
         let streams = Streams {

@@ -39,6 +39,9 @@ pub(super) struct Cell<'a> {
     /// Who the sandbox runs as when galapagos runs as root, and the task
     /// folder's copy that user can read (see [`run_as::stage_task`]).
     pub run_as: Option<RunAs>,
+    /// The user and group ids of this process (the one who starts the
+    /// container).
+    pub ids: (u32, u32),
     pub task_copy: Option<&'a Path>,
     /// What the candidate may use: `prlimit`'s limits, and its
     /// writable-space quota, the size of the one file system it can write.
@@ -139,8 +142,8 @@ pub(super) fn bwrap_args(cell: &Cell<'_>, command: &[OsString]) -> Vec<OsString>
         extra,
         writable: Vec::new(),
         private: paths::private_dirs(),
-        uid: rustix::process::getuid().as_raw(),
-        gid: rustix::process::getgid().as_raw(),
+        uid: cell.ids.0,
+        gid: cell.ids.1,
         run_as: cell.run_as,
         task_copy: cell.task_copy.map(Path::to_path_buf),
         write_quota_mib: cell.limits.write_quota_mib,

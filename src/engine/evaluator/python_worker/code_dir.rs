@@ -171,15 +171,15 @@ pub(crate) fn write_code(code: &Path) -> Result<(), String> {
 /// a sandbox that runs as another user (galapagos as root) reads it. The
 /// temporary files it is written through are the owner's only.
 fn open_to_all(dir: &Path) {
-    use std::os::unix::fs::PermissionsExt;
+    use crate::engine::sandbox::platform;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let Ok(meta) = entry.metadata() else { continue };
         let (want, path) = (if meta.is_dir() { 0o755 } else { 0o644 }, entry.path());
-        if meta.permissions().mode() & 0o777 != want && (meta.is_dir() || meta.is_file()) {
-            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(want));
+        if platform::mode_of(&meta) & 0o777 != want && (meta.is_dir() || meta.is_file()) {
+            let _ = platform::set_mode(&path, want);
         }
         if meta.is_dir() {
             open_to_all(&path);

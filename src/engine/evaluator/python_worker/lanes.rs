@@ -6,18 +6,16 @@
 //! process group when the time is up or the child is done.
 
 use std::collections::{HashSet, VecDeque};
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::unix::pipe;
-use tokio::net::{UnixListener, UnixStream};
 
 use super::protocol::{MAX_RESULT_BYTES, RESULT_HEADER, Reply, Request, read_hello};
 use super::{RunError, Worker, lock};
 use crate::engine::sandbox::capture::Capture;
+use crate::engine::sandbox::platform::{self, ExitWatch, Pipe, UnixListener, UnixStream};
 use crate::engine::sandbox::process::{describe_status, kill_groups, ns_pids, proc_stat};
 
 /// A bound lane socket.
@@ -61,9 +59,8 @@ impl Lanes {
     /// still checked (`SO_PEERCRED`), and the private dir around it stays
     /// the owner's.
     pub(crate) fn open_to_others(&self) -> Result<(), String> {
-        use std::os::unix::fs::PermissionsExt;
         let mode = |path: &Path, mode: u32| {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            platform::set_mode(path, mode)
                 .map_err(|e| format!("cannot open {} to the sandbox's user: {e}", path.display()))
         };
         if let Some(dir) = self.path.parent() {
@@ -84,8 +81,8 @@ pub(super) struct Lane {
     /// Its pid in the zygote's namespace (how the worker reports it).
     inner: u32,
     stream: UnixStream,
-    stdout: pipe::Receiver,
-    stderr: pipe::Receiver,
+    stdout: Pipe,
+    stderr: Pipe,
     /// Candidates this child has served.
     served: u32,
 }
@@ -408,27 +405,22 @@ impl Worker {
     /// Remember `pid`, just killed, until it has exited: from now on a
     /// candidate waits for it before it runs.
     fn dying_push(&self, pid: u32) {
-        use rustix::process::{Pid, PidfdFlags, pidfd_open};
-        let Some(id) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
-            return;
-        };
         // Gone already (reaped): nothing to wait for.
-        if let Ok(fd) = pidfd_open(id, PidfdFlags::NONBLOCK) {
-            lock(&self.dying).push(Arc::new(fd));
+        if let Some(watch) = ExitWatch::open(pid) {
+            lock(&self.dying).push(Arc::new(watch));
         }
     }
 
     /// Wait (up to [`REAP_WAIT`] in all) until every killed child has
     /// exited, and forget those that have.
     async fn settle_dying(&self) {
-        let pending: Vec<Arc<OwnedFd>> = lock(&self.dying)
+        let pending: Vec<Arc<ExitWatch>> = lock(&self.dying)
             .iter()
-            .filter(|fd| !pidfd_exited(fd))
+            .filter(|w| !w.exited())
             .cloned()
             .collect();
         if !pending.is_empty() {
             let _ = tokio::task::spawn_blocking(move || {
-                use rustix::event::{PollFd, PollFlags, Timespec, poll};
                 let deadline = std::time::Instant::now() + REAP_WAIT;
                 let mut left = pending;
                 while !left.is_empty() {
@@ -436,52 +428,29 @@ impl Worker {
                     if wait.is_zero() {
                         break;
                     }
-                    let mut fds: Vec<PollFd<'_>> = left
-                        .iter()
-                        .map(|fd| PollFd::new(&**fd, PollFlags::IN))
-                        .collect();
-                    let wait = Timespec::try_from(wait).unwrap_or_default();
-                    if !matches!(poll(&mut fds, Some(&wait)), Ok(n) if n > 0) {
+                    let watches: Vec<&ExitWatch> = left.iter().map(|w| &**w).collect();
+                    if !ExitWatch::any_exited(&watches, wait) {
                         break;
                     }
-                    drop(fds);
-                    left.retain(|fd| !pidfd_exited(fd));
+                    left.retain(|w| !w.exited());
                 }
             })
             .await;
         }
-        lock(&self.dying).retain(|fd| !pidfd_exited(fd));
+        lock(&self.dying).retain(|w| !w.exited());
     }
-}
-
-/// Has the process behind `fd`, a pidfd, exited? (It becomes readable then.)
-fn pidfd_exited(fd: &OwnedFd) -> bool {
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    let mut fds = [PollFd::new(fd, PollFlags::IN)];
-    matches!(poll(&mut fds, Some(&Timespec::default())), Ok(n) if n > 0)
 }
 
 /// Wait (up to `limit`) until `pid`, which was killed, has exited.
 async fn wait_gone(pid: u32, limit: Duration) {
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    use rustix::process::{Pid, PidfdFlags, pidfd_open};
-    let Some(id) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+    // Gone already: nothing to wait for.
+    let Some(watch) = ExitWatch::open(pid) else {
         return;
     };
-    // A pidfd becomes readable when its process has exited (gone already:
-    // nothing to wait for).
-    let Ok(fd) = pidfd_open(id, PidfdFlags::NONBLOCK) else {
-        return;
-    };
-    let exited = |fd: &std::os::fd::OwnedFd, wait: Option<&Timespec>| {
-        let mut fds = [PollFd::new(fd, PollFlags::IN)];
-        matches!(poll(&mut fds, wait), Ok(n) if n > 0)
-    };
-    if exited(&fd, Some(&Timespec::default())) {
+    if watch.exited() {
         return;
     }
-    let wait = Timespec::try_from(limit).unwrap_or_default();
-    let _ = tokio::task::spawn_blocking(move || exited(&fd, Some(&wait))).await;
+    let _ = tokio::task::spawn_blocking(move || ExitWatch::any_exited(&[&watch], limit)).await;
 }
 
 /// How waiting for a candidate's result ended.
@@ -590,12 +559,7 @@ pub(super) async fn accept_lanes(listener: UnixListener, worker: std::sync::Weak
         };
         let worker = worker.clone();
         tokio::spawn(async move {
-            let Some(pid) = stream
-                .peer_cred()
-                .ok()
-                .and_then(|c| c.pid())
-                .and_then(|p| u32::try_from(p).ok())
-            else {
+            let Some(pid) = platform::peer_pid(&stream) else {
                 return;
             };
             let Ok(Some((kind, mut fds))) =
@@ -619,10 +583,7 @@ pub(super) async fn accept_lanes(listener: UnixListener, worker: std::sync::Weak
             let (Some(err), Some(out)) = (fds.pop(), fds.pop()) else {
                 return;
             };
-            let (Ok(stdout), Ok(stderr)) = (
-                pipe::Receiver::from_owned_fd(out),
-                pipe::Receiver::from_owned_fd(err),
-            ) else {
+            let (Ok(stdout), Ok(stderr)) = (platform::fd_pipe(out), platform::fd_pipe(err)) else {
                 return;
             };
             worker.add_lane(Lane {

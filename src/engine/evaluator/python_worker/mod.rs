@@ -86,6 +86,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::engine::evaluator::Evaluation;
 use crate::engine::sandbox::capture::Capture;
+use crate::engine::sandbox::platform;
 use crate::engine::sandbox::process::kill_groups;
 use protocol::{Exited, Hello};
 
@@ -175,7 +176,7 @@ pub(crate) struct Worker {
     running: Mutex<HashSet<u32>>,
     /// Children killed once their candidate was done, until they have
     /// exited (pidfds): the next candidate waits for them before it runs.
-    dying: Mutex<Vec<Arc<std::os::fd::OwnedFd>>>,
+    dying: Mutex<Vec<Arc<platform::ExitWatch>>>,
     /// The task accepting lane connections.
     accept: Mutex<Option<tokio::task::AbortHandle>>,
     /// Holds the lane socket's dir when the private dir's path was too long
@@ -212,8 +213,7 @@ impl Worker {
         // The worker and its candidates run as this user: keep them out of
         // this process's memory and /proc entries (its environment holds
         // the model's API key). Best effort; a no-op after the first call.
-        let _ =
-            rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+        platform::not_dumpable();
         let mut cmd = Command::new(program);
         cmd.args(args)
             .current_dir(cwd)
@@ -222,8 +222,8 @@ impl Worker {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
+            .kill_on_drop(true);
+        platform::own_group(&mut cmd);
         let child = cmd
             .spawn()
             .map_err(|e| SpawnError::Other(format!("cannot run `{}`: {e}", program.display())))?;

@@ -6,13 +6,12 @@
 //! (length-prefixed JSON on the lane).
 
 use std::collections::BTreeMap;
-use std::os::fd::OwnedFd;
 
 use serde::{Deserialize, Serialize};
-use tokio::net::UnixStream;
 
 use crate::engine::evaluator::{Evaluation, Metric, Observed};
 use crate::engine::sandbox::limits::{Evidence, Limits, Raised};
+use crate::engine::sandbox::platform::{self, OwnedFd, UnixStream};
 use crate::engine::sandbox::process::wait_signal;
 
 /// Bytes of big-endian length before a result's JSON.
@@ -23,30 +22,12 @@ pub(crate) const MAX_RESULT_BYTES: u64 = 64 << 20;
 /// The first line of a lane connection (at most 16 bytes, read one at a
 /// time so nothing after it is consumed) and the fds that came with it.
 pub(crate) async fn read_hello(stream: &UnixStream) -> Option<(String, Vec<OwnedFd>)> {
-    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
     let mut line = Vec::new();
     let mut fds = Vec::new();
     loop {
         stream.readable().await.ok()?;
         let mut byte = [0u8; 1];
-        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
-        let mut control = RecvAncillaryBuffer::new(&mut space);
-        let got = stream.try_io(tokio::io::Interest::READABLE, || {
-            rustix::net::recvmsg(
-                stream,
-                &mut [std::io::IoSliceMut::new(&mut byte)],
-                &mut control,
-                RecvFlags::CMSG_CLOEXEC,
-            )
-            .map(|m| m.bytes)
-            .map_err(std::io::Error::from)
-        });
-        for message in control.drain() {
-            if let RecvAncillaryMessage::ScmRights(received) = message {
-                fds.extend(received);
-            }
-        }
-        match got {
+        match platform::recv_with_fds(stream, &mut byte, &mut fds) {
             Ok(0) => return None,
             Ok(_) if byte[0] == b'\n' => return String::from_utf8(line).ok().map(|l| (l, fds)),
             Ok(_) if line.len() < 16 => line.push(byte[0]),

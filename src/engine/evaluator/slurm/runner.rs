@@ -22,7 +22,7 @@ use crate::engine::sandbox::isolation::Sandbox;
 use crate::engine::sandbox::limits::Limits;
 use crate::engine::sandbox::paths::{self, SCRATCH_ROOT};
 use crate::engine::sandbox::process::{describe_status, through_sandbox};
-use crate::engine::sandbox::run_as;
+use crate::engine::sandbox::{platform, run_as};
 
 /// The runner's code, written into the staging area's `code/`.
 pub(super) const RUNNER: &str = include_str!("../../../../assets/python/galapagos_slurm.py");
@@ -99,7 +99,7 @@ impl SlurmEvaluator {
                 private.extend(self.run_dir.iter().cloned());
                 private.push(root.to_path_buf());
                 private.retain(|d| d.is_absolute());
-                let uid = rustix::process::getuid().as_raw();
+                let (uid, gid) = platform::user_ids()?;
                 let run_as = run_as::run_as(uid, run_as::NOBODY);
                 let interpreter = Interpreter {
                     executable: PathBuf::from(&p.python),
@@ -118,7 +118,7 @@ impl SlurmEvaluator {
                     writable: Vec::new(),
                     private: private.clone(),
                     uid,
-                    gid: rustix::process::getgid().as_raw(),
+                    gid,
                     // Slurm runs a job as the user who submitted it: as
                     // root (a cluster's service account, CI), the node's
                     // sandbox starts the candidate's process as nobody in a

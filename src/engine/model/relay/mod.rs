@@ -294,16 +294,17 @@ impl Relay {
         }
         // A socket left by a relay that was killed is in the way; anything
         // else by that name is not ours to remove.
-        if let Ok(meta) = std::fs::symlink_metadata(&socket) {
-            use std::os::unix::fs::FileTypeExt as _;
-            if meta.file_type().is_socket() {
-                std::fs::remove_file(&socket).ok();
-            }
+        if let Ok(meta) = std::fs::symlink_metadata(&socket)
+            && crate::engine::sandbox::platform::is_socket(&meta.file_type())
+        {
+            std::fs::remove_file(&socket).ok();
         }
         let unix =
-            tokio::net::UnixListener::bind(&socket).map_err(|source| RelayError::Listen {
-                what: socket.display().to_string(),
-                source,
+            crate::engine::sandbox::platform::UnixListener::bind(&socket).map_err(|source| {
+                RelayError::Listen {
+                    what: socket.display().to_string(),
+                    source,
+                }
             })?;
         let tcp = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await

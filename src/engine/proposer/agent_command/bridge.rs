@@ -16,8 +16,9 @@
 //! `127.0.0.1:PORT` (where the agent's SDK is pointed) and copies every
 //! connection to the socket and back.
 
-use std::os::fd::AsFd as _;
 use std::path::{Path, PathBuf};
+
+use crate::engine::sandbox::platform::{self, Pipe};
 
 /// The port the bridge listens on inside the sandbox (the namespace is
 /// fresh, so any port is free).
@@ -84,9 +85,7 @@ pub fn executable() -> Result<PathBuf, String> {
 /// (the sandbox's file systems are made by then), and nothing of the
 /// agent's runs before that.
 pub fn run(socket: Option<&Path>, stdin: Option<&Path>, hold: bool, agent: &[String]) -> i32 {
-    if let Err(e) =
-        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-    {
+    if let Err(e) = platform::die_with_parent() {
         eprintln!("galapagos agent-bridge: cannot set the parent-death signal: {e}");
         return 2;
     }
@@ -132,18 +131,11 @@ pub fn run(socket: Option<&Path>, stdin: Option<&Path>, hold: bool, agent: &[Str
                 }
             },
         };
-        let lifeline = std::io::stdin()
-            .as_fd()
-            .try_clone_to_owned()
-            .ok()
-            .and_then(|fd| tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok());
-        let mut child = match tokio::process::Command::new(program)
-            .args(args)
-            .stdin(agent_stdin)
-            .kill_on_drop(true)
-            .process_group(0)
-            .spawn()
-        {
+        let lifeline = platform::stdin_pipe();
+        let mut command = tokio::process::Command::new(program);
+        command.args(args).stdin(agent_stdin).kill_on_drop(true);
+        platform::own_group(&mut command);
+        let mut child = match command.spawn() {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("galapagos agent-bridge: cannot start `{program}`: {e}");
@@ -154,9 +146,8 @@ pub fn run(socket: Option<&Path>, stdin: Option<&Path>, hold: bool, agent: &[Str
         loop {
             tokio::select! {
                 status = child.wait() => {
-                    use std::os::unix::process::ExitStatusExt as _;
                     return match status {
-                        Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
+                        Ok(s) => s.code().unwrap_or_else(|| 128 + platform::exit_signal(&s).unwrap_or(0)),
                         Err(_) => 1,
                     };
                 }
@@ -164,8 +155,8 @@ pub fn run(socket: Option<&Path>, stdin: Option<&Path>, hold: bool, agent: &[Str
                     if r.is_none() || !lifeline_alive(lifeline.as_ref()) {
                         // The agent's process group (in the sandbox, the
                         // bridge's exit ends the rest).
-                        if let Some(pid) = child.id().and_then(|p| rustix::process::Pid::from_raw(i32::try_from(p).ok()?)) {
-                            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+                        if let Some(pid) = child.id() {
+                            platform::kill_group(pid);
                         }
                         let _ = child.start_kill();
                         eprintln!("galapagos agent-bridge: the run is gone; the agent is stopped");
@@ -175,7 +166,7 @@ pub fn run(socket: Option<&Path>, stdin: Option<&Path>, hold: bool, agent: &[Str
                 accepted = async { listener.as_ref()?.accept().await.ok() }, if listener.is_some() => {
                     if let (Some((mut tcp, _)), Some(socket)) = (accepted, socket.clone()) {
                         drop(tokio::spawn(async move {
-                            if let Ok(mut unix) = tokio::net::UnixStream::connect(&socket).await {
+                            if let Ok(mut unix) = platform::UnixStream::connect(&socket).await {
                                 let _ = tokio::io::copy_bidirectional(&mut tcp, &mut unix).await;
                             }
                         }));
@@ -187,7 +178,7 @@ pub fn run(socket: Option<&Path>, stdin: Option<&Path>, hold: bool, agent: &[Str
 }
 
 /// Drain what is waiting on the lifeline; false once it is closed.
-fn lifeline_alive(pipe: Option<&tokio::net::unix::pipe::Receiver>) -> bool {
+fn lifeline_alive(pipe: Option<&Pipe>) -> bool {
     let Some(pipe) = pipe else { return false };
     let mut buf = [0u8; 256];
     loop {

@@ -30,8 +30,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use tokio::net::unix::pipe;
-
 use super::AgentCommandParams;
 use super::workspace::{INFO, INSIDE, Left, Workspace};
 use crate::engine::agent_run::AgentExit;
@@ -40,6 +38,7 @@ use crate::engine::sandbox::environment::{AGENT_SET, Profile};
 use crate::engine::sandbox::interpreter::{self, Interpreter};
 use crate::engine::sandbox::limits::{Evidence, Limits};
 use crate::engine::sandbox::paths;
+use crate::engine::sandbox::platform;
 use crate::engine::sandbox::process::signal_name;
 use crate::engine::sandbox::supervise::{Ended, GroupGuard, Streams, supervise};
 use crate::engine::sandbox::{prlimit, run_as};
@@ -149,8 +148,7 @@ fn program_paths(exe: &Path) -> Vec<PathBuf> {
 /// Describe an exit status of the container's pid 1 shell (a command
 /// killed by signal N is status 128 + N).
 fn exit_of(status: std::process::ExitStatus) -> AgentExit {
-    use std::os::unix::process::ExitStatusExt as _;
-    match (status.code(), status.signal()) {
+    match (status.code(), platform::exit_signal(&status)) {
         (Some(0), _) => AgentExit::Finished,
         (Some(code), _) if code > 128 && code < 160 => AgentExit::Failed(format!(
             "killed by {} (exit status {code})",
@@ -191,7 +189,7 @@ impl Prison {
                 if first.contains('/') { "" } else { " on PATH" }
             )
         })?;
-        let uid = rustix::process::getuid().as_raw();
+        let (uid, gid) = platform::user_ids()?;
         let run_as = run_as::run_as(uid, run_as::NOBODY);
         let mut extra = program_paths(&exe);
         extra.extend(
@@ -226,7 +224,7 @@ impl Prison {
             writable: Vec::new(),
             private,
             uid,
-            gid: rustix::process::getgid().as_raw(),
+            gid,
             run_as,
             task_copy: None,
             write_quota_mib: Self::limits(job.params).write_quota_mib,
@@ -409,8 +407,8 @@ impl Prison {
             .stdin(Stdio::from(lifeline))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
+            .kill_on_drop(true);
+        platform::own_group(&mut cmd);
         let spawned = cmd.spawn();
         // The lifeline's read end is the sandbox's alone from here.
         drop(cmd);
@@ -431,17 +429,7 @@ impl Prison {
         if let Err(e) = std::io::Write::write_all(&mut lifeline_held, b"g") {
             return not_started(format!("cannot start the agent in its sandbox: {e}"));
         }
-        let pipes = (
-            child.stdout.take().map(|s| s.into_owned_fd()),
-            child.stderr.take().map(|s| s.into_owned_fd()),
-        );
-        let (Some(Ok(out)), Some(Ok(err))) = pipes else {
-            return not_started("the agent has no stdout/stderr pipe".into());
-        };
-        let (Ok(out), Ok(err)) = (
-            pipe::Receiver::from_owned_fd(out),
-            pipe::Receiver::from_owned_fd(err),
-        ) else {
+        let Some((out, err)) = platform::output_pipes(&mut child) else {
             return not_started("cannot read the agent's output".into());
         };
         let streams = Streams {

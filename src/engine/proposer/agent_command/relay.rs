@@ -60,9 +60,8 @@ impl Link {
 /// As root the agent runs as nobody: let it pass the dir and connect to
 /// the socket (a request still needs its proposal's token).
 fn open_to_the_sandbox(dir: &Path, socket: &Path) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt as _;
     for (path, mode) in [(dir, 0o755), (socket, 0o777)] {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        crate::engine::sandbox::platform::set_mode(path, mode)
             .map_err(|e| format!("cannot open {} to the agent's sandbox: {e}", path.display()))?;
     }
     Ok(())
