@@ -1,4 +1,6 @@
 #![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
+// They use Linux (its sandbox, Unix sockets, file modes or links): built on Linux only.
+#![cfg(target_os = "linux")]
 //! The headless CLI as a user runs it: bad cards, and real offline runs of
 //! every shipped card on the shipped tasks.
 

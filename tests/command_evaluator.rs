@@ -1,4 +1,6 @@
 #![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
+// They use Linux (its sandbox, Unix sockets, file modes or links): built on Linux only.
+#![cfg(target_os = "linux")]
 //! The command evaluator: any executable scores a candidate, ShinkaEvolve's
 //! `evaluate.py` unchanged among them.
 

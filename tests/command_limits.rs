@@ -1,4 +1,6 @@
 #![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
+// They use Linux (its sandbox, Unix sockets, file modes or links): built on Linux only.
+#![cfg(target_os = "linux")]
 //! The command evaluator's limits, through `galapagos run`: a command that
 //! allocates past `memory_limit_mib`, burns CPU past `cpu_limit_secs`,
 //! writes a file past `file_size_limit_mib` or starts processes past

@@ -1,4 +1,6 @@
 #![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
+// They use Linux (its sandbox, Unix sockets, file modes or links): built on Linux only.
+#![cfg(target_os = "linux")]
 //! The command evaluator's sandbox, through `galapagos run`: the command
 //! cannot read the user's home, write outside its results, reach the
 //! machine's network or leave a process behind. The same probes without the

@@ -437,7 +437,7 @@ fn the_users_own_card_runs_with_a_notice_but_as_root_unsandboxed_only_with_conse
         ),
     )
     .unwrap();
-    let as_root = rustix::process::geteuid().is_root();
+    let as_root = galapagos::engine::consent::running_as_root();
     let path = file.to_str().unwrap();
     if as_root {
         let out = fails(&mut m.run(path, &[]));

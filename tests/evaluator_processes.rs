@@ -1,3 +1,5 @@
+// They use Linux (its sandbox, Unix sockets, file modes or links): built on Linux only.
+#![cfg(target_os = "linux")]
 //! The evaluation worker's processes seen from outside (unsandboxed, so
 //! that /proc shows their real pids): standby children ready between
 //! candidates, a fresh one per candidate, replaced when killed while idle,

@@ -1,4 +1,6 @@
 #![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
+// They use Linux (its sandbox, Unix sockets, file modes or links): built on Linux only.
+#![cfg(target_os = "linux")]
 //! What comes from elsewhere, made hostile: an agent that writes git metadata
 //! into its child, a crafted run folder, a hub site and a hub folder whose
 //! versions are paths, a hub that redirects to another host, task folders

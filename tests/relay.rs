@@ -1,3 +1,5 @@
+// They use Linux (its sandbox, Unix sockets, file modes or links): built on Linux only.
+#![cfg(target_os = "linux")]
 //! The model relay against a scripted upstream on loopback: bodies pass
 //! through unchanged in the three protocols, streamed or not; usage is
 //! counted as the replies report it; the key goes upstream and the token

@@ -1,4 +1,6 @@
 #![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
+// They use Linux (its sandbox, Unix sockets, file modes or links): built on Linux only.
+#![cfg(target_os = "linux")]
 //! Repository tasks: a program that is a folder of files, evaluated in a
 //! writable copy of its own, recorded once per file, and taken home with
 //! `apply` and `export-run --git` (which work for single-file runs too).

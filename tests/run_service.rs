@@ -1,3 +1,5 @@
+// They use Linux (its sandbox, Unix sockets, file modes or links): built on Linux only.
+#![cfg(target_os = "linux")]
 //! The run service on this machine, without ssh: a live run served on its
 //! folder's socket (owner-only), followed to its end with every genome once,
 //! a subscription resumed from its cursor with no gap and no duplicate, a

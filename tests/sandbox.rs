@@ -1,3 +1,5 @@
+// They use Linux (its sandbox, Unix sockets, file modes or links): built on Linux only.
+#![cfg(target_os = "linux")]
 //! Attacks a candidate could try on the machine that evaluates it, each
 //! through a real run: the CLI, a loopback model server that proposes the
 //! attack as every child, the model key in the run's environment and a fake

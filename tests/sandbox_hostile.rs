@@ -1,3 +1,5 @@
+// They use Linux (its sandbox, Unix sockets, file modes or links): built on Linux only.
+#![cfg(target_os = "linux")]
 //! Hostile candidates against what the sandbox promises beyond isolation:
 //! a process limit that holds when galapagos runs as root (as in
 //! containers and CI, where these tests run), hidden reference data a

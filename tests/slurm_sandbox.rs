@@ -1,4 +1,6 @@
 #![allow(clippy::unwrap_used, reason = "tests: a panic is a failed test")]
+// They use Linux (its sandbox, Unix sockets, file modes or links): built on Linux only.
+#![cfg(target_os = "linux")]
 //! The `slurm` evaluator's sandbox on the nodes, through real runs on the
 //! one-node test cluster (`common::slurm`) with a hostile candidate
 //! (`common::hostile`: a loopback model server proposing it, the model key

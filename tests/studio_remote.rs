@@ -1,3 +1,5 @@
+// They use Linux (its sandbox, Unix sockets, file modes or links): built on Linux only.
+#![cfg(target_os = "linux")]
 //! The studio following a run served by another side (egui_kittest, no
 //! GPU): File › Connect to a run… with an `ssh://` address, through the
 //! stdio transport (a stand-in `ssh` that runs the remote command here, so

@@ -135,7 +135,7 @@ fn start_munge() -> Result<(), String> {
 }
 
 fn start() -> Result<Cluster, String> {
-    if !rustix::process::geteuid().is_root() {
+    if !galapagos::engine::consent::running_as_root() {
         return Err("the daemons run as root (slurmd must), and this is not root".to_owned());
     }
     let slurmctld = which("slurmctld").ok_or("slurmctld is not installed (package slurm-wlm)")?;
