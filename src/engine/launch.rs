@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use crate::engine::archive::{Archive, ArchiveError, RunLock, RunMeta};
 use crate::engine::card::{Card, CardErrors, ValidCard};
-use crate::engine::component::{Feature, Slot};
+use crate::engine::component::{Feature, Place, Slot};
 use crate::engine::consent::{Clearance, Consent, ConsentNeeded};
 use crate::engine::events::RunCommand;
 use crate::engine::events::RunOrigin;
@@ -101,6 +101,10 @@ pub enum LaunchError {
     /// not given (see [`crate::engine::consent`]).
     #[error("{0}")]
     ConsentNeeded(Box<ConsentNeeded>),
+    /// A block runs processes on this machine, and they cannot run here
+    /// (see [`crate::engine::sandbox::platform`]).
+    #[error("the card's {slot}: {reason}")]
+    NotHere { slot: Slot, reason: String },
 }
 
 /// Why a genome is invalid, on one short line (its error's first line).
@@ -180,6 +184,20 @@ fn clearance_of(
         recorded: String::new(),
         tag: None,
     }
+}
+
+/// Refused where candidates and agents cannot run (any system but Linux):
+/// the first block that runs processes on this machine, with what to do
+/// instead ([`crate::engine::sandbox::platform::refusal`]). Checked before a
+/// run folder is made, so a refused run writes nothing.
+fn check_runs_here(card: &ValidCard) -> Result<(), LaunchError> {
+    for (slot, reach) in card.reaches() {
+        if reach.place == Place::ThisMachine {
+            crate::engine::sandbox::platform::runs_here()
+                .map_err(|reason| LaunchError::NotHere { slot, reason })?;
+        }
+    }
+    Ok(())
 }
 
 /// A run ready to start.
@@ -284,6 +302,7 @@ impl RunPlan {
         let hash = card.card().hash();
         let provenance = card.card().provenance.clone();
         let (card, settings) = fit(card, &task, registry)?;
+        check_runs_here(&card)?;
         let clearance = clearance_of(&card, &task.dir, provenance, hash);
         let lock = match &run_dir {
             Some(dir) => {
@@ -455,6 +474,7 @@ impl RunPlan {
         let budget = budget.unwrap_or(card.card().general.max_iterations);
         if !steer_only {
             check_resume_budget(done, budget)?;
+            check_runs_here(&card)?;
         }
         let card = card
             .with_settings(|general, _| general.max_iterations = budget)
@@ -488,6 +508,7 @@ impl RunPlan {
         let (_, done, recorded) = read()?;
         if !steer_only {
             check_resume_budget(done, budget)?;
+            check_runs_here(&card)?;
         }
         Ok(Self {
             card,
