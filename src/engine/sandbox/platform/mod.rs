@@ -9,7 +9,8 @@
 //!
 //! Every call the engine makes into Linux goes through this module:
 //! [`linux`](self) on Linux, the refusing fallback (`elsewhere.rs`) on any
-//! other system. Nowhere else in `src/` is there a `cfg` on the target.
+//! other system. Nowhere else in `src/` is there a `cfg` on the target, but
+//! in three unit-test modules that make Linux wait statuses, links and a FIFO.
 //!
 //! - **Refused elsewhere**: local evaluation and coding agents
 //!   ([`runs_here`], [`find_bwrap`]) at the block's build, so a run stops
