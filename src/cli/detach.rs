@@ -23,7 +23,7 @@ pub const INTO_FLAG: &str = "--detached-into";
 pub fn leave_session() {
     // Started as a child (not a group leader), setsid succeeds; a failure
     // leaves the run where it is, still writing its log.
-    if let Err(e) = crate::engine::sandbox::platform::leave_session() {
+    if let Err(e) = crate::engine::platform::leave_session() {
         eprintln!(
             "warning: cannot start a session of its own ({e}); the run may end with the terminal"
         );

@@ -235,7 +235,7 @@ fn serve(dir: &Path, out: Option<&Path>, port: u16) -> i32 {
         .map(|rt| {
             rt.block_on(async {
                 let mut term =
-                    crate::engine::sandbox::platform::on_terminate();
+                    crate::engine::platform::on_terminate();
                 tokio::select! {
                     _ = tokio::signal::ctrl_c() => {}
                     Some(()) = async { match term.as_mut() { Some(t) => t.recv().await, None => std::future::pending().await } } => {}

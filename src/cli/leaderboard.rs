@@ -250,7 +250,7 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
     let mut last_draw = Instant::now();
     let outcome = runtime.block_on(async {
         let mut terminate =
-            crate::engine::sandbox::platform::on_terminate();
+            crate::engine::platform::on_terminate();
         let mut stopping = false;
         loop {
             tokio::select! {

@@ -622,7 +622,7 @@ fn drive(
         // SIGTERM (a service manager, `kill`, a batch system) stops the run
         // as Ctrl-C does: everything it started is killed, its record kept.
         let mut terminate =
-            crate::engine::sandbox::platform::on_terminate();
+            crate::engine::platform::on_terminate();
         let mut interrupted = false;
         let ((mut valid, mut invalid), mut best) = (recorded, None);
         // What the fitness is, as the best and the initial genome have it

@@ -138,7 +138,7 @@ pub fn needs_consent(
 
 /// Whether galapagos runs as root (the effective user).
 pub fn running_as_root() -> bool {
-    crate::engine::sandbox::platform::running_as_root()
+    crate::engine::platform::running_as_root()
 }
 
 /// A run's standing on lowered isolation, recorded in its run folder (see
@@ -402,7 +402,7 @@ mod key {
         ring::rand::SystemRandom::new()
             .fill(&mut key)
             .map_err(|_| "no random numbers for the record key".to_owned())?;
-        let made = crate::engine::sandbox::platform::owner_only(
+        let made = crate::engine::platform::owner_only(
             std::fs::OpenOptions::new().write(true).create_new(true),
         )
         .open(&path)

@@ -102,7 +102,7 @@ pub enum LaunchError {
     #[error("{0}")]
     ConsentNeeded(Box<ConsentNeeded>),
     /// A block runs processes on this machine, and they cannot run here
-    /// (see [`crate::engine::sandbox::platform`]).
+    /// (see [`crate::engine::platform`]).
     #[error("the card's {slot}: {reason}")]
     NotHere { slot: Slot, reason: String },
 }
@@ -188,12 +188,12 @@ fn clearance_of(
 
 /// Refused where candidates and agents cannot run (any system but Linux):
 /// the first block that runs processes on this machine, with what to do
-/// instead ([`crate::engine::sandbox::platform::refusal`]). Checked before a
+/// instead ([`crate::engine::platform::refusal`]). Checked before a
 /// run folder is made, so a refused run writes nothing.
 fn check_runs_here(card: &ValidCard) -> Result<(), LaunchError> {
     for (slot, reach) in card.reaches() {
         if reach.place == Place::ThisMachine {
-            crate::engine::sandbox::platform::runs_here()
+            crate::engine::platform::runs_here()
                 .map_err(|reason| LaunchError::NotHere { slot, reason })?;
         }
     }

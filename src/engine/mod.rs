@@ -55,6 +55,7 @@ pub mod memory;
 pub mod meter;
 pub mod model;
 pub mod params;
+pub mod platform;
 pub mod population;
 pub mod prompt;
 pub mod proposer;

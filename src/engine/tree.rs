@@ -520,7 +520,7 @@ impl Tree {
                 let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let temp = store.join(format!(".{}-{}-{n}", blob.id().short(), std::process::id()));
                 std::fs::write(&temp, blob.bytes())?;
-                crate::engine::sandbox::platform::set_mode(&temp, 0o444)?;
+                crate::engine::platform::set_mode(&temp, 0o444)?;
                 std::fs::rename(&temp, &stored)?;
             }
             target.link_or_write(&rel, &store_dir, blob.id().as_str(), blob.bytes())?;

@@ -40,10 +40,11 @@ use super::python_worker::{LAUNCH, Launch, RunError, SpawnError, Worker, bind_la
 use super::{Candidate, Evaluation, Evaluator};
 use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::params::{ParamError, ParamSpec, ParamType, param_table};
+use crate::engine::platform;
 use crate::engine::sandbox::interpreter::Interpreter;
 use crate::engine::sandbox::isolation::{self, Isolation, Sandbox};
 use crate::engine::sandbox::limits::{Allowance, Limits};
-use crate::engine::sandbox::{bwrap, environment, paths, platform, run_as};
+use crate::engine::sandbox::{bwrap, environment, paths, run_as};
 use crate::engine::task::Task;
 
 /// Extra time the Rust side waits beyond the candidate timeout before it

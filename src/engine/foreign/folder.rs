@@ -8,7 +8,7 @@ use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsFollowExt as _};
 use cap_std::fs::{Dir, OpenOptions};
 
 use super::{Limit, Refused, Why};
-use crate::engine::sandbox::platform;
+use crate::engine::platform;
 
 /// Which symbolic links a [`Folder`] follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt as _};
 use cap_std::fs::{Dir, OpenOptions};
 
 use super::{Limit, Refused, RelPath, Why};
-use crate::engine::sandbox::platform;
+use crate::engine::platform;
 
 /// A folder written into. Every path is a [`RelPath`]; neither the folders
 /// on its way nor the file itself may be a symbolic link (one planted in
@@ -208,8 +208,8 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        crate::engine::sandbox::platform::symlink(outside.path(), d.join("pkg")).unwrap();
-        crate::engine::sandbox::platform::symlink(outside.path().join("f"), d.join("f")).unwrap();
+        crate::engine::platform::symlink(outside.path(), d.join("pkg")).unwrap();
+        crate::engine::platform::symlink(outside.path().join("f"), d.join("f")).unwrap();
         let t = Target::open(d).unwrap();
         let rel = |p: &str| RelPath::new(p).unwrap();
         let e = t.write(&rel("pkg/x.py"), b"x").unwrap_err();

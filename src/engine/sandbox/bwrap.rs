@@ -22,7 +22,7 @@ use super::run_as::{as_user, run_as};
 
 /// `bwrap` on PATH, or why there is none.
 pub(crate) fn find_bwrap() -> Result<PathBuf, String> {
-    super::platform::runs_here()?;
+    crate::engine::platform::runs_here()?;
     let found = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
             .map(|dir| dir.join("bwrap"))

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use super::platform::{self, Pipe};
+use crate::engine::platform::{self, Pipe};
 
 /// Bytes of each captured stream kept in the artifacts by default.
 pub(crate) const DEFAULT_CAPTURE_BYTES: usize = 20_000;

@@ -169,7 +169,7 @@ mod tests {
         let venv = dir.path().join("venv");
         std::fs::create_dir_all(venv.join("bin")).unwrap();
         let binary = std::env::current_exe().unwrap();
-        crate::engine::sandbox::platform::symlink(&binary, venv.join("bin/python")).unwrap();
+        crate::engine::platform::symlink(&binary, venv.join("bin/python")).unwrap();
         std::fs::write(
             venv.join("pyvenv.cfg"),
             "home = /opt/base/bin\nversion = 3.11\n",

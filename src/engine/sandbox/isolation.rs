@@ -22,7 +22,7 @@ use crate::engine::params::{ParamSpec, ParamType, param_table};
 /// How candidates are isolated (`evaluator.sandbox`). The default is the
 /// sandbox on every platform, so a card means the same wherever it is
 /// written or read (where there is no bubblewrap, local evaluation is
-/// refused: [`super::platform::refusal`]).
+/// refused: [`crate::engine::platform::refusal`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Sandbox {

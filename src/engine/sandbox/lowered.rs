@@ -258,7 +258,7 @@ mod tests {
         let secret = tmp.path().join("secret");
         std::fs::create_dir_all(&task).unwrap_or_else(|e| panic!("{e}"));
         std::fs::create_dir_all(&secret).unwrap_or_else(|e| panic!("{e}"));
-        crate::engine::sandbox::platform::symlink(&secret, task.join("link"))
+        crate::engine::platform::symlink(&secret, task.join("link"))
             .unwrap_or_else(|e| panic!("{e}"));
         let r = Reach {
             read_paths: vec![task.join("link").display().to_string()],

@@ -27,13 +27,15 @@
 //! | [`prlimit`] | the limits applied with `prlimit` inside a container |
 //! | [`process`] | `/proc`, killing whole process groups, wait statuses and signal names |
 //! | [`supervise`] | seeing one container's process tree to its end: output read as it comes, the group killed at the time limit, on exit and on drop, CPU time from the kernel |
-//! | [`platform`] | every call into Linux (process groups, pidfds, pipes, Unix sockets, permissions), and on other systems the refusal of local evaluation and agents |
 //!
 //! `bwrap`, `run_as`, `prlimit`, `process` and `supervise` are Linux's
 //! (bubblewrap, `setpriv`, `prlimit`, `/proc`, process groups); what they
-//! call of the system goes through [`platform`], the one file with a `cfg`
-//! on the target. On another system they type-check, and local evaluation
-//! and agents are refused before anything starts ([`platform::refusal`]).
+//! call of the system goes through [`crate::engine::platform`], the one
+//! module with a `cfg` on the target (beside this kit rather than in it: the
+//! foreign-folder, tree, consent and run-service code use it too, and the
+//! kit depends on them). On another system they type-check, and local
+//! evaluation and agents are refused before anything starts
+//! ([`crate::engine::platform::refusal`]).
 //!
 //! # The container
 //!
@@ -148,7 +150,6 @@ pub mod isolation;
 pub mod limits;
 pub mod lowered;
 pub(crate) mod paths;
-pub mod platform;
 pub(crate) mod prlimit;
 pub(crate) mod process;
 pub(crate) mod run_as;

@@ -29,7 +29,7 @@ pub(crate) fn process_running(pid: u32) -> bool {
 /// a process in the sandbox (`sandboxed`: bubblewrap passes its child's
 /// status on as a shell does), the N of an exit status 128 + N.
 pub(crate) fn ending_signal(status: std::process::ExitStatus, sandboxed: bool) -> Option<i32> {
-    super::platform::exit_signal(&status).or_else(|| {
+    crate::engine::platform::exit_signal(&status).or_else(|| {
         status
             .code()
             .filter(|c| sandboxed && (129..=128 + 64).contains(c))
@@ -123,7 +123,7 @@ pub(crate) fn signal_name(sig: i32) -> String {
 pub(crate) fn kill_groups(groups: &[i64]) {
     for group in groups.iter().filter(|g| **g > 1) {
         if let Ok(leader) = u32::try_from(*group) {
-            super::platform::kill_group(leader);
+            crate::engine::platform::kill_group(leader);
         }
     }
 }

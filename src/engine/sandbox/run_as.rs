@@ -10,7 +10,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::platform;
+use crate::engine::platform;
 
 /// An unprivileged user and group the sandbox runs as when galapagos runs
 /// as root.

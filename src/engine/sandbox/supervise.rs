@@ -19,8 +19,8 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use super::capture::Capture;
-use super::platform::{self, Pipe};
 use super::process::kill_groups;
+use crate::engine::platform::{self, Pipe};
 
 /// How long the output of a sandbox that has exited is still read (a
 /// process that left its group may hold the pipes open).

@@ -170,7 +170,7 @@ async fn host(
                 };
                 // owner-only socket in an owner-only folder; the peer is
                 // checked all the same
-                let ours = crate::engine::sandbox::platform::peer_is_me(&stream);
+                let ours = crate::engine::platform::peer_is_me(&stream);
                 if !ours {
                     continue;
                 }

@@ -6,7 +6,7 @@
 //! through the `/proc/self/fd/N/` link of the opened `service` folder, so
 //! any run folder can be served and reached.
 //!
-//! Linux only ([`crate::engine::sandbox::platform`]): elsewhere the run
+//! Linux only ([`crate::engine::platform`]): elsewhere the run
 //! serves no socket and `attach`, `steer` and `runs` say so.
 
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -14,9 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::protocol::{Message, Reply, Request, RequestBody, RunRow, VERSION};
-use crate::engine::sandbox::platform::{
-    self, StdUnixListener, StdUnixStream, UnixListener, UnixStream,
-};
+use crate::engine::platform::{self, StdUnixListener, StdUnixStream, UnixListener, UnixStream};
 
 /// The folder of a run folder that holds its socket.
 pub const SERVICE_DIR: &str = "service";

@@ -112,7 +112,7 @@ fn stdio(
 
 /// Pass lines between stdin/stdout and a live run's socket.
 async fn relay(
-    socket: crate::engine::sandbox::platform::UnixStream,
+    socket: crate::engine::platform::UnixStream,
     stdin: DuplexStream,
     mut stdout: DuplexStream,
     read_only: bool,

@@ -750,7 +750,7 @@ mod tests {
         write(dir.path(), &[("m.py", MARKED)]);
         let outside = tempfile::tempdir().unwrap();
         write(outside.path(), &[("secret.txt", "s")]);
-        crate::engine::sandbox::platform::symlink(
+        crate::engine::platform::symlink(
             outside.path().join("secret.txt"),
             dir.path().join("link.txt"),
         )

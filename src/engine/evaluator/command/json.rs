@@ -129,7 +129,7 @@ pub(super) fn read_limited(path: &std::path::Path) -> Result<String, String> {
     // Opened without following a link and without waiting for a writer
     // (a fifo), then checked on what was opened: the candidate could have
     // swapped the path between a look and an open.
-    let file = match crate::engine::sandbox::platform::open_no_follow(path) {
+    let file = match crate::engine::platform::open_no_follow(path) {
         Ok(Some(file)) => file,
         Ok(None) => return Err(not_plain()),
         Err(e) => return Err(e.to_string()),

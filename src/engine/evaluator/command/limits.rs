@@ -9,8 +9,8 @@
 
 use std::process::ExitStatus;
 
+use crate::engine::platform;
 use crate::engine::sandbox::limits::{Evidence, Limits};
-use crate::engine::sandbox::platform;
 use crate::engine::sandbox::process::{ending_signal, signal_name};
 
 /// How a command ended: its exit status, and the CPU time it and the

@@ -95,11 +95,12 @@ use super::python_worker::code_dir::EVAL_HELPER;
 use super::{Candidate, Evaluation, Evaluator, Metric, Observed};
 use crate::engine::component::{BuildContext, Component, ComponentInfo, Feature};
 use crate::engine::params::{ParamError, ParamSpec, ParamType, param_table};
+use crate::engine::platform;
 use crate::engine::sandbox::environment::{self, Profile};
 use crate::engine::sandbox::isolation::{self, Isolation, Sandbox};
 use crate::engine::sandbox::limits::Allowance;
 use crate::engine::sandbox::supervise::{Ended, GroupGuard, Streams, supervise};
-use crate::engine::sandbox::{bwrap, paths, platform, prlimit, run_as};
+use crate::engine::sandbox::{bwrap, paths, prlimit, run_as};
 use crate::engine::task::TaskKind;
 
 /// Parameters of [`CommandEvaluator`].

@@ -171,7 +171,7 @@ pub(crate) fn write_code(code: &Path) -> Result<(), String> {
 /// a sandbox that runs as another user (galapagos as root) reads it. The
 /// temporary files it is written through are the owner's only.
 fn open_to_all(dir: &Path) {
-    use crate::engine::sandbox::platform;
+    use crate::engine::platform;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };

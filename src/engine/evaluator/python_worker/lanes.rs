@@ -14,8 +14,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::protocol::{MAX_RESULT_BYTES, RESULT_HEADER, Reply, Request, read_hello};
 use super::{RunError, Worker, lock};
+use crate::engine::platform::{self, ExitWatch, Pipe, UnixListener, UnixStream};
 use crate::engine::sandbox::capture::Capture;
-use crate::engine::sandbox::platform::{self, ExitWatch, Pipe, UnixListener, UnixStream};
 use crate::engine::sandbox::process::{describe_status, kill_groups, ns_pids, proc_stat};
 
 /// A bound lane socket.

@@ -85,8 +85,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::engine::evaluator::Evaluation;
+use crate::engine::platform;
 use crate::engine::sandbox::capture::Capture;
-use crate::engine::sandbox::platform;
 use crate::engine::sandbox::process::kill_groups;
 use protocol::{Exited, Hello};
 

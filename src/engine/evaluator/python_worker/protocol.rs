@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::evaluator::{Evaluation, Metric, Observed};
+use crate::engine::platform::{self, OwnedFd, UnixStream};
 use crate::engine::sandbox::limits::{Evidence, Limits, Raised};
-use crate::engine::sandbox::platform::{self, OwnedFd, UnixStream};
 use crate::engine::sandbox::process::wait_signal;
 
 /// Bytes of big-endian length before a result's JSON.

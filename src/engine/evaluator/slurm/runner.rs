@@ -14,6 +14,7 @@ use super::{Outcome, SlurmEvaluator, Stage, staged};
 use crate::engine::evaluator::python_worker::protocol::Reply;
 use crate::engine::evaluator::{Evaluation, Observed};
 use crate::engine::foreign::Limit;
+use crate::engine::platform;
 use crate::engine::sandbox::bwrap::{self, Jail};
 use crate::engine::sandbox::capture::Capture;
 use crate::engine::sandbox::environment;
@@ -22,7 +23,7 @@ use crate::engine::sandbox::isolation::Sandbox;
 use crate::engine::sandbox::limits::Limits;
 use crate::engine::sandbox::paths::{self, SCRATCH_ROOT};
 use crate::engine::sandbox::process::{describe_status, through_sandbox};
-use crate::engine::sandbox::{platform, run_as};
+use crate::engine::sandbox::run_as;
 
 /// The runner's code, written into the staging area's `code/`.
 pub(super) const RUNNER: &str = include_str!("../../../../assets/python/galapagos_slurm.py");

@@ -295,17 +295,16 @@ impl Relay {
         // A socket left by a relay that was killed is in the way; anything
         // else by that name is not ours to remove.
         if let Ok(meta) = std::fs::symlink_metadata(&socket)
-            && crate::engine::sandbox::platform::is_socket(&meta.file_type())
+            && crate::engine::platform::is_socket(&meta.file_type())
         {
             std::fs::remove_file(&socket).ok();
         }
-        let unix =
-            crate::engine::sandbox::platform::UnixListener::bind(&socket).map_err(|source| {
-                RelayError::Listen {
-                    what: socket.display().to_string(),
-                    source,
-                }
-            })?;
+        let unix = crate::engine::platform::UnixListener::bind(&socket).map_err(|source| {
+            RelayError::Listen {
+                what: socket.display().to_string(),
+                source,
+            }
+        })?;
         let tcp = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
             .map_err(|source| RelayError::Listen {

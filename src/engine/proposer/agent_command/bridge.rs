@@ -18,7 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::engine::sandbox::platform::{self, Pipe};
+use crate::engine::platform::{self, Pipe};
 
 /// The port the bridge listens on inside the sandbox (the namespace is
 /// fresh, so any port is free).

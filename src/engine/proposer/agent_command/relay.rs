@@ -61,7 +61,7 @@ impl Link {
 /// the socket (a request still needs its proposal's token).
 fn open_to_the_sandbox(dir: &Path, socket: &Path) -> Result<(), String> {
     for (path, mode) in [(dir, 0o755), (socket, 0o777)] {
-        crate::engine::sandbox::platform::set_mode(path, mode)
+        crate::engine::platform::set_mode(path, mode)
             .map_err(|e| format!("cannot open {} to the agent's sandbox: {e}", path.display()))?;
     }
     Ok(())

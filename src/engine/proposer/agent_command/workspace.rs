@@ -213,7 +213,7 @@ pub(super) fn remove_all(dir: &Path) -> std::io::Result<()> {
 }
 
 fn open_up(dir: &Path) {
-    let _ = crate::engine::sandbox::platform::set_mode(dir, 0o700);
+    let _ = crate::engine::platform::set_mode(dir, 0o700);
     if let Ok(entries) = std::fs::read_dir(dir) {
         for entry in entries.flatten() {
             if entry.file_type().is_ok_and(|t| t.is_dir()) {

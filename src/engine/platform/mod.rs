@@ -8,15 +8,16 @@
 //! lints it for Windows (`x86_64-pc-windows-gnu`).
 //!
 //! Every call the engine makes into Linux goes through this module:
-//! [`linux`](self) on Linux, the refusing fallback (`elsewhere.rs`) on any
+//! `linux.rs` on Linux, the refusing fallback (`elsewhere.rs`) on any
 //! other system. Nowhere else in `src/` is there a `cfg` on the target, but
 //! in three unit-test modules that make Linux wait statuses, links and a FIFO.
 //!
 //! - **Refused elsewhere**: local evaluation and coding agents
-//!   ([`runs_here`], [`find_bwrap`]) at the block's build, so a run stops
-//!   before it starts with [`refusal`], which names what to do instead (a
-//!   cluster, a remote server); the relay's and the run service's Unix
-//!   sockets ([`UnixListener::bind`] fails with [`unavailable`]'s message).
+//!   (`runs_here`, asked when a run is planned and by each block's build,
+//!   and by the sandbox's `find_bwrap`), so a run stops before its folder is
+//!   made with [`refusal`], which names what to do instead (a remote server,
+//!   a cluster); the relay's and the run service's Unix sockets fail to bind
+//!   or connect with a message naming the platform.
 //!   The fallback's process, pipe and socket types cannot be made
 //!   (uninhabited), so the code that uses them type-checks everywhere and
 //!   cannot run where it would not work.
