@@ -56,7 +56,7 @@ mod tests {
             "not there yet"
         );
         // A link to a host file.
-        std::os::unix::fs::symlink(&host, stage.join("result.json")).unwrap();
+        crate::engine::platform::symlink(&host, stage.join("result.json")).unwrap();
         let err = read_text(&stage, "result.json", Limit::STAGED_RESULT).unwrap_err();
         assert!(err.contains("result.json") && err.contains("link"), "{err}");
         let err = read_bytes(&stage, "result.json", Limit::STAGED_OUTPUT).unwrap_err();

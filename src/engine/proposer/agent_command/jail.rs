@@ -350,7 +350,7 @@ impl Prison {
                 })
                 .map_or_else(|| why.clone(), |hit| hit.name(&why))
         })?;
-        let uid = rustix::process::getuid().as_raw();
+        let (uid, _) = platform::user_ids()?;
         if let Some(user) = run_as::run_as(uid, run_as::NOBODY) {
             // All but `.galapagos/`, shown read-only.
             let work = left.work();
@@ -364,14 +364,10 @@ impl Prison {
                         if entry.file_type()?.is_dir() {
                             run_as::hand_over(&entry.path(), user)?;
                         } else {
-                            std::os::unix::fs::lchown(
-                                entry.path(),
-                                Some(user.uid),
-                                Some(user.gid),
-                            )?;
+                            platform::lchown(&entry.path(), user.uid, user.gid)?;
                         }
                     }
-                    std::os::unix::fs::lchown(&work, Some(user.uid), Some(user.gid))
+                    platform::lchown(&work, user.uid, user.gid)
                 })
                 .and_then(|()| run_as::hand_over(&left.out(), user));
             given.map_err(|e| {

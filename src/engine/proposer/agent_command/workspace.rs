@@ -99,7 +99,7 @@ impl Root {
         // `.galapagos/out` leads to the agent's `out/`, inside the sandbox.
         let made = std::fs::create_dir_all(&ws.work)
             .and_then(|()| std::fs::create_dir_all(&ws.info))
-            .and_then(|()| std::os::unix::fs::symlink(ws.out_inside(), ws.info.join("out")))
+            .and_then(|()| crate::engine::platform::symlink(ws.out_inside(), ws.info.join("out")))
             .and_then(|()| parent.write_to(&ws.work));
         made.map_err(|e| format!("cannot write the workspace {}: {e}", ws.work.display()))?;
         commit(&ws.work)?;
