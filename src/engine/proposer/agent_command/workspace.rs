@@ -153,20 +153,15 @@ impl Left {
         Ok(Self { dir })
     }
 
-    /// [`INSIDE`] as this process reaches it (through its open descriptor).
-    fn path(&self) -> PathBuf {
-        use std::os::fd::AsRawFd as _;
-        PathBuf::from(format!("/proc/self/fd/{}", self.dir.as_raw_fd()))
-    }
-
-    /// The agent's workspace.
+    /// The agent's workspace, as this process reaches it in [`INSIDE`]
+    /// (through its open descriptor).
     pub(super) fn work(&self) -> PathBuf {
-        self.path().join("work")
+        crate::engine::platform::path_in_opened(&self.dir, "work")
     }
 
-    /// The agent's `.galapagos/out/`.
+    /// The agent's `.galapagos/out/`, reached as [`Left::work`] is.
     pub(super) fn out(&self) -> PathBuf {
-        self.path().join("out")
+        crate::engine::platform::path_in_opened(&self.dir, "out")
     }
 
     /// Fill the workspace with `from` (the parent's tree, committed; made
