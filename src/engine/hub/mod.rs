@@ -56,7 +56,7 @@
 
 use std::fs;
 use std::io::{self, Read};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -428,20 +428,22 @@ impl Drop for TempDir {
     }
 }
 
-/// The entry's path as plain relative components, or why it is unsafe.
-fn safe_relative(path: &Path) -> Result<PathBuf, &'static str> {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::Normal(part) => out.push(part),
-            Component::CurDir => {}
-            Component::ParentDir => return Err("contains `..`"),
-            Component::RootDir | Component::Prefix(_) => {
-                return Err("is an absolute path");
-            }
-        }
+/// A bundle member's path by the one rule for a path written into a folder
+/// ([`crate::engine::foreign::RelPath`]: plain components, no `..`, no
+/// absolute path, nothing git reads as its own), after the `./` and a
+/// folder's trailing `/` that tar writes; `None` for the archive's root.
+fn member_path(raw: &Path) -> Result<Option<crate::engine::foreign::RelPath>, String> {
+    let text = raw.to_str().ok_or_else(|| "is not UTF-8".to_owned())?;
+    let mut trimmed = text.trim_end_matches('/');
+    while let Some(rest) = trimmed.strip_prefix("./") {
+        trimmed = rest;
     }
-    Ok(out)
+    if trimmed.is_empty() || trimmed == "." {
+        return Ok(None);
+    }
+    crate::engine::foreign::RelPath::new(trimmed)
+        .map(Some)
+        .map_err(|e| e.to_string())
 }
 
 fn import_archive(archive: &Path, registry: &Registry) -> Result<Card, HubError> {
@@ -484,18 +486,17 @@ fn import_archive(archive: &Path, registry: &Registry) -> Result<Card, HubError>
             entry: shown.clone(),
             reason,
         };
-        let rel = safe_relative(&raw).map_err(|r| unsafe_entry(r.to_owned()))?;
         let kind = entry.header().entry_type();
         if kind.is_pax_global_extensions() {
             continue;
         }
-        if rel.as_os_str().is_empty() {
+        let Some(rel) = member_path(&raw).map_err(unsafe_entry)? else {
             if kind.is_dir() {
                 continue;
             }
             return Err(unsafe_entry("has an empty path".to_owned()));
-        }
-        let dest = tmp.0.join(&rel);
+        };
+        let dest = tmp.0.join(rel.as_str());
         if kind.is_dir() {
             fs::create_dir_all(&dest).map_err(io_err(&dest))?;
             continue;
@@ -573,13 +574,48 @@ mod tests {
     use super::*;
 
     #[test]
-    fn safe_relative_rejects_escapes() {
-        assert!(safe_relative(Path::new("../evil")).is_err());
-        assert!(safe_relative(Path::new("a/../../evil")).is_err());
-        assert!(safe_relative(Path::new("/etc/passwd")).is_err());
+    fn a_member_path_is_held_to_the_one_path_rule() {
+        for bad in [
+            "../evil",
+            "a/../../evil",
+            "/etc/passwd",
+            "x/.git/config",
+            "x/.GIT/hooks/post-checkout",
+            "git~1/config",
+        ] {
+            assert!(member_path(Path::new(bad)).is_err(), "{bad}");
+        }
         assert_eq!(
-            safe_relative(Path::new("./x/card.yaml")).ok(),
-            Some(PathBuf::from("x/card.yaml"))
+            member_path(Path::new("./x/card.yaml"))
+                .unwrap()
+                .map(|r| r.to_string()),
+            Some("x/card.yaml".to_owned())
+        );
+        assert_eq!(member_path(Path::new("./")).unwrap(), None);
+        assert_eq!(
+            member_path(Path::new("x/")).unwrap().map(|r| r.to_string()),
+            Some("x".to_owned())
+        );
+    }
+
+    /// A bundle that would unpack `.git/config` (git runs its
+    /// `core.fsmonitor`) is refused whole, as one with `..` is.
+    #[test]
+    fn a_bundle_with_a_git_member_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("git.tar.gz");
+        let mut builder = tar::Builder::new(GzEncoder::new(Vec::new(), Compression::fast()));
+        let mut h = tar::Header::new_gnu();
+        h.set_size(2);
+        h.set_mode(0o644);
+        builder
+            .append_data(&mut h, "x/.git/config", &b"hi"[..])
+            .unwrap();
+        fs::write(&path, builder.into_inner().unwrap().finish().unwrap()).unwrap();
+        let err = import_bundle(&path, &Registry::builtin()).unwrap_err();
+        assert!(
+            matches!(&err, HubError::UnsafeEntry { reason, .. } if reason.contains(".git")),
+            "{err}"
         );
     }
 
