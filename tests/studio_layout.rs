@@ -378,9 +378,12 @@ fn program_and_diff_lines_do_not_wrap() {
 /// The Blocks tab's panels, from their dividers: (the library's right
 /// edge, the block inspector's left edge).
 fn block_panels(h: &Harness<'static, App>) -> (f32, f32) {
+    // the side panels' dividers run up and down (the canvas's across)
     let xs: Vec<f32> = h
         .query_all_by_label("Resize panel")
-        .map(|n| n.rect().center().x)
+        .map(|n| n.rect())
+        .filter(|r| r.height() > r.width())
+        .map(|r| r.center().x)
         .collect();
     assert_eq!(xs.len(), 2, "{xs:?}");
     (xs[0].min(xs[1]), xs[0].max(xs[1]))
@@ -646,5 +649,75 @@ fn a_squeeze_does_not_ratchet_the_panes_shares() {
         (after.plot_share - before.plot_share).abs() < 0.01
             && (after.inspector_share - before.inspector_share).abs() < 0.01,
         "shares went from {before:?} to {after:?}"
+    );
+}
+
+/// The Blocks tab's divider between the block canvas and the general
+/// settings (the one resize handle that runs across the tab).
+fn canvas_divider(h: &Harness<'static, App>) -> f32 {
+    h.query_all_by_label("Resize panel")
+        .map(|n| n.rect())
+        .find(|r| r.width() > r.height())
+        .expect("the canvas's divider")
+        .center()
+        .y
+}
+
+/// The general settings' rows (in the order they are drawn) whose labels
+/// are wholly above the status bar.
+fn general_rows_in_view(h: &Harness<'static, App>) -> usize {
+    let bottom = h.get_by_label_contains("Card is valid").rect().top();
+    [
+        "max_iterations",
+        "seed",
+        "inner_retry_times",
+        "parallel",
+        "max_response_bytes",
+        "max_cost_usd",
+        "max_tokens",
+        "temperature",
+        "task folder",
+        "runs folder",
+    ]
+    .into_iter()
+    .filter(|l| h.get_by_label(l).rect().bottom() <= bottom)
+    .count()
+}
+
+/// At 1024×640 the general settings below the block canvas get the room
+/// the person gives them: the divider follows a drag up, more rows come
+/// into view, the canvas keeps its blocks, and the studio opens the next
+/// time with that share.
+#[test]
+fn the_general_settings_get_the_room_their_divider_gives() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut h = studio(runs.path(), "best_of_n.yaml", SMALL);
+    h.run_steps(4);
+    let y = canvas_divider(&h);
+    let rows = general_rows_in_view(&h);
+    let to = y - 170.0;
+    drag(&mut h, egui::pos2(480.0, y), egui::pos2(480.0, to));
+    h.run_steps(6);
+    let now = canvas_divider(&h);
+    assert!((now - to).abs() <= 4.0, "dragged to {to}, it is at {now}");
+    let more = general_rows_in_view(&h);
+    assert!(more >= rows + 4, "{rows} rows in view before, {more} after");
+    // the canvas still shows every block
+    let canvas = h.get_by_label("Block canvas").rect();
+    assert!(canvas.bottom() <= now + 2.0, "canvas {canvas:?}");
+    for label in ["Population block", "Evaluator block"] {
+        assert!(h.query_by_label(label).is_some(), "{label} gone");
+    }
+    // the next studio opens with that share
+    let share = h.state().state.layout.canvas_share;
+    assert!(share.is_some_and(|s| s < 0.5), "share {share:?}");
+    let persisted = serde_json::to_string(&h.state().state).unwrap();
+    let state: State = serde_json::from_str(&persisted).unwrap();
+    let mut next = studio_with(state, "best_of_n.yaml", SMALL);
+    next.run_steps(4);
+    let reopened = canvas_divider(&next);
+    assert!(
+        (reopened - now).abs() <= 8.0,
+        "reopened at {reopened}, left at {now}"
     );
 }

@@ -32,6 +32,10 @@ pub struct PanelLayout {
     pub inspector_width: f32,
     /// The Run tab's panes.
     pub run: RunPanes,
+    /// The block canvas's share of the Blocks tab's height (the general
+    /// settings take the rest), once its divider was dragged; until then
+    /// the canvas takes 70% of the height, at most 480 points.
+    pub canvas_share: Option<f32>,
 }
 
 /// How the Run tab divides its room (persisted): the share of its height
@@ -64,6 +68,7 @@ impl Default for PanelLayout {
             left_width: 240.0,
             inspector_width: 300.0,
             run: RunPanes::default(),
+            canvas_share: None,
         }
     }
 }

@@ -573,6 +573,7 @@ impl App {
         let tab = self.state.tab;
         // the Run tab's panes are kept with the persisted state
         self.run_view.panes = self.state.layout.run;
+        self.blocks.canvas_share = self.state.layout.canvas_share;
         if tab == Tab::Leaderboard {
             let (choices, model) = self.leaderboard_frame();
             self.leaderboard
@@ -595,6 +596,7 @@ impl App {
         let panel: &mut dyn TabPanel = panel_of!(self, tab);
         panel.ui(ui, &mut ctx, &mut self.commands);
         self.state.layout.run = self.run_view.panes;
+        self.state.layout.canvas_share = self.blocks.canvas_share;
     }
 
     /// Per-frame work outside drawing: finished dialogs and run events.

@@ -338,7 +338,13 @@ impl App {
                         ui.add(
                             egui::TextEdit::singleline(&mut self.path_field)
                                 .hint_text("path/to/card.yaml")
-                                .desired_width((ui.available_width() * 0.3).clamp(120.0, 260.0)),
+                                // what is left once the buttons after it
+                                // (about 320 points) have their room: the
+                                // row stays one row down to 1024 px
+                                .desired_width(
+                                    (ui.max_rect().right() - ui.cursor().left() - 320.0)
+                                        .clamp(100.0, 260.0),
+                                ),
                         )
                         .labelled_by(label.id);
                         let typed = PathBuf::from(self.path_field.trim());

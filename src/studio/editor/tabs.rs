@@ -12,35 +12,95 @@ use crate::studio::editor::details::details_ui;
 use crate::studio::editor::general::general_ui;
 use crate::studio::editor::levers::levers_ui;
 use crate::studio::editor::publish::PublishForm;
-use crate::studio::panel::{TabCtx, TabPanel};
+use crate::studio::panel::{TabCtx, TabPanel, divider_grip, set_panel_size};
 use crate::studio::theme;
 
-/// The Blocks tab: the loop canvas and the general settings.
-#[derive(Default)]
+/// The Blocks tab: the loop canvas above, the general settings below, a
+/// divider between them the person may drag.
 pub struct BlocksTab {
     /// The canvas's pan and zoom.
     pub canvas_view: CanvasView,
+    /// The canvas's share of the tab's height once the person dragged its
+    /// divider (the studio keeps it with its persisted state).
+    pub canvas_share: Option<f32>,
+    /// The room the tab had last frame.
+    room: Option<egui::Vec2>,
 }
+
+impl Default for BlocksTab {
+    fn default() -> Self {
+        Self {
+            canvas_view: CanvasView::default(),
+            canvas_share: None,
+            room: None,
+        }
+    }
+}
+
+/// The canvas's panel, and its least height in points.
+const CANVAS_PANEL: &str = "blocks_canvas_panel";
+const MIN_CANVAS: f32 = 120.0;
+/// The canvas's share of the tab until its divider is dragged, and the
+/// most points that share gives it.
+const CANVAS_SHARE: f32 = 0.7;
+const MAX_DEFAULT_CANVAS: f32 = 480.0;
 
 impl TabPanel for BlocksTab {
     fn ui(&mut self, ui: &mut Ui, ctx: &mut TabCtx<'_>, commands: &mut Commands) {
-        // the canvas takes most of the height and zooms to fit it; the
-        // general settings scroll below
-        let canvas_h = (ui.available_height() * 0.7).clamp(180.0, 480.0);
-        let width = ui.available_width();
-        // a rect of its own: the zoomed canvas never widens the panel
-        let (rect, _) = ui.allocate_exact_size(egui::vec2(width, canvas_h), egui::Sense::hover());
-        let mut canvas = ui.new_child(egui::UiBuilder::new().max_rect(rect));
-        canvas.set_clip_rect(rect.intersect(ui.clip_rect()));
-        canvas_ui(&mut canvas, &ctx.card, commands, &mut self.canvas_view);
-        ui.separator();
-        egui::ScrollArea::vertical()
-            .id_salt("editor-scroll")
+        // the canvas takes its share of the height and zooms to fit it; the
+        // general settings scroll below. A window of another size: the
+        // canvas takes its share of the new height, not the points it had
+        let room = ui.available_size();
+        let resized = self
+            .room
+            .is_none_or(|before| (before - room).length() > 0.5);
+        self.room = Some(room);
+        let max_canvas = (room.y - 60.0).max(MIN_CANVAS);
+        let wanted = match self.canvas_share {
+            Some(share) => room.y * share,
+            None => (room.y * CANVAS_SHARE).min(MAX_DEFAULT_CANVAS),
+        };
+        let canvas_h = wanted.clamp(MIN_CANVAS.min(max_canvas), max_canvas);
+        if resized {
+            set_panel_size(ui, CANVAS_PANEL, canvas_h, false);
+        }
+        let panel = egui::Panel::top(CANVAS_PANEL)
+            .resizable(true)
+            .default_size(canvas_h)
+            .size_range(MIN_CANVAS..=max_canvas)
+            .frame(egui::Frame::NONE)
             .show(ui, |ui| {
-                ui.heading("General");
-                ui.add_space(4.0);
-                general_ui(ui, &ctx.card, &ctx.folders, commands);
-                levers_ui(ui, &ctx.card, commands);
+                // a rect of its own: the zoomed canvas never widens the
+                // panel. It stops short of the divider's grab zone: the
+                // canvas's scene is a layer above the panel, whose drag
+                // would pan the canvas instead of moving the divider
+                let mut rect = ui.available_rect_before_wrap();
+                ui.allocate_rect(rect, egui::Sense::hover());
+                rect.max.y -= ui.style().interaction.resize_grab_radius_side + 1.0;
+                let mut canvas = ui.new_child(egui::UiBuilder::new().max_rect(rect));
+                canvas.set_clip_rect(rect.intersect(ui.clip_rect()));
+                canvas_ui(&mut canvas, &ctx.card, commands, &mut self.canvas_view);
+            });
+        // the share follows the divider the person drags, and nothing else
+        if !resized && room.y > 0.0 && ui.input(|i| i.pointer.any_down()) {
+            self.canvas_share = Some(panel.response.rect.height() / room.y);
+        }
+        let p = panel.response.rect;
+        divider_grip(ui, egui::pos2(p.center().x, p.bottom()), false);
+        egui::CentralPanel::default()
+            .frame(egui::Frame::NONE.inner_margin(egui::Margin {
+                top: 6,
+                ..egui::Margin::ZERO
+            }))
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical()
+                    .id_salt("editor-scroll")
+                    .show(ui, |ui| {
+                        ui.heading("General");
+                        ui.add_space(4.0);
+                        general_ui(ui, &ctx.card, &ctx.folders, commands);
+                        levers_ui(ui, &ctx.card, commands);
+                    });
             });
     }
 }

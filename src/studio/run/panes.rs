@@ -15,7 +15,7 @@ use super::{Metric, RunView, SearchView, models, structure};
 
 /// The least height of the search views' pane and the least width of the
 /// inspector, in points.
-const MIN_PLOT: f32 = 100.0;
+const MIN_PLOT: f32 = 160.0;
 const MIN_INSPECTOR: f32 = 260.0;
 
 /// The panes' panels.

@@ -236,14 +236,15 @@ impl ArchiveTable {
     }
 
     /// The scaffold's structure: beam members, or the current parent and its
-    /// use count, plus the policy's own status fields. Returns a clicked id.
-    pub fn structure_ui(
+    /// use count, plus the policy's own status fields, drawn into `ui`'s
+    /// row (a wrapping one). Returns a clicked id.
+    fn structure_ui(
         ui: &mut egui::Ui,
         history: &RunHistory,
         selected: Option<GenomeId>,
     ) -> Option<GenomeId> {
         let mut clicked = None;
-        ui.horizontal_wrapped(|ui| {
+        {
             if !history.active.is_empty() {
                 ui.label(
                     RichText::new(format!("Beam ({} members):", history.active.len())).strong(),
@@ -279,7 +280,7 @@ impl ArchiveTable {
                 ui.separator();
                 ui.label(format!("{label}: {value}"));
             }
-        });
+        }
         clicked
     }
 
@@ -337,11 +338,23 @@ impl GenomeView for ArchiveTable {
         history: &RunHistory,
         selected: Option<GenomeId>,
     ) -> Option<GenomeId> {
-        let mut clicked = Self::structure_ui(ui, history, selected);
-        if let Some(id) = self.keys(ui, history, selected) {
-            clicked = Some(id);
+        let mut clicked = self.keys(ui, history, selected);
+        if self.refresh(history) {
+            ui.ctx()
+                .request_repaint_after(std::time::Duration::from_secs_f64(REFRESH_SECS));
         }
-        ui.horizontal(|ui| {
+        // the structure, the filters and the count share the lines they
+        // need (one on a wide screen), so the rows keep the height
+        ui.horizontal_wrapped(|ui| {
+            let structure = !history.active.is_empty()
+                || history.current_parent.is_some()
+                || !history.policy.fields.is_empty();
+            if structure {
+                if let Some(id) = Self::structure_ui(ui, history, selected) {
+                    clicked = Some(id);
+                }
+                ui.separator();
+            }
             ui.checkbox(&mut self.valid_only, "valid only");
             let label = ui.label("search program:");
             ui.add(
@@ -353,20 +366,16 @@ impl GenomeView for ArchiveTable {
             if !self.search.is_empty() && ui.small_button("clear").clicked() {
                 self.search.clear();
             }
+            ui.label(
+                RichText::new(format!(
+                    "{} of {} genomes",
+                    self.order.len(),
+                    history.genomes.len()
+                ))
+                .small()
+                .weak(),
+            );
         });
-        if self.refresh(history) {
-            ui.ctx()
-                .request_repaint_after(std::time::Duration::from_secs_f64(REFRESH_SECS));
-        }
-        ui.label(
-            RichText::new(format!(
-                "{} of {} genomes",
-                self.order.len(),
-                history.genomes.len()
-            ))
-            .small()
-            .weak(),
-        );
         let scroll_row = self.scroll_to.take().and_then(|id| {
             self.order
                 .iter()
