@@ -17,6 +17,7 @@ use crate::studio::theme;
 
 /// The Blocks tab: the loop canvas above, the general settings below, a
 /// divider between them the person may drag.
+#[derive(Default)]
 pub struct BlocksTab {
     /// The canvas's pan and zoom.
     pub canvas_view: CanvasView,
@@ -25,16 +26,6 @@ pub struct BlocksTab {
     pub canvas_share: Option<f32>,
     /// The room the tab had last frame.
     room: Option<egui::Vec2>,
-}
-
-impl Default for BlocksTab {
-    fn default() -> Self {
-        Self {
-            canvas_view: CanvasView::default(),
-            canvas_share: None,
-            room: None,
-        }
-    }
 }
 
 /// The canvas's panel, and its least height in points.
