@@ -12,12 +12,15 @@
 //! - Published constructions score their published value, and the table
 //!   "problem | construction's source | published value | our value |
 //!   valid?" in docs/benchmarks.md is what they score (regenerated with
-//!   `GALAPAGOS_REGENERATE_BENCHMARKS=1`, compared otherwise). The
-//!   constructions are third-party data, not kept in this repository: they
-//!   are read from `shared/benchmarks/constructions` beside the checkout, or
-//!   from the folder `GALAPAGOS_BENCHMARK_DATA` names (one JSON file per
-//!   construction, see [`Published`]); without them that test says so loudly
-//!   and checks nothing else.
+//!   `GALAPAGOS_REGENERATE_BENCHMARKS=1`, compared otherwise; a row that
+//!   differs is named with its file). The constructions are third-party data,
+//!   not kept in this repository: they are read from
+//!   `shared/benchmarks/constructions` beside the checkout (CI runs with a
+//!   copy of shared/ beside its clone), or from the folder
+//!   `GALAPAGOS_BENCHMARK_DATA` names: one JSON file per construction,
+//!   `TASK/ID.json` (see [`Published`]), and a NOTICE.md giving each file's
+//!   source (repository, path, commit), licence and attribution. Without
+//!   them that test says so loudly and checks nothing else.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -394,7 +397,8 @@ async fn published_constructions_score_their_published_values() {
     let Some(dir) = data_dir() else {
         eprintln!(
             "SKIPPED (loudly): no published constructions: neither GALAPAGOS_BENCHMARK_DATA nor \
-             ../shared/benchmarks/constructions names a folder; the table in docs/benchmarks.md is not checked"
+             ../shared/benchmarks/constructions names a folder; the table in docs/benchmarks.md is not checked \
+             (docs/benchmarks.md says where the constructions come from)"
         );
         return;
     };
@@ -414,9 +418,14 @@ async fn published_constructions_score_their_published_values() {
     let mut table = String::from(
         "| problem | construction's source | published value | our value | valid? |\n|---|---|---|---|---|\n",
     );
+    // Each row with the file it comes from, to name it when the doc's table differs.
+    let mut rows: Vec<(String, String)> = Vec::new();
     for name in TASKS {
         let Some(list) = by_task.get_mut(name) else {
-            table.push_str(&format!("| {name} | (none obtained) | | | |\n"));
+            let row = format!("| {name} | (none obtained) | | | |");
+            table.push_str(&row);
+            table.push('\n');
+            rows.push((format!("{name}/ (no file)"), row));
             continue;
         };
         list.sort_by(|a, b| a.id.cmp(&b.id));
@@ -475,10 +484,13 @@ async fn published_constructions_score_their_published_values() {
             if e.valid {
                 perturbed_is_refused(&ev, name, p).await;
             }
-            table.push_str(&format!(
-                "| {name} | {} | {published} | {ours} | {valid} |\n",
+            let row = format!(
+                "| {name} | {} | {published} | {ours} | {valid} |",
                 p.source.replace('|', "/")
-            ));
+            );
+            table.push_str(&row);
+            table.push('\n');
+            rows.push((format!("{name}/{}.json", p.id), row));
         }
     }
     let doc_path = root().join("docs/benchmarks.md");
@@ -495,12 +507,29 @@ async fn published_constructions_score_their_published_values() {
         std::fs::create_dir_all(doc_path.parent().unwrap()).unwrap();
         std::fs::write(&doc_path, updated).unwrap();
         println!("{} regenerated", doc_path.display());
-    } else {
-        assert_eq!(
-            current,
-            Some(block.as_str()),
-            "docs/benchmarks.md's table differs from what the published constructions score; \
-             regenerate it with GALAPAGOS_REGENERATE_BENCHMARKS=1"
+    } else if current != Some(block.as_str()) {
+        let doc_rows: Vec<&str> = current.map_or_else(Vec::new, |t| t.lines().collect());
+        let mut differing = String::new();
+        for (file, row) in &rows {
+            if !doc_rows.contains(&row.as_str()) {
+                differing.push_str(&format!("\n  {file} scores:   {row}"));
+            }
+        }
+        let ours: Vec<&str> = block.lines().collect();
+        for row in doc_rows.iter().filter(|r| !ours.contains(r)) {
+            differing.push_str(&format!("\n  the doc has instead: {row}"));
+        }
+        if current.is_none() {
+            differing.push_str(&format!(
+                "\n  the doc has no table between {BEGIN} and {END}"
+            ));
+        } else if differing.is_empty() {
+            differing.push_str("\n  the same rows, in another order or under another header");
+        }
+        panic!(
+            "docs/benchmarks.md's table differs from what the published constructions in {} score \
+             (regenerate it with GALAPAGOS_REGENERATE_BENCHMARKS=1 once the constructions are right):{differing}",
+            dir.display()
         );
     }
 }
