@@ -71,6 +71,8 @@ impl App {
                 version,
             } => self.publish_to_hub(hub, namespace, version),
             UiCommand::RefreshHubCards => {
+                // the publish form offers the same hubs: it reads them again
+                self.details.publish.reload_hubs();
                 // Which hubs: a small read of the user settings file. With
                 // none there is nothing to list, and no job to wait for.
                 let hubs = match self.library.hubs.hubs_override.clone() {

@@ -95,6 +95,13 @@ impl PublishForm {
         self.prefilled = false;
     }
 
+    /// Read the configured hubs again (the settings file may have changed:
+    /// the library's Refresh hubs does this too).
+    pub fn reload_hubs(&mut self) {
+        self.configured = None;
+        self.published = None;
+    }
+
     /// The section.
     pub fn ui(&mut self, ui: &mut Ui, ctx: &TabCtx<'_>, commands: &mut Commands) {
         let card = ctx.card.card;
