@@ -219,6 +219,15 @@ fn at_1024_by_640_everything_fits_and_the_keyboard_starts_and_stops_a_run() {
         }
         blocks.push(r);
     }
+    // a block's small lines (its kind, its parameters) are legible on
+    // screen: a line's height times the zoom is that of a 9-point font (it
+    // was 7 points: egui's 9-point small text at the zoom of 0.8)
+    let line = h.get_by_label("capacity = null").rect();
+    assert!(
+        line.height() * zoom >= 10.5,
+        "a parameter line {line:?} at {zoom}: {} points on screen",
+        line.height() * zoom
+    );
     // the toolbar: nothing overprints
     let mut bar: Vec<(String, egui::Rect)> = ["Start run", "Undo", "Redo", "New", "Save to path"]
         .into_iter()

@@ -137,6 +137,11 @@ impl Default for CanvasView {
     }
 }
 
+/// The blocks' small text on screen, in points, and the most it may take in
+/// the canvas's own coordinates to stay that size.
+const SMALL_ON_SCREEN: f32 = 9.0;
+const MAX_SMALL: f32 = 11.0;
+
 /// Draw the canvas in the room `ui` has, zoomed to fit unless the user
 /// moved it; clicks select blocks and drops assign implementations.
 pub fn canvas_ui(ui: &mut Ui, ctx: &CardCtx<'_>, commands: &mut Commands, view: &mut CanvasView) {
@@ -150,10 +155,12 @@ pub fn canvas_ui(ui: &mut Ui, ctx: &CardCtx<'_>, commands: &mut Commands, view: 
     }
     let before = view.rect;
     let outer = Rect::from_min_size(ui.cursor().min, room);
+    // the zoom the scene shows the canvas at (the shown part fills the room)
+    let zoom = (room.x / view.rect.width()).min(room.y / view.rect.height());
     let scene = egui::Scene::new()
         .zoom_range(0.2..=2.0)
         .show(ui, &mut view.rect, |ui| {
-            draw_canvas(ui, ctx, commands, &layout);
+            draw_canvas(ui, ctx, commands, &layout, zoom);
         });
     if view.rect != before && !view.moved {
         view.moved = true;
@@ -176,7 +183,25 @@ pub fn canvas_ui(ui: &mut Ui, ctx: &CardCtx<'_>, commands: &mut Commands, view: 
 }
 
 /// Draw the blocks and arrows of `layout` into the canvas's own coordinates.
-fn draw_canvas(ui: &mut Ui, ctx: &CardCtx<'_>, commands: &mut Commands, layout: &Layout) {
+fn draw_canvas(
+    ui: &mut Ui,
+    ctx: &CardCtx<'_>,
+    commands: &mut Commands,
+    layout: &Layout,
+    zoom: f32,
+) {
+    // the blocks' small lines (kind, parameters) stay legible when the
+    // canvas is zoomed out to fit a small window: egui's 9-point small text
+    // at the 0.8 of a 1024 px window was 7 points on screen. They grow
+    // back towards 9 on screen (truncated sooner), up to 11 in the canvas
+    let small = if zoom.is_finite() && zoom > 0.0 {
+        (SMALL_ON_SCREEN / zoom).clamp(SMALL_ON_SCREEN, MAX_SMALL)
+    } else {
+        SMALL_ON_SCREEN
+    };
+    ui.style_mut()
+        .text_styles
+        .insert(egui::TextStyle::Small, FontId::proportional(small));
     let (canvas_rect, _) = ui.allocate_exact_size(layout.size, Sense::hover());
     let palette = ctx.palette;
     let painter = ui.painter_at(canvas_rect);
