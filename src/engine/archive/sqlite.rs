@@ -264,6 +264,34 @@ impl Archive {
         Ok(out)
     }
 
+    /// The ids of the genomes whose program (any of its files) contains
+    /// `needle`, in id order: the programs read one at a time, without the
+    /// transcripts (a viewer's search through a run it holds the heads of).
+    pub fn programs_containing(&self, needle: &str) -> Result<Vec<GenomeId>, ArchiveError> {
+        let mut reader = self.tree_reader();
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, json_remove(json, '$.prompt', '$.response', '$.agent', '$.artifacts', \
+                 '$.private', '$.diff') FROM genomes ORDER BY id",
+            )
+            .map_err(|e| corrupt(&self.path, e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .map_err(|e| corrupt(&self.path, e))?;
+        let mut found = Vec::new();
+        for row in rows {
+            let (id, json) = row.map_err(|e| corrupt(&self.path, e))?;
+            let g = reader
+                .decode(&json)
+                .map_err(|e| corrupt(&self.path, format!("genome {id}: {e}")))?;
+            if g.content.text().contains(needle) {
+                found.push(g.id);
+            }
+        }
+        Ok(found)
+    }
+
     /// Reads records back with their folder programs resolved from this
     /// archive (a version 1 archive has no tables for them, and needs none).
     pub(crate) fn tree_reader(&self) -> super::blobs::TreeReader<'_> {
