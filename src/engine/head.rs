@@ -317,10 +317,13 @@ impl Heads {
 
     /// `genome`'s head, its names interned here.
     pub fn head_of(&mut self, g: &Genome) -> GenomeHead {
-        let error = g.error.as_deref().map(|e| match e.char_indices().nth(HEAD_ERROR_CHARS) {
-            Some((cut, _)) => Box::from(&e[..cut]),
-            None => Box::from(e),
-        });
+        let error = g
+            .error
+            .as_deref()
+            .map(|e| match e.char_indices().nth(HEAD_ERROR_CHARS) {
+                Some((cut, _)) => Box::from(&e[..cut]),
+                None => Box::from(e),
+            });
         GenomeHead {
             id: g.id,
             parent_id: g.parent_id,

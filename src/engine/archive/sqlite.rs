@@ -245,50 +245,45 @@ impl Archive {
     }
 
     fn genomes_mapped(&self, map: impl Fn(Genome) -> Genome) -> Result<Vec<Genome>, ArchiveError> {
+        let mut out = Vec::new();
+        self.each_genome("json", |g| out.push(map(g)))?;
+        Ok(out)
+    }
+
+    /// Every genome in id order, one at a time, read from `json_expr` (`json`, or less).
+    fn each_genome(
+        &self,
+        json_expr: &str,
+        mut each: impl FnMut(Genome),
+    ) -> Result<(), ArchiveError> {
         let mut reader = self.tree_reader();
         let mut stmt = self
             .conn
-            .prepare("SELECT id, json FROM genomes ORDER BY id")
+            .prepare(&format!("SELECT id, {json_expr} FROM genomes ORDER BY id"))
             .map_err(|e| corrupt(&self.path, e))?;
         let rows = stmt
             .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
             .map_err(|e| corrupt(&self.path, e))?;
-        let mut out = Vec::new();
         for row in rows {
             let (id, json) = row.map_err(|e| corrupt(&self.path, e))?;
             let g = reader
                 .decode(&json)
                 .map_err(|e| corrupt(&self.path, format!("genome {id}: {e}")))?;
-            out.push(map(g));
+            each(g);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The ids of the genomes whose program (any of its files) contains
     /// `needle`, in id order: the programs read one at a time, without the
     /// transcripts (a viewer's search through a run it holds the heads of).
     pub fn programs_containing(&self, needle: &str) -> Result<Vec<GenomeId>, ArchiveError> {
-        let mut reader = self.tree_reader();
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT id, json_remove(json, '$.prompt', '$.response', '$.agent', '$.artifacts', \
-                 '$.private', '$.diff') FROM genomes ORDER BY id",
-            )
-            .map_err(|e| corrupt(&self.path, e))?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
-            .map_err(|e| corrupt(&self.path, e))?;
         let mut found = Vec::new();
-        for row in rows {
-            let (id, json) = row.map_err(|e| corrupt(&self.path, e))?;
-            let g = reader
-                .decode(&json)
-                .map_err(|e| corrupt(&self.path, format!("genome {id}: {e}")))?;
-            if g.content.text().contains(needle) {
-                found.push(g.id);
-            }
-        }
+        let program =
+            "json_remove(json, '$.prompt', '$.response', '$.agent', '$.artifacts', '$.private')";
+        self.each_genome(program, |g| {
+            found.extend(g.content.text().contains(needle).then_some(g.id));
+        })?;
         Ok(found)
     }
 

@@ -162,11 +162,14 @@ impl StructureMirror {
         let start = Instant::now();
         while self.fed < history.genomes.len() {
             let g = &history.genomes[self.fed];
-            let seen: Arc<Genome> = if g.confirmation.as_ref().is_some_and(|c| c.unconfirmed) {
-                Arc::new(g.for_selection())
+            // the population is fed what it was fed in the run: genomes
+            // (their bodies never mattered to where it put them)
+            let genome = g.to_genome();
+            let seen: Arc<Genome> = Arc::new(if g.unconfirmed() {
+                genome.for_selection()
             } else {
-                Arc::clone(g)
-            };
+                genome
+            });
             let before = p.migrations();
             p.add(seen);
             if p.migrations() > before {
