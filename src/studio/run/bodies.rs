@@ -214,7 +214,7 @@ mod tests {
             parent_id: id.checked_sub(1),
             iteration: id,
             valid: true,
-            content: format!("x = {id}\n").into(),
+            content: format!("x = {id}\n{}", "# pad\n".repeat((id % 9) as usize)).into(),
             prompt: Some(Prompt {
                 system: "s".into(),
                 user: format!("make #{id}"),
@@ -222,6 +222,7 @@ mod tests {
             ..Genome::default()
         };
         g.scores.insert(FITNESS_KEY.into(), id as f64);
+        g.metadata.island = (id > 0).then_some((id % 2) as u32);
         g
     }
 
@@ -270,8 +271,8 @@ mod tests {
         assert!(h.get(0).is_some(), "every head is held");
         assert!(h.body(9).is_none(), "an old body is left to the archive");
         assert_eq!(
-            h.body(10).map(|g| g.content.text().into_owned()),
-            Some("x = 10\n".into())
+            h.body(10).map(|g| g.content.clone()),
+            Some(genome(10).content)
         );
         // looked at, it stays while newer genomes come
         h.hold_body(10);
@@ -366,7 +367,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         let g = view.history().body(17).unwrap();
-        assert_eq!(g.content.text(), "x = 17\n");
+        assert_eq!(g.content, genome(17).content);
         assert_eq!(g.prompt.as_ref().map(|p| p.user.as_str()), Some("make #17"));
         assert!(!view.has_body(30), "only what is looked at");
 
@@ -380,5 +381,31 @@ mod tests {
         }
         let found: Vec<GenomeId> = table.ordered_ids(view.history()).collect();
         assert_eq!(found, vec![30]);
+    }
+
+    /// An island population of a recorded run is replayed with the
+    /// genomes' programs, read from the archive (its MAP-Elites grid's
+    /// complexity is the program's length): the history holds heads only.
+    #[test]
+    fn a_recorded_island_run_is_replayed_with_its_programs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        record(&dir, 60);
+        let run = read_archive(&dir).unwrap();
+        let spec: crate::engine::card::SlotSpec = serde_yaml::from_str(
+            "kind: islands\nnum_islands: 2\nfeature_dimensions: [complexity]\nfeature_bins: 4\nmigration_interval: 5\n",
+        )
+        .unwrap();
+        let registry = crate::engine::registry::Registry::builtin();
+        let mut mirror = super::super::structure::StructureMirror::for_population(&spec, &registry);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while mirror.sync(&run.history, Duration::from_millis(3)) {
+            assert!(Instant::now() < deadline, "the replay never ended");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(mirror.fed(), 60);
+        let islands = mirror.islands().unwrap();
+        assert_eq!(islands.islands.len(), 2);
+        assert!(islands.islands.iter().all(|i| i.cells > 1), "{islands:?}");
     }
 }

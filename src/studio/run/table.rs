@@ -125,9 +125,14 @@ impl ProgramSearch {
         std::thread::Builder::new()
             .name("galapagos-search".to_owned())
             .spawn(move || {
-                let found = crate::engine::archive::Archive::open(&d)
-                    .and_then(|a| a.programs_containing(&n))
-                    .map_err(|e| e.to_string());
+                let mut found = Vec::new();
+                let read = crate::engine::archive::Archive::open(&d).and_then(|a| {
+                    a.programs_from(0, |g| {
+                        found.extend(g.content.text().contains(n.as_str()).then_some(g.id));
+                        true
+                    })
+                });
+                let found = read.map(|()| found).map_err(|e| e.to_string());
                 tx.send(found).ok();
             })
             .ok();
