@@ -92,7 +92,7 @@ struct ArchiveFeed {
 
 /// What the feed has for a genome.
 enum Fed {
-    Genome(Genome),
+    Genome(Box<Genome>),
     /// Not read yet: try again next frame.
     Later,
     /// The archive has it not (or cannot be read): its head it is.
@@ -132,7 +132,7 @@ impl ArchiveFeed {
             };
             match next.id.cmp(&id) {
                 std::cmp::Ordering::Less => continue,
-                std::cmp::Ordering::Equal => return Fed::Genome(next),
+                std::cmp::Ordering::Equal => return Fed::Genome(Box::new(next)),
                 std::cmp::Ordering::Greater => {
                     self.ahead = Some(next);
                     return Fed::Never;
@@ -238,7 +238,7 @@ impl StructureMirror {
                         self.feed = Some(ArchiveFeed::start(dir, g.id));
                     }
                     match self.feed.as_mut().map(|f| f.take(g.id)) {
-                        Some(Fed::Genome(genome)) => genome,
+                        Some(Fed::Genome(genome)) => *genome,
                         Some(Fed::Later) => break,
                         _ => g.to_genome(),
                     }
