@@ -676,8 +676,11 @@ fn recorded_repository_runs_are_compared_and_their_genomes_diffed_across_files()
     }
     h.get_by_label("Open read-only").click();
     step_until(&mut h, |a| a.run_view.history().genomes.len() == 9);
-    let history = h.state().run_view.history();
-    let genomes: Vec<Arc<Genome>> = history.genomes.clone();
+    // the view holds the genomes' heads; their programs are in the archive
+    let genomes = galapagos::engine::archive::Archive::open(&dir_a)
+        .unwrap()
+        .genomes()
+        .unwrap();
     assert!(genomes.iter().all(|g| !g.content.is_single()));
     // Two genomes whose programs differ in more than one file, if the
     // offline model made such a pair; else any two that differ.
@@ -691,6 +694,10 @@ fn recorded_repository_runs_are_compared_and_their_genomes_diffed_across_files()
     assert!(!changes.is_empty(), "the offline model changed no file");
     h.state_mut().run_view.select(Some(a.id));
     h.state_mut().run_view.pick(Some(b.id));
+    // both programs are read back from the archive, off the UI thread
+    step_until(&mut h, |app| {
+        app.run_view.has_body(a.id) && app.run_view.has_body(b.id)
+    });
     h.run_steps(3);
     h.get_by_label(&format!("from #{} to #{}", b.id, a.id));
     h.get_by_label(&format!(

@@ -176,7 +176,7 @@ fn the_studio_follows_a_served_run_through_a_lost_and_regained_connection() {
     // a genome's program comes when it is selected
     h.state_mut().run_view.select(Some(0));
     step_until(&mut h, "genome #0's program", |a| a.run_view.has_body(0));
-    let g0 = h.state().run_view.history().get(0).unwrap().clone();
+    let g0 = h.state().run_view.history().body(0).unwrap().clone();
     assert_eq!(g0.content.single_text(), Some(common::PROGRAM));
     h.get_by_label("Program").click();
     h.run_steps(3);

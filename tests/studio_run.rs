@@ -118,8 +118,8 @@ fn a_finished_run_shows_the_best_genome_diff_scores_with_deltas_and_prompt() {
         best_id, 0,
         "the offline model should improve on the initial program"
     );
-    let best = Arc::clone(history.get(best_id).unwrap());
-    let parent = Arc::clone(history.get(best.parent_id.unwrap()).unwrap());
+    let best = Arc::clone(history.body(best_id).unwrap());
+    let parent = Arc::clone(history.body(best.parent_id.unwrap()).unwrap());
 
     // The finished run stays browsable: select the best genome in the table.
     h.get_by_label(&format!("#{best_id} (best)")).click();
@@ -314,11 +314,11 @@ fn screenshots() {
     h.state_mut()
         .start(common::plan_in(c, &task, None, &registry), model, &ctx);
     step_until(&mut h, Duration::from_secs(60), |v| !v.is_running());
-    let failed = h
-        .state()
-        .history()
+    let history = h.state().history();
+    let failed = history
         .genomes
         .iter()
+        .filter_map(|g| history.body(g.id))
         .find(|g| !g.valid && g.diff.is_some())
         .map(|g| g.id)
         .unwrap();
@@ -330,11 +330,11 @@ fn screenshots() {
         .unwrap()
         .save(format!("{out}/inspector_failed.png"))
         .unwrap();
-    let garbled = h
-        .state()
-        .history()
+    let history = h.state().history();
+    let garbled = history
         .genomes
         .iter()
+        .filter_map(|g| history.body(g.id))
         .find(|g| !g.valid && g.diff.is_none())
         .map(|g| g.id)
         .unwrap();

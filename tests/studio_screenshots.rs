@@ -288,15 +288,18 @@ fn screenshots_of_the_inspector_on_a_repository_genome() {
         let mut h = harness(&runs, size, Arc::clone(&registry));
         h.run_steps(2);
         let run = read_archive(&run_dir).unwrap();
-        // the best genome that changed both modules from its parent
-        let shown = run
-            .history
-            .genomes
+        // the best genome that changed both modules from its parent (the
+        // history holds heads: the programs are in the archive)
+        let genomes = galapagos::engine::archive::Archive::open(&run_dir)
+            .unwrap()
+            .genomes()
+            .unwrap();
+        let shown = genomes
             .iter()
             .filter(|g| g.valid)
             .filter(|g| {
                 g.parent_id
-                    .and_then(|p| run.history.get(p))
+                    .and_then(|p| genomes.iter().find(|x| x.id == p))
                     .is_some_and(|p| g.content.changes_from(&p.content).len() == 2)
             })
             .max_by(|a, b| a.fitness_or_min().total_cmp(&b.fitness_or_min()))
@@ -308,6 +311,15 @@ fn screenshots_of_the_inspector_on_a_repository_genome() {
         h.state_mut()
             .run_view
             .set_inspector_tab(galapagos::studio::run::InspectorTab::Diff);
+        // its program and its parent's are read back from the archive
+        step_until(&mut h, |a| {
+            a.run_view.has_body(shown)
+                && a.run_view
+                    .history()
+                    .get(shown)
+                    .and_then(|g| g.parent_id)
+                    .is_none_or(|p| a.run_view.has_body(p))
+        });
         h.run_steps(4);
         save(&mut h, "repository", size);
     }

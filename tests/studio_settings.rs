@@ -204,7 +204,8 @@ fn pause_change_the_ratios_and_the_prompt_in_the_block_inspector_and_resume_with
     assert!(!h.state().run_view.history().paused);
 
     // The prompts: the mark from iteration k on, never before.
-    for g in &h.state().run_view.history().genomes {
+    let history = h.state().run_view.history();
+    for g in history.genomes.iter().map(|g| history.body(g.id).unwrap()) {
         let Some(prompt) = &g.prompt else { continue };
         assert_eq!(
             prompt.system.contains(MARK.trim()),

@@ -117,6 +117,7 @@ fn edit_and_submit_admits_a_child_written_by_a_person_while_paused() {
         .genomes
         .iter()
         .find(|g| g.is_by_person())
+        .and_then(|g| history.body(g.id))
         .cloned()
         .unwrap();
     // admitted while paused, as the only new genome, through the evaluator
@@ -202,7 +203,12 @@ fn an_edit_outside_the_markers_needs_the_override_and_the_genome_records_it() {
         v.history().genomes.iter().any(|g| g.is_by_person())
     });
     let history = h.state().history();
-    let person = history.genomes.iter().find(|g| g.is_by_person()).unwrap();
+    let person = history
+        .genomes
+        .iter()
+        .find(|g| g.is_by_person())
+        .and_then(|g| history.body(g.id))
+        .unwrap();
     assert!(person.diff.as_deref().unwrap().contains("+# tried by hand"));
     let rule = person.rule_override.as_deref().unwrap_or_default();
     assert!(
@@ -259,7 +265,10 @@ fn notes_and_a_pin_reach_the_following_prompts_and_unpin_removes_it() {
     h.get_by_role_and_label(Role::Button, "Pause").click();
     step_until(&mut h, "the pause", |v| v.history().paused);
     let history = h.state().history();
-    let later: Vec<_> = history.genomes[before..].to_vec();
+    let later: Vec<_> = history.genomes[before..]
+        .iter()
+        .map(|g| history.body(g.id).cloned().unwrap())
+        .collect();
     for g in &later {
         let prompt = g.prompt.as_ref().unwrap();
         assert!(
@@ -332,10 +341,15 @@ fn edit_of_a_folder_program_lists_every_file_and_submits_the_tree() {
         v.history().genomes.iter().any(|g| g.is_by_person())
     });
     let history = h.state().history();
-    let person = history.genomes.iter().find(|g| g.is_by_person()).unwrap();
+    let person = history
+        .genomes
+        .iter()
+        .find(|g| g.is_by_person())
+        .and_then(|g| history.body(g.id))
+        .unwrap();
     let changed: Vec<String> = person
         .content
-        .changes_from(&history.genomes[0].content)
+        .changes_from(&history.body(0).unwrap().content)
         .into_iter()
         .map(|c| c.path)
         .collect();

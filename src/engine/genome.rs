@@ -252,64 +252,205 @@ impl std::fmt::Display for FitnessBasis<'_> {
     }
 }
 
-impl Genome {
+/// What the rules about a genome read: a [`Genome`] and its compact head
+/// ([`crate::engine::head::GenomeHead`], what the studio holds for every
+/// genome of a run) both answer these, and each rule ([`GenomeFacts::fitness`],
+/// [`GenomeFacts::author`], [`GenomeFacts::unconfirmed`]...) is written once,
+/// here, for both. Each type also has the rules as inherent methods of the
+/// same names, which call these.
+pub trait GenomeFacts {
+    /// Whether the evaluator scored it.
+    fn is_valid(&self) -> bool;
+    /// The value of one metric.
+    fn score(&self, metric: &str) -> Option<f64>;
+    /// Every metric's value, in metric-name order.
+    fn score_values(&self) -> impl Iterator<Item = f64> + '_;
+    /// The metric the task names as fitness, if any.
+    fn fitness_metric_name(&self) -> Option<&str>;
+    /// `metadata.patch_type`.
+    fn patch_type_name(&self) -> &str;
+    /// `metadata.model`.
+    fn model_name(&self) -> Option<&str>;
+    /// The confirmation, when it was evaluated again.
+    fn confirmation_facts(&self) -> Option<&Confirmation>;
+
     /// Written by a person, not proposed by a model ([`PERSON_PATCH`]).
-    pub fn is_by_person(&self) -> bool {
-        self.metadata.patch_type == PERSON_PATCH
+    fn is_by_person(&self) -> bool {
+        self.patch_type_name() == PERSON_PATCH
     }
 
     /// Who made it: the model's name, "person" for a person's child, none
     /// for the initial program or a failed call that named no model.
-    pub fn author(&self) -> Option<&str> {
+    fn author(&self) -> Option<&str> {
         if self.is_by_person() {
             Some(PERSON)
         } else {
-            self.metadata.model.as_deref()
+            self.model_name()
         }
+    }
+
+    /// The metric whose value is the fitness when present.
+    fn fitness_key(&self) -> &str {
+        self.fitness_metric_name().unwrap_or(FITNESS_KEY)
     }
 
     /// Fitness used by selection: `combined_score` (or the metric the task
     /// names, [`Genome::fitness_metric`]) when present and finite, otherwise
     /// the mean of the finite metrics, otherwise 0. Invalid genomes have no
-    /// fitness. [`Genome::fitness_basis`] says which.
-    pub fn fitness(&self) -> Option<f64> {
-        if !self.valid {
+    /// fitness. [`GenomeFacts::fitness_basis`] says which.
+    fn fitness(&self) -> Option<f64> {
+        if !self.is_valid() {
             return None;
         }
-        if let Some(v) = self.scores.get(self.fitness_key()) {
-            return Some(if v.is_finite() { *v } else { f64::NEG_INFINITY });
+        if let Some(v) = self.score(self.fitness_key()) {
+            return Some(if v.is_finite() { v } else { f64::NEG_INFINITY });
         }
-        let finite: Vec<f64> = self
-            .scores
-            .values()
-            .copied()
+        let mut n = 0usize;
+        let sum: f64 = self
+            .score_values()
             .filter(|v| v.is_finite())
-            .collect();
-        if finite.is_empty() {
+            .inspect(|_| n += 1)
+            .sum();
+        if n == 0 {
             Some(0.0)
         } else {
-            Some(finite.iter().sum::<f64>() / finite.len() as f64)
+            Some(sum / n as f64)
         }
     }
 
-    /// The metric whose value is the fitness when present.
-    pub fn fitness_key(&self) -> &str {
-        self.fitness_metric.as_deref().unwrap_or(FITNESS_KEY)
-    }
-
-    /// What [`Genome::fitness`] is for this genome: a metric, the mean of
-    /// the metrics, or 0.
-    pub fn fitness_basis(&self) -> FitnessBasis<'_> {
+    /// What [`GenomeFacts::fitness`] is for this genome: a metric, the mean
+    /// of the metrics, or 0.
+    fn fitness_basis(&self) -> FitnessBasis<'_> {
         let key = self.fitness_key();
-        if self.scores.contains_key(key) {
+        if self.score(key).is_some() {
             return FitnessBasis::Metric(key);
         }
-        match self.scores.values().filter(|v| v.is_finite()).count() {
+        match self.score_values().filter(|v| v.is_finite()).count() {
             0 => FitnessBasis::NoMetrics,
             n => FitnessBasis::Mean(n),
         }
     }
 
+    /// True when it was evaluated again and the evaluations disagreed (see
+    /// [`Confirmation`]).
+    fn unconfirmed(&self) -> bool {
+        self.confirmation_facts().is_some_and(|c| c.unconfirmed)
+    }
+
+    /// The fitness selection and a run's best go by: none for an invalid or
+    /// an unconfirmed genome (what [`Genome::for_selection`]'s copy has).
+    fn selection_fitness(&self) -> Option<f64> {
+        if self.unconfirmed() {
+            None
+        } else {
+            self.fitness()
+        }
+    }
+
+    /// Fitness, with invalid genomes ranked below every valid one.
+    fn fitness_or_min(&self) -> f64 {
+        self.fitness().unwrap_or(f64::NEG_INFINITY)
+    }
+}
+
+impl<T: GenomeFacts + ?Sized> GenomeFacts for std::sync::Arc<T> {
+    fn is_valid(&self) -> bool {
+        (**self).is_valid()
+    }
+    fn score(&self, metric: &str) -> Option<f64> {
+        (**self).score(metric)
+    }
+    fn score_values(&self) -> impl Iterator<Item = f64> + '_ {
+        (**self).score_values()
+    }
+    fn fitness_metric_name(&self) -> Option<&str> {
+        (**self).fitness_metric_name()
+    }
+    fn patch_type_name(&self) -> &str {
+        (**self).patch_type_name()
+    }
+    fn model_name(&self) -> Option<&str> {
+        (**self).model_name()
+    }
+    fn confirmation_facts(&self) -> Option<&Confirmation> {
+        (**self).confirmation_facts()
+    }
+}
+
+impl GenomeFacts for Genome {
+    fn is_valid(&self) -> bool {
+        self.valid
+    }
+    fn score(&self, metric: &str) -> Option<f64> {
+        self.scores.get(metric).copied()
+    }
+    fn score_values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.scores.values().copied()
+    }
+    fn fitness_metric_name(&self) -> Option<&str> {
+        self.fitness_metric.as_deref()
+    }
+    fn patch_type_name(&self) -> &str {
+        &self.metadata.patch_type
+    }
+    fn model_name(&self) -> Option<&str> {
+        self.metadata.model.as_deref()
+    }
+    fn confirmation_facts(&self) -> Option<&Confirmation> {
+        self.confirmation.as_ref()
+    }
+}
+
+/// The rules of [`GenomeFacts`] as inherent methods of a type that answers
+/// its facts, so callers need not import the trait; each calls the trait's
+/// one copy of the rule.
+macro_rules! genome_rules {
+    ($t:ty) => {
+        impl $t {
+            /// Written by a person, not proposed by a model
+            /// ([`crate::engine::genome::PERSON_PATCH`]).
+            pub fn is_by_person(&self) -> bool {
+                $crate::engine::genome::GenomeFacts::is_by_person(self)
+            }
+            /// Who made it ([`crate::engine::genome::GenomeFacts::author`]).
+            pub fn author(&self) -> Option<&str> {
+                $crate::engine::genome::GenomeFacts::author(self)
+            }
+            /// Fitness used by selection
+            /// ([`crate::engine::genome::GenomeFacts::fitness`]).
+            pub fn fitness(&self) -> Option<f64> {
+                $crate::engine::genome::GenomeFacts::fitness(self)
+            }
+            /// The metric whose value is the fitness when present.
+            pub fn fitness_key(&self) -> &str {
+                $crate::engine::genome::GenomeFacts::fitness_key(self)
+            }
+            /// What the fitness is for this genome
+            /// ([`crate::engine::genome::GenomeFacts::fitness_basis`]).
+            pub fn fitness_basis(&self) -> $crate::engine::genome::FitnessBasis<'_> {
+                $crate::engine::genome::GenomeFacts::fitness_basis(self)
+            }
+            /// Evaluated again, and the evaluations disagreed.
+            pub fn unconfirmed(&self) -> bool {
+                $crate::engine::genome::GenomeFacts::unconfirmed(self)
+            }
+            /// The fitness selection and a run's best go by
+            /// ([`crate::engine::genome::GenomeFacts::selection_fitness`]).
+            pub fn selection_fitness(&self) -> Option<f64> {
+                $crate::engine::genome::GenomeFacts::selection_fitness(self)
+            }
+            /// Fitness, with invalid genomes ranked below every valid one.
+            pub fn fitness_or_min(&self) -> f64 {
+                $crate::engine::genome::GenomeFacts::fitness_or_min(self)
+            }
+        }
+    };
+}
+pub(crate) use genome_rules;
+
+genome_rules!(Genome);
+
+impl Genome {
     /// A copy without the prompt and the raw response (the bulk of a genome)
     /// and without the private metrics (which no prompt may show): what the
     /// population keeps in memory once the full record is archived and
@@ -321,22 +462,6 @@ impl Genome {
             private: BTreeMap::new(),
             agent: None,
             ..self.clone()
-        }
-    }
-
-    /// True when it was evaluated again and the evaluations disagreed (see
-    /// [`Confirmation`]).
-    pub fn unconfirmed(&self) -> bool {
-        self.confirmation.as_ref().is_some_and(|c| c.unconfirmed)
-    }
-
-    /// The fitness selection and a run's best go by: none for an invalid or
-    /// an unconfirmed genome (what [`Genome::for_selection`]'s copy has).
-    pub fn selection_fitness(&self) -> Option<f64> {
-        if self.unconfirmed() {
-            None
-        } else {
-            self.fitness()
         }
     }
 
@@ -355,11 +480,6 @@ impl Genome {
             ));
         }
         copy
-    }
-
-    /// Fitness, with invalid genomes ranked below every valid one.
-    pub fn fitness_or_min(&self) -> f64 {
-        self.fitness().unwrap_or(f64::NEG_INFINITY)
     }
 }
 
@@ -427,11 +547,11 @@ pub struct Objective {
 impl Objective {
     /// `genome`'s value of this objective signed so that higher is better
     /// (negated for `min`); `None` when invalid or missing or not finite.
-    pub fn signed(&self, genome: &Genome) -> Option<f64> {
-        if !genome.valid {
+    pub fn signed<G: GenomeFacts + ?Sized>(&self, genome: &G) -> Option<f64> {
+        if !genome.is_valid() {
             return None;
         }
-        let v = genome.scores.get(&self.metric).copied()?;
+        let v = genome.score(&self.metric)?;
         if !v.is_finite() {
             return None;
         }

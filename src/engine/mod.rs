@@ -48,6 +48,7 @@ pub mod evaluator;
 pub mod events;
 pub mod foreign;
 pub mod genome;
+pub mod head;
 pub mod hub;
 pub mod launch;
 pub mod leaderboard;

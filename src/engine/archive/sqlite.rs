@@ -1,5 +1,8 @@
 //! `archive.sqlite`: the durable run record (WAL mode).
 //!
+//! Over 800 lines: the one schema, the reader and the writer of it stay
+//! together, so a change of the schema is one file's.
+//!
 //! Schema (version [`SCHEMA_VERSION`]):
 //! - `meta(key PRIMARY KEY, value)`: schema_version, card_yaml, task_dir, seed,
 //!   model, offline, started_unix, ended_unix, status, max_iterations, and
@@ -245,23 +248,57 @@ impl Archive {
     }
 
     fn genomes_mapped(&self, map: impl Fn(Genome) -> Genome) -> Result<Vec<Genome>, ArchiveError> {
+        let mut out = Vec::new();
+        self.each_genome("json", 0, |g| {
+            out.push(map(g));
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// Every genome from `first` on in id order, one at a time, read from `json_expr`.
+    fn each_genome(
+        &self,
+        json_expr: &str,
+        first: GenomeId,
+        mut each: impl FnMut(Genome) -> bool,
+    ) -> Result<(), ArchiveError> {
         let mut reader = self.tree_reader();
         let mut stmt = self
             .conn
-            .prepare("SELECT id, json FROM genomes ORDER BY id")
+            .prepare(&format!(
+                "SELECT id, {json_expr} FROM genomes WHERE id >= ?1 ORDER BY id"
+            ))
             .map_err(|e| corrupt(&self.path, e))?;
         let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .query_map([i64::try_from(first).unwrap_or(i64::MAX)], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })
             .map_err(|e| corrupt(&self.path, e))?;
-        let mut out = Vec::new();
         for row in rows {
             let (id, json) = row.map_err(|e| corrupt(&self.path, e))?;
             let g = reader
                 .decode(&json)
                 .map_err(|e| corrupt(&self.path, format!("genome {id}: {e}")))?;
-            out.push(map(g));
+            if !each(g) {
+                break;
+            }
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// Every genome from id `first` on, in id order, one at a time and
+    /// without its transcripts (prompt, reply, agent, artifacts, private
+    /// metrics), while `each` says go on: where a viewer that holds a run's
+    /// heads reads its programs (a search, a population replayed).
+    pub fn programs_from(
+        &self,
+        first: GenomeId,
+        each: impl FnMut(Genome) -> bool,
+    ) -> Result<(), ArchiveError> {
+        let program =
+            "json_remove(json, '$.prompt', '$.response', '$.agent', '$.artifacts', '$.private')";
+        self.each_genome(program, first, each)
     }
 
     /// Reads records back with their folder programs resolved from this

@@ -448,7 +448,7 @@ impl GenealogyView {
                             egui::StrokeKind::Middle,
                         );
                     }
-                    if g.metadata.patch_type == "crossover"
+                    if &*g.metadata.patch_type == "crossover"
                         && let Some(w) = g
                             .inspiration_ids
                             .first()

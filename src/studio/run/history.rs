@@ -1,6 +1,9 @@
 //! [`RunHistory`]: everything the run view shows, built purely from
 //! [`RunEvent`]s. Plain data (no egui), so a finished run stays browsable
 //! until another one starts, and benchmarks/tests can fill it synthetically.
+//!
+//! Over 800 lines: the history of a live run and of a recorded one are one
+//! type built in one place, and a third of the file is its unit tests.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -10,6 +13,9 @@ use std::time::{Duration, Instant};
 use crate::engine::archive::{Archive, Checkpoint, RunMeta};
 use crate::engine::events::{LogLevel, RunEvent, RunInfo, RunStatus, RunSummary};
 use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId, TokenUsage};
+use crate::engine::head::{GenomeHead, Heads};
+
+use super::bodies::{Bodies, BodySource, RECENT_BODIES};
 use crate::engine::selection::PolicyStatus;
 
 /// How many log lines are kept (oldest dropped first).
@@ -38,7 +44,7 @@ pub enum Metric {
 
 impl Metric {
     /// The value of this metric for a genome (invalid genomes have none).
-    pub fn value(&self, genome: &Genome) -> Option<f64> {
+    pub fn value(&self, genome: &GenomeHead) -> Option<f64> {
         if !genome.valid {
             return None;
         }
@@ -64,9 +70,13 @@ impl Metric {
 pub struct RunHistory {
     /// Static facts, once `Started` arrived.
     pub info: Option<RunInfo>,
-    /// Every admitted genome, in admission order (ids are dense, so normally
-    /// `genomes[id].id == id`).
-    pub genomes: Vec<Arc<Genome>>,
+    /// Every admitted genome's head, in admission order (ids are dense, so
+    /// normally `genomes[id].id == id`); the bodies of some are in
+    /// [`RunHistory::body`].
+    pub genomes: Heads,
+    /// The bodies held, and where the others come from.
+    bodies: Bodies,
+    body_source: BodySource,
     /// Best fitness after each admission that changed it.
     pub best_series: Vec<BestPoint>,
     pub best_id: Option<GenomeId>,
@@ -139,17 +149,32 @@ impl RunHistory {
         Self::default()
     }
 
-    /// The history of a recorded run: its genomes (in id order), metadata,
+    /// The history of a recorded run: its genomes (in id order; their
+    /// heads are kept, the bodies are read back when looked at), metadata,
     /// log and checkpoint, as read from the run folder `dir`. The best-so-far
     /// series is rebuilt from the genomes; a run whose record never ended
     /// (killed, crashed, or still running elsewhere) is marked interrupted.
     pub fn from_archive(
         dir: &Path,
         meta: &RunMeta,
-        genomes: Vec<Genome>,
+        genomes: impl IntoIterator<Item = Genome>,
         events: &[(u64, String, String)],
         checkpoint: Option<&Checkpoint>,
     ) -> Self {
+        let mut h = Self::archived(dir, meta);
+        let genomes = genomes.into_iter();
+        h.genomes.reserve(genomes.size_hint().0);
+        h.children.reserve(genomes.size_hint().0);
+        for g in genomes {
+            h.push_archived(&g);
+        }
+        h.end_archived(meta, events, checkpoint);
+        h
+    }
+
+    /// The start of a recorded run's history ([`RunHistory::from_archive`]):
+    /// its facts, no genome yet.
+    fn archived(dir: &Path, meta: &RunMeta) -> Self {
         let mut h = Self::new();
         let task_name = meta
             .task_dir
@@ -169,21 +194,31 @@ impl RunHistory {
             forked_from: meta.forked_from.clone(),
             clearance: None,
         });
-        h.genomes.reserve(genomes.len());
-        h.children.reserve(genomes.len());
-        let mut best: Option<(GenomeId, f64)> = None;
-        for g in genomes {
-            // An unconfirmed genome was never the run's best.
-            let fitness = g.selection_fitness().filter(|f| !f.is_nan());
-            let id = g.id;
-            h.push_genome(Arc::new(g));
-            if let Some(f) = fitness
-                && best.is_none_or(|(_, b)| f > b)
-            {
-                best = Some((id, f));
-                h.set_best(Some(id), Some(f));
-            }
+        h.body_source = BodySource::Archive(dir.to_path_buf());
+        h
+    }
+
+    /// A recorded genome (its head, or the whole of it: the head is kept).
+    fn push_archived(&mut self, g: &Genome) {
+        // An unconfirmed genome was never the run's best.
+        let fitness = g.selection_fitness().filter(|f| !f.is_nan());
+        self.push_genome(g, None);
+        if let Some(f) = fitness
+            && self.best_score.is_none_or(|b| f > b)
+        {
+            self.set_best(Some(g.id), Some(f));
         }
+    }
+
+    /// The end of a recorded run's history: its log, its checkpoint, how
+    /// it ended.
+    fn end_archived(
+        &mut self,
+        meta: &RunMeta,
+        events: &[(u64, String, String)],
+        checkpoint: Option<&Checkpoint>,
+    ) {
+        let h = self;
         for (_, level, message) in events {
             let level = match level.as_str() {
                 "error" => LogLevel::Error,
@@ -226,7 +261,6 @@ impl RunHistory {
         if let Some(s) = &mut h.summary {
             s.wall_secs = wall.as_secs_f64();
         }
-        h
     }
 
     /// Make a history read from an archive ready to receive the events of its
@@ -247,17 +281,38 @@ impl RunHistory {
         }
     }
 
-    /// Put `genome` in place of the genome of its id (a followed run's
-    /// genome with its bodies, in place of its head); false when the
-    /// history has no such genome.
-    pub fn replace_genome(&mut self, genome: Genome) -> bool {
-        match self.position(genome.id) {
-            Some(i) => {
-                self.genomes[i] = Arc::new(genome);
-                true
-            }
-            None => false,
+    /// Where the bodies not held come from.
+    pub fn body_source(&self) -> &BodySource {
+        &self.body_source
+    }
+
+    /// Say where the bodies not held come from (a followed run: the run
+    /// service).
+    pub fn set_body_source(&mut self, source: BodySource) {
+        self.body_source = source;
+    }
+
+    /// Genome `id` with its bodies (program, diff, artifacts, prompt,
+    /// reply), when the history holds them; else see
+    /// [`RunHistory::body_source`].
+    pub fn body(&self, id: GenomeId) -> Option<&Arc<Genome>> {
+        self.bodies.get(id)
+    }
+
+    /// Keep genome `id`'s body while it is looked at: one the events
+    /// brought is kept beside the newest ones.
+    pub fn hold_body(&mut self, id: GenomeId) {
+        self.bodies.hold(id);
+    }
+
+    /// Keep `genome`'s bodies, read back or fetched for a genome looked at;
+    /// false (and nothing kept) when the history has no genome of its id.
+    pub fn insert_body(&mut self, genome: Genome) -> bool {
+        if self.position(genome.id).is_none() {
+            return false;
         }
+        self.bodies.add_looked(Arc::new(genome));
+        true
     }
 
     /// Apply one event.
@@ -266,7 +321,15 @@ impl RunHistory {
             self.started_at = Some(Instant::now());
         }
         match event {
-            RunEvent::Started(info) => self.info = Some(info),
+            RunEvent::Started(info) => {
+                // a recorded run's bodies can be read back from its archive
+                if self.body_source == BodySource::Kept
+                    && let Some(dir) = &info.run_dir
+                {
+                    self.body_source = BodySource::Archive(dir.clone());
+                }
+                self.info = Some(info);
+            }
             RunEvent::IterationStarted {
                 iteration,
                 parent_id,
@@ -286,7 +349,13 @@ impl RunHistory {
                     let since = self.started_at.map_or(0.0, |s| s.elapsed().as_secs_f64());
                     self.arrived_secs.push(since);
                 }
-                self.push_genome(genome);
+                let keep = match self.body_source {
+                    BodySource::Kept => Some(usize::MAX),
+                    BodySource::Archive(_) => Some(RECENT_BODIES),
+                    // the events carry heads
+                    BodySource::Remote => None,
+                };
+                self.push_genome(&genome, keep.map(|cap| (genome.clone(), cap)));
                 self.iterations_done = iterations_done;
                 self.policy = policy;
                 self.active = active;
@@ -376,7 +445,9 @@ impl RunHistory {
         }
     }
 
-    fn push_genome(&mut self, genome: Arc<Genome>) {
+    /// Add `genome`'s head; `body`: keep its bodies too, among the newest
+    /// this many.
+    fn push_genome(&mut self, genome: &Genome, body: Option<(Arc<Genome>, usize)>) {
         self.max_iteration = self.max_iteration.max(genome.iteration);
         if genome.valid {
             self.valid += 1;
@@ -401,6 +472,9 @@ impl RunHistory {
             *c += 1;
         }
         self.genomes.push(genome);
+        if let Some((body, cap)) = body {
+            self.bodies.add_recent(body, cap);
+        }
         self.children.push(0);
         self.version += 1;
     }
@@ -424,8 +498,8 @@ impl RunHistory {
             .map_or_else(|| FITNESS_KEY.to_owned(), |g| g.fitness_basis().to_string())
     }
 
-    /// A genome by id.
-    pub fn get(&self, id: GenomeId) -> Option<&Arc<Genome>> {
+    /// A genome's head by id (its bodies: [`RunHistory::body`]).
+    pub fn get(&self, id: GenomeId) -> Option<&GenomeHead> {
         self.position(id).and_then(|p| self.genomes.get(p))
     }
 
@@ -572,22 +646,41 @@ pub struct ArchivedRun {
 /// a history. Errors name the file and say what is wrong with it.
 pub fn read_archive(dir: &Path) -> Result<ArchivedRun, String> {
     let archive = Archive::open(dir).map_err(|e| e.to_string())?;
-    let contents = archive.contents().map_err(|e| e.to_string())?;
-    let settings_changes = archive.settings_changes().map_err(|e| e.to_string())?;
+    let meta = archive.meta().map_err(|e| e.to_string())?;
+    let mut history = RunHistory::archived(dir, &meta);
+    history
+        .genomes
+        .reserve(usize::try_from(archive.genome_count().map_err(|e| e.to_string())?).unwrap_or(0));
+    // the heads only: the bodies are read back when a genome is looked at
+    let mut bad = None;
+    archive
+        .genome_heads_json(0, |id, json| match serde_json::from_str::<Genome>(&json) {
+            Ok(g) => {
+                history.push_archived(&g);
+                true
+            }
+            Err(e) => {
+                bad = Some(format!(
+                    "{}: genome {id}: {e}",
+                    dir.join(crate::engine::archive::ARCHIVE_FILE).display()
+                ));
+                false
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    if let Some(bad) = bad {
+        return Err(bad);
+    }
+    let events = archive.events().map_err(|e| e.to_string())?;
+    let checkpoint = archive.checkpoint().map_err(|e| e.to_string())?;
+    history.end_archived(&meta, &events, checkpoint.as_ref());
+    history.settings_changes = archive.settings_changes().map_err(|e| e.to_string())?;
     drop(archive);
-    let mut history = RunHistory::from_archive(
-        dir,
-        &contents.meta,
-        contents.genomes,
-        &contents.events,
-        contents.checkpoint.as_ref(),
-    );
-    history.settings_changes = settings_changes;
     Ok(ArchivedRun {
         dir: dir.to_path_buf(),
         history,
-        task_dir: contents.meta.task_dir,
-        card_yaml: contents.meta.card_yaml,
+        task_dir: meta.task_dir,
+        card_yaml: meta.card_yaml,
     })
 }
 

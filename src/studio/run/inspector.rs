@@ -6,12 +6,14 @@
 //!
 //! Over 800 lines with its tests: the code above them is about 720.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use egui::text::LayoutJob;
 use egui::{Color32, FontId, RichText, TextFormat};
 
 use crate::engine::genome::{FITNESS_KEY, Genome, GenomeId};
+use crate::engine::head::GenomeHead;
 use crate::studio::run::bars::first_line;
 use crate::studio::run::diff_view::{self, DiffMode};
 use crate::studio::run::history::{RunHistory, format_metric, format_tokens};
@@ -189,7 +191,7 @@ impl Inspector {
         picked: Option<GenomeId>,
         language: &str,
     ) -> Option<GenomeId> {
-        let Some(genome) = selected.and_then(|id| history.get(id)) else {
+        let Some(head) = selected.and_then(|id| history.get(id)) else {
             ui.add_space(8.0);
             ui.label(
                 RichText::new(
@@ -199,7 +201,11 @@ impl Inspector {
             );
             return None;
         };
-        let parent = genome.parent_id.and_then(|p| history.get(p));
+        // The genome with its bodies when the history holds them; until
+        // they are here (read back, fetched), its head: the header and the
+        // scores are drawn from it, the tabs that show bodies wait.
+        let (genome, parent, bodies_here) = with_bodies(history, head);
+        let (genome, parent) = (&*genome, parent.as_deref());
         let mut clicked = None;
 
         // The header (the genome's facts, its error, its lineage) takes at
@@ -362,8 +368,18 @@ impl Inspector {
             }
         });
         ui.separator();
+        if self.tab != InspectorTab::Scores && !bodies_here {
+            ui.add_space(8.0);
+            ui.label(
+                RichText::new(format!(
+                    "Genome #{}'s program, prompt and reply are on their way…",
+                    genome.id
+                ))
+                .weak(),
+            );
+            return clicked;
+        }
         if self.tab == InspectorTab::Agent {
-            let parent = parent.map(|p| &**p);
             self.agent
                 .tab_ui(ui, genome, parent, &mut self.file, self.diff_mode);
             return clicked;
@@ -373,12 +389,13 @@ impl Inspector {
             .auto_shrink(false)
             .show(ui, |ui| match self.tab {
                 InspectorTab::Scores => {
-                    scores_ui(ui, genome, parent.map(|p| &**p), &mut self.flipped);
+                    scores_ui(ui, genome, parent, &mut self.flipped);
                 }
                 InspectorTab::Diff => {
                     let picked = picked
                         .filter(|p| *p != genome.id)
-                        .and_then(|p| history.get(p));
+                        .and_then(|p| history.body(p));
+                    let picked = picked.map(|p| &**p);
                     ui.horizontal_wrapped(|ui| {
                         ui.label("against");
                         let parent_label = parent.map_or_else(
@@ -434,7 +451,7 @@ impl Inspector {
                                 ui.label(RichText::new(format!("from #{} to #{}", p.id, genome.id)).strong());
                                 diff_view::diff_ui(ui, &p.content.text(), &genome.content.text(), self.diff_mode);
                             }
-                            _ => diff_ui(ui, genome, parent.map(|p| &**p)),
+                            _ => diff_ui(ui, genome, parent),
                         },
                     },
                     }
@@ -497,6 +514,25 @@ impl Inspector {
             });
         clicked
     }
+}
+
+/// `head`'s genome and its parent, each with its bodies when the history
+/// holds them (else made from its head, without them), and whether both
+/// bodies are here.
+fn with_bodies<'h>(
+    history: &'h RunHistory,
+    head: &GenomeHead,
+) -> (Cow<'h, Genome>, Option<Cow<'h, Genome>>, bool) {
+    let full = |id: GenomeId, head: &GenomeHead| match history.body(id) {
+        Some(body) => (Cow::Borrowed(&**body), true),
+        None => (Cow::Owned(head.to_genome()), false),
+    };
+    let (genome, here) = full(head.id, head);
+    let parent = head
+        .parent_id
+        .and_then(|p| history.get(p).map(|ph| full(p, ph)));
+    let parent_here = parent.as_ref().is_none_or(|(_, here)| *here);
+    (genome, parent.map(|(p, _)| p), here && parent_here)
 }
 
 /// The lineage's links (the genome itself in bold). Returns an ancestor

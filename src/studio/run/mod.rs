@@ -36,6 +36,7 @@
 mod actions;
 pub mod agent_view;
 mod bars;
+pub mod bodies;
 pub mod diff_view;
 pub mod edit;
 pub mod files_view;
@@ -199,10 +200,14 @@ pub struct RunView {
     /// A run followed through the run service (on a server, or served by
     /// another process here), when the view shows one.
     remote: Option<remote::RemoteLink>,
-    /// Genomes of the followed run whose bodies were asked for, and those
-    /// that arrived (its stream carries heads only).
+    /// Genomes whose bodies were asked for (of the server, or read from
+    /// the run's archive on a thread) and have not arrived.
     bodies_asked: std::collections::BTreeSet<GenomeId>,
-    bodies_loaded: std::collections::BTreeSet<GenomeId>,
+    /// Of those, the ones that could not be had (asked again once another
+    /// genome is selected).
+    bodies_failed: std::collections::BTreeSet<GenomeId>,
+    /// Bodies read back from a run's archive, as they arrive.
+    bodies_read: Option<bodies::BodiesRead>,
 }
 
 /// The registry a run view builds a card's population with to replay it:
@@ -347,7 +352,9 @@ impl RunView {
         self.edit_rules = None;
         self.remote = None;
         self.bodies_asked.clear();
-        self.bodies_loaded.clear();
+        self.bodies_failed.clear();
+        // a read under way for the history before is not taken
+        self.bodies_read = None;
     }
 
     /// Apply an event as if the worker had sent it (replaying a recorded
@@ -432,11 +439,11 @@ impl RunView {
     pub fn open_editor(&mut self, id: GenomeId) {
         if !self.has_body(id) {
             self.last_error = Some(format!(
-                "genome #{id}'s program is still on its way from the server; try again in a moment"
+                "genome #{id}'s program is still being read; try again in a moment"
             ));
             return;
         }
-        if let Some(g) = self.history.get(id) {
+        if let Some(g) = self.history.body(id) {
             self.editor = Some(edit::ProgramEditor::open(
                 g,
                 self.edit_rules.clone(),
@@ -472,10 +479,13 @@ impl RunView {
 
     /// Select a genome everywhere (plot ring, table row, inspector).
     pub fn select(&mut self, id: Option<GenomeId>) {
-        if id != self.selected
-            && let Some(id) = id
-        {
-            self.table.scroll_to(id);
+        if id != self.selected {
+            for failed in std::mem::take(&mut self.bodies_failed) {
+                self.bodies_asked.remove(&failed);
+            }
+            if let Some(id) = id {
+                self.table.scroll_to(id);
+            }
         }
         self.selected = id;
     }
@@ -593,6 +603,7 @@ impl RunView {
             return;
         }
         if self.handle.is_none() {
+            self.want_bodies(ctx);
             return;
         }
         let start = Instant::now();
@@ -614,6 +625,7 @@ impl RunView {
         if let Some(id) = self.select_later.take() {
             self.select(Some(id));
         }
+        self.want_bodies(ctx);
         if disconnected {
             if !self.history.is_finished() {
                 // The worker ended without its last event (it panicked).
@@ -710,7 +722,7 @@ impl RunView {
         if let Some(id) = self.selected.filter(|&id| !self.has_body(id)) {
             ui.label(
                 RichText::new(format!(
-                    "genome #{id}: its program, prompt and reply are on their way from the server…"
+                    "genome #{id}: its program, prompt and reply are on their way…"
                 ))
                 .weak(),
             );

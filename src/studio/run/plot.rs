@@ -236,7 +236,7 @@ impl FitnessPlot {
                         self.running_best = Some(y);
                     }
                 }
-                None if g.rejected.is_some() => self.rejected.push(Pt {
+                None if g.rejected().is_some() => self.rejected.push(Pt {
                     x,
                     y: 0.0,
                     id: g.id,
@@ -712,7 +712,7 @@ mod tests {
         let mut partial = history(0);
         let mut b = FitnessPlot::default();
         for g in &full.genomes {
-            partial.genomes.push(Arc::clone(g));
+            partial.genomes.push_head(g.clone());
             partial.version += 1;
             b.sync(&partial);
         }

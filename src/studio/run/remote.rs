@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
+use super::bodies::BodySource;
 use super::{DRAIN_BUDGET, RunHistory, RunView, structure};
 use crate::engine::events::{RunCommand, RunEvent};
 use crate::engine::genome::{Genome, GenomeId};
@@ -246,6 +247,7 @@ impl RunView {
         ctx: &egui::Context,
     ) {
         self.load_history(RunHistory::new());
+        self.history.set_body_source(BodySource::Remote);
         self.structure = structure::StructureMirror::default();
         self.objectives.set_objectives(Vec::new());
         let waker_ctx = ctx.clone();
@@ -265,9 +267,10 @@ impl RunView {
     }
 
     /// True when genome `id`'s bodies (program, prompt, reply, diff) are
-    /// here: always for a local run, once fetched for a followed one.
+    /// here: a recent genome of a local run, or one read back from its
+    /// archive or fetched from the server.
     pub fn has_body(&self, id: GenomeId) -> bool {
-        self.remote.is_none() || self.bodies_loaded.contains(&id)
+        self.history.body(id).is_some()
     }
 
     /// A followed run's frame: what its connection brought (a fresh
@@ -284,13 +287,14 @@ impl RunView {
                 Answer::Update(Update::Reset { .. }) => {
                     let selected = self.selected;
                     self.history = RunHistory::new();
+                    self.history.set_body_source(BodySource::Remote);
                     self.plot.reset();
                     self.objectives.reset();
                     self.models.reset();
                     self.tree.reset();
                     self.table.reset();
                     self.bodies_asked.clear();
-                    self.bodies_loaded.clear();
+                    self.bodies_failed.clear();
                     self.select_later = selected;
                 }
                 // after the snapshot's Started: the run's time, not the
@@ -304,15 +308,7 @@ impl RunView {
                     self.take_event(event);
                 }
                 Answer::Update(_) => {}
-                Answer::Genome(id, Ok(genome)) => {
-                    if self.history.replace_genome(*genome) {
-                        self.bodies_loaded.insert(id);
-                    }
-                }
-                Answer::Genome(id, Err(why)) => {
-                    self.bodies_asked.remove(&id);
-                    self.last_error = Some(format!("genome #{id}: {why}"));
-                }
+                Answer::Genome(id, body) => self.body_arrived(id, body.map(|g| *g)),
                 Answer::Refused(why) => {
                     self.pause_requested = false;
                     self.last_error = Some(why);
@@ -324,15 +320,7 @@ impl RunView {
         {
             self.select(Some(id));
         }
-        for id in [self.selected, self.picked].into_iter().flatten() {
-            if self.history.get(id).is_some()
-                && !self.bodies_loaded.contains(&id)
-                && self.bodies_asked.insert(id)
-                && let Some(link) = &self.remote
-            {
-                link.fetch(id);
-            }
-        }
+        self.want_bodies(ctx);
         if more {
             ctx.request_repaint();
         } else {

@@ -3,7 +3,10 @@
 //! its own copy of the card's population block (checked and built through the
 //! registry, without a run: `Component::detached`) when the block keeps
 //! islands or a beam (`Feature::Islands`, `Feature::Beam`), and feeds it the
-//! run's genomes (a few milliseconds' worth per frame, never blocking). From
+//! run's genomes (a few milliseconds' worth per frame, never blocking): with
+//! their programs (where a population's features come from: the history's
+//! bodies, or a recorded run's archive read on a thread of its own), without
+//! their transcripts. From
 //! it come the island / MAP-Elites grid view (cells coloured by their elite's
 //! score, per island, migrants marked, the migrations counted) and the beam's
 //! membership over time.
@@ -20,6 +23,7 @@ use crate::engine::genome::{Genome, GenomeId};
 use crate::engine::population::{IslandsView, Population, Structure};
 use crate::engine::registry::{Configured, Registry};
 use crate::studio::run::GenomeView;
+use crate::studio::run::bodies::BodySource;
 use crate::studio::run::history::RunHistory;
 use crate::studio::theme::data;
 
@@ -73,6 +77,69 @@ pub struct StructureMirror {
     pub migrations: Vec<u64>,
     /// Each genome's cell, per island view (`None`: not placed).
     cells: BTreeMap<GenomeId, Vec<usize>>,
+    /// The programs of a recorded run the history does not hold.
+    feed: Option<ArchiveFeed>,
+}
+
+/// A recorded run's genomes with their programs, read from its archive in
+/// id order on a thread of its own, a few hundred ahead at most.
+struct ArchiveFeed {
+    dir: std::path::PathBuf,
+    genomes: std::sync::mpsc::Receiver<Genome>,
+    /// Read, not yet fed.
+    ahead: Option<Genome>,
+}
+
+/// What the feed has for a genome.
+enum Fed {
+    Genome(Box<Genome>),
+    /// Not read yet: try again next frame.
+    Later,
+    /// The archive has it not (or cannot be read): its head it is.
+    Never,
+}
+
+impl ArchiveFeed {
+    fn start(dir: &std::path::Path, first: GenomeId) -> Self {
+        let (tx, genomes) = std::sync::mpsc::sync_channel(256);
+        let d = dir.to_path_buf();
+        std::thread::Builder::new()
+            .name("galapagos-replay".to_owned())
+            .spawn(move || {
+                if let Ok(a) = crate::engine::archive::Archive::open(&d) {
+                    // ends when the mirror drops the feed
+                    a.programs_from(first, |g| tx.send(g).is_ok()).ok();
+                }
+            })
+            .ok();
+        Self {
+            dir: dir.to_path_buf(),
+            genomes,
+            ahead: None,
+        }
+    }
+
+    /// Genome `id`, when it has been read.
+    fn take(&mut self, id: GenomeId) -> Fed {
+        loop {
+            let next = match self.ahead.take() {
+                Some(g) => g,
+                None => match self.genomes.try_recv() {
+                    Ok(g) => g,
+                    Err(std::sync::mpsc::TryRecvError::Empty) => return Fed::Later,
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => return Fed::Never,
+                },
+            };
+            match next.id.cmp(&id) {
+                std::cmp::Ordering::Less => continue,
+                std::cmp::Ordering::Equal => return Fed::Genome(Box::new(next)),
+                std::cmp::Ordering::Greater => {
+                    self.ahead = Some(next);
+                    return Fed::Never;
+                }
+            }
+        }
+    }
 }
 
 impl StructureMirror {
@@ -162,11 +229,28 @@ impl StructureMirror {
         let start = Instant::now();
         while self.fed < history.genomes.len() {
             let g = &history.genomes[self.fed];
-            let seen: Arc<Genome> = if g.confirmation.as_ref().is_some_and(|c| c.unconfirmed) {
-                Arc::new(g.for_selection())
-            } else {
-                Arc::clone(g)
+            // the population is fed what it was fed in the run: the genome
+            // with its program (its features may come from it)
+            let genome = match (history.body(g.id), history.body_source()) {
+                (Some(body), _) => body.without_transcript(),
+                (None, BodySource::Archive(dir)) => {
+                    if self.feed.as_ref().is_none_or(|f| f.dir != *dir) {
+                        self.feed = Some(ArchiveFeed::start(dir, g.id));
+                    }
+                    match self.feed.as_mut().map(|f| f.take(g.id)) {
+                        Some(Fed::Genome(genome)) => *genome,
+                        Some(Fed::Later) => break,
+                        _ => g.to_genome(),
+                    }
+                }
+                // a followed run's programs stay on the server
+                (None, _) => g.to_genome(),
             };
+            let seen: Arc<Genome> = Arc::new(if g.unconfirmed() {
+                genome.for_selection()
+            } else {
+                genome
+            });
             let before = p.migrations();
             p.add(seen);
             if p.migrations() > before {

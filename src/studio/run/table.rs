@@ -11,7 +11,8 @@ use std::time::Instant;
 use egui::{RichText, Sense};
 use egui_extras::{Column, TableBuilder};
 
-use crate::engine::genome::{Genome, GenomeId, OrdF64};
+use crate::engine::genome::{GenomeId, OrdF64};
+use crate::engine::head::GenomeHead;
 use crate::studio::run::GenomeView;
 use crate::studio::run::history::{RunHistory, format_tokens};
 use crate::studio::theme::data;
@@ -59,8 +60,8 @@ impl SortColumn {
         }
     }
 
-    fn compare(self, a: &Genome, b: &Genome) -> Ordering {
-        let tokens = |g: &Genome| g.usage.map_or(0, |u| u.total_tokens());
+    fn compare(self, a: &GenomeHead, b: &GenomeHead) -> Ordering {
+        let tokens = |g: &GenomeHead| g.usage.map_or(0, |u| u.total_tokens());
         let primary = match self {
             Self::Id => a.id.cmp(&b.id),
             Self::Iteration => a.iteration.cmp(&b.iteration),
@@ -102,6 +103,65 @@ pub struct ArchiveTable {
     built_at: Option<Instant>,
     /// Scroll to this genome's row on the next frame.
     scroll_to: Option<GenomeId>,
+    /// The search through the programs of a run whose bodies are in its
+    /// archive (the history holds only some).
+    programs: Option<ProgramSearch>,
+}
+
+/// A search through the programs in a run's archive, on a thread of its
+/// own: the ids of the genomes whose program contains the needle.
+struct ProgramSearch {
+    needle: String,
+    dir: std::path::PathBuf,
+    answer: std::sync::mpsc::Receiver<Result<Vec<GenomeId>, String>>,
+    /// Sorted; `None` until the answer arrives.
+    found: Option<Vec<GenomeId>>,
+}
+
+impl ProgramSearch {
+    fn start(needle: &str, dir: &std::path::Path) -> Self {
+        let (tx, answer) = std::sync::mpsc::channel();
+        let (n, d) = (needle.to_owned(), dir.to_path_buf());
+        std::thread::Builder::new()
+            .name("galapagos-search".to_owned())
+            .spawn(move || {
+                let mut found = Vec::new();
+                let read = crate::engine::archive::Archive::open(&d).and_then(|a| {
+                    a.programs_from(0, |g| {
+                        found.extend(g.content.text().contains(n.as_str()).then_some(g.id));
+                        true
+                    })
+                });
+                let found = read.map(|()| found).map_err(|e| e.to_string());
+                tx.send(found).ok();
+            })
+            .ok();
+        Self {
+            needle: needle.to_owned(),
+            dir: dir.to_path_buf(),
+            answer,
+            found: None,
+        }
+    }
+
+    /// Whether the answer arrived in this call.
+    fn poll(&mut self) -> bool {
+        if self.found.is_some() {
+            return false;
+        }
+        match self.answer.try_recv() {
+            Ok(found) => {
+                // a search that failed finds nothing more in the archive
+                self.found = Some(found.unwrap_or_default());
+                true
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => false,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                self.found = Some(Vec::new());
+                true
+            }
+        }
+    }
 }
 
 impl Default for ArchiveTable {
@@ -116,6 +176,7 @@ impl Default for ArchiveTable {
             order_len: 0,
             built_at: None,
             scroll_to: None,
+            programs: None,
         }
     }
 }
@@ -146,7 +207,7 @@ fn sort_arrow(ui: &mut egui::Ui, ascending: bool) {
     ));
 }
 
-fn depth_text(g: &Genome) -> String {
+fn depth_text(g: &GenomeHead) -> String {
     match g.metadata.island {
         Some(i) => format!("{} / {i}", g.metadata.depth),
         None => g.metadata.depth.to_string(),
@@ -193,15 +254,35 @@ impl ArchiveTable {
             search: self.search.clone(),
         };
         let n = history.genomes.len();
-        let settings_changed = self.order_key.as_ref() != Some(&key) || n < self.order_len;
+        // The programs the history holds are searched here; those of a
+        // recorded run's other genomes, in its archive on a thread.
+        let archive = match history.body_source() {
+            super::bodies::BodySource::Archive(dir) if !key.search.is_empty() => Some(dir),
+            _ => None,
+        };
+        let stale = match (&self.programs, archive) {
+            (Some(p), Some(dir)) => p.needle != key.search || p.dir != *dir,
+            (None, Some(_)) => true,
+            (_, None) => false,
+        };
+        if stale && let Some(dir) = archive {
+            self.programs = Some(ProgramSearch::start(&key.search, dir));
+        } else if archive.is_none() {
+            self.programs = None;
+        }
+        let searching = self.programs.as_ref().is_some_and(|p| p.found.is_none());
+        let found_now = self.programs.as_mut().is_some_and(ProgramSearch::poll);
+        let settings_changed =
+            self.order_key.as_ref() != Some(&key) || n < self.order_len || found_now;
         let grew = n > self.order_len;
         let due = history.is_finished()
             || self
                 .built_at
                 .is_none_or(|t| t.elapsed().as_secs_f64() >= REFRESH_SECS);
         if !(settings_changed || (grew && due)) {
-            return grew;
+            return grew || searching;
         }
+        let found = self.programs.as_ref().and_then(|p| p.found.as_deref());
         let needle = key.search.as_str();
         let mut order: Vec<u32> = history
             .genomes
@@ -210,7 +291,10 @@ impl ArchiveTable {
             .filter(|(_, g)| !key.valid_only || g.valid)
             .filter(|(_, g)| {
                 needle.is_empty()
-                    || g.content.text().contains(needle)
+                    || history
+                        .body(g.id)
+                        .is_some_and(|b| b.content.text().contains(needle))
+                    || found.is_some_and(|f| f.binary_search(&g.id).is_ok())
                     || g.error.as_deref().is_some_and(|e| e.contains(needle))
             })
             .filter_map(|(i, _)| u32::try_from(i).ok())
@@ -232,7 +316,7 @@ impl ArchiveTable {
         self.order_key = Some(key);
         self.order_len = n;
         self.built_at = Some(Instant::now());
-        false
+        searching && !found_now
     }
 
     /// The scaffold's structure: beam members, or the current parent and its
@@ -462,7 +546,7 @@ impl GenomeView for ArchiveTable {
                             );
                         } else if g.valid {
                             ui.label("yes");
-                        } else if let Some(r) = &g.rejected {
+                        } else if let Some(r) = g.rejected() {
                             ui.colored_label(data::REJECTED, "rejected")
                                 .on_hover_text(format!(
                                     "not evaluated: a near-duplicate, {}",
@@ -507,7 +591,7 @@ mod tests {
 
     use super::*;
     use crate::engine::events::RunEvent;
-    use crate::engine::genome::FITNESS_KEY;
+    use crate::engine::genome::{FITNESS_KEY, Genome};
     use crate::engine::selection::PolicyStatus;
 
     fn history() -> RunHistory {
@@ -560,7 +644,7 @@ mod tests {
         let ids: Vec<GenomeId> = t.ordered_ids(&h).collect();
         // 1 (invalid), 10, 11..19 minus invalid 13, 17
         assert!(ids.iter().all(|id| {
-            h.get(*id)
+            h.body(*id)
                 .is_some_and(|g| g.valid && g.content.text().contains("x = 1"))
         }));
         assert_eq!(ids.len(), 8);
