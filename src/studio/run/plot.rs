@@ -664,24 +664,6 @@ mod tests {
     use crate::engine::genome::{FITNESS_KEY, Genome};
     use crate::engine::selection::PolicyStatus;
 
-    #[test]
-    fn grid_steps_go_by_one_two_five() {
-        let steps = |least: f64| {
-            nice_steps(egui_plot::GridInput {
-                bounds: (0.0, 1.0),
-                base_step_size: least,
-            })
-        };
-        assert_eq!(steps(0.055), [0.1, 0.2, 0.5]);
-        assert_eq!(steps(0.1), [0.1, 0.2, 0.5]);
-        assert_eq!(steps(0.3), [0.5, 1.0, 2.0]);
-        assert_eq!(steps(7.0), [10.0, 20.0, 50.0]);
-        // nothing a degenerate input can make loop for ever or fail
-        assert_eq!(steps(0.0).len(), 3);
-        assert_eq!(steps(f64::NAN).len(), 3);
-        assert!(steps(f64::INFINITY)[0].is_infinite());
-    }
-
     fn history(n: u64) -> RunHistory {
         let mut h = RunHistory::new();
         for i in 0..n {
