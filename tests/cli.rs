@@ -159,6 +159,43 @@ fn a_card_with_four_errors_reports_all_four_in_plain_words() {
     assert!(!stderr.contains("expected u64"), "{stderr}");
 }
 
+/// A slot whose parameters are nested in a block of their own (`params:`,
+/// as some other tools write them) is refused with what a parameter's value
+/// may be and where parameters go, at the slot, not with serde's "data did
+/// not match any variant of untagged enum ParamValue"; plain values of every
+/// shape still read.
+#[test]
+fn parameters_nested_in_a_block_are_refused_with_where_they_go() {
+    let text = "name: nested
+population:
+  kind: in_memory
+  params:
+    capacity: 5
+selection_policy: {kind: best_of_n, best_of_n: 3, num_inspirations: 18446744073709551615}
+prompt_builder: {kind: default, system_message: null}
+proposer: {kind: diff, max_code_length: -1}
+evaluator: {kind: subprocess, timeout_secs: 1.5e1}
+memory: {kind: none}
+";
+    let (code, stderr) = bad_card("nested", |_| text.to_owned());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(!stderr.contains("untagged"), "{stderr}");
+    assert!(
+        stderr.contains("CARD:3:7: population: must be a parameter's value")
+            && stderr.contains("not a block of its own such as `params:`), got a mapping"),
+        "{stderr}"
+    );
+    // the other values read as what they are, then are checked against
+    // their parameter: a u64 past i64 as a float, null as null, -1 as -1
+    for expect in [
+        "selection_policy.num_inspirations: expected an integer, got 18446744073709552000",
+        "prompt_builder.system_message: expected text, got null",
+        "proposer.max_code_length: must be between 100 and 100000000, got -1",
+    ] {
+        assert!(stderr.contains(expect), "{expect}: {stderr}");
+    }
+}
+
 /// The line and column (1-based) of the `nth` (0-based) `needle` on line
 /// `line` of `text`.
 fn col_of(text: &str, line: usize, needle: &str) -> String {

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 /// A parameter value as written in a card.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ParamValue {
     Null,
@@ -33,6 +33,64 @@ pub enum ParamValue {
     Float(f64),
     Str(String),
     List(Vec<ParamValue>),
+}
+
+/// What a parameter's value may be, for the error that names a value it
+/// cannot be (a derived untagged enum said only "data did not match any
+/// variant of untagged enum ParamValue").
+const PARAM_VALUE_EXPECTED: &str = "a parameter's value: a number, a text, true or false, a list \
+     of those or null (each parameter is one `key: value` line beside the slot's `kind`, \
+     not a block of its own such as `params:`)";
+
+impl<'de> Deserialize<'de> for ParamValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ParamValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(PARAM_VALUE_EXPECTED)
+            }
+            fn visit_unit<E>(self) -> Result<ParamValue, E> {
+                Ok(ParamValue::Null)
+            }
+            fn visit_none<E>(self) -> Result<ParamValue, E> {
+                Ok(ParamValue::Null)
+            }
+            fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<ParamValue, D::Error> {
+                ParamValue::deserialize(d)
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<ParamValue, E> {
+                Ok(ParamValue::Bool(b))
+            }
+            fn visit_i64<E>(self, i: i64) -> Result<ParamValue, E> {
+                Ok(ParamValue::Int(i))
+            }
+            fn visit_u64<E>(self, u: u64) -> Result<ParamValue, E> {
+                // past i64: a float, as the derived enum read it
+                Ok(i64::try_from(u).map_or(ParamValue::Float(u as f64), ParamValue::Int))
+            }
+            fn visit_f64<E>(self, f: f64) -> Result<ParamValue, E> {
+                Ok(ParamValue::Float(f))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<ParamValue, E> {
+                Ok(ParamValue::Str(s.to_owned()))
+            }
+            fn visit_string<E>(self, s: String) -> Result<ParamValue, E> {
+                Ok(ParamValue::Str(s))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<ParamValue, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(ParamValue::List(items))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 impl ParamValue {
