@@ -423,3 +423,73 @@ fn the_leaderboard_records_the_model_not_advice() {
         assert!(!md.contains(advice), "{advice}: {md}");
     }
 }
+
+/// A batch into a folder that holds another batch's runs (a bigger budget)
+/// is refused before anything starts, naming a run it cannot continue, and
+/// the folder's leaderboard is left as it was; before, every run failed on
+/// its own and the earlier batch's leaderboard.md was written over with an
+/// empty one. A batch with a bigger budget still continues those runs.
+#[test]
+fn a_batch_folder_with_another_batchs_runs_is_refused_and_kept() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let batch = |iterations: &str| {
+        Command::new(env!("CARGO_BIN_EXE_galapagos"))
+            .args([
+                "leaderboard",
+                "best_of_n",
+                "topk",
+                "--task",
+                "circle_packing",
+                "--seeds",
+                "1",
+                "--iterations",
+                iterations,
+                "--quiet",
+                "--out",
+                "lb",
+            ])
+            .env("HOME", home.path())
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("OPENAI_BASE_URL")
+            .current_dir(work.path())
+            .output()
+            .unwrap()
+    };
+    let first = batch("4");
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let md = work.path().join("lb/leaderboard.md");
+    let before = std::fs::read(&md).unwrap();
+    let smaller = batch("2");
+    let stderr = String::from_utf8_lossy(&smaller.stderr);
+    assert!(!smaller.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("holds another batch's runs")
+            && stderr
+                .contains("best_of_n-seed0 holds a run with a budget of 4 iterations, more than 2")
+            && stderr.contains("pick another batch folder"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&md).unwrap(),
+        before,
+        "leaderboard.md was written over"
+    );
+    // a bigger budget continues the same runs
+    let bigger = batch("6");
+    assert!(
+        bigger.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bigger.stderr)
+    );
+    let json: Value = serde_json::from_str(
+        &std::fs::read_to_string(work.path().join("lb/leaderboard.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["iterations"], 6, "{json}");
+}

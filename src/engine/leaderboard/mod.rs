@@ -177,6 +177,49 @@ pub struct Batch {
     started: Instant,
 }
 
+/// A run a batch folder already holds where a batch run goes: `done` when
+/// it needs nothing more for a budget of `n` iterations.
+struct HeldRun {
+    done: bool,
+}
+
+/// The run in `dir`, if one is there, as a batch run with `seed` and a
+/// budget of `n` iterations would continue it; an error when it cannot (a
+/// run of another seed, or of a bigger budget).
+fn held_run(dir: &Path, seed: u64, n: u64) -> Result<Option<HeldRun>, String> {
+    if !dir.join("archive.sqlite").is_file() {
+        return Ok(None);
+    }
+    let archive = Archive::open(dir).map_err(|e| e.to_string())?;
+    let meta = archive.meta().map_err(|e| e.to_string())?;
+    let iterations = archive
+        .checkpoint()
+        .map_err(|e| e.to_string())?
+        .map_or(0, |c| c.iterations_done);
+    drop(archive);
+    if meta.seed != seed {
+        return Err(format!(
+            "{} holds a run with seed {}, not {seed}",
+            dir.display(),
+            meta.seed
+        ));
+    }
+    if meta.max_iterations > n {
+        return Err(format!(
+            "{} holds a run with a budget of {} iterations, more than {n}",
+            dir.display(),
+            meta.max_iterations
+        ));
+    }
+    // A run that ended by its own rule (a cap, `general.stop`) is done.
+    let finished = meta.status == "completed"
+        || meta.status.starts_with("budget reached")
+        || meta.status.starts_with("stopped early");
+    Ok(Some(HeldRun {
+        done: iterations >= n || (finished && meta.max_iterations == n),
+    }))
+}
+
 /// The folder of a card's run with `seed` inside the batch folder `out`.
 pub fn run_dir(out: &Path, card: &str, seed: u64) -> PathBuf {
     out.join("runs").join(format!("{card}-seed{seed}"))
@@ -285,6 +328,25 @@ impl Batch {
                     });
                 }
             }
+        }
+        // A batch folder that holds runs this batch cannot continue (another
+        // seed, a bigger budget) is refused before anything starts or is
+        // written: run by run, each would fail and the leaderboard files of
+        // the batch that made them would be written over with an empty one.
+        let conflicts: Vec<String> = runs
+            .iter()
+            .filter_map(|r| held_run(&r.dir, r.seed, spec.iterations).err())
+            .collect();
+        if let Some(first) = conflicts.first() {
+            let more = match conflicts.len() {
+                1 => String::new(),
+                n => format!(" (and {} more runs like it)", n - 1),
+            };
+            return Err(format!(
+                "the batch folder {} holds another batch's runs: {first}{more}; pick another batch \
+                 folder (its leaderboard files were left as they are)",
+                spec.out.display()
+            ));
         }
         Ok(Self {
             queue: (0..runs.len()).collect(),
@@ -411,34 +473,8 @@ impl Batch {
         let run = &self.runs[index];
         let dir = &run.dir;
         let n = self.spec.iterations;
-        if dir.join("archive.sqlite").is_file() {
-            let archive = Archive::open(dir).map_err(|e| e.to_string())?;
-            let meta = archive.meta().map_err(|e| e.to_string())?;
-            let done = archive
-                .checkpoint()
-                .map_err(|e| e.to_string())?
-                .map_or(0, |c| c.iterations_done);
-            drop(archive);
-            if meta.seed != run.seed {
-                return Err(format!(
-                    "{}: holds a run with seed {}, not {}; use another batch folder",
-                    dir.display(),
-                    meta.seed,
-                    run.seed
-                ));
-            }
-            if meta.max_iterations > n {
-                return Err(format!(
-                    "{}: holds a run with a budget of {} iterations, more than {n}; use another batch folder",
-                    dir.display(),
-                    meta.max_iterations
-                ));
-            }
-            // A run that ended by its own rule (a cap, `general.stop`) is done.
-            let finished = meta.status == "completed"
-                || meta.status.starts_with("budget reached")
-                || meta.status.starts_with("stopped early");
-            if done >= n || (finished && meta.max_iterations == n) {
+        if let Some(held) = held_run(dir, run.seed, n)? {
+            if held.done {
                 return Ok(None);
             }
             return match RunPlan::resume(dir, Some(n), &self.registry) {
