@@ -334,7 +334,7 @@ impl RunCompare {
             }
         });
         let used = ui.cursor().top() - top;
-        Plot::new("runs-compare")
+        crate::studio::ticks::value_axis(Plot::new("runs-compare"))
             .height((height - used - 8.0).max(140.0))
             .x_axis_label("iteration")
             .y_axis_label("best fitness so far")

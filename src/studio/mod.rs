@@ -76,5 +76,6 @@ pub mod run;
 pub mod runs;
 pub mod state;
 pub mod theme;
+mod ticks;
 
 pub use app::{App, StudioLaunch, run_studio};

@@ -635,7 +635,7 @@ fn plot_ui(panel: &LeaderboardPanel, ui: &mut Ui, iterations: u64, suite: bool, 
         }
     });
     let used = ui.cursor().top() - top;
-    Plot::new("leaderboard-plot")
+    crate::studio::ticks::value_axis(Plot::new("leaderboard-plot"))
         .height((height - used - 8.0).max(140.0))
         .x_axis_label("iteration")
         .y_axis_label(y)

@@ -53,7 +53,6 @@ mod settings_change;
 pub mod steer;
 pub mod structure;
 pub mod table;
-mod ticks;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -527,11 +527,9 @@ impl GenomeView for FitnessPlot {
         // the y label runs along the plot's height: cut to fit it there
         let y_label = super::panes::axis_label(ui, &self.metric, &history.fitness_basis());
         let x_label = self.x_axis.label();
-        let plot = Plot::new("fitness_plot")
+        let plot = crate::studio::ticks::value_axis(Plot::new("fitness_plot"))
             .x_axis_label(x_label)
             .y_axis_label(y_label.clone())
-            .y_grid_spacer(egui_plot::uniform_grid_spacer(super::ticks::nice_steps))
-            .y_axis_formatter(|mark, _| super::ticks::tick_label(mark))
             .allow_double_click_reset(true)
             .label_formatter(|pos| match pos {
                 egui_plot::HoverPosition::NearDataPoint {

@@ -1,5 +1,12 @@
-//! The fitness plot's y axis ticks: steps of 1, 2 and 5 times a power of
-//! ten, each labelled with the decimals its step needs.
+//! The y axis of the plots of scores (a run's fitness, the leaderboard's
+//! curves, compared runs): ticks at 1, 2 and 5 times a power of ten, each
+//! labelled with the decimals its step needs.
+
+/// `plot` with this y axis.
+pub fn value_axis(plot: egui_plot::Plot<'_>) -> egui_plot::Plot<'_> {
+    plot.y_grid_spacer(egui_plot::uniform_grid_spacer(nice_steps))
+        .y_axis_formatter(|mark, _| tick_label(mark))
+}
 
 /// A tick's value with the decimals its step needs: one for a step of 0.5
 /// or 0.2 (egui_plot's own label rounds the decimals, so a tick at 0.5 on
