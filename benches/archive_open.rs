@@ -22,6 +22,9 @@ use galapagos::engine::rng::seeded;
 use galapagos::studio::run::{RunView, read_archive};
 
 mod common;
+#[path = "common/rss.rs"]
+mod rss;
+use rss::rss_mib;
 
 const SCREEN: egui::Vec2 = egui::vec2(1600.0, 1000.0);
 const BATCH: u64 = 1_000;
@@ -103,18 +106,6 @@ fn frame(ctx: &egui::Context, view: &mut RunView, t: f64) -> Duration {
     let took = start.elapsed();
     std::hint::black_box(prims);
     took
-}
-
-/// This process's resident memory, in MiB (Linux's /proc).
-fn rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 fn ms(d: Duration) -> f64 {

@@ -39,6 +39,9 @@ use galapagos::engine::service::{
 };
 
 mod common;
+#[path = "common/rss.rs"]
+mod rss;
+use rss::rss_mib;
 
 #[path = "../tests/common/sshd.rs"]
 #[allow(dead_code, reason = "the bench uses part of the tests' sshd")]
@@ -124,18 +127,6 @@ async fn history(target: Target, options: ConnectOptions) -> Result<(u64, Durati
         }
     }
     Err("the follow ended before its snapshot".to_owned())
-}
-
-/// This process's resident memory, in MiB (Linux's /proc).
-fn rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 /// Follow `target` until its snapshot is in, keeping every genome it
