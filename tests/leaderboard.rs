@@ -340,11 +340,16 @@ fn a_card_stopped_by_its_token_cap_is_marked_capped() {
 
 /// `galapagos leaderboard` takes built-in card and task names, as `run`
 /// does, from an empty folder with an empty HOME.
-#[test]
-fn built_in_card_and_task_names_work_from_an_empty_folder() {
-    let home = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_galapagos"))
+/// `galapagos leaderboard best_of_n topk --task circle_packing --seeds 1`
+/// with `iterations` and `more` arguments, from `work` with an empty `home`
+/// (the offline model).
+fn built_in_batch(
+    home: &Path,
+    work: &Path,
+    iterations: &str,
+    more: &[&str],
+) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_galapagos"))
         .args([
             "leaderboard",
             "best_of_n",
@@ -354,16 +359,24 @@ fn built_in_card_and_task_names_work_from_an_empty_folder() {
             "--seeds",
             "1",
             "--iterations",
-            "2",
+            iterations,
             "--quiet",
         ])
-        .env("HOME", home.path())
+        .args(more)
+        .env("HOME", home)
         .env_remove("XDG_DATA_HOME")
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("OPENAI_BASE_URL")
-        .current_dir(work.path())
+        .current_dir(work)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn built_in_card_and_task_names_work_from_an_empty_folder() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let o = built_in_batch(home.path(), work.path(), "2", &[]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     let json: Value = serde_json::from_str(
@@ -433,30 +446,8 @@ fn the_leaderboard_records_the_model_not_advice() {
 fn a_batch_folder_with_another_batchs_runs_is_refused_and_kept() {
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let batch = |iterations: &str| {
-        Command::new(env!("CARGO_BIN_EXE_galapagos"))
-            .args([
-                "leaderboard",
-                "best_of_n",
-                "topk",
-                "--task",
-                "circle_packing",
-                "--seeds",
-                "1",
-                "--iterations",
-                iterations,
-                "--quiet",
-                "--out",
-                "lb",
-            ])
-            .env("HOME", home.path())
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("OPENAI_BASE_URL")
-            .current_dir(work.path())
-            .output()
-            .unwrap()
-    };
+    let batch =
+        |iterations: &str| built_in_batch(home.path(), work.path(), iterations, &["--out", "lb"]);
     let first = batch("4");
     assert!(
         first.status.success(),

@@ -236,15 +236,9 @@ pub fn leaderboard(args: &LeaderboardArgs) -> i32 {
             ),
         }
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match super::remote::runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return 1;
-        }
+        Err(code) => return code,
     };
     let tty = std::io::stderr().is_terminal();
     let mut last_draw = Instant::now();

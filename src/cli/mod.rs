@@ -597,15 +597,9 @@ fn drive(
     model_desc: &str,
 ) -> i32 {
     let Output { quiet, verbose } = out;
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match remote::runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return 1;
-        }
+        Err(code) => return code,
     };
     if !quiet {
         eprintln!("recording to {}", run_dir.display());
